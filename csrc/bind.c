@@ -1,0 +1,264 @@
+/* bind.c - resolve handles against a pipeline's bindings, validate them, and encode
+ * one dispatch from the result. Shared by every kind of recording. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const char *kind_name(vn_binding_kind kind) {
+    switch (kind) {
+    case VN_BINDING_STORAGE_READ_WRITE: return "var<storage, read_write>";
+    case VN_BINDING_UNIFORM: return "var<uniform>";
+    default: return "var<storage, read>";
+    }
+}
+
+/* Usage bits each binding needs: outputs are cleared (COPY_DST) and read back
+ * (COPY_SRC); inputs are written from the host (COPY_DST). */
+static uint64_t required_usage(const vn_binding *b) {
+    switch (b->kind) {
+    case VN_BINDING_STORAGE_READ_WRITE: return VN_USAGE_STORAGE | VN_USAGE_COPY_SRC | VN_USAGE_COPY_DST;
+    case VN_BINDING_UNIFORM: return VN_USAGE_UNIFORM | VN_USAGE_COPY_DST;
+    default: return VN_USAGE_STORAGE | VN_USAGE_COPY_DST;
+    }
+}
+
+static void usage_names(uint64_t bits, char *buf, size_t cap) {
+    static const char *names[] = {"MAP_READ", "MAP_WRITE", "COPY_SRC", "COPY_DST", "INDEX",
+                                  "VERTEX", "UNIFORM", "STORAGE", "INDIRECT", "QUERY_RESOLVE"};
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < 10; i++)
+        if (bits & (1ull << i))
+            used += (size_t)snprintf(buf + used, used < cap ? cap - used : 0, "%s%s", used ? "|" : "", names[i]);
+    if (used == 0) snprintf(buf, cap, "none");
+}
+
+static vn_status check_handle(const vn_pipeline *p, const vn_binding *b, const vn_buffer *h, const char *role,
+                              size_t role_index) {
+    if (h == NULL)
+        return vn_fail(VN_ERROR_BINDING, "%s %zu for @group(%u) @binding(%u) `%s` is NULL. Fix: pass a live Buffer.",
+                       role, role_index, b->group, b->binding, b->name);
+    if (h->device != p->device)
+        return vn_fail(VN_ERROR_BINDING,
+                       "%s %zu (buffer %llu) for @group(%u) @binding(%u) `%s` belongs to another device. Fix: "
+                       "create or upload the buffer on the pipeline's device.",
+                       role, role_index, (unsigned long long)h->identity, b->group, b->binding, b->name);
+    uint64_t need = required_usage(b);
+    if ((h->usage & need) != need) {
+        char have_s[160], need_s[160], miss_s[160];
+        usage_names(h->usage, have_s, sizeof have_s);
+        usage_names(need, need_s, sizeof need_s);
+        usage_names(need & ~h->usage, miss_s, sizeof miss_s);
+        return vn_fail(VN_ERROR_BINDING,
+                       "%s %zu (buffer %llu) for @group(%u) @binding(%u) `%s` (%s) has usage %s, missing %s. Fix: "
+                       "create it with usage including %s, or leave usage unset for the default.",
+                       role, role_index, (unsigned long long)h->identity, b->group, b->binding, b->name,
+                       kind_name(b->kind), have_s, miss_s, need_s);
+    }
+    if (h->allocation_len < b->min_size)
+        return vn_fail(VN_ERROR_BINDING,
+                       "%s %zu (buffer %llu) for @group(%u) @binding(%u) `%s` has %llu bytes, but its declared type "
+                       "needs at least %llu. Fix: pass a buffer of at least %llu bytes.",
+                       role, role_index, (unsigned long long)h->identity, b->group, b->binding, b->name,
+                       (unsigned long long)h->byte_len, (unsigned long long)b->min_size,
+                       (unsigned long long)b->min_size);
+    uint64_t max_binding = b->kind == VN_BINDING_UNIFORM ? p->device->limits.maxUniformBufferBindingSize
+                                                         : p->device->limits.maxStorageBufferBindingSize;
+    if (h->allocation_len > max_binding)
+        return vn_fail(VN_ERROR_BINDING,
+                       "%s %zu (buffer %llu) for @group(%u) @binding(%u) `%s` has %llu bytes, above this device's "
+                       "largest %s binding of %llu bytes. Fix: split the data across bindings or dispatches.",
+                       role, role_index, (unsigned long long)h->identity, b->group, b->binding, b->name,
+                       (unsigned long long)h->allocation_len, b->kind == VN_BINDING_UNIFORM ? "uniform" : "storage",
+                       (unsigned long long)max_binding);
+    return VN_OK;
+}
+
+static vn_status check_indirect(const vn_pipeline *p, const vn_buffer *h) {
+    const vn_binding *b = &p->bindings[p->indirect_binding];
+    if (!(h->usage & VN_USAGE_INDIRECT))
+        return vn_fail(VN_ERROR_BINDING,
+                       "indirect buffer `%s` (buffer %llu) has no INDIRECT usage. Fix: create it with "
+                       "vn.BufferUsage.INDIRECT, or leave usage unset for the default.",
+                       b->name, (unsigned long long)h->identity);
+    if (p->indirect_offset > h->byte_len || h->byte_len - p->indirect_offset < 12)
+        return vn_fail(VN_ERROR_BINDING,
+                       "indirect buffer `%s` (buffer %llu) has %llu bytes, too few for three u32 workgroup counts "
+                       "at offset %llu (needs %llu). Fix: pass a buffer of at least offset + 12 bytes.",
+                       b->name, (unsigned long long)h->identity, (unsigned long long)h->byte_len,
+                       (unsigned long long)p->indirect_offset, (unsigned long long)p->indirect_offset + 12);
+    return VN_OK;
+}
+
+void vn_bound_release(vn_bound *bound) {
+    if (bound->groups != NULL) {
+        for (uint32_t g = 0; g < bound->group_count; g++)
+            if (bound->groups[g] != NULL) {
+                wgpu.BindGroupRelease(bound->groups[g]);
+                vn_live_add(VN_LIVE_BIND_GROUP, -1);
+            }
+        free(bound->groups);
+    }
+    if (bound->buffers != NULL) {
+        for (size_t i = 0; i < bound->buffer_count; i++) vn_buffer_release(bound->buffers[i]);
+        free(bound->buffers);
+    }
+    free(bound->outputs);
+    if (bound->pipeline != NULL) vn_pipeline_release(bound->pipeline);
+    memset(bound, 0, sizeof *bound);
+}
+
+vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t input_count, vn_buffer *const *outputs,
+                           size_t output_count, vn_buffer *params, uint32_t x, uint32_t y, uint32_t z, vn_bound *out) {
+    memset(out, 0, sizeof *out);
+    if (p == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pipeline is NULL. Fix: pass a live Pipeline.");
+    vn_status st = vn_device_check(p->device, "recording a dispatch");
+    if (st != VN_OK) return st;
+    if ((input_count && inputs == NULL) || (output_count && outputs == NULL))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "handle counts are non-zero but the arrays are NULL. Fix: pass the handles.");
+    uint32_t max_wg = p->device->limits.maxComputeWorkgroupsPerDimension;
+    if (p->indirect_binding < 0 && (x > max_wg || y > max_wg || z > max_wg))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "workgroups (%u, %u, %u) exceed this device's maxComputeWorkgroupsPerDimension of %u. Fix: "
+                       "use at most %u workgroups per dimension (spread work over y and z, or loop in the kernel).",
+                       x, y, z, max_wg, max_wg);
+
+    size_t n = p->binding_count;
+    vn_buffer **bound = calloc(n ? n : 1, sizeof *bound);
+    vn_buffer **outs = calloc(n ? n : 1, sizeof *outs);
+    if (bound == NULL || outs == NULL) {
+        free(bound);
+        free(outs);
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate binding tables. Fix: free host memory.");
+    }
+    /* The seed's rule: outputs take the next output handle, the first uniform
+     * takes params when given, everything else the next input handle. */
+    size_t next_in = 0, next_out = 0, n_outs = 0;
+    bool params_used = false;
+    for (size_t i = 0; i < n && st == VN_OK; i++) {
+        const vn_binding *b = &p->bindings[i];
+        if (b->kind == VN_BINDING_STORAGE_READ_WRITE) {
+            if (next_out >= output_count) {
+                st = vn_fail(VN_ERROR_BINDING,
+                             "@group(%u) @binding(%u) `%s` (%s) needs output %zu, but %zu output(s) were passed. "
+                             "Fix: pass one output buffer per read_write binding, in (group, binding) order.",
+                             b->group, b->binding, b->name, kind_name(b->kind), next_out, output_count);
+                break;
+            }
+            bound[i] = outputs[next_out];
+            st = check_handle(p, b, bound[i], "output", next_out);
+            next_out++;
+            outs[n_outs++] = bound[i];
+        } else if (b->kind == VN_BINDING_UNIFORM && params != NULL && !params_used) {
+            bound[i] = params;
+            params_used = true;
+            st = check_handle(p, b, bound[i], "params", 0);
+        } else {
+            if (next_in >= input_count) {
+                st = vn_fail(VN_ERROR_BINDING,
+                             "@group(%u) @binding(%u) `%s` (%s) needs input %zu, but %zu input(s) were passed. Fix: "
+                             "pass one input buffer per read-only storage%s binding, in (group, binding) order.",
+                             b->group, b->binding, b->name, kind_name(b->kind), next_in, input_count,
+                             params != NULL ? " and every uniform after the first" : " and uniform");
+                break;
+            }
+            bound[i] = inputs[next_in];
+            st = check_handle(p, b, bound[i], "input", next_in);
+            next_in++;
+        }
+    }
+    if (st == VN_OK && (next_in != input_count || next_out != output_count || (params != NULL && !params_used))) {
+        if (params != NULL && !params_used)
+            st = vn_fail(VN_ERROR_BINDING, "params was passed, but entry point has no var<uniform> binding to take it. "
+                         "Fix: pass params=None, or declare the uniform in the WGSL.");
+        else {
+            /* Name the bindings that do take handles of the kind left over. */
+            bool outs_left = next_out != output_count;
+            char names[512];
+            size_t used = 0;
+            names[0] = '\0';
+            for (size_t i = 0; i < n; i++) {
+                const vn_binding *b = &p->bindings[i];
+                bool is_out = b->kind == VN_BINDING_STORAGE_READ_WRITE;
+                if (is_out != outs_left || used >= sizeof names) continue;
+                used += (size_t)snprintf(names + used, sizeof names - used, "%s@group(%u) @binding(%u) `%s`",
+                                         used ? ", " : "", b->group, b->binding, b->name);
+            }
+            st = vn_fail(VN_ERROR_BINDING,
+                         "%zu %s(s) were passed, but the entry point has %zu %s binding(s)%s%s; %s %zu has no "
+                         "binding to take it. Fix: pass exactly one handle per binding (see pipeline.bindings).",
+                         outs_left ? output_count : input_count, outs_left ? "output" : "input",
+                         outs_left ? next_out : next_in, outs_left ? "read_write" : "input",
+                         used ? ": " : "", names, outs_left ? "output" : "input", outs_left ? next_out : next_in);
+        }
+    }
+    vn_buffer *indirect = NULL;
+    if (st == VN_OK && p->indirect_binding >= 0) {
+        indirect = bound[p->indirect_binding];
+        st = check_indirect(p, indirect);
+    }
+    if (st != VN_OK) {
+        free(bound);
+        free(outs);
+        return st;
+    }
+
+    /* Everything checks out: take references so the recording keeps its buffers. */
+    vn_pipeline_retain(p);
+    for (size_t i = 0; i < n; i++) vn_buffer_retain(bound[i]);
+    out->pipeline = p;
+    out->buffers = bound;
+    out->buffer_count = n;
+    out->outputs = outs;
+    out->output_count = n_outs;
+    out->x = x;
+    out->y = y;
+    out->z = z;
+    out->indirect = indirect;
+    out->indirect_offset = p->indirect_offset;
+    out->group_count = p->group_count;
+    out->groups = calloc(p->group_count ? p->group_count : 1, sizeof *out->groups);
+    if (out->groups == NULL) {
+        vn_bound_release(out);
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate bind-group slots. Fix: free host memory.");
+    }
+    size_t first = 0;
+    vn_scope_begin(p->device);
+    for (uint32_t g = 0; g < p->group_count && st == VN_OK; g++) {
+        size_t count = 0;
+        while (first + count < n && p->bindings[first + count].group == g) count++;
+        st = vn_bind_cache_get(p, g, bound + first, (uint32_t)count, &out->groups[g]);
+        first += count;
+    }
+    vn_status scope = vn_scope_end(p->device, "creating bind groups", VN_ERROR_VALIDATION,
+                                   "check that each buffer fits its binding (size and usage).");
+    if (st == VN_OK) st = scope;
+    if (st != VN_OK) {
+        /* A group that failed validation may sit in the cache as an invalid object. */
+        for (size_t i = 0; i < n; i++) vn_bind_cache_forget(&p->cache, bound[i]->identity);
+        vn_bound_release(out);
+    }
+    return st;
+}
+
+void vn_bound_encode(const vn_bound *bound, WGPUCommandEncoder encoder) {
+    const vn_pipeline *p = bound->pipeline;
+    /* Outputs start at zero unless they are preserved in/out state. */
+    for (size_t i = 0; i < bound->buffer_count; i++) {
+        const vn_binding *b = &p->bindings[i];
+        if (b->kind == VN_BINDING_STORAGE_READ_WRITE && !b->preserve)
+            wgpu.CommandEncoderClearBuffer(encoder, bound->buffers[i]->buffer, 0, bound->buffers[i]->allocation_len);
+    }
+    WGPUComputePassEncoder pass = wgpu.CommandEncoderBeginComputePass(encoder, NULL);
+    wgpu.ComputePassEncoderSetPipeline(pass, p->pipeline);
+    for (uint32_t g = 0; g < bound->group_count; g++)
+        wgpu.ComputePassEncoderSetBindGroup(pass, g, bound->groups[g], 0, NULL);
+    if (bound->indirect != NULL)
+        wgpu.ComputePassEncoderDispatchWorkgroupsIndirect(pass, bound->indirect->buffer, bound->indirect_offset);
+    else if (bound->x && bound->y && bound->z)
+        wgpu.ComputePassEncoderDispatchWorkgroups(pass, bound->x, bound->y, bound->z);
+    wgpu.ComputePassEncoderEnd(pass);
+    wgpu.ComputePassEncoderRelease(pass);
+}

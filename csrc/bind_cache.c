@@ -1,0 +1,160 @@
+/* bind_cache.c - a bounded LRU of bind groups per pipeline.
+ *
+ * Key: the group index (the layout; the cache is per pipeline) and each bound
+ * buffer's (allocation identity, padded size). Identities are never reused, so a
+ * hit can never name a freed buffer; a released buffer's entries are purged so
+ * the cache does not keep its GPU memory alive.
+ *
+ * Lookup is a linear scan comparing a precomputed 64-bit hash first: at the
+ * default 256 entries that is well under a microsecond, far below the cost of
+ * creating a bind group, and it keeps eviction (oldest tick) trivially correct. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+vn_status vn_bind_cache_init(vn_bind_cache *cache, uint32_t capacity) {
+    memset(cache, 0, sizeof *cache);
+    cache->entries = calloc(capacity, sizeof *cache->entries);
+    if (cache->entries == NULL)
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a bind-group cache of %u entries. Fix: free host memory.",
+                       capacity);
+    cache->capacity = capacity;
+    pthread_mutex_init(&cache->lock, NULL);
+    return VN_OK;
+}
+
+static void entry_clear(vn_bind_cache_entry *e) {
+    if (e->bind_group != NULL) {
+        wgpu.BindGroupRelease(e->bind_group);
+        vn_live_add(VN_LIVE_BIND_GROUP, -1);
+    }
+    free(e->key);
+    memset(e, 0, sizeof *e);
+}
+
+void vn_bind_cache_destroy(vn_bind_cache *cache) {
+    if (cache->entries == NULL) return;
+    for (uint32_t i = 0; i < cache->count; i++) entry_clear(&cache->entries[i]);
+    free(cache->entries);
+    cache->entries = NULL;
+    pthread_mutex_destroy(&cache->lock);
+}
+
+static uint64_t hash_key(uint32_t group, const uint64_t *key, uint32_t words) {
+    uint64_t h = 1469598103934665603ull ^ group; /* FNV-1a over 64-bit words */
+    for (uint32_t i = 0; i < words; i++) {
+        h ^= key[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* Remove entry i by moving the last entry into its place. */
+static void remove_at(vn_bind_cache *cache, uint32_t i) {
+    entry_clear(&cache->entries[i]);
+    cache->count--;
+    if (i != cache->count) {
+        cache->entries[i] = cache->entries[cache->count];
+        memset(&cache->entries[cache->count], 0, sizeof cache->entries[cache->count]);
+    }
+}
+
+vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, vn_buffer *const *buffers, uint32_t count,
+                            WGPUBindGroup *out) {
+    vn_bind_cache *cache = &pipeline->cache;
+    uint64_t stack_key[32];
+    uint64_t *key = 2 * count <= 32 ? stack_key : malloc(2 * count * sizeof *key);
+    if (key == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a bind-group key. Fix: free host memory.");
+    for (uint32_t i = 0; i < count; i++) {
+        key[2 * i] = buffers[i]->identity;
+        key[2 * i + 1] = buffers[i]->allocation_len;
+    }
+    uint64_t h = hash_key(group, key, 2 * count);
+
+    pthread_mutex_lock(&cache->lock);
+    for (uint32_t i = 0; i < cache->count; i++) {
+        vn_bind_cache_entry *e = &cache->entries[i];
+        if (e->hash == h && e->group == group && e->key_len == count &&
+            memcmp(e->key, key, 2 * count * sizeof *key) == 0) {
+            e->last_used = ++cache->tick;
+            cache->hits++;
+            wgpu.BindGroupAddRef(e->bind_group);
+            vn_live_add(VN_LIVE_BIND_GROUP, 1);
+            *out = e->bind_group;
+            pthread_mutex_unlock(&cache->lock);
+            if (key != stack_key) free(key);
+            return VN_OK;
+        }
+    }
+    cache->misses++;
+    pthread_mutex_unlock(&cache->lock);
+
+    /* Create outside the cache lock: bind-group creation is the slow part, and the
+     * caller already holds the device's scope lock, which orders it. */
+    WGPUBindGroupEntry stack_entries[16];
+    WGPUBindGroupEntry *entries = count <= 16 ? stack_entries : calloc(count, sizeof *entries);
+    if (entries == NULL) {
+        if (key != stack_key) free(key);
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate bind-group entries. Fix: free host memory.");
+    }
+    uint32_t n = 0;
+    for (size_t i = 0; i < pipeline->binding_count; i++) {
+        if (pipeline->bindings[i].group != group) continue;
+        WGPUBindGroupEntry e = WGPU_BIND_GROUP_ENTRY_INIT;
+        e.binding = pipeline->bindings[i].binding;
+        e.buffer = buffers[n]->buffer;
+        e.offset = 0;
+        e.size = buffers[n]->allocation_len;
+        entries[n++] = e;
+    }
+    WGPUBindGroupDescriptor desc = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
+    desc.layout = pipeline->layouts[group];
+    desc.entryCount = n;
+    desc.entries = entries;
+    WGPUBindGroup bg = wgpu.DeviceCreateBindGroup(pipeline->device->device, &desc);
+    if (entries != stack_entries) free(entries);
+    if (bg == NULL) {
+        if (key != stack_key) free(key);
+        return vn_fail(VN_ERROR_INTERNAL, "wgpu-native returned no bind group for @group(%u). Fix: check the buffers.", group);
+    }
+    vn_live_add(VN_LIVE_BIND_GROUP, 1);
+
+    uint64_t *owned = key;
+    if (key == stack_key) {
+        owned = malloc(2 * count * sizeof *owned + 1);
+        if (owned != NULL) memcpy(owned, key, 2 * count * sizeof *owned);
+    }
+    pthread_mutex_lock(&cache->lock);
+    if (owned != NULL && cache->capacity > 0) {
+        if (cache->count == cache->capacity) {
+            uint32_t oldest = 0;
+            for (uint32_t i = 1; i < cache->count; i++)
+                if (cache->entries[i].last_used < cache->entries[oldest].last_used) oldest = i;
+            remove_at(cache, oldest);
+            cache->evictions++;
+        }
+        wgpu.BindGroupAddRef(bg); /* the cache's own reference */
+        cache->entries[cache->count++] =
+            (vn_bind_cache_entry){h, group, count, owned, bg, ++cache->tick};
+        vn_live_add(VN_LIVE_BIND_GROUP, 1);
+        owned = NULL;
+    }
+    pthread_mutex_unlock(&cache->lock);
+    free(owned); /* not cached (no memory for the key): the caller still gets the group */
+    *out = bg;
+    return VN_OK;
+}
+
+void vn_bind_cache_forget(vn_bind_cache *cache, uint64_t identity) {
+    pthread_mutex_lock(&cache->lock);
+    for (uint32_t i = 0; i < cache->count;) {
+        vn_bind_cache_entry *e = &cache->entries[i];
+        bool names = false;
+        for (uint32_t k = 0; k < e->key_len && !names; k++) names = e->key[2 * k] == identity;
+        if (names) remove_at(cache, i);
+        else i++;
+    }
+    pthread_mutex_unlock(&cache->lock);
+}

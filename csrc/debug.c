@@ -1,0 +1,17 @@
+/* debug.c - counts of live native objects, so tests can prove nothing leaks. */
+#include "internal.h"
+
+static atomic_llong live[VN_LIVE_KIND_COUNT];
+
+void vn_live_add(enum vn_live_kind kind, int64_t delta) { atomic_fetch_add(&live[kind], delta); }
+
+void vn_debug_live_counts(vn_live_counts *out) {
+    if (out == NULL) return;
+    out->devices = atomic_load(&live[VN_LIVE_DEVICE]);
+    out->buffers = atomic_load(&live[VN_LIVE_BUFFER]);
+    out->shaders = atomic_load(&live[VN_LIVE_SHADER]);
+    out->pipelines = atomic_load(&live[VN_LIVE_PIPELINE]);
+    out->dispatches = atomic_load(&live[VN_LIVE_DISPATCH]);
+    out->bind_groups = atomic_load(&live[VN_LIVE_BIND_GROUP]);
+    out->staging_buffers = atomic_load(&live[VN_LIVE_STAGING]);
+}

@@ -1,0 +1,408 @@
+/* device.c - adapter and device creation, error scopes, waits, loss and release. */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+/* ---- callback plumbing ------------------------------------------------------- */
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* wgpu-native fires AllowProcessEvents callbacks from wgpuInstanceProcessEvents or
+ * a device poll; drive both until `flag` is set, giving up after `limit_s`. */
+bool vn_process_until(WGPUInstance instance, WGPUDevice device, atomic_int *flag, double limit_s) {
+    double deadline = now_seconds() + limit_s;
+    while (!atomic_load(flag)) {
+        if (device != NULL) wgpu.DevicePoll(device, 0, NULL);
+        wgpu.InstanceProcessEvents(instance);
+        if (atomic_load(flag)) break;
+        if (now_seconds() > deadline) return false;
+        sched_yield();
+    }
+    return true;
+}
+
+struct adapter_request {
+    atomic_int done;
+    WGPURequestAdapterStatus status;
+    WGPUAdapter adapter;
+    char message[512];
+};
+
+static void on_adapter(WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView message,
+                       void *userdata1, void *userdata2) {
+    (void)userdata2;
+    struct adapter_request *req = userdata1;
+    req->status = status;
+    req->adapter = adapter;
+    vn_string_view_copy(message, req->message, sizeof req->message);
+    atomic_store(&req->done, 1);
+}
+
+struct device_request {
+    atomic_int done;
+    WGPURequestDeviceStatus status;
+    WGPUDevice device;
+    char message[512];
+};
+
+static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView message,
+                      void *userdata1, void *userdata2) {
+    (void)userdata2;
+    struct device_request *req = userdata1;
+    req->status = status;
+    req->device = device;
+    vn_string_view_copy(message, req->message, sizeof req->message);
+    atomic_store(&req->done, 1);
+}
+
+static void on_device_lost(WGPUDevice const *device, WGPUDeviceLostReason reason, WGPUStringView message,
+                           void *userdata1, void *userdata2) {
+    (void)device;
+    (void)userdata2;
+    vn_device *dev = userdata1;
+    /* CallbackCancelled fires when we release the device ourselves: not a loss. */
+    if (dev == NULL || reason == WGPUDeviceLostReason_CallbackCancelled) return;
+    vn_string_view_copy(message, dev->lost_reason, sizeof dev->lost_reason);
+    atomic_store(&dev->lost, 1);
+}
+
+/* An error that reached no scope. The C layer wraps every creating and encoding
+ * call in scopes, so this is a backstop: it must exist, because without it
+ * wgpu-native treats the error as fatal and aborts the process. The message is
+ * kept for the calling thread; vn_scope_end and the submit paths report it. */
+static _Thread_local struct {
+    WGPUErrorType type;
+    char message[1536];
+} uncaptured;
+
+static void on_uncaptured_error(WGPUDevice const *device, WGPUErrorType type, WGPUStringView message,
+                                void *userdata1, void *userdata2) {
+    (void)device;
+    (void)userdata1;
+    (void)userdata2;
+    if (uncaptured.type == WGPUErrorType_NoError || uncaptured.type == 0) {
+        uncaptured.type = type;
+        vn_string_view_copy(message, uncaptured.message, sizeof uncaptured.message);
+    }
+}
+
+/* ---- names ---------------------------------------------------------------------- */
+
+static const char *backend_name(WGPUBackendType t) {
+    switch (t) {
+    case WGPUBackendType_Null: return "Null";
+    case WGPUBackendType_WebGPU: return "WebGPU";
+    case WGPUBackendType_D3D11: return "D3D11";
+    case WGPUBackendType_D3D12: return "D3D12";
+    case WGPUBackendType_Metal: return "Metal";
+    case WGPUBackendType_Vulkan: return "Vulkan";
+    case WGPUBackendType_OpenGL: return "OpenGL";
+    case WGPUBackendType_OpenGLES: return "OpenGLES";
+    default: return "Unknown";
+    }
+}
+
+static const char *adapter_type_name(WGPUAdapterType t) {
+    switch (t) {
+    case WGPUAdapterType_DiscreteGPU: return "DiscreteGPU";
+    case WGPUAdapterType_IntegratedGPU: return "IntegratedGPU";
+    case WGPUAdapterType_CPU: return "CPU";
+    default: return "Unknown";
+    }
+}
+
+static const char *power_name(vn_power_preference p) {
+    return p == VN_POWER_LOW ? "low-power" : p == VN_POWER_HIGH ? "high-performance" : "default";
+}
+
+/* ---- lifetime -------------------------------------------------------------------- */
+
+void vn_device_retain(vn_device *device) { atomic_fetch_add(&device->refs, 1); }
+
+void vn_device_unref(vn_device *device) {
+    if (device == NULL || atomic_fetch_sub(&device->refs, 1) != 1) return;
+    vn_staging_free_all(device);
+    if (device->queue) wgpu.QueueRelease(device->queue);
+    if (device->device) wgpu.DeviceRelease(device->device);
+    if (device->adapter) wgpu.AdapterRelease(device->adapter);
+    if (device->instance) wgpu.InstanceRelease(device->instance);
+    pthread_mutex_destroy(&device->scope_lock);
+    pthread_rwlock_destroy(&device->submit_lock);
+    pthread_mutex_destroy(&device->staging_lock);
+    pthread_mutex_destroy(&device->pipelines_lock);
+    free(device);
+    vn_live_add(VN_LIVE_DEVICE, -1);
+}
+
+vn_status vn_device_check(const vn_device *device, const char *what) {
+    if (device == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%s: device is NULL. Fix: pass a live Device.", what);
+    if (atomic_load(&device->closed))
+        return vn_fail(VN_ERROR_RELEASED,
+                       "%s: the device was closed. Fix: create a new vn.Device and its buffers and pipelines "
+                       "on it; nothing made on a closed device can be used.", what);
+    if (atomic_load(&device->lost))
+        return vn_fail(VN_ERROR_DEVICE_LOST,
+                       "%s: the device '%s' was lost (%s). Fix: create a new vn.Device and re-create buffers "
+                       "and pipelines on it.", what, device->info.name,
+                       device->lost_reason[0] ? device->lost_reason : "destroyed");
+    return VN_OK;
+}
+
+vn_status vn_device_create(vn_power_preference power_preference, vn_device **out) {
+    vn_status st = vn_require_library();
+    if (st != VN_OK) return st;
+    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_create: out is NULL. Fix: pass a result pointer.");
+    *out = NULL;
+    if (power_preference != VN_POWER_DEFAULT && power_preference != VN_POWER_LOW && power_preference != VN_POWER_HIGH)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "power preference %d is not one of 0 (default), 1 (low-power), "
+                       "2 (high-performance). Fix: pass one of those.", (int)power_preference);
+
+    vn_device *dev = calloc(1, sizeof *dev);
+    if (dev == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a device record. Fix: free host memory.");
+    atomic_init(&dev->refs, 1);
+    pthread_mutex_init(&dev->scope_lock, NULL);
+    pthread_rwlock_init(&dev->submit_lock, NULL);
+    pthread_mutex_init(&dev->staging_lock, NULL);
+    pthread_mutex_init(&dev->pipelines_lock, NULL);
+    vn_live_add(VN_LIVE_DEVICE, 1);
+
+    dev->instance = wgpu.CreateInstance(NULL);
+    if (dev->instance == NULL) {
+        vn_device_unref(dev);
+        return vn_fail(VN_ERROR_INTERNAL, "wgpuCreateInstance returned NULL. Fix: check that a Vulkan loader is installed.");
+    }
+
+    WGPURequestAdapterOptions opts = WGPU_REQUEST_ADAPTER_OPTIONS_INIT;
+    opts.powerPreference = power_preference == VN_POWER_LOW    ? WGPUPowerPreference_LowPower
+                           : power_preference == VN_POWER_HIGH ? WGPUPowerPreference_HighPerformance
+                                                               : WGPUPowerPreference_Undefined;
+    struct adapter_request areq = {0};
+    WGPURequestAdapterCallbackInfo acb = WGPU_REQUEST_ADAPTER_CALLBACK_INFO_INIT;
+    acb.mode = WGPUCallbackMode_AllowProcessEvents;
+    acb.callback = on_adapter;
+    acb.userdata1 = &areq;
+    wgpu.InstanceRequestAdapter(dev->instance, &opts, acb);
+    if (!vn_process_until(dev->instance, NULL, &areq.done, 60.0)) {
+        vn_device_unref(dev);
+        return vn_fail(VN_ERROR_TIMEOUT, "requesting an adapter (power preference %s) did not finish in 60 s. "
+                       "Fix: check the Vulkan driver installation.", power_name(power_preference));
+    }
+    if (areq.status != WGPURequestAdapterStatus_Success || areq.adapter == NULL) {
+        vn_device_unref(dev);
+        return vn_fail(VN_ERROR_LIBRARY,
+                       "no GPU adapter found (power preference %s): %s. Fix: install a Vulkan driver; on a "
+                       "machine without a GPU, Mesa's CPU driver lavapipe (Debian: apt-get install "
+                       "mesa-vulkan-drivers).", power_name(power_preference), areq.message[0] ? areq.message : "none offered");
+    }
+    dev->adapter = areq.adapter;
+
+    WGPUAdapterInfo info = WGPU_ADAPTER_INFO_INIT;
+    if (wgpu.AdapterGetInfo(dev->adapter, &info) == WGPUStatus_Success) {
+        vn_string_view_copy(info.device, dev->info.name, sizeof dev->info.name);
+        vn_string_view_copy(info.vendor, dev->info.vendor, sizeof dev->info.vendor);
+        vn_string_view_copy(info.description, dev->info.driver, sizeof dev->info.driver);
+        snprintf(dev->info.backend, sizeof dev->info.backend, "%s", backend_name(info.backendType));
+        snprintf(dev->info.adapter_type, sizeof dev->info.adapter_type, "%s", adapter_type_name(info.adapterType));
+        dev->info.vendor_id = info.vendorID;
+        dev->info.device_id = info.deviceID;
+        wgpu.AdapterInfoFreeMembers(info);
+    }
+
+    /* The adapter's own limits, not WebGPU's defaults: a 1 GiB storage buffer must
+     * bind wherever the hardware allows it. */
+    WGPULimits limits = WGPU_LIMITS_INIT;
+    if (wgpu.AdapterGetLimits(dev->adapter, &limits) != WGPUStatus_Success) {
+        vn_device_unref(dev);
+        return vn_fail(VN_ERROR_INTERNAL, "could not read the limits of adapter '%s'. Fix: update the GPU driver.", dev->info.name);
+    }
+    limits.nextInChain = NULL;
+
+    WGPUDeviceDescriptor ddesc = WGPU_DEVICE_DESCRIPTOR_INIT;
+    ddesc.label = vn_sv("vyre_native");
+    ddesc.requiredLimits = &limits;
+    ddesc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
+    ddesc.deviceLostCallbackInfo.callback = on_device_lost;
+    ddesc.deviceLostCallbackInfo.userdata1 = dev;
+    ddesc.uncapturedErrorCallbackInfo.callback = on_uncaptured_error;
+    ddesc.uncapturedErrorCallbackInfo.userdata1 = dev;
+    struct device_request dreq = {0};
+    WGPURequestDeviceCallbackInfo dcb = WGPU_REQUEST_DEVICE_CALLBACK_INFO_INIT;
+    dcb.mode = WGPUCallbackMode_AllowProcessEvents;
+    dcb.callback = on_device;
+    dcb.userdata1 = &dreq;
+    wgpu.AdapterRequestDevice(dev->adapter, &ddesc, dcb);
+    if (!vn_process_until(dev->instance, NULL, &dreq.done, 60.0)) {
+        vn_device_unref(dev);
+        return vn_fail(VN_ERROR_TIMEOUT, "requesting a device from adapter '%s' did not finish in 60 s. Fix: check the GPU driver.", dev->info.name);
+    }
+    if (dreq.status != WGPURequestDeviceStatus_Success || dreq.device == NULL) {
+        vn_device_unref(dev);
+        return vn_fail(VN_ERROR_INTERNAL, "adapter '%s' refused to create a device: %s. Fix: update the GPU driver.",
+                       dev->info.name, dreq.message);
+    }
+    dev->device = dreq.device;
+    dev->queue = wgpu.DeviceGetQueue(dev->device);
+    dev->limits = WGPU_LIMITS_INIT;
+    if (wgpu.DeviceGetLimits(dev->device, &dev->limits) != WGPUStatus_Success) dev->limits = limits;
+    dev->limits.nextInChain = NULL;
+    *out = dev;
+    return VN_OK;
+}
+
+vn_status vn_device_get_info(const vn_device *device, vn_device_info *out) {
+    vn_status st = vn_device_check(device, "device.info");
+    if (st != VN_OK) return st;
+    *out = device->info;
+    return VN_OK;
+}
+
+vn_status vn_device_get_limits(const vn_device *device, vn_limits *out) {
+    vn_status st = vn_device_check(device, "device.limits");
+    if (st != VN_OK) return st;
+    const WGPULimits *l = &device->limits;
+    out->max_buffer_size = l->maxBufferSize;
+    out->max_storage_buffer_binding_size = l->maxStorageBufferBindingSize;
+    out->max_uniform_buffer_binding_size = l->maxUniformBufferBindingSize;
+    out->max_bind_groups = l->maxBindGroups;
+    out->max_bindings_per_bind_group = l->maxBindingsPerBindGroup;
+    out->max_storage_buffers_per_shader_stage = l->maxStorageBuffersPerShaderStage;
+    out->max_uniform_buffers_per_shader_stage = l->maxUniformBuffersPerShaderStage;
+    out->min_storage_buffer_offset_alignment = l->minStorageBufferOffsetAlignment;
+    out->min_uniform_buffer_offset_alignment = l->minUniformBufferOffsetAlignment;
+    out->max_compute_workgroup_storage_size = l->maxComputeWorkgroupStorageSize;
+    out->max_compute_invocations_per_workgroup = l->maxComputeInvocationsPerWorkgroup;
+    out->max_compute_workgroup_size_x = l->maxComputeWorkgroupSizeX;
+    out->max_compute_workgroup_size_y = l->maxComputeWorkgroupSizeY;
+    out->max_compute_workgroup_size_z = l->maxComputeWorkgroupSizeZ;
+    out->max_compute_workgroups_per_dimension = l->maxComputeWorkgroupsPerDimension;
+    return VN_OK;
+}
+
+vn_status vn_device_wait(vn_device *device, uint64_t index) {
+    WGPUSubmissionIndex idx = index;
+    wgpu.DevicePoll(device->device, 1, index ? &idx : NULL);
+    return vn_device_check(device, "waiting for submitted work");
+}
+
+vn_status vn_device_wait_idle(vn_device *device) {
+    vn_status st = vn_device_check(device, "device.wait_idle");
+    if (st != VN_OK) return st;
+    return vn_device_wait(device, 0);
+}
+
+vn_status vn_device_destroy(vn_device *device) {
+    vn_status st = vn_device_check(device, "device.destroy");
+    if (st != VN_OK) return st;
+    /* Exclusive: no submit is between its check and its queue call while the
+     * device goes away (wgpu-native aborts on a submit to a destroyed device). */
+    pthread_rwlock_wrlock(&device->submit_lock);
+    snprintf(device->lost_reason, sizeof device->lost_reason, "destroyed by Device.destroy()");
+    atomic_store(&device->lost, 1);
+    pthread_mutex_lock(&device->scope_lock);
+    wgpu.DeviceDestroy(device->device);
+    pthread_mutex_unlock(&device->scope_lock);
+    pthread_rwlock_unlock(&device->submit_lock);
+    return VN_OK;
+}
+
+vn_status vn_submit_begin(vn_device *device, const char *what) {
+    pthread_rwlock_rdlock(&device->submit_lock);
+    vn_status st = vn_device_check(device, what);
+    if (st != VN_OK) pthread_rwlock_unlock(&device->submit_lock);
+    return st;
+}
+
+void vn_submit_end(vn_device *device) { pthread_rwlock_unlock(&device->submit_lock); }
+
+void vn_device_close(vn_device *device) {
+    if (device != NULL) atomic_store(&device->closed, 1);
+}
+
+void vn_device_release(vn_device *device) { vn_device_unref(device); }
+
+/* ---- error scopes ------------------------------------------------------------------ */
+
+struct scope_result {
+    atomic_int done;
+    WGPUPopErrorScopeStatus status;
+    WGPUErrorType type;
+    char message[1536];
+};
+
+/* wgpu's messages open with "Validation Error\n\nCaused by:\n" and end in blank
+ * lines; keep what follows (the call, the cause, naga's source excerpt). */
+static void tidy_message(char *msg) {
+    char *start = msg;
+    char *caused = strstr(msg, "Caused by:");
+    if (caused != NULL) start = caused + strlen("Caused by:");
+    while (*start == ' ' || *start == '\n' || *start == '\t' || *start == '\r') start++;
+    memmove(msg, start, strlen(start) + 1);
+    size_t n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == ' ' || msg[n - 1] == '\n' || msg[n - 1] == '\t' || msg[n - 1] == '\r')) n--;
+    msg[n] = '\0';
+}
+
+static void on_pop(WGPUPopErrorScopeStatus status, WGPUErrorType type, WGPUStringView message, void *userdata1,
+                   void *userdata2) {
+    (void)userdata2;
+    struct scope_result *r = userdata1;
+    r->status = status;
+    r->type = type;
+    vn_string_view_copy(message, r->message, sizeof r->message);
+    atomic_store(&r->done, 1);
+}
+
+void vn_scope_begin(vn_device *device) {
+    pthread_mutex_lock(&device->scope_lock);
+    uncaptured.type = WGPUErrorType_NoError;
+    /* wgpu-native 29 panics on WGPUErrorFilter_Internal ("invalid error filter"), so
+     * internal errors reach the uncaptured-error backstop instead. */
+    wgpu.DevicePushErrorScope(device->device, WGPUErrorFilter_OutOfMemory);
+    wgpu.DevicePushErrorScope(device->device, WGPUErrorFilter_Validation);
+}
+
+static vn_status error_status(WGPUErrorType type, vn_status validation_code) {
+    switch (type) {
+    case WGPUErrorType_Validation: return validation_code;
+    case WGPUErrorType_OutOfMemory: return VN_ERROR_OUT_OF_MEMORY;
+    default: return VN_ERROR_INTERNAL;
+    }
+}
+
+vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation_code, const char *fix) {
+    struct scope_result results[2];
+    memset(results, 0, sizeof results);
+    for (int i = 0; i < 2; i++) {
+        WGPUPopErrorScopeCallbackInfo cb = WGPU_POP_ERROR_SCOPE_CALLBACK_INFO_INIT;
+        cb.mode = WGPUCallbackMode_AllowProcessEvents;
+        cb.callback = on_pop;
+        cb.userdata1 = &results[i];
+        wgpu.DevicePopErrorScope(device->device, cb);
+        vn_process_until(device->instance, NULL, &results[i].done, 10.0);
+    }
+    pthread_mutex_unlock(&device->scope_lock);
+    for (int i = 0; i < 2; i++) {
+        struct scope_result *r = &results[i];
+        if (!atomic_load(&r->done)) continue;
+        if (r->status == WGPUPopErrorScopeStatus_Success && r->type != WGPUErrorType_NoError && r->type != 0) {
+            tidy_message(r->message);
+            return vn_fail(error_status(r->type, validation_code),
+                           "%s failed: %s. Fix: %s", what, r->message, fix);
+        }
+    }
+    if (uncaptured.type != WGPUErrorType_NoError && uncaptured.type != 0) {
+        WGPUErrorType t = uncaptured.type;
+        tidy_message(uncaptured.message);
+        uncaptured.type = WGPUErrorType_NoError;
+        return vn_fail(error_status(t, validation_code), "%s failed: %s. Fix: %s", what, uncaptured.message, fix);
+    }
+    return vn_device_check(device, what);
+}

@@ -1,0 +1,76 @@
+"""Build helper called by CMakeLists.txt.
+
+``--emit OUT.c``: write the cffi API-mode C source of ``vyre_native._native``. The cdef
+is the text between the VN_CDEF markers of csrc/vyre_native.h, as-is: that header is
+the one place C signatures are written.
+
+``--wgpu-info``: print ``<resources dir>;<expected version as 0xMMmmppbb>`` of the
+installed ``wgpu`` package, whose headers the C layer compiles against and whose
+wgpu-native version the loader insists on at run time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import pathlib
+import re
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+HEADER = HERE / "vyre_native.h"
+
+
+def cdef_text() -> str:
+    text = HEADER.read_text()
+    match = re.search(r"/\* VN_CDEF_BEGIN \*/(.*)/\* VN_CDEF_END \*/", text, re.DOTALL)
+    if match is None:
+        raise SystemExit(f"{HEADER}: VN_CDEF_BEGIN/VN_CDEF_END markers not found")
+    return match.group(1)
+
+
+def emit(out: pathlib.Path) -> None:
+    import cffi
+
+    ffi = cffi.FFI()
+    ffi.cdef(cdef_text())
+    ffi.set_source("vyre_native._native", '#include "vyre_native.h"')
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ffi.emit_c_code(str(out))
+
+
+def wgpu_info() -> str:
+    # Find the package without importing it: importing wgpu loads wgpu-native,
+    # which a build machine need not be able to do.
+    spec = importlib.util.find_spec("wgpu")
+    if spec is None or spec.origin is None:
+        raise SystemExit("the wgpu package is not installed: pip install 'wgpu==0.32.*'")
+    root = pathlib.Path(spec.origin).parent
+    resources = root / "resources"
+    for name in ("webgpu.h", "wgpu.h"):
+        if not (resources / name).is_file():
+            raise SystemExit(f"{resources / name} is missing: reinstall wgpu")
+    init = (root / "backends" / "wgpu_native" / "__init__.py").read_text()
+    found = re.search(r'__version__\s*=\s*"(\d+)\.(\d+)\.(\d+)\.(\d+)"', init)
+    if found is None:
+        raise SystemExit("cannot find the wgpu-native version in wgpu/backends/wgpu_native/__init__.py")
+    major, minor, patch, build = (int(g) for g in found.groups())
+    # wgpuGetVersion packs the four parts one byte each.
+    version = (major << 24) | (minor << 16) | (patch << 8) | build
+    return f"{resources.as_posix()};0x{version:08x}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--emit", type=pathlib.Path)
+    group.add_argument("--wgpu-info", action="store_true")
+    args = parser.parse_args()
+    if args.emit:
+        emit(args.emit)
+    else:
+        sys.stdout.write(wgpu_info())
+
+
+if __name__ == "__main__":
+    main()

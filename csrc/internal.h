@@ -1,0 +1,221 @@
+/* internal.h - what the C layer's files share: the wgpu-native function table, the
+ * object layouts behind the public handles, and the error and refcount helpers. */
+#ifndef VN_INTERNAL_H
+#define VN_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vyre_native.h"
+#include "webgpu.h"
+#include "wgpu.h"
+
+/* ---- the function table (loader.c) --------------------------------------- */
+
+/* Fields typed from the header's own declarations, so a signature change in a new
+ * webgpu.h is a compile error here rather than a wrong call at run time. */
+struct vn_wgpu_table {
+#define VN_WGPU_FN(name) __typeof__(wgpu##name) *name;
+#include "wgpu_functions.h"
+#undef VN_WGPU_FN
+};
+extern struct vn_wgpu_table wgpu;
+
+/* VN_OK when the library is loaded, else the load's status with its message. */
+vn_status vn_require_library(void);
+
+/* ---- errors (error.c) ------------------------------------------------------ */
+
+/* Record `code` and a printf-formatted message as this thread's last error and
+ * return `code`, so call sites read `return vn_fail(...)`. */
+vn_status vn_fail(vn_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void vn_clear_error(void);
+/* wgpu's WGPUStringView as a C string into buf (always terminated). */
+void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap);
+
+/* ---- live-object counters (debug.c) ---------------------------------------- */
+
+enum vn_live_kind {
+    VN_LIVE_DEVICE, VN_LIVE_BUFFER, VN_LIVE_SHADER, VN_LIVE_PIPELINE, VN_LIVE_DISPATCH,
+    VN_LIVE_BIND_GROUP, VN_LIVE_STAGING, VN_LIVE_KIND_COUNT
+};
+void vn_live_add(enum vn_live_kind kind, int64_t delta);
+
+/* ---- device (device.c) ------------------------------------------------------ */
+
+typedef struct vn_staging vn_staging;
+
+struct vn_device {
+    atomic_long refs;
+    atomic_int closed; /* vn_device_close called: calls fail with VN_ERROR_RELEASED */
+    atomic_int lost;   /* destroyed or lost: calls fail with VN_ERROR_DEVICE_LOST */
+    WGPUInstance instance;
+    WGPUAdapter adapter;
+    WGPUDevice device;
+    WGPUQueue queue;
+    WGPULimits limits;
+    vn_device_info info;
+    char lost_reason[512];
+
+    /* Error scopes are a stack per device: one thread at a time pushes, works and
+     * pops, so another thread's error never lands in this thread's scope. */
+    pthread_mutex_t scope_lock;
+
+    /* Submitting to a destroyed device aborts the process inside wgpu-native, so
+     * every submit holds this for reading (after checking the flags) and
+     * vn_device_destroy holds it for writing. */
+    pthread_rwlock_t submit_lock;
+
+    /* Readback staging buffers kept for reuse (readback.c). */
+    pthread_mutex_t staging_lock;
+    vn_staging *staging_free;
+    size_t staging_free_count;
+
+    /* Live pipelines, so a buffer's release can purge bind groups naming it. */
+    pthread_mutex_t pipelines_lock;
+    struct vn_pipeline *pipelines;
+};
+
+void vn_device_retain(vn_device *device);
+void vn_device_unref(vn_device *device);
+/* VN_OK, VN_ERROR_RELEASED (closed) or VN_ERROR_DEVICE_LOST, with a message naming `what`. */
+vn_status vn_device_check(const vn_device *device, const char *what);
+
+/* Error scopes around a creating or encoding call. vn_scope_begin locks the
+ * device's scope lock; vn_scope_end pops, unlocks, and turns a captured error into
+ * `validation_code` (VN_ERROR_VALIDATION, or VN_ERROR_SHADER for shader creation),
+ * VN_ERROR_OUT_OF_MEMORY or VN_ERROR_INTERNAL, with a message naming `what`, wgpu's
+ * own message, and `fix`. */
+void vn_scope_begin(vn_device *device);
+vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation_code, const char *fix);
+
+/* Take the submit lock and check the device; on VN_OK the caller submits, then
+ * calls vn_submit_end. On failure nothing is held. */
+vn_status vn_submit_begin(vn_device *device, const char *what);
+void vn_submit_end(vn_device *device);
+
+/* wgpu-native fires AllowProcessEvents callbacks from wgpuInstanceProcessEvents or a
+ * device poll: drive both until *flag is set; false after limit_s seconds. */
+bool vn_process_until(WGPUInstance instance, WGPUDevice device, atomic_int *flag, double limit_s);
+
+/* Block until submission `index` (or all work when index is 0) has completed. */
+vn_status vn_device_wait(vn_device *device, uint64_t index);
+
+/* ---- buffers (buffer.c) ----------------------------------------------------- */
+
+struct vn_buffer {
+    atomic_long refs;
+    vn_device *device;
+    WGPUBuffer buffer;
+    uint64_t byte_len;
+    uint64_t allocation_len;
+    uint64_t usage;
+    uint64_t identity;
+};
+
+void vn_buffer_retain(vn_buffer *buffer);
+/* VN_OK or why the buffer cannot be used (device closed or lost). */
+vn_status vn_buffer_check(const vn_buffer *buffer, const char *what);
+
+/* ---- readback (readback.c) ---------------------------------------------------- */
+
+/* Copy `nbytes` of `src` (which has COPY_SRC usage and an allocation of at least
+ * round_up(nbytes, 4) bytes) into dst, after all work submitted before the call. */
+vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t nbytes, void *dst);
+void vn_staging_free_all(vn_device *device);
+
+/* ---- pipelines and the bind-group cache (pipeline.c, bind_cache.c) ---------- */
+
+struct vn_shader {
+    atomic_long refs;
+    vn_device *device;
+    WGPUShaderModule module;
+};
+
+typedef struct vn_binding {
+    uint32_t group;
+    uint32_t binding;
+    vn_binding_kind kind;
+    bool preserve;
+    uint64_t min_size;
+    char *name;
+} vn_binding;
+
+typedef struct vn_bind_cache_entry {
+    uint64_t hash;
+    uint32_t group;
+    uint32_t key_len;   /* number of (identity, size) pairs */
+    uint64_t *key;      /* 2 * key_len words */
+    WGPUBindGroup bind_group;
+    uint64_t last_used;
+} vn_bind_cache_entry;
+
+typedef struct vn_bind_cache {
+    pthread_mutex_t lock;
+    vn_bind_cache_entry *entries;
+    uint32_t count;
+    uint32_t capacity;
+    uint64_t tick;
+    uint64_t hits, misses, evictions;
+} vn_bind_cache;
+
+struct vn_pipeline {
+    atomic_long refs;
+    vn_device *device;
+    WGPUComputePipeline pipeline;
+    WGPUBindGroupLayout *layouts;
+    uint32_t group_count;       /* highest group + 1; empty groups have layouts too */
+    vn_binding *bindings;       /* sorted by (group, binding) */
+    size_t binding_count;
+    int32_t indirect_binding;
+    uint64_t indirect_offset;
+    vn_bind_cache cache;
+    struct vn_pipeline *next, *prev; /* device->pipelines, under pipelines_lock */
+};
+
+void vn_pipeline_retain(vn_pipeline *pipeline);
+
+vn_status vn_bind_cache_init(vn_bind_cache *cache, uint32_t capacity);
+void vn_bind_cache_destroy(vn_bind_cache *cache);
+/* A bind group for `group` of `pipeline` binding `buffers` (one per entry of the
+ * group, in binding order), from the cache or created; the caller gets its own
+ * reference. Must run inside vn_scope_begin/end. */
+vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, vn_buffer *const *buffers,
+                            uint32_t count, WGPUBindGroup *out);
+/* Drop every cached bind group that binds the buffer of `identity` (on its release). */
+void vn_bind_cache_forget(vn_bind_cache *cache, uint64_t identity);
+void vn_device_forget_buffer(vn_device *device, uint64_t identity);
+
+/* ---- bound dispatch state (bind.c) -------------------------------------------- */
+
+/* Handles resolved against a pipeline's bindings, validated, with bind groups: all
+ * that encoding one dispatch needs. Holds a reference on everything it names. */
+typedef struct vn_bound {
+    vn_pipeline *pipeline;
+    uint32_t group_count;
+    WGPUBindGroup *groups;
+    size_t buffer_count;
+    vn_buffer **buffers;   /* one per binding, binding order */
+    size_t output_count;
+    vn_buffer **outputs;   /* output order (borrowed from buffers) */
+    uint32_t x, y, z;
+    vn_buffer *indirect;   /* borrowed from buffers, NULL for a direct dispatch */
+    uint64_t indirect_offset;
+} vn_bound;
+
+vn_status vn_bound_resolve(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
+                           vn_buffer *const *outputs, size_t output_count, vn_buffer *params,
+                           uint32_t x, uint32_t y, uint32_t z, vn_bound *out);
+/* Clears of the non-preserved outputs, then one compute pass with the dispatch. */
+void vn_bound_encode(const vn_bound *bound, WGPUCommandEncoder encoder);
+void vn_bound_release(vn_bound *bound);
+
+/* ---- small helpers ------------------------------------------------------------ */
+
+static inline uint64_t vn_pad4(uint64_t n) { return n == 0 ? 4 : (n + 3) & ~(uint64_t)3; }
+static inline WGPUStringView vn_sv(const char *s) { WGPUStringView v = {s, WGPU_STRLEN}; return v; }
+
+#endif /* VN_INTERNAL_H */

@@ -1,0 +1,80 @@
+/* loader.c - finds wgpu-native at run time (dlopen + dlsym into one table).
+ *
+ * The library ships inside the `wgpu` wheel without a SONAME, so linking against it
+ * by rpath is fragile; loading the very file wgpu-py loads also shares one copy of
+ * wgpu-native with wgpu-py in the same process. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+#ifndef VN_EXPECTED_WGPU_VERSION
+#error "VN_EXPECTED_WGPU_VERSION must be defined by the build (CMakeLists.txt)"
+#endif
+
+struct vn_wgpu_table wgpu;
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static const char *load_path;
+static vn_status load_status = VN_ERROR_LIBRARY;
+static char load_message[1024] = "wgpu-native was never loaded. Fix: import vyre_native, which loads it.";
+static uint32_t loaded_version;
+
+static void version_text(uint32_t v, char *buf, size_t cap) {
+    snprintf(buf, cap, "%u.%u.%u.%u", (v >> 24) & 0xff, (v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff);
+}
+
+static void load_library(void) {
+    void *handle = dlopen(load_path, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        snprintf(load_message, sizeof load_message,
+                 "could not load wgpu-native from '%s': %s. Fix: install the pinned wgpu package "
+                 "(pip install 'wgpu==0.32.*') or point WGPU_LIB_PATH at its libwgpu_native file.",
+                 load_path, dlerror());
+        return;
+    }
+#define VN_WGPU_FN(name)                                                                            \
+    wgpu.name = (__typeof__(wgpu.name))dlsym(handle, "wgpu" #name);                                \
+    if (wgpu.name == NULL) {                                                                        \
+        snprintf(load_message, sizeof load_message,                                                 \
+                 "'%s' has no symbol wgpu" #name ": it is not the wgpu-native this package was "    \
+                 "built for. Fix: install the pinned wgpu package (pip install 'wgpu==0.32.*') "    \
+                 "or unset WGPU_LIB_PATH.",                                                         \
+                 load_path);                                                                        \
+        return;                                                                                     \
+    }
+#include "wgpu_functions.h"
+#undef VN_WGPU_FN
+    loaded_version = wgpu.GetVersion();
+    if (loaded_version != VN_EXPECTED_WGPU_VERSION) {
+        char got[32], want[32];
+        version_text(loaded_version, got, sizeof got);
+        version_text(VN_EXPECTED_WGPU_VERSION, want, sizeof want);
+        snprintf(load_message, sizeof load_message,
+                 "wgpu-native at '%s' is version %s, but vyre_native was compiled against the "
+                 "headers of %s, whose C ABI differs between releases. Fix: install the wgpu package "
+                 "this build pins (pip install 'wgpu==0.32.*'), or rebuild vyre_native against "
+                 "the installed one.",
+                 load_path, got, want);
+        return;
+    }
+    load_status = VN_OK;
+    load_message[0] = '\0';
+}
+
+vn_status vn_library_load(const char *path) {
+    if (path == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "library path is NULL. Fix: pass the path of libwgpu_native.");
+    load_path = path;
+    pthread_once(&load_once, load_library);
+    return vn_require_library();
+}
+
+vn_status vn_require_library(void) {
+    if (load_status != VN_OK) return vn_fail(load_status, "%s", load_message);
+    return VN_OK;
+}
+
+uint32_t vn_library_version(void) { return loaded_version; }
+
+uint32_t vn_expected_version(void) { return VN_EXPECTED_WGPU_VERSION; }

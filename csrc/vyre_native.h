@@ -1,0 +1,248 @@
+/* vyre_native.h - the public C API of vyre_native.
+ *
+ * This is the only place C signatures are written for Python: the build reads the
+ * text between the VN_CDEF markers into cffi's cdef as-is (csrc/ffi_build.py).
+ * So that section holds nothing cffi cannot parse: no preprocessor lines, no
+ * includes, only fixed-width integer types.
+ *
+ * Conventions (as SQLite's): every function that can fail returns a vn_status;
+ * the message of the last failure on the calling thread is vn_last_error(), of the
+ * form "<what happened, with values>. Fix: <remedy>". Handles are opaque,
+ * reference-counted objects; *_release drops the caller's reference, and an object
+ * stays alive while anything recorded on it still needs it. No function aborts
+ * the process on bad input.
+ */
+#ifndef VYRE_NATIVE_H
+#define VYRE_NATIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* VN_CDEF_BEGIN */
+
+/* Stable status codes: a code never changes meaning (vyre_native/errors.py maps them). */
+typedef enum vn_status {
+    VN_OK = 0,
+    VN_ERROR_INVALID_ARGUMENT = 1,  /* a value out of range or malformed */
+    VN_ERROR_ALREADY_SUBMITTED = 2, /* a single-submit recording replayed twice */
+    VN_ERROR_BINDING = 3,           /* handles do not match the pipeline's bindings */
+    VN_ERROR_VALIDATION = 4,        /* wgpu-native reported a validation error */
+    VN_ERROR_SHADER = 5,            /* WGSL that does not compile */
+    VN_ERROR_OUT_OF_MEMORY = 6,     /* a GPU or host allocation failed */
+    VN_ERROR_OUTPUT_INDEX = 7,      /* an output index out of range */
+    VN_ERROR_RELEASED = 8,          /* a handle used after release or close */
+    VN_ERROR_DEVICE_LOST = 9,       /* the device was lost or destroyed */
+    VN_ERROR_LIBRARY = 10,          /* wgpu-native missing or of another version */
+    VN_ERROR_NOT_SUBMITTED = 11,    /* output read before the recording was replayed */
+    VN_ERROR_TIMEOUT = 12,          /* a wait ran past its timeout */
+    VN_ERROR_INTERNAL = 13,         /* an unexpected failure */
+    VN_ERROR_WRONG_TYPE = 14        /* an argument of the wrong type */
+} vn_status;
+
+typedef struct vn_device vn_device;
+typedef struct vn_buffer vn_buffer;
+typedef struct vn_shader vn_shader;
+typedef struct vn_pipeline vn_pipeline;
+typedef struct vn_dispatch vn_dispatch;
+
+/* The message of the last failure on this thread ("" when none). */
+const char *vn_last_error(void);
+
+/* ---- library (csrc/loader.c) ---------------------------------------------- */
+
+/* Load wgpu-native from `path` once per process and check its version against
+ * the headers compiled in. Later calls with any path return the first result. */
+vn_status vn_library_load(const char *path);
+/* wgpuGetVersion() of the loaded library, 0 when none is loaded. */
+uint32_t vn_library_version(void);
+/* The version the headers were compiled for, encoded as wgpuGetVersion encodes. */
+uint32_t vn_expected_version(void);
+
+/* ---- device (csrc/device.c) ----------------------------------------------- */
+
+typedef enum vn_power_preference {
+    VN_POWER_DEFAULT = 0,
+    VN_POWER_LOW = 1,
+    VN_POWER_HIGH = 2
+} vn_power_preference;
+
+typedef struct vn_device_info {
+    char name[256];
+    char vendor[256];
+    char backend[32];
+    char adapter_type[32];
+    char driver[256];
+    uint32_t vendor_id;
+    uint32_t device_id;
+} vn_device_info;
+
+/* The device's limits that matter for compute (the adapter's own limits). */
+typedef struct vn_limits {
+    uint64_t max_buffer_size;
+    uint64_t max_storage_buffer_binding_size;
+    uint64_t max_uniform_buffer_binding_size;
+    uint32_t max_bind_groups;
+    uint32_t max_bindings_per_bind_group;
+    uint32_t max_storage_buffers_per_shader_stage;
+    uint32_t max_uniform_buffers_per_shader_stage;
+    uint32_t min_storage_buffer_offset_alignment;
+    uint32_t min_uniform_buffer_offset_alignment;
+    uint32_t max_compute_workgroup_storage_size;
+    uint32_t max_compute_invocations_per_workgroup;
+    uint32_t max_compute_workgroup_size_x;
+    uint32_t max_compute_workgroup_size_y;
+    uint32_t max_compute_workgroup_size_z;
+    uint32_t max_compute_workgroups_per_dimension;
+} vn_limits;
+
+vn_status vn_device_create(vn_power_preference power_preference, vn_device **out);
+vn_status vn_device_get_info(const vn_device *device, vn_device_info *out);
+vn_status vn_device_get_limits(const vn_device *device, vn_limits *out);
+/* Block (GIL released by cffi) until all submitted work has finished. */
+vn_status vn_device_wait_idle(vn_device *device);
+/* Destroy the GPU device now (as a lost device): every later call on it, or on
+ * anything made from it, fails with VN_ERROR_DEVICE_LOST. */
+vn_status vn_device_destroy(vn_device *device);
+/* Mark closed: later calls on it and on everything made from it fail with
+ * VN_ERROR_RELEASED. Does not drop the caller's reference (vn_device_release does),
+ * so a thread still inside a call on the device never sees it freed. */
+void vn_device_close(vn_device *device);
+void vn_device_release(vn_device *device);
+
+/* ---- buffers (csrc/buffer.c) ---------------------------------------------- */
+
+/* WGPUBufferUsage bits, mirrored by vyre_native.BufferUsage. */
+typedef enum vn_buffer_usage {
+    VN_USAGE_MAP_READ = 0x1,
+    VN_USAGE_MAP_WRITE = 0x2,
+    VN_USAGE_COPY_SRC = 0x4,
+    VN_USAGE_COPY_DST = 0x8,
+    VN_USAGE_INDEX = 0x10,
+    VN_USAGE_VERTEX = 0x20,
+    VN_USAGE_UNIFORM = 0x40,
+    VN_USAGE_STORAGE = 0x80,
+    VN_USAGE_INDIRECT = 0x100,
+    VN_USAGE_QUERY_RESOLVE = 0x200,
+    /* STORAGE|UNIFORM|INDIRECT|COPY_SRC|COPY_DST: serves as any binding, copies both ways */
+    VN_USAGE_DEFAULT = 0x1cc
+} vn_buffer_usage;
+
+typedef struct vn_buffer_desc {
+    uint64_t byte_len;           /* bytes the caller asked for */
+    uint64_t allocation_len;     /* byte_len padded to 4, at least 4 */
+    uint64_t usage;              /* WGPUBufferUsage bits */
+    uint64_t allocation_identity;/* monotonic per process, never reused */
+} vn_buffer_desc;
+
+/* A buffer of byte_len bytes; when data is not NULL its first byte_len bytes are
+ * the initial contents (copied through a mapping at creation), else zeros. */
+vn_status vn_buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage,
+                           const void *data, vn_buffer **out);
+vn_status vn_buffer_describe(const vn_buffer *buffer, vn_buffer_desc *out);
+/* Queue a write of nbytes at offset (both 4-aligned, or the write ends the buffer). */
+vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes);
+/* Copy the buffer's byte_len bytes into dst (capacity >= byte_len), after all
+ * work submitted before the call. */
+vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity);
+void vn_buffer_release(vn_buffer *buffer);
+
+/* ---- shaders and pipelines (csrc/pipeline.c) ------------------------------ */
+
+vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len, vn_shader **out);
+void vn_shader_release(vn_shader *shader);
+
+typedef enum vn_binding_kind {
+    VN_BINDING_STORAGE_READ = 0,
+    VN_BINDING_STORAGE_READ_WRITE = 1,
+    VN_BINDING_UNIFORM = 2
+} vn_binding_kind;
+
+/* One buffer binding, as reflected from the WGSL (vyre_native/reflect.py). */
+typedef struct vn_binding_desc {
+    uint32_t group;
+    uint32_t binding;
+    vn_binding_kind kind;
+    uint32_t preserve;   /* read_write binding kept as in/out state: never cleared */
+    uint64_t min_size;   /* bytes the declared type needs */
+    const char *name;
+} vn_binding_desc;
+
+typedef struct vn_constant {
+    const char *name;    /* a WGSL `override` name */
+    double value;
+} vn_constant;
+
+typedef struct vn_pipeline_desc {
+    const char *entry_point;
+    const vn_binding_desc *bindings;  /* sorted by (group, binding) */
+    size_t binding_count;
+    const vn_constant *constants;
+    size_t constant_count;
+    int32_t indirect_binding;         /* index into bindings of the indirect-args buffer, -1: none */
+    uint64_t indirect_offset;         /* byte offset of the three u32 counts */
+    uint32_t cache_capacity;          /* bind-group LRU entries, 0: 256 */
+} vn_pipeline_desc;
+
+vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipeline_desc *desc,
+                             vn_pipeline **out);
+
+typedef struct vn_cache_stats {
+    uint64_t hits;
+    uint64_t misses;
+    uint64_t evictions;
+    uint64_t entries;
+    uint64_t capacity;
+} vn_cache_stats;
+
+vn_status vn_pipeline_cache_stats(const vn_pipeline *pipeline, vn_cache_stats *out);
+void vn_pipeline_release(vn_pipeline *pipeline);
+
+/* ---- pre-recorded dispatches (csrc/record.c, csrc/readback.c) ------------- */
+
+/* Resolve handles against the pipeline's bindings (outputs take the next output,
+ * the first uniform takes params when not NULL, everything else the next input),
+ * validate each, take bind groups from the pipeline's cache, and encode: clears
+ * of non-preserved outputs, one compute pass, a direct or indirect dispatch. */
+vn_status vn_dispatch_record(vn_pipeline *pipeline,
+                             vn_buffer *const *inputs, size_t input_count,
+                             vn_buffer *const *outputs, size_t output_count,
+                             vn_buffer *params,
+                             uint32_t x, uint32_t y, uint32_t z,
+                             vn_dispatch **out);
+/* Submit the recorded command buffer; exactly one call ever succeeds. */
+vn_status vn_dispatch_replay(vn_dispatch *dispatch, uint64_t *submission_index);
+size_t vn_dispatch_output_count(const vn_dispatch *dispatch);
+/* The output's byte_len, or VN_ERROR_OUTPUT_INDEX. */
+vn_status vn_dispatch_output_len(const vn_dispatch *dispatch, int64_t index, uint64_t *out);
+/* Copy output `index` (its byte_len bytes) into dst once this recording's own
+ * submission has completed; *written gets the byte count. */
+vn_status vn_dispatch_read_output(vn_dispatch *dispatch, int64_t index, void *dst,
+                                  uint64_t capacity, uint64_t *written);
+void vn_dispatch_release(vn_dispatch *dispatch);
+
+/* ---- introspection (csrc/debug.c) ------------------------------------------ */
+
+/* Live native objects of each kind, for leak tests. */
+typedef struct vn_live_counts {
+    int64_t devices;
+    int64_t buffers;
+    int64_t shaders;
+    int64_t pipelines;
+    int64_t dispatches;
+    int64_t bind_groups;
+    int64_t staging_buffers;
+} vn_live_counts;
+
+void vn_debug_live_counts(vn_live_counts *out);
+
+/* VN_CDEF_END */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VYRE_NATIVE_H */

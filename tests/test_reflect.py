@@ -1,0 +1,568 @@
+"""WGSL binding reflection (vyre_native.reflect): pure Python, no GPU needed."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vyre_native.errors import ShaderError
+from vyre_native.reflect import Binding, reflect
+
+MAIN = "@compute @workgroup_size(64) fn main() { let p = &x; }"
+
+
+def size_of(type_text: str, prelude: str = "", space: str = "storage, read_write") -> int:
+    """min_size of a binding `x` of the given type, used by `main`."""
+    wgsl = f"{prelude}\n@group(0) @binding(0) var<{space}> x: {type_text};\n{MAIN}"
+    (binding,) = reflect(wgsl).bindings
+    return binding.min_size
+
+
+# ---------------------------------------------------------------- layout rules
+
+
+@pytest.mark.parametrize(("type_text", "size"), [("f32", 4), ("i32", 4), ("u32", 4), ("f16", 2)])
+def test_scalar_sizes(type_text: str, size: int) -> None:
+    assert size_of(type_text, prelude="enable f16;") == size
+
+
+@pytest.mark.parametrize("type_text", ["atomic<u32>", "atomic<i32>"])
+def test_atomic_is_four_bytes(type_text: str) -> None:
+    assert size_of(type_text) == 4
+
+
+@pytest.mark.parametrize(
+    ("type_text", "size"),
+    [
+        ("vec2<f32>", 8),
+        ("vec3<f32>", 12),
+        ("vec4<f32>", 16),
+        ("vec2f", 8),
+        ("vec3u", 12),
+        ("vec4i", 16),
+        ("vec2h", 4),
+        ("vec3h", 6),
+        ("vec4<f16>", 8),
+    ],
+)
+def test_vector_sizes_including_shorthands(type_text: str, size: int) -> None:
+    assert size_of(type_text) == size
+
+
+def test_vec3_aligns_to_16_so_a_following_f32_packs_into_its_tail() -> None:
+    assert size_of("S", "struct S { a: vec3<f32>, b: f32 }") == 16
+
+
+def test_f32_before_vec3_pads_the_vec3_to_offset_16() -> None:
+    assert size_of("S", "struct S { a: f32, b: vec3<f32> }") == 32
+
+
+@pytest.mark.parametrize(
+    ("type_text", "size"),
+    [
+        ("mat3x3<f32>", 48),
+        ("mat4x4f", 64),
+        ("mat2x2f", 16),
+        ("mat3x2f", 24),
+        ("mat2x3h", 16),
+        ("mat4x3<f32>", 64),
+    ],
+)
+def test_matrix_is_columns_of_padded_vectors(type_text: str, size: int) -> None:
+    assert size_of(type_text) == size
+
+
+def test_array_of_vec3_has_stride_16() -> None:
+    assert size_of("array<vec3<f32>, 4>") == 64
+
+
+@pytest.mark.parametrize("count", ["4", "4u", "4i", "0x4", "0x4u"])
+def test_array_count_literal_forms(count: str) -> None:
+    assert size_of(f"array<f32,{count}>") == 16
+
+
+def test_nested_arrays() -> None:
+    assert size_of("array<array<vec2<f32>, 3>, 2>") == 48
+
+
+def test_bare_runtime_array_is_zero() -> None:
+    assert size_of("array<f32>") == 0
+
+
+def test_struct_ending_in_runtime_array_is_its_fixed_part() -> None:
+    assert size_of("S", "struct S { n: u32, data: array<f32> }") == 4
+
+
+def test_runtime_array_member_offset_follows_element_alignment() -> None:
+    assert size_of("S", "struct S { n: u32, data: array<vec4<f32>> }") == 16
+
+
+def test_align_attribute_moves_member_and_struct_alignment() -> None:
+    # b at 16, ends at 20; the struct aligns to 16
+    assert size_of("S", "struct S { a: u32, @align(16) b: u32 }") == 32
+
+
+def test_size_attribute_reserves_bytes() -> None:
+    assert size_of("S", "struct S { @size(32) a: u32, b: u32 }") == 36
+
+
+def test_nested_struct_and_array_of_structs() -> None:
+    prelude = """
+        struct Inner { a: vec2<f32>, b: f32 }            // size 16, align 8
+        struct Outer { x: f32, inner: Inner, arr: array<Inner, 3> }
+    """
+    # x 0..4, inner 8..24, arr 24..72
+    assert size_of("Outer", prelude) == 72
+
+
+def test_struct_may_be_used_before_it_is_declared() -> None:
+    wgsl = f"""
+        @group(0) @binding(0) var<storage, read_write> x: Outer;
+        {MAIN}
+        struct Outer {{ a: Inner, b: u32 }}
+        struct Inner {{ v: vec4<f32> }}
+    """
+    assert reflect(wgsl).bindings[0].min_size == 32
+
+
+def test_alias_and_old_type_alias() -> None:
+    prelude = "alias V = vec4<f32>; type Pair = array<V, 2>;"
+    assert size_of("array<Pair, 3>", prelude) == 96
+
+
+@pytest.mark.parametrize(("type_text", "size"), [("S", 12), ("vec3<f32>", 12), ("f32", 4)])
+def test_uniform_gets_natural_size_not_rounded_to_16(type_text: str, size: int) -> None:
+    prelude = "struct S { a: u32, b: u32, c: u32 }"
+    assert size_of(type_text, prelude, space="uniform") == size
+
+
+def test_bool_in_a_buffer_is_an_error() -> None:
+    with pytest.raises(ShaderError, match=r"bool.*Fix: use u32"):
+        size_of("S", "struct S { flag: bool }")
+
+
+# Sizes and alignments of the member types, straight from the WGSL spec's table.
+MEMBER_TYPES = {
+    "f32": (4, 4),
+    "u32": (4, 4),
+    "f16": (2, 2),
+    "vec2<f32>": (8, 8),
+    "vec3<f32>": (12, 16),
+    "vec4<f32>": (16, 16),
+    "vec2h": (4, 4),
+    "vec3h": (6, 8),
+    "vec4h": (8, 8),
+    "vec3i": (12, 16),
+    "mat2x2f": (16, 8),
+    "mat3x3f": (48, 16),
+    "mat2x3h": (16, 8),
+}
+
+
+@given(st.lists(st.sampled_from(sorted(MEMBER_TYPES)), min_size=1, max_size=12))
+def test_struct_size_matches_an_independent_oracle(members: list[str]) -> None:
+    offset, align = 0, 1
+    for name in members:
+        size, member_align = MEMBER_TYPES[name]
+        offset = (offset + member_align - 1) // member_align * member_align + size
+        align = max(align, member_align)
+    expected = (offset + align - 1) // align * align
+    fields = ", ".join(f"m{i}: {t}" for i, t in enumerate(members))
+    assert size_of("S", f"enable f16; struct S {{ {fields} }}") == expected
+
+
+# ---------------------------------------------------------------- tokens and attributes
+
+
+def test_attributes_in_any_order_and_spacing() -> None:
+    wgsl = """
+        @binding(1)@group(0) var<storage,read_write> x: array<f32>;
+        @ group ( 2 )
+        @ binding ( 3 )
+        var < storage , read > y : array < vec4 < f32 > , 4 > ;
+        @compute
+        @workgroup_size(64)
+        fn main() { let p = &x; let q = &y; }
+    """
+    got = [(b.group, b.binding, b.name) for b in reflect(wgsl).bindings]
+    assert got == [(0, 1, "x"), (2, 3, "y")]
+
+
+def test_nested_block_comments_hide_what_they_enclose() -> None:
+    wgsl = """
+        /* outer /* inner */ @group(0) @binding(1) var<uniform> hidden: u32; */
+        // @group(0) @binding(2) var<uniform> also_hidden: u32;
+        @group(0) @binding(0) var<storage, read_write> x: array<f32>;
+        @compute @workgroup_size(64) fn main() { let p = &x; let h = hidden + also_hidden; }
+    """
+    assert [b.name for b in reflect(wgsl).bindings] == ["x"]
+
+
+def test_unclosed_block_comment_is_an_error_with_its_line() -> None:
+    with pytest.raises(ShaderError, match="never closed") as info:
+        reflect(f"{MAIN}\n/* a /* b */ still open")
+    assert info.value.line == 2
+
+
+def test_binding_numbers_may_be_hex_and_const_expressions() -> None:
+    wgsl = """
+        const BASE = 2;
+        @group(0) @binding(0x1u) var<storage> a: u32;
+        @group(0) @binding(BASE * 2 - 1) var<storage> b: u32;
+        @compute @workgroup_size(1) fn main() { let s = a + b; }
+    """
+    assert [(b.binding, b.name) for b in reflect(wgsl).bindings] == [(1, "a"), (3, "b")]
+
+
+BASE_SHADER = """
+    enable f16 ;
+    const N : u32 = 4u ;
+    override W = 8 ;
+    struct S { a : f32 , @align ( 16 ) b : vec3 < f32 > , data : array < vec4h > , }
+    @ group ( 1 ) @ binding ( 2 ) var < storage , read_write > out : S ;
+    @ binding ( 0 ) @ group ( 0 ) var < uniform > params : array < vec4 < u32 > , N > ;
+    var < workgroup > tile : array < f32 , 64 > ;
+    fn helper ( i : u32 ) -> f32 { return f32 ( params [ i ] . x ) ; }
+    @ compute @ workgroup_size ( W , N / 2 ) fn main ( ) { out . a = helper ( 0u ) ; }
+"""
+
+
+# Comments start after a blank so that a `/` token and the comment do not merge into `//`.
+SEPARATORS = [" ", "\n", "\t  ", " /**/", " /* a /* b */ c */", " // x\n"]
+
+
+@given(st.lists(st.sampled_from(SEPARATORS), min_size=200, max_size=200))
+def test_whitespace_and_comments_between_tokens_change_nothing(seps: list[str]) -> None:
+    tokens = BASE_SHADER.split()
+    spaced = "".join(tok + seps[i % len(seps)] for i, tok in enumerate(tokens))
+    assert reflect(spaced) == reflect(BASE_SHADER)
+
+
+def test_base_shader_reflection() -> None:
+    info = reflect(BASE_SHADER)
+    assert info.workgroup_size == (8, 2, 1)
+    assert info.bindings == [
+        Binding(0, 0, "params", "uniform", is_output=False, preserve=False, min_size=64),
+        Binding(1, 2, "out", "storage_read_write", is_output=True, preserve=False, min_size=32),
+    ]
+    assert info.overrides == {"W": "i32"}
+
+
+def test_directives_const_asserts_and_other_declarations_are_skipped() -> None:
+    wgsl = """
+        diagnostic(off, derivative_uniformity);
+        requires readonly_and_readwrite_storage_textures;
+        enable f16;
+        const_assert 2 >= 1;
+        const LUT = array<u32, 3>(1u, 2u, 3u);
+        @must_use fn sq(a: f32) -> f32 { return a * a; }
+        @compute @workgroup_size(8, 8)
+        fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+            if (gid.x >= 3u && gid.y < 2u) { out.data[gid.x] = sq(1e-3) + f32(LUT[0]) + 0x1p4; }
+        }
+        struct Out { n: atomic<u32>, @align(32) data: array<f32> };
+        @group(0) @binding(0) var<storage,read_write> out: Out;
+    """
+    assert [(b.name, b.min_size) for b in reflect(wgsl).bindings] == [("out", 32)]
+
+
+# ---------------------------------------------------------------- which bindings
+
+
+def test_bindings_are_sorted_by_group_then_binding() -> None:
+    wgsl = """
+        @group(1) @binding(0) var<storage> d: u32;
+        @group(0) @binding(2) var<storage> c: u32;
+        @group(0) @binding(0) var<storage> a: u32;
+        @group(0) @binding(1) var<storage> b: u32;
+        @compute @workgroup_size(1) fn main() { let s = a + b + c + d; }
+    """
+    assert [b.name for b in reflect(wgsl).bindings] == ["a", "b", "c", "d"]
+
+
+def test_kinds_and_outputs() -> None:
+    wgsl = """
+        @group(0) @binding(0) var<storage> a: u32;
+        @group(0) @binding(1) var<storage, read> b: u32;
+        @group(0) @binding(2) var<storage, read_write> c: u32;
+        @group(0) @binding(3) var<uniform> d: u32;
+        @compute @workgroup_size(1) fn main() { c = a + b + d; }
+    """
+    got = [(b.kind, b.is_output) for b in reflect(wgsl).bindings]
+    assert got == [
+        ("storage_read", False),
+        ("storage_read", False),
+        ("storage_read_write", True),
+        ("uniform", False),
+    ]
+
+
+def test_workgroup_and_private_vars_are_not_bindings() -> None:
+    wgsl = """
+        var<workgroup> tile: array<f32, 64>;
+        var<private> seed: u32 = 1u;
+        @group(0) @binding(0) var<storage, read_write> x: array<f32>;
+        @compute @workgroup_size(64) fn main() { tile[0] = f32(seed); x[0] = tile[0]; }
+    """
+    assert [b.name for b in reflect(wgsl).bindings] == ["x"]
+
+
+def test_unused_bindings_are_excluded() -> None:
+    wgsl = """
+        @group(0) @binding(0) var<storage, read_write> x: array<f32>;
+        @group(0) @binding(1) var<storage> unused: array<f32>;
+        @compute @workgroup_size(64) fn main() { x[0] = 1.0; }
+    """
+    assert [b.name for b in reflect(wgsl).bindings] == ["x"]
+
+
+def test_use_through_helper_functions_is_transitive() -> None:
+    wgsl = """
+        @group(0) @binding(0) var<storage> deep: array<f32>;
+        @group(0) @binding(1) var<storage, read_write> x: array<f32>;
+        @group(0) @binding(2) var<storage> never: array<f32>;
+        @compute @workgroup_size(64) fn main() { x[0] = outer(); }
+        fn outer() -> f32 { return inner(1u); }
+        fn inner(i: u32) -> f32 { return deep[i]; }
+        fn not_called() -> f32 { return never[0]; }
+    """
+    assert [b.name for b in reflect(wgsl).bindings] == ["deep", "x"]
+
+
+def test_member_named_like_a_global_does_not_use_it() -> None:
+    wgsl = """
+        struct P { data: u32 }
+        @group(0) @binding(0) var<uniform> p: P;
+        @group(0) @binding(1) var<storage> data: array<f32>;
+        @compute @workgroup_size(1) fn main() { let n = p.data; }
+    """
+    assert [b.name for b in reflect(wgsl).bindings] == ["p"]
+
+
+def test_local_shadowing_a_global_counts_as_use() -> None:
+    wgsl = """
+        @group(0) @binding(0) var<storage> data: array<f32>;
+        @compute @workgroup_size(1) fn main() { let data = 1u; }
+    """
+    assert [b.name for b in reflect(wgsl).bindings] == ["data"]
+
+
+MULTI_STAGE = """
+    @group(0) @binding(0) var<storage> src: array<f32>;
+    @group(0) @binding(1) var<storage, read_write> dst: array<f32>;
+    @group(0) @binding(2) var<storage, read_write> hist: array<atomic<u32>, 256>;
+    @group(1) @binding(0) var tex: texture_2d<f32>;
+    @group(1) @binding(1) var samp: sampler;
+
+    @vertex fn vs(@builtin(vertex_index) i: u32) -> @builtin(position) vec4<f32> {
+        return vec4<f32>(f32(i), 0.0, 0.0, 1.0);
+    }
+    @fragment fn fs(@builtin(position) p: vec4<f32>) -> @location(0) vec4<f32> {
+        return textureSample(tex, samp, p.xy);
+    }
+    @compute @workgroup_size(256) fn copy(@builtin(global_invocation_id) id: vec3<u32>) {
+        dst[id.x] = src[id.x];
+    }
+    @compute @workgroup_size(16, 16)
+    fn histogram(@builtin(global_invocation_id) id: vec3<u32>) {
+        atomicAdd(&hist[u32(src[id.x])], 1u);
+    }
+"""
+
+
+def test_module_with_several_stages_reflects_each_compute_entry_point() -> None:
+    copy = reflect(MULTI_STAGE, entry_point="copy")
+    histogram = reflect(MULTI_STAGE, entry_point="histogram")
+    assert copy.workgroup_size == (256, 1, 1)
+    assert [b.name for b in copy.bindings] == ["src", "dst"]
+    assert histogram.workgroup_size == (16, 16, 1)
+    assert [(b.name, b.min_size) for b in histogram.bindings] == [("src", 0), ("hist", 1024)]
+
+
+def test_unused_texture_is_ignored() -> None:
+    assert reflect(MULTI_STAGE, entry_point="copy").entry_point == "copy"
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_missing_entry_point_lists_compute_entry_points() -> None:
+    with pytest.raises(ShaderError, match=r"`main` not found.*`copy`, `histogram`.*Fix:"):
+        reflect(MULTI_STAGE)
+
+
+@pytest.mark.parametrize(("entry", "stage"), [("vs", "vertex"), ("fs", "fragment")])
+def test_non_compute_entry_point_is_an_error(entry: str, stage: str) -> None:
+    with pytest.raises(ShaderError, match=rf"`{entry}` is a @{stage} entry point.*Fix:"):
+        reflect(MULTI_STAGE, entry_point=entry)
+
+
+def test_function_without_stage_attribute_is_not_an_entry_point() -> None:
+    wgsl = "fn main() {} @compute @workgroup_size(1) fn other() {}"
+    with pytest.raises(ShaderError, match=r"no @compute attribute.*`other`.*Fix:"):
+        reflect(wgsl)
+
+
+def test_compute_entry_point_needs_workgroup_size() -> None:
+    with pytest.raises(ShaderError, match=r"@workgroup_size.*Fix:"):
+        reflect("@compute fn main() {}")
+
+
+def test_texture_used_by_the_entry_point_is_an_error_naming_it() -> None:
+    wgsl = """
+        @group(0) @binding(2) var tex: texture_2d<f32>;
+        @group(0) @binding(0) var<storage, read_write> x: array<vec4<f32>>;
+        @compute @workgroup_size(1) fn main() { x[0] = textureLoad(tex, vec2(0, 0), 0); }
+    """
+    expected = r"@group\(0\) @binding\(2\) `tex` has type texture_2d<f32>, which vyre_native cannot"
+    with pytest.raises(ShaderError, match=expected + r".*Fix:"):
+        reflect(wgsl)
+
+
+@pytest.mark.parametrize(
+    "type_text",
+    [
+        "sampler",
+        "sampler_comparison",
+        "texture_storage_2d<rgba8unorm, write>",
+        "binding_array<texture_2d<f32>, 4>",
+        "acceleration_structure",
+    ],
+)
+def test_other_used_handles_are_errors(type_text: str) -> None:
+    wgsl = f"@group(0) @binding(0) var h: {type_text};\n" + MAIN.replace("&x", "&h")
+    with pytest.raises(ShaderError, match=rf"`h` has type {type_text}, .*Fix:"):
+        reflect(wgsl)
+
+
+def test_preserve_marks_read_write_binding_as_not_output() -> None:
+    wgsl = """
+        @group(0) @binding(0) var<storage, read_write> state: array<f32>;
+        @group(0) @binding(1) var<storage, read_write> out: array<f32>;
+        @compute @workgroup_size(1) fn main() { out[0] = state[0]; state[0] += 1.0; }
+    """
+    got = [(b.name, b.is_output, b.preserve) for b in reflect(wgsl, preserve=["state"]).bindings]
+    assert got == [("state", False, True), ("out", True, False)]
+
+
+def test_preserve_of_unknown_name_is_an_error_listing_read_write_bindings() -> None:
+    wgsl = """
+        @group(0) @binding(0) var<storage, read_write> out: array<f32>;
+        @compute @workgroup_size(1) fn main() { out[0] = 1.0; }
+    """
+    with pytest.raises(ShaderError, match=r"`nope`, which is not a binding it uses.*`out`.*Fix:"):
+        reflect(wgsl, preserve=["nope"])
+
+
+def test_preserve_of_read_only_binding_is_an_error() -> None:
+    wgsl = """
+        @group(0) @binding(0) var<storage> a: array<f32>;
+        @group(0) @binding(1) var<storage, read_write> out: array<f32>;
+        @compute @workgroup_size(1) fn main() { out[0] = a[0]; }
+    """
+    with pytest.raises(ShaderError, match=r"`a`, which is a storage_read binding.*`out`.*Fix:"):
+        reflect(wgsl, preserve=["a"])
+
+
+def test_unknown_constant_is_an_error_listing_overrides() -> None:
+    wgsl = "override BLOCK: u32 = 64; @compute @workgroup_size(BLOCK) fn main() {}"
+    with pytest.raises(ShaderError, match=r"`BLOKC`.*`BLOCK`.*Fix:"):
+        reflect(wgsl, constants={"BLOKC": 32})
+
+
+def test_two_used_bindings_at_the_same_slot_is_an_error() -> None:
+    wgsl = """
+        @group(0) @binding(0) var<storage> a: u32;
+        @group(0) @binding(0) var<storage> b: u32;
+        @compute @workgroup_size(1) fn main() { let s = a + b; }
+    """
+    with pytest.raises(ShaderError, match=r"`a` and `b` are both @group\(0\) @binding\(0\).*Fix:"):
+        reflect(wgsl)
+
+
+# ---------------------------------------------------------------- consts and overrides
+
+
+def test_const_in_array_size() -> None:
+    assert size_of("array<f32, N * 2 + 1>", "const N: u32 = 4u;") == 36
+
+
+def test_const_defined_from_another_const() -> None:
+    assert size_of("array<f32, M>", "const M = N / 2; const N = 10;") == 20
+
+
+def test_override_default_in_array_size() -> None:
+    assert size_of("array<f32, N>", "override N: u32 = 8u;") == 32
+
+
+def test_constants_override_the_default_in_array_size() -> None:
+    wgsl = f"override N: u32 = 8u;\n@group(0) @binding(0) var<storage> x: array<f32, N>;\n{MAIN}"
+    assert reflect(wgsl, constants={"N": 3}).bindings[0].min_size == 12
+
+
+def test_override_without_value_in_array_size_is_an_error() -> None:
+    with pytest.raises(ShaderError, match=r"override `N`.*Fix: pass constants=\{'N'"):
+        size_of("array<f32, N>", "override N: u32;")
+
+
+def test_size_expression_beyond_integer_arithmetic_is_an_error() -> None:
+    with pytest.raises(ShaderError, match=r"`min\(2, 3\)` is not an integer expression.*Fix:"):
+        size_of("array<f32, min(2, 3)>")
+
+
+def test_recursive_declarations_are_an_error() -> None:
+    with pytest.raises(ShaderError, match=r"`A` is defined in terms of itself.*Fix:"):
+        size_of("A", "alias A = B; alias B = A;")
+
+
+def test_workgroup_size_missing_dimensions_are_one() -> None:
+    assert reflect("@compute @workgroup_size(4,2) fn main() {}").workgroup_size == (4, 2, 1)
+    assert reflect("@compute @workgroup_size(4,2,1,) fn main() {}").workgroup_size == (4, 2, 1)
+
+
+def test_workgroup_size_from_const_and_override_default() -> None:
+    wgsl = "const X = 8; override Y = 4u; @compute @workgroup_size(X, Y * 2) fn main() {}"
+    assert reflect(wgsl).workgroup_size == (8, 8, 1)
+
+
+def test_workgroup_size_from_constants() -> None:
+    wgsl = "override X: u32; @compute @workgroup_size(X) fn main() {}"
+    assert reflect(wgsl, constants={"X": 128}).workgroup_size == (128, 1, 1)
+
+
+def test_workgroup_size_depending_on_unset_override_is_none() -> None:
+    wgsl = "override X: u32; @compute @workgroup_size(X) fn main() {}"
+    assert reflect(wgsl).workgroup_size is None
+
+
+def test_override_types_declared_or_inferred() -> None:
+    wgsl = """
+        enable f16;
+        @id(0) override a: f32;
+        override b = 1u;
+        override c = 2;
+        override d = 0.5;
+        override e = 1.5h;
+        override f = true;
+        override g = b * 2u;
+        override h: i32 = 3;
+        @compute @workgroup_size(1) fn main() {}
+    """
+    assert reflect(wgsl).overrides == {
+        "a": "f32",
+        "b": "u32",
+        "c": "i32",
+        "d": "f32",
+        "e": "f16",
+        "f": "bool",
+        "g": "u32",
+        "h": "i32",
+    }
+
+
+@given(st.integers(-50, 50), st.integers(-50, 50), st.integers(1, 50))
+def test_size_expressions_evaluate_like_wgsl(a: int, b: int, c: int) -> None:
+    expected = a * b + 3000 - int(a / c) + (b - a) * 2  # WGSL `/` truncates toward zero
+    prelude = f"const A = {a}; const B = {b}; const C = {c};"
+    assert size_of("array<u32, A * B + 3000 - A / C + (B - A) * 2>", prelude) == 4 * expected

@@ -1,0 +1,74 @@
+"""vyre_native: record, replay and read back WebGPU compute dispatches, hot path in C.
+
+    import numpy as np, vyre_native as vn
+    dev = vn.Device()
+    prog = dev.compile(WGSL, entry_point="main")
+    rec = prog.prerecord_persistent_dispatch(inputs=[a], outputs=[o], workgroups=(16, 1, 1))
+    rec.replay(); out = rec.read_output(0)
+
+See README.md for the whole API and the error model.
+"""
+
+from __future__ import annotations
+
+from . import debug
+from .buffer import Buffer, BufferUsage
+from .device import Device
+from .dispatch import PrerecordedDispatch
+from .errors import (
+    AlreadySubmittedError,
+    BindingError,
+    DeviceLostError,
+    InternalError,
+    InvalidArgumentError,
+    LibraryError,
+    NotSubmittedError,
+    OutOfMemoryError,
+    OutputIndexError,
+    ReleasedError,
+    ShaderError,
+    ValidationError,
+    VyreError,
+    WaitTimeoutError,
+    WrongTypeError,
+)
+from .pipeline import Pipeline
+from .reflect import Binding
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AlreadySubmittedError",
+    "Binding",
+    "BindingError",
+    "Buffer",
+    "BufferUsage",
+    "Device",
+    "DeviceLostError",
+    "InternalError",
+    "InvalidArgumentError",
+    "LibraryError",
+    "NotSubmittedError",
+    "OutOfMemoryError",
+    "OutputIndexError",
+    "Pipeline",
+    "PrerecordedDispatch",
+    "ReleasedError",
+    "ShaderError",
+    "ValidationError",
+    "VyreError",
+    "WaitTimeoutError",
+    "WrongTypeError",
+    "debug",
+    "library_version",
+]
+
+
+def library_version() -> tuple[str, str]:
+    """(loaded wgpu-native version, version compiled against), as "a.b.c.d" strings."""
+    from ._lib import lib
+
+    def text(v: int) -> str:
+        return ".".join(str((v >> s) & 0xFF) for s in (24, 16, 8, 0))
+
+    return text(lib.vn_library_version()), text(lib.vn_expected_version())

@@ -1,0 +1,21 @@
+"""Introspection for tests and leak hunting: counts of live native objects."""
+
+from __future__ import annotations
+
+from ._lib import ffi, lib
+
+__all__ = ["live_objects"]
+
+_FIELDS = ("devices", "buffers", "shaders", "pipelines", "dispatches", "bind_groups", "staging_buffers")
+
+
+def live_objects() -> dict[str, int]:
+    """Native objects alive now, by kind. One C call; no GPU work.
+
+    ``bind_groups`` counts references the C layer holds (a cached group used by a
+    live recording counts twice); ``staging_buffers`` the readback buffers kept for
+    reuse. All return to their earlier values when what made them is released.
+    """
+    counts = ffi.new("vn_live_counts *")
+    lib.vn_debug_live_counts(counts)
+    return {name: int(getattr(counts, name)) for name in _FIELDS}

@@ -1,0 +1,148 @@
+"""vn.Device: one adapter and device, and what is created on it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ._handles import Handle, readable_bytes
+from ._lib import check, ffi, lib, load_library
+from .buffer import Buffer, BufferUsage, usage_bits
+from .errors import InvalidArgumentError
+
+_POWER = {None: 0, "default": 0, "low-power": 1, "high-performance": 2}
+
+_LIMIT_FIELDS = (
+    "max_buffer_size",
+    "max_storage_buffer_binding_size",
+    "max_uniform_buffer_binding_size",
+    "max_bind_groups",
+    "max_bindings_per_bind_group",
+    "max_storage_buffers_per_shader_stage",
+    "max_uniform_buffers_per_shader_stage",
+    "min_storage_buffer_offset_alignment",
+    "min_uniform_buffer_offset_alignment",
+    "max_compute_workgroup_storage_size",
+    "max_compute_invocations_per_workgroup",
+    "max_compute_workgroup_size_x",
+    "max_compute_workgroup_size_y",
+    "max_compute_workgroup_size_z",
+    "max_compute_workgroups_per_dimension",
+)
+
+
+class Device(Handle):
+    """A GPU device with the adapter's own limits (not WebGPU's defaults).
+
+    ``Device(power_preference=None | "low-power" | "high-performance")`` picks the
+    default adapter. Creating one costs milliseconds (adapter and device requests);
+    make one and keep it. ``close()`` (or leaving a ``with`` block) makes it and
+    everything created on it unusable: later calls raise ``ReleasedError``.
+    """
+
+    _kind = "Device"
+
+    def __init__(self, power_preference: str | None = None) -> None:
+        if power_preference not in _POWER:
+            raise InvalidArgumentError(
+                f"power_preference={power_preference!r} is not one of None, 'low-power', 'high-performance'. "
+                "Fix: pass one of those."
+            )
+        load_library()
+        out = ffi.new("vn_device **")
+        check(lib.vn_device_create(_POWER[power_preference], out))
+        super().__init__(ffi.gc(out[0], lib.vn_device_release))
+        info = ffi.new("vn_device_info *")
+        check(lib.vn_device_get_info(out[0], info))
+        self._info = {
+            "name": ffi.string(info.name).decode("utf-8", "replace"),
+            "vendor": ffi.string(info.vendor).decode("utf-8", "replace"),
+            "backend": ffi.string(info.backend).decode(),
+            "adapter_type": ffi.string(info.adapter_type).decode(),
+            "driver": ffi.string(info.driver).decode("utf-8", "replace"),
+        }
+        limits = ffi.new("vn_limits *")
+        check(lib.vn_device_get_limits(out[0], limits))
+        self._limits = {name: int(getattr(limits, name)) for name in _LIMIT_FIELDS}
+
+    # -- properties ------------------------------------------------------------------
+
+    @property
+    def info(self) -> dict[str, str]:
+        """Adapter description: name, vendor, backend, adapter_type, driver."""
+        self._live()
+        return dict(self._info)
+
+    @property
+    def limits(self) -> dict[str, int]:
+        """The device's limits that matter for compute (sizes in bytes)."""
+        self._live()
+        return dict(self._limits)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._ptr is None else f"{self._info['name']} ({self._info['backend']})"
+        return f"<vn.Device {state}>"
+
+    # -- lifetime ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the device: it and everything created on it raise ReleasedError afterwards."""
+        ptr = self._ptr
+        if ptr is not None:
+            lib.vn_device_close(ptr)
+            self._ptr = None
+
+    release = close
+
+    def destroy(self) -> None:
+        """Destroy the GPU device now, as if it were lost: later calls raise DeviceLostError.
+
+        For tests of device-loss handling; ``close()`` is the normal way to finish.
+        """
+        check(lib.vn_device_destroy(self._live()))
+
+    def wait_idle(self) -> None:
+        """Block (GIL released) until all work submitted on this device has finished."""
+        check(lib.vn_device_wait_idle(self._live()))
+
+    # -- buffers -----------------------------------------------------------------------
+
+    def upload(self, data: Any, usage: BufferUsage | int | None = None) -> Buffer:
+        """A new buffer holding a copy of ``data`` (any buffer-protocol object).
+
+        The bytes go from ``data``'s memory straight into a mapping of the new
+        buffer (one memcpy, no intermediate Python copy).
+        """
+        ptr = self._live()
+        src, nbytes = readable_bytes(data, "upload")
+        out = ffi.new("vn_buffer **")
+        check(lib.vn_buffer_create(ptr, nbytes, usage_bits(usage), src, out))
+        return Buffer._adopt(self, out[0])
+
+    def alloc(self, nbytes: int, usage: BufferUsage | int | None = None) -> Buffer:
+        """A new zero-filled buffer of ``nbytes`` bytes."""
+        ptr = self._live()
+        if isinstance(nbytes, bool) or not isinstance(nbytes, int):
+            raise InvalidArgumentError(f"alloc({nbytes!r}): the size must be an int. Fix: pass a byte count.")
+        if nbytes < 0:
+            raise InvalidArgumentError(f"alloc({nbytes}): a size cannot be negative. Fix: pass a byte count >= 0.")
+        if nbytes >= 1 << 64:
+            raise InvalidArgumentError(f"alloc({nbytes}): the size does not fit 64 bits. Fix: pass a smaller size.")
+        out = ffi.new("vn_buffer **")
+        check(lib.vn_buffer_create(ptr, nbytes, usage_bits(usage), ffi.NULL, out))
+        return Buffer._adopt(self, out[0])
+
+    # -- pipelines ---------------------------------------------------------------------
+
+    def compile(
+        self,
+        wgsl: str,
+        entry_point: str = "main",
+        preserve: Iterable[str] = (),
+        indirect: Sequence[Any] | None = None,
+        constants: Mapping[str, float | int | bool] | None = None,
+    ) -> Any:
+        """Compile a WGSL compute entry point into a ``vn.Pipeline``; see ``Pipeline``."""
+        from .pipeline import Pipeline
+
+        return Pipeline._compile(self, wgsl, entry_point, tuple(preserve), indirect, constants)

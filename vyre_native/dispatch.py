@@ -1,0 +1,85 @@
+"""vn.PrerecordedDispatch: a dispatch encoded once and submitted at most once."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._handles import Handle, resize_bytearray, writable_bytes
+from ._lib import check, ffi, lib
+from .errors import OutputIndexError, WrongTypeError
+
+if TYPE_CHECKING:
+    from .pipeline import Pipeline
+
+
+class PrerecordedDispatch(Handle):
+    """Made by ``Pipeline.prerecord_persistent_dispatch`` or ``prerecord_borrowed_dispatch``.
+
+    The command buffer is encoded at creation; ``replay()`` only submits it, and a
+    second ``replay()`` raises ``AlreadySubmittedError`` (WebGPU command buffers are
+    single-submit). The recording keeps every bound buffer alive until it is released.
+    """
+
+    _kind = "PrerecordedDispatch"
+
+    @classmethod
+    def _adopt(cls, pipeline: Pipeline, raw: Any) -> PrerecordedDispatch:
+        self = cls(ffi.gc(raw, lib.vn_dispatch_release))
+        self._pipeline = pipeline
+        self._out_lens = []
+        n = int(lib.vn_dispatch_output_count(raw))
+        length = ffi.new("uint64_t *")
+        for i in range(n):
+            check(lib.vn_dispatch_output_len(raw, i, length))
+            self._out_lens.append(int(length[0]))
+        self._index = ffi.new("uint64_t *")
+        return self
+
+    @property
+    def output_count(self) -> int:
+        return len(self._out_lens)
+
+    def output_byte_len(self, index: int) -> int:
+        """``byte_len`` of output ``index``."""
+        return self._out_lens[self._check_index(index)]
+
+    def _check_index(self, index: Any) -> int:
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise WrongTypeError(f"output index {index!r} is not an int. Fix: pass an int index.")
+        if not 0 <= index < len(self._out_lens):
+            raise OutputIndexError(
+                f"output index {index} is out of range for a dispatch with {len(self._out_lens)} output(s). "
+                f"Fix: pass an index from 0 to {len(self._out_lens) - 1}."
+            )
+        return index
+
+    def replay(self) -> int:
+        """Submit the recorded command buffer; returns the submission index.
+
+        One C call (an atomic guard and a queue submit). Exactly one call ever
+        succeeds, even when threads race; the others raise AlreadySubmittedError.
+        """
+        check(lib.vn_dispatch_replay(self._live(), self._index))
+        return int(self._index[0])
+
+    def read_output(self, index: int) -> bytes:
+        """Output ``index``'s bytes, once this recording's own submission has completed."""
+        out = bytearray(self._out_lens[self._check_index(index)])
+        self.read_output_into(index, out)
+        return bytes(out)
+
+    def read_output_into(self, index: int, out: Any) -> int:
+        """Fill caller memory with output ``index``; returns the bytes written.
+
+        A ``bytearray`` is resized to the output's ``byte_len`` (reusing its
+        allocation) and refilled; any other writable C-contiguous buffer (a numpy
+        array) of at least ``byte_len`` bytes is filled in place. One C call: wait,
+        GPU copy to a reused staging buffer, memcpy into ``out``.
+        """
+        ptr = self._live()
+        n = self._out_lens[self._check_index(index)]
+        if isinstance(out, bytearray):
+            resize_bytearray(out, n)
+        dst = writable_bytes(out, n, "read_output_into")
+        check(lib.vn_dispatch_read_output(ptr, index, dst, len(dst), ffi.NULL))
+        return n

@@ -1,0 +1,144 @@
+"""One exception class per C status code, and the one-line check every call site uses.
+
+The C layer returns a ``vn_status`` (a stable enum, see ``csrc/vyre_native.h``) and
+keeps the message of the last failure in thread-local storage. ``check(status)``
+returns on success and otherwise raises the class mapped to the code, carrying the
+C message ("<what happened, with values>. Fix: <remedy>").
+
+Classes that have an obvious built-in counterpart also derive from it, so callers
+can catch what a Python user expects: an output index out of range is an
+``IndexError``, a bad value a ``ValueError``, a wrong type a ``TypeError``, a
+timeout a ``TimeoutError``, an allocation failure a ``MemoryError``.
+"""
+
+from __future__ import annotations
+
+
+class VyreError(Exception):
+    """Base class of every error this package raises. ``.code`` is the C status code."""
+
+    code: int = 13
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+
+class InvalidArgumentError(VyreError, ValueError):
+    """A value is out of range or malformed (a size, a workgroup count, an offset)."""
+
+    code = 1
+
+
+class AlreadySubmittedError(VyreError):
+    """A single-submit recording was replayed a second time."""
+
+    code = 2
+
+
+class BindingError(VyreError):
+    """Handles do not match the pipeline's bindings (count, usage, size, device)."""
+
+    code = 3
+
+
+class ValidationError(VyreError):
+    """wgpu-native reported a validation error; its message is kept."""
+
+    code = 4
+
+
+class ShaderError(VyreError):
+    """WGSL that does not compile, or uses what this package cannot bind."""
+
+    code = 5
+
+    def __init__(self, message: str, code: int | None = None, line: int | None = None) -> None:
+        super().__init__(message, code)
+        self.line = line
+
+
+class OutOfMemoryError(VyreError, MemoryError):
+    """A GPU or host allocation failed, or a size exceeds the device's maximum."""
+
+    code = 6
+
+
+class OutputIndexError(VyreError, IndexError):
+    """An output index outside the recording's outputs."""
+
+    code = 7
+
+
+class ReleasedError(VyreError):
+    """A handle (buffer, pipeline, recording, device) was used after release()."""
+
+    code = 8
+
+
+class DeviceLostError(VyreError):
+    """The device was lost or destroyed; nothing on it can run any more."""
+
+    code = 9
+
+
+class LibraryError(VyreError):
+    """wgpu-native is missing, cannot be loaded, or is of another version."""
+
+    code = 10
+
+
+class NotSubmittedError(VyreError):
+    """Output read back before the recording was replayed."""
+
+    code = 11
+
+
+class WaitTimeoutError(VyreError, TimeoutError):
+    """A wait on GPU work ran past its timeout."""
+
+    code = 12
+
+
+class InternalError(VyreError):
+    """An unexpected failure inside the C layer or wgpu-native."""
+
+    code = 13
+
+
+class WrongTypeError(VyreError, TypeError):
+    """An argument of the wrong type (not a buffer-protocol object, not a Buffer)."""
+
+    code = 14
+
+
+_BY_CODE: dict[int, type[VyreError]] = {
+    cls.code: cls
+    for cls in (
+        InvalidArgumentError,
+        AlreadySubmittedError,
+        BindingError,
+        ValidationError,
+        ShaderError,
+        OutOfMemoryError,
+        OutputIndexError,
+        ReleasedError,
+        DeviceLostError,
+        LibraryError,
+        NotSubmittedError,
+        WaitTimeoutError,
+        InternalError,
+        WrongTypeError,
+    )
+}
+
+
+def error_class(code: int) -> type[VyreError]:
+    """The exception class for a C status code (``VyreError`` for an unknown one)."""
+    return _BY_CODE.get(code, VyreError)
+
+
+def raise_for(code: int, message: str) -> None:
+    """Raise the exception mapped to ``code`` with ``message``."""
+    raise error_class(code)(message, code)
