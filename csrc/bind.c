@@ -243,22 +243,49 @@ vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t inpu
     return st;
 }
 
-void vn_bound_encode(const vn_bound *bound, WGPUCommandEncoder encoder) {
-    const vn_pipeline *p = bound->pipeline;
+bool vn_bound_clears(const vn_bound *bound) {
+    for (size_t i = 0; i < bound->buffer_count; i++) {
+        const vn_binding *b = &bound->pipeline->bindings[i];
+        if (b->kind == VN_BINDING_STORAGE_READ_WRITE && !b->preserve) return true;
+    }
+    return false;
+}
+
+void vn_bound_encode_clears(const vn_bound *bound, WGPUCommandEncoder encoder) {
     /* Outputs start at zero unless they are preserved in/out state. */
     for (size_t i = 0; i < bound->buffer_count; i++) {
-        const vn_binding *b = &p->bindings[i];
+        const vn_binding *b = &bound->pipeline->bindings[i];
         if (b->kind == VN_BINDING_STORAGE_READ_WRITE && !b->preserve)
             wgpu.CommandEncoderClearBuffer(encoder, bound->buffers[i]->buffer, 0, bound->buffers[i]->allocation_len);
     }
-    WGPUComputePassEncoder pass = wgpu.CommandEncoderBeginComputePass(encoder, NULL);
-    wgpu.ComputePassEncoderSetPipeline(pass, p->pipeline);
-    for (uint32_t g = 0; g < bound->group_count; g++)
+}
+
+void vn_bound_dispatch_in_pass(const vn_bound *bound, WGPUComputePassEncoder pass, vn_pass_state *state) {
+    const vn_pipeline *p = bound->pipeline;
+    /* State is set only when it changes: a sequence of dispatches of one pipeline
+     * over the same buffers costs one SetPipeline and one SetBindGroup per group. */
+    if (state->pipeline != p->pipeline) {
+        wgpu.ComputePassEncoderSetPipeline(pass, p->pipeline);
+        state->pipeline = p->pipeline;
+        memset(state->groups, 0, sizeof state->groups);
+    }
+    for (uint32_t g = 0; g < bound->group_count; g++) {
+        if (g < 8 && state->groups[g] == bound->groups[g]) continue;
         wgpu.ComputePassEncoderSetBindGroup(pass, g, bound->groups[g], 0, NULL);
+        if (g < 8) state->groups[g] = bound->groups[g];
+    }
     if (bound->indirect != NULL)
         wgpu.ComputePassEncoderDispatchWorkgroupsIndirect(pass, bound->indirect->buffer, bound->indirect_offset);
     else if (bound->x && bound->y && bound->z)
         wgpu.ComputePassEncoderDispatchWorkgroups(pass, bound->x, bound->y, bound->z);
+}
+
+void vn_bound_encode(const vn_bound *bound, WGPUCommandEncoder encoder) {
+    vn_bound_encode_clears(bound, encoder);
+    WGPUComputePassEncoder pass = wgpu.CommandEncoderBeginComputePass(encoder, NULL);
+    vn_pass_state state;
+    memset(&state, 0, sizeof state);
+    vn_bound_dispatch_in_pass(bound, pass, &state);
     wgpu.ComputePassEncoderEnd(pass);
     wgpu.ComputePassEncoderRelease(pass);
 }

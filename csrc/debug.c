@@ -14,4 +14,8 @@ void vn_debug_live_counts(vn_live_counts *out) {
     out->dispatches = atomic_load(&live[VN_LIVE_DISPATCH]);
     out->bind_groups = atomic_load(&live[VN_LIVE_BIND_GROUP]);
     out->staging_buffers = atomic_load(&live[VN_LIVE_STAGING]);
+    out->recordings = atomic_load(&live[VN_LIVE_RECORDING]);
+    out->sequences = atomic_load(&live[VN_LIVE_SEQUENCE]);
+    out->submissions = atomic_load(&live[VN_LIVE_SUBMISSION]);
+    out->pending_reads = atomic_load(&live[VN_LIVE_PENDING_READ]);
 }

@@ -40,7 +40,8 @@ void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap);
 
 enum vn_live_kind {
     VN_LIVE_DEVICE, VN_LIVE_BUFFER, VN_LIVE_SHADER, VN_LIVE_PIPELINE, VN_LIVE_DISPATCH,
-    VN_LIVE_BIND_GROUP, VN_LIVE_STAGING, VN_LIVE_KIND_COUNT
+    VN_LIVE_BIND_GROUP, VN_LIVE_STAGING, VN_LIVE_RECORDING, VN_LIVE_SEQUENCE, VN_LIVE_SUBMISSION,
+    VN_LIVE_PENDING_READ, VN_LIVE_KIND_COUNT
 };
 void vn_live_add(enum vn_live_kind kind, int64_t delta);
 
@@ -127,6 +128,10 @@ vn_status vn_buffer_check(const vn_buffer *buffer, const char *what);
 vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t nbytes, void *dst);
 void vn_staging_free_all(vn_device *device);
 
+/* Submit one finished command buffer (holding the submit lock) and track its
+ * completion; *out gets a submission the caller owns. Releases cb. */
+vn_status vn_submit_tracked(vn_device *device, WGPUCommandBuffer cb, const char *what, vn_submission **out);
+
 /* ---- pipelines and the bind-group cache (pipeline.c, bind_cache.c) ---------- */
 
 struct vn_shader {
@@ -211,6 +216,16 @@ vn_status vn_bound_resolve(vn_pipeline *pipeline, vn_buffer *const *inputs, size
                            uint32_t x, uint32_t y, uint32_t z, vn_bound *out);
 /* Clears of the non-preserved outputs, then one compute pass with the dispatch. */
 void vn_bound_encode(const vn_bound *bound, WGPUCommandEncoder encoder);
+/* True when encoding the bound dispatch clears at least one output. */
+bool vn_bound_clears(const vn_bound *bound);
+/* Inside an open compute pass: set pipeline and bind groups where they differ from
+ * *state (updated), then dispatch. */
+typedef struct vn_pass_state {
+    WGPUComputePipeline pipeline;
+    WGPUBindGroup groups[8];
+} vn_pass_state;
+void vn_bound_dispatch_in_pass(const vn_bound *bound, WGPUComputePassEncoder pass, vn_pass_state *state);
+void vn_bound_encode_clears(const vn_bound *bound, WGPUCommandEncoder encoder);
 void vn_bound_release(vn_bound *bound);
 
 /* ---- small helpers ------------------------------------------------------------ */

@@ -87,83 +87,151 @@ void vn_staging_free_all(vn_device *dev) {
     }
 }
 
-struct map_result {
-    atomic_int done;
+struct vn_pending_read {
+    vn_device *device;
+    vn_staging *staging;
+    uint64_t nbytes;
+    WGPUSubmissionIndex index;
+    atomic_int done;     /* the map callback fired */
     WGPUMapAsyncStatus status;
+    bool finished;
     char message[512];
 };
 
 static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *userdata1, void *userdata2) {
     (void)userdata2;
-    struct map_result *r = userdata1;
+    vn_pending_read *r = userdata1;
     r->status = status;
     vn_string_view_copy(message, r->message, sizeof r->message);
     atomic_store(&r->done, 1);
 }
 
-vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t nbytes, void *dst) {
+/* Queue the copy into a staging buffer and its map; return at once. */
+static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, vn_pending_read *r) {
+    memset(r, 0, sizeof *r);
+    r->device = dev;
+    r->nbytes = nbytes;
     uint64_t padded = vn_pad4(nbytes);
-    vn_staging *staging = NULL;
-    vn_status st = staging_acquire(dev, padded, &staging);
+    vn_status st = staging_acquire(dev, padded, &r->staging);
     if (st != VN_OK) return st;
 
     /* Encode inside error scopes and submit only a command buffer that encoded
      * cleanly: wgpu-native aborts the process on submitting an invalid one. */
     vn_scope_begin(dev);
     WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
-    wgpu.CommandEncoderCopyBufferToBuffer(enc, src, 0, staging->buffer, 0, padded);
+    wgpu.CommandEncoderCopyBufferToBuffer(enc, src, 0, r->staging->buffer, 0, padded);
     WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
     wgpu.CommandEncoderRelease(enc);
     st = vn_scope_end(dev, "encoding a readback copy", VN_ERROR_VALIDATION,
                       "read only buffers with COPY_SRC usage, on the device that made them.");
+    if (st == VN_OK) st = vn_submit_begin(dev, "reading back");
     if (st != VN_OK) {
         wgpu.CommandBufferRelease(cb);
-        staging_return(dev, staging);
+        staging_return(dev, r->staging);
+        r->staging = NULL;
         return st;
     }
-    st = vn_submit_begin(dev, "reading back");
-    if (st != VN_OK) {
-        wgpu.CommandBufferRelease(cb);
-        staging_return(dev, staging);
-        return st;
-    }
-    WGPUSubmissionIndex idx = wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
+    r->index = wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
     vn_submit_end(dev);
     wgpu.CommandBufferRelease(cb);
 
-    struct map_result mapped = {0};
     WGPUBufferMapCallbackInfo info = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
     info.mode = WGPUCallbackMode_AllowProcessEvents;
     info.callback = on_mapped;
-    info.userdata1 = &mapped;
-    wgpu.BufferMapAsync(staging->buffer, WGPUMapMode_Read, 0, (size_t)padded, info);
-    wgpu.DevicePoll(dev->device, 1, &idx);
-    if (!vn_process_until(dev->instance, dev->device, &mapped.done, 60.0)) {
-        /* The callback still points at our stack frame: the staging buffer must not be
-         * reused, and releasing it cancels the map (firing the callback) now. */
-        wgpu.BufferRelease(staging->buffer);
-        free(staging);
+    info.userdata1 = r;
+    /* An explicit size: wgpu-native 29 rejects WGPU_WHOLE_MAP_SIZE here. */
+    wgpu.BufferMapAsync(r->staging->buffer, WGPUMapMode_Read, 0, (size_t)padded, info);
+    return VN_OK;
+}
+
+/* Wait for the copy and the map, copy out (when dst is not NULL), unmap, and give
+ * the staging buffer back to the ring. */
+static vn_status read_finish(vn_pending_read *r, void *dst) {
+    vn_device *dev = r->device;
+    r->finished = true;
+    wgpu.DevicePoll(dev->device, 1, &r->index);
+    if (!vn_process_until(dev->instance, dev->device, &r->done, 60.0)) {
+        /* The map callback still points at r: releasing the staging buffer cancels
+         * the map and fires it now, before r can go away. */
+        wgpu.BufferRelease(r->staging->buffer);
+        free(r->staging);
+        r->staging = NULL;
         vn_live_add(VN_LIVE_STAGING, -1);
-        st = vn_device_check(dev, "reading back");
+        vn_status st = vn_device_check(dev, "reading back");
         if (st != VN_OK) return st;
         return vn_fail(VN_ERROR_TIMEOUT, "reading back %llu bytes did not complete in 60 s. Fix: check for a hung GPU "
-                       "kernel (an endless loop in the shader).", (unsigned long long)nbytes);
+                       "kernel (an endless loop in the shader).", (unsigned long long)r->nbytes);
     }
-    if (mapped.status != WGPUMapAsyncStatus_Success) {
-        staging_return(dev, staging);
-        st = vn_device_check(dev, "reading back");
+    if (r->status != WGPUMapAsyncStatus_Success) {
+        staging_return(dev, r->staging);
+        r->staging = NULL;
+        vn_status st = vn_device_check(dev, "reading back");
         if (st != VN_OK) return st;
         return vn_fail(VN_ERROR_INTERNAL, "mapping the readback staging buffer failed (status %d): %s. Fix: retry; if it "
-                       "persists, the device may be lost.", (int)mapped.status, mapped.message);
+                       "persists, the device may be lost.", (int)r->status, r->message);
     }
-    const void *src_bytes = wgpu.BufferGetConstMappedRange(staging->buffer, 0, (size_t)padded);
-    if (src_bytes == NULL) {
-        wgpu.BufferUnmap(staging->buffer);
-        staging_return(dev, staging);
-        return vn_fail(VN_ERROR_INTERNAL, "the mapped staging buffer has no readable range. Fix: retry the readback.");
+    vn_status st = VN_OK;
+    if (dst != NULL) {
+        const void *bytes = wgpu.BufferGetConstMappedRange(r->staging->buffer, 0, (size_t)vn_pad4(r->nbytes));
+        if (bytes != NULL) memcpy(dst, bytes, (size_t)r->nbytes);
+        else st = vn_fail(VN_ERROR_INTERNAL, "the mapped staging buffer has no readable range. Fix: retry the readback.");
     }
-    memcpy(dst, src_bytes, (size_t)nbytes);
-    wgpu.BufferUnmap(staging->buffer);
-    staging_return(dev, staging);
+    wgpu.BufferUnmap(r->staging->buffer);
+    staging_return(dev, r->staging);
+    r->staging = NULL;
+    return st;
+}
+
+vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t nbytes, void *dst) {
+    vn_pending_read r;
+    vn_status st = read_begin(dev, src, nbytes, &r);
+    if (st != VN_OK) return st;
+    return read_finish(&r, dst);
+}
+
+vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
+    vn_status st = vn_buffer_check(buffer, "buffer.read_async");
+    if (st != VN_OK) return st;
+    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_read_async: out is NULL. Fix: pass a result pointer.");
+    *out = NULL;
+    if (!(buffer->usage & VN_USAGE_COPY_SRC))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "read_async: buffer %llu has usage 0x%llx without COPY_SRC, so it cannot be copied out. Fix: "
+                       "create it with vn.BufferUsage.COPY_SRC (the default usage has it).",
+                       (unsigned long long)buffer->identity, (unsigned long long)buffer->usage);
+    vn_pending_read *r = malloc(sizeof *r);
+    if (r == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a pending read. Fix: free host memory.");
+    st = read_begin(buffer->device, buffer->buffer, buffer->byte_len, r);
+    if (st != VN_OK) {
+        free(r);
+        return st;
+    }
+    vn_device_retain(buffer->device);
+    vn_live_add(VN_LIVE_PENDING_READ, 1);
+    *out = r;
     return VN_OK;
+}
+
+uint64_t vn_pending_read_len(const vn_pending_read *r) { return r == NULL ? 0 : r->nbytes; }
+
+vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
+    if (r == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pending read is NULL. Fix: pass a live read.");
+    if (r->finished)
+        return vn_fail(VN_ERROR_ALREADY_SUBMITTED, "this asynchronous read was already completed. Fix: start a new "
+                       "read_async() for each result.");
+    if (capacity < r->nbytes)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "the destination holds %llu bytes, but the read has %llu. Fix: pass a "
+                       "writable buffer of at least %llu bytes.", (unsigned long long)capacity,
+                       (unsigned long long)r->nbytes, (unsigned long long)r->nbytes);
+    if (r->nbytes > 0 && dst == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "destination is NULL. Fix: pass a writable buffer.");
+    return read_finish(r, dst);
+}
+
+void vn_pending_read_release(vn_pending_read *r) {
+    if (r == NULL) return;
+    if (!r->finished) read_finish(r, NULL);
+    vn_device_unref(r->device);
+    free(r);
+    vn_live_add(VN_LIVE_PENDING_READ, -1);
 }

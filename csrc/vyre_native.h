@@ -224,6 +224,84 @@ vn_status vn_dispatch_read_output(vn_dispatch *dispatch, int64_t index, void *ds
                                   uint64_t capacity, uint64_t *written);
 void vn_dispatch_release(vn_dispatch *dispatch);
 
+/* ---- submissions (csrc/submission.c) ----------------------------------------- */
+
+typedef struct vn_submission vn_submission;
+
+/* The queue submission index. */
+uint64_t vn_submission_index(const vn_submission *submission);
+/* 1 when the submission's work has completed, 0 when not yet (never blocks). */
+int vn_submission_done(vn_submission *submission);
+/* Block (GIL released) until the work completes; timeout_s < 0 waits without limit,
+ * else VN_ERROR_TIMEOUT after timeout_s seconds (the work keeps running). */
+vn_status vn_submission_wait(vn_submission *submission, double timeout_s);
+void vn_submission_release(vn_submission *submission);
+
+/* ---- replayable recordings and sequences (csrc/replay.c) --------------------- */
+
+typedef struct vn_recording vn_recording;
+typedef struct vn_sequence vn_sequence;
+
+/* Same binding rules, checks and clears as vn_dispatch_record, but nothing is
+ * submitted: each replay re-encodes from the held pipeline and bind groups. The
+ * encoding is validated once here, so a replay never submits an invalid buffer. */
+vn_status vn_recording_create(vn_pipeline *pipeline,
+                              vn_buffer *const *inputs, size_t input_count,
+                              vn_buffer *const *outputs, size_t output_count,
+                              vn_buffer *params,
+                              uint32_t x, uint32_t y, uint32_t z,
+                              vn_recording **out);
+/* Encode n launches into one command buffer and submit it once. Without outputs to
+ * clear the n dispatches share one compute pass; otherwise each launch is its
+ * clears then its pass. */
+vn_status vn_recording_replay(vn_recording *recording, uint32_t n, vn_submission **out);
+size_t vn_recording_output_count(const vn_recording *recording);
+/* The output buffer (a new reference for the caller), or VN_ERROR_OUTPUT_INDEX. */
+vn_status vn_recording_output(const vn_recording *recording, int64_t index, vn_buffer **out);
+void vn_recording_release(vn_recording *recording);
+
+vn_status vn_sequence_create(vn_device *device, vn_sequence **out);
+/* Append a dispatch. clear_outputs: clear its non-preserved outputs right before
+ * it (as a recording does); 0 leaves them as the previous steps left them. */
+vn_status vn_sequence_add(vn_sequence *sequence, vn_pipeline *pipeline,
+                          vn_buffer *const *inputs, size_t input_count,
+                          vn_buffer *const *outputs, size_t output_count,
+                          vn_buffer *params, uint32_t x, uint32_t y, uint32_t z,
+                          int clear_outputs);
+/* Append a GPU copy of nbytes (UINT64_MAX: as much as fits from the offsets). */
+vn_status vn_sequence_copy(vn_sequence *sequence, vn_buffer *src, vn_buffer *dst, uint64_t nbytes,
+                           uint64_t src_offset, uint64_t dst_offset);
+/* Append a clear of the whole buffer to zero. */
+vn_status vn_sequence_clear(vn_sequence *sequence, vn_buffer *buffer);
+size_t vn_sequence_length(const vn_sequence *sequence);
+/* Encode every step n times into one command buffer (consecutive dispatches share
+ * a compute pass) and submit it once. */
+vn_status vn_sequence_replay(vn_sequence *sequence, uint32_t n, vn_submission **out);
+void vn_sequence_release(vn_sequence *sequence);
+
+/* One item of a batch submit: exactly one of the two is set. */
+typedef struct vn_work {
+    vn_recording *recording;
+    vn_sequence *sequence;
+} vn_work;
+
+/* Encode every item once, in order, into one command buffer; one queue submit. */
+vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_submission **out);
+
+/* ---- asynchronous readback (csrc/readback.c) -------------------------------- */
+
+typedef struct vn_pending_read vn_pending_read;
+
+/* Queue a copy of the buffer's bytes into a staging buffer from the device's ring
+ * and return at once; many may be in flight. */
+vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out);
+uint64_t vn_pending_read_len(const vn_pending_read *read);
+/* Wait for the copy, then copy byte_len bytes into dst (capacity >= byte_len).
+ * A read can be finished once; later calls fail with VN_ERROR_ALREADY_SUBMITTED. */
+vn_status vn_pending_read_finish(vn_pending_read *read, void *dst, uint64_t capacity);
+/* Release; an unfinished read is waited for and its staging buffer returned. */
+void vn_pending_read_release(vn_pending_read *read);
+
 /* ---- introspection (csrc/debug.c) ------------------------------------------ */
 
 /* Live native objects of each kind, for leak tests. */
@@ -235,6 +313,10 @@ typedef struct vn_live_counts {
     int64_t dispatches;
     int64_t bind_groups;
     int64_t staging_buffers;
+    int64_t recordings;
+    int64_t sequences;
+    int64_t submissions;
+    int64_t pending_reads;
 } vn_live_counts;
 
 void vn_debug_live_counts(vn_live_counts *out);

@@ -34,6 +34,7 @@ from .errors import (
 )
 from .pipeline import Pipeline
 from .reflect import Binding
+from .replay import PendingRead, Recording, Sequence, Submission
 
 __version__ = "0.1.0"
 
@@ -51,10 +52,14 @@ __all__ = [
     "NotSubmittedError",
     "OutOfMemoryError",
     "OutputIndexError",
+    "PendingRead",
     "Pipeline",
     "PrerecordedDispatch",
+    "Recording",
     "ReleasedError",
+    "Sequence",
     "ShaderError",
+    "Submission",
     "ValidationError",
     "VyreError",
     "WaitTimeoutError",

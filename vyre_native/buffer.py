@@ -96,6 +96,12 @@ class Buffer(Handle):
         self.read_into(out)
         return bytes(out)
 
+    def read_async(self) -> Any:
+        """Start reading the buffer back; returns a ``vn.PendingRead`` (``.result()`` completes it)."""
+        from .replay import read_async
+
+        return read_async(self)
+
     def read_into(self, out: Any) -> int:
         """Fill ``out`` with the buffer's bytes; see ``PrerecordedDispatch.read_output_into``."""
         ptr = self._live()

@@ -6,7 +6,19 @@ from ._lib import ffi, lib
 
 __all__ = ["live_objects"]
 
-_FIELDS = ("devices", "buffers", "shaders", "pipelines", "dispatches", "bind_groups", "staging_buffers")
+_FIELDS = (
+    "devices",
+    "buffers",
+    "shaders",
+    "pipelines",
+    "dispatches",
+    "bind_groups",
+    "staging_buffers",
+    "recordings",
+    "sequences",
+    "submissions",
+    "pending_reads",
+)
 
 
 def live_objects() -> dict[str, int]:

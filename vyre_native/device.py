@@ -132,6 +132,25 @@ class Device(Handle):
         check(lib.vn_buffer_create(ptr, nbytes, usage_bits(usage), ffi.NULL, out))
         return Buffer._adopt(self, out[0])
 
+    # -- replay ----------------------------------------------------------------------
+
+    def sequence(self) -> Any:
+        """An empty ``vn.Sequence`` on this device."""
+        from .replay import Sequence
+
+        out = ffi.new("vn_sequence **")
+        check(lib.vn_sequence_create(self._live(), out))
+        return Sequence(self, out[0])
+
+    def submit(self, work: Sequence[Any]) -> Any:
+        """Encode recordings and sequences, in order, into one command buffer; one queue submit.
+
+        Returns a ``vn.Submission``.
+        """
+        from .replay import submit
+
+        return submit(self, work)
+
     # -- pipelines ---------------------------------------------------------------------
 
     def compile(

@@ -15,6 +15,7 @@ from .reflect import Binding, reflect
 if TYPE_CHECKING:
     from .device import Device
     from .dispatch import PrerecordedDispatch
+    from .replay import Recording
 
 _KIND_CODES = {"storage_read": 0, "storage_read_write": 1, "uniform": 2}
 _U32_MAX = 0xFFFFFFFF
@@ -187,6 +188,31 @@ class Pipeline(Handle):
         out = ffi.new("vn_dispatch **")
         check(lib.vn_dispatch_record(ptr, ins, len(inputs), outs, len(outputs), par, x, y, z, out))
         return PrerecordedDispatch._adopt(self, out[0])
+
+    def record(
+        self,
+        inputs: Sequence[Buffer],
+        outputs: Sequence[Buffer],
+        params: Buffer | None = None,
+        workgroups: Sequence[int] = (1, 1, 1),
+    ) -> Recording:
+        """A replayable ``vn.Recording``: same rules and checks as ``prerecord_persistent_dispatch``.
+
+        Resolution, validation and bind groups happen here, once; each
+        ``replay(n)`` is then one C call that encodes and submits.
+        """
+        from .replay import Recording
+
+        ptr = self._live()
+        x, y, z = check_workgroups(workgroups)
+        ins = buffer_array(inputs, "inputs")
+        outs = buffer_array(outputs, "outputs")
+        if params is not None and not isinstance(params, Buffer):
+            raise WrongTypeError(f"params is a {type(params).__name__}, not a vn.Buffer. Fix: upload it first.")
+        par = params._live() if params is not None else ffi.NULL
+        out = ffi.new("vn_recording **")
+        check(lib.vn_recording_create(ptr, ins, len(inputs), outs, len(outputs), par, x, y, z, out))
+        return Recording._adopt(self, out[0])
 
     def prerecord_borrowed_dispatch(
         self,

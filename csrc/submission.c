@@ -1,0 +1,110 @@
+/* submission.c - tracked queue submissions: index, non-blocking done, bounded waits. */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "internal.h"
+
+struct vn_submission {
+    atomic_long refs;  /* the caller's, and the work-done callback's until it fires */
+    atomic_int done;
+    vn_device *device;
+    uint64_t index;
+};
+
+static void submission_unref(vn_submission *s) {
+    if (atomic_fetch_sub(&s->refs, 1) != 1) return;
+    vn_device_unref(s->device);
+    free(s);
+    vn_live_add(VN_LIVE_SUBMISSION, -1);
+}
+
+static void on_work_done(WGPUQueueWorkDoneStatus status, WGPUStringView message, void *userdata1, void *userdata2) {
+    (void)status; /* cancelled or failed work is finished work too: nothing more will run */
+    (void)message;
+    (void)userdata2;
+    vn_submission *s = userdata1;
+    atomic_store(&s->done, 1);
+    submission_unref(s);
+}
+
+vn_status vn_submit_tracked(vn_device *dev, WGPUCommandBuffer cb, const char *what, vn_submission **out) {
+    vn_submission *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        wgpu.CommandBufferRelease(cb);
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a submission record. Fix: free host memory.");
+    }
+    vn_status st = vn_submit_begin(dev, what);
+    if (st != VN_OK) {
+        wgpu.CommandBufferRelease(cb);
+        free(s);
+        return st;
+    }
+    atomic_init(&s->refs, 2);
+    vn_device_retain(dev);
+    s->device = dev;
+    s->index = wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
+    /* Registered right after the submit, this fires once everything up to and
+     * including it has completed: an exact per-submission "done". */
+    WGPUQueueWorkDoneCallbackInfo info = WGPU_QUEUE_WORK_DONE_CALLBACK_INFO_INIT;
+    info.mode = WGPUCallbackMode_AllowProcessEvents;
+    info.callback = on_work_done;
+    info.userdata1 = s;
+    wgpu.QueueOnSubmittedWorkDone(dev->queue, info);
+    vn_submit_end(dev);
+    wgpu.CommandBufferRelease(cb);
+    vn_live_add(VN_LIVE_SUBMISSION, 1);
+    *out = s;
+    return VN_OK;
+}
+
+uint64_t vn_submission_index(const vn_submission *s) { return s == NULL ? 0 : s->index; }
+
+int vn_submission_done(vn_submission *s) {
+    if (s == NULL) return 0;
+    if (!atomic_load(&s->done)) wgpu.DevicePoll(s->device->device, 0, NULL);
+    return atomic_load(&s->done);
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+vn_status vn_submission_wait(vn_submission *s, double timeout_s) {
+    if (s == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "submission is NULL. Fix: pass a Submission.");
+    if (atomic_load(&s->done)) return VN_OK;
+    if (timeout_s < 0) {
+        /* No limit: let wgpu block on exactly this submission. */
+        WGPUSubmissionIndex idx = s->index;
+        wgpu.DevicePoll(s->device->device, 1, &idx);
+        if (!atomic_load(&s->done)) wgpu.DevicePoll(s->device->device, 0, NULL);
+        return VN_OK;
+    }
+    /* wgpu-native's blocking poll has no timeout: poll without blocking, with
+     * short sleeps, until the work-done callback fires or the deadline passes. */
+    double deadline = now_seconds() + timeout_s;
+    unsigned spins = 0;
+    while (!atomic_load(&s->done)) {
+        wgpu.DevicePoll(s->device->device, 0, NULL);
+        if (atomic_load(&s->done)) break;
+        if (now_seconds() >= deadline)
+            return vn_fail(VN_ERROR_TIMEOUT,
+                           "submission %llu did not complete within %.3f s. Fix: wait longer (timeout=None waits "
+                           "without limit), or check the kernel for an endless loop.",
+                           (unsigned long long)s->index, timeout_s);
+        if (++spins < 64) {
+            sched_yield();
+        } else {
+            struct timespec pause = {0, 50000}; /* 50 µs: a GPU step, not a busy core */
+            nanosleep(&pause, NULL);
+        }
+    }
+    return VN_OK;
+}
+
+void vn_submission_release(vn_submission *s) {
+    if (s != NULL) submission_unref(s);
+}

@@ -1,0 +1,236 @@
+"""Replayable recordings, dispatch sequences, submissions and asynchronous reads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence as SequenceABC
+from typing import TYPE_CHECKING, Any
+
+from ._handles import Handle, resize_bytearray, writable_bytes
+from ._lib import check, ffi, lib
+from .buffer import Buffer
+from .errors import InvalidArgumentError, OutputIndexError, WrongTypeError
+
+if TYPE_CHECKING:
+    from .device import Device
+    from .pipeline import Pipeline
+
+_U32_MAX = 0xFFFFFFFF
+
+
+def _launches(n: Any, what: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise WrongTypeError(f"{what}.replay(n={n!r}): n must be an int. Fix: pass a launch count >= 1.")
+    if not 1 <= n <= _U32_MAX:
+        raise InvalidArgumentError(f"{what}.replay(n={n}): n must be in 1..{_U32_MAX}. Fix: pass a launch count >= 1.")
+    return n
+
+
+class Submission:
+    """One queue submission: ``index``, ``done`` (non-blocking) and ``wait(timeout)``."""
+
+    __slots__ = ("_ptr", "index")
+
+    def __init__(self, raw: Any) -> None:
+        self._ptr = ffi.gc(raw, lib.vn_submission_release)
+        self.index: int = int(lib.vn_submission_index(raw))
+
+    @property
+    def done(self) -> bool:
+        """True once the GPU has finished this submission's work. Never blocks."""
+        return bool(lib.vn_submission_done(self._ptr))
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block (GIL released) until the work completes; TimeoutError after ``timeout`` seconds."""
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
+            raise InvalidArgumentError(f"wait(timeout={timeout!r}): Fix: pass None or a number of seconds >= 0.")
+        check(lib.vn_submission_wait(self._ptr, -1.0 if timeout is None else float(timeout)))
+
+    def __repr__(self) -> str:
+        return f"<vn.Submission index={self.index} done={self.done}>"
+
+
+class PendingRead(Handle):
+    """A readback in flight (from ``read_async`` / ``read_output_async``).
+
+    ``result()`` / ``result_into(out)`` wait for it and return the bytes; each read
+    completes once. Many can be in flight: each holds its own staging buffer from
+    the device's ring until it completes.
+    """
+
+    _kind = "PendingRead"
+
+    def __init__(self, raw: Any) -> None:
+        super().__init__(ffi.gc(raw, lib.vn_pending_read_release))
+        self.byte_len: int = int(lib.vn_pending_read_len(raw))
+
+    def result(self) -> bytes:
+        out = bytearray(self.byte_len)
+        self.result_into(out)
+        return bytes(out)
+
+    def result_into(self, out: Any) -> int:
+        """Fill ``out`` as ``read_output_into`` does; returns the bytes written."""
+        ptr = self._live()
+        n = self.byte_len
+        if isinstance(out, bytearray):
+            resize_bytearray(out, n)
+        dst = writable_bytes(out, n, "result_into")
+        check(lib.vn_pending_read_finish(ptr, dst, len(dst)))
+        return n
+
+
+def read_async(buffer: Buffer) -> PendingRead:
+    out = ffi.new("vn_pending_read **")
+    check(lib.vn_buffer_read_async(buffer._live(), out))
+    return PendingRead(out[0])
+
+
+class Recording(Handle):
+    """A replayable dispatch, from ``Pipeline.record``.
+
+    ``replay(n)`` re-encodes the dispatch n times from the held pipeline and bind
+    groups into one command buffer and submits it once: one C call, no Python
+    between launches. Outputs are cleared before each launch unless preserved.
+    """
+
+    _kind = "Recording"
+
+    @classmethod
+    def _adopt(cls, pipeline: Pipeline, raw: Any) -> Recording:
+        self = cls(ffi.gc(raw, lib.vn_recording_release))
+        self._pipeline = pipeline
+        self._replayed = False
+        self._outputs: list[Buffer] = []
+        buf = ffi.new("vn_buffer **")
+        for i in range(int(lib.vn_recording_output_count(raw))):
+            check(lib.vn_recording_output(raw, i, buf))
+            self._outputs.append(Buffer._adopt(pipeline.device, buf[0]))
+        return self
+
+    @property
+    def outputs(self) -> list[Buffer]:
+        """The output buffers, in output order."""
+        return list(self._outputs)
+
+    def replay(self, n: int = 1) -> Submission:
+        """Launch the dispatch ``n`` times (one command buffer, one submit)."""
+        out = ffi.new("vn_submission **")
+        check(lib.vn_recording_replay(self._live(), _launches(n, "Recording"), out))
+        self._replayed = True
+        return Submission(out[0])
+
+    def _output(self, index: Any) -> Buffer:
+        self._live()
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise WrongTypeError(f"output index {index!r} is not an int. Fix: pass an int index.")
+        if not 0 <= index < len(self._outputs):
+            raise OutputIndexError(
+                f"output index {index} is out of range for a recording with {len(self._outputs)} output(s). "
+                f"Fix: pass an index from 0 to {len(self._outputs) - 1}."
+            )
+        return self._outputs[index]
+
+    def read_output(self, index: int) -> bytes:
+        """Output ``index`` after all work submitted so far (every replay) completes."""
+        return self._output(index).read()
+
+    def read_output_into(self, index: int, out: Any) -> int:
+        return self._output(index).read_into(out)
+
+    def read_output_async(self, index: int) -> PendingRead:
+        """Start reading output ``index``; ``.result()`` completes it."""
+        return read_async(self._output(index))
+
+
+class Sequence(Handle):
+    """Dispatches of several pipelines, copies and clears, replayed as one submit.
+
+    Outputs in a sequence: ``add(..., clear_outputs=True)`` (the default) clears
+    that dispatch's non-preserved outputs immediately before it, exactly as a
+    recording does, so a step never sees what an earlier step left in its outputs;
+    ``clear_outputs=False`` leaves them as the previous steps left them (ping-pong
+    buffers, accumulations). Nothing else is cleared implicitly; ``clear(buf)``
+    clears a buffer at that point. Consecutive dispatches with no clear between
+    them share one compute pass.
+    """
+
+    _kind = "Sequence"
+
+    def __init__(self, device: Device, raw: Any) -> None:
+        super().__init__(ffi.gc(raw, lib.vn_sequence_release))
+        self._device = device
+
+    def __len__(self) -> int:
+        return int(lib.vn_sequence_length(self._live()))
+
+    def add(
+        self,
+        pipeline: Pipeline,
+        inputs: SequenceABC[Buffer],
+        outputs: SequenceABC[Buffer],
+        params: Buffer | None = None,
+        workgroups: SequenceABC[int] = (1, 1, 1),
+        clear_outputs: bool = True,
+    ) -> Sequence:
+        """Append a dispatch (same binding rules and checks as ``prerecord_persistent_dispatch``)."""
+        from .pipeline import Pipeline, buffer_array, check_workgroups
+
+        ptr = self._live()
+        if not isinstance(pipeline, Pipeline):
+            raise WrongTypeError(f"add() takes a vn.Pipeline first, got {type(pipeline).__name__}. Fix: compile one.")
+        x, y, z = check_workgroups(workgroups)
+        ins, outs = buffer_array(inputs, "inputs"), buffer_array(outputs, "outputs")
+        if params is not None and not isinstance(params, Buffer):
+            raise WrongTypeError(f"params is a {type(params).__name__}, not a vn.Buffer. Fix: upload it first.")
+        par = params._live() if params is not None else ffi.NULL
+        check(
+            lib.vn_sequence_add(
+                ptr, pipeline._live(), ins, len(inputs), outs, len(outputs), par, x, y, z, int(bool(clear_outputs))
+            )
+        )
+        return self
+
+    def copy(
+        self, src: Buffer, dst: Buffer, nbytes: int | None = None, src_offset: int = 0, dst_offset: int = 0
+    ) -> Sequence:
+        """Append a GPU copy (``nbytes=None``: as much as fits from the offsets)."""
+        for name, value in (("src", src), ("dst", dst)):
+            if not isinstance(value, Buffer):
+                raise WrongTypeError(f"copy {name} is a {type(value).__name__}, not a vn.Buffer. Fix: pass buffers.")
+        for name, v in (("nbytes", nbytes), ("src_offset", src_offset), ("dst_offset", dst_offset)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise InvalidArgumentError(f"copy {name}={v!r}: Fix: pass a non-negative int.")
+        n = 0xFFFFFFFFFFFFFFFF if nbytes is None else nbytes
+        check(lib.vn_sequence_copy(self._live(), src._live(), dst._live(), n, src_offset, dst_offset))
+        return self
+
+    def clear(self, buffer: Buffer) -> Sequence:
+        """Append a clear of the whole buffer to zero."""
+        if not isinstance(buffer, Buffer):
+            raise WrongTypeError(f"clear() takes a vn.Buffer, got {type(buffer).__name__}.")
+        check(lib.vn_sequence_clear(self._live(), buffer._live()))
+        return self
+
+    def replay(self, n: int = 1) -> Submission:
+        """Encode every step ``n`` times into one command buffer and submit it once."""
+        out = ffi.new("vn_submission **")
+        check(lib.vn_sequence_replay(self._live(), _launches(n, "Sequence"), out))
+        return Submission(out[0])
+
+
+def submit(device: Device, work: SequenceABC[Recording | Sequence]) -> Submission:
+    if isinstance(work, (Recording, Sequence)) or not isinstance(work, SequenceABC):
+        raise WrongTypeError("submit() takes a list of vn.Recording / vn.Sequence. Fix: wrap them in a list.")
+    items = ffi.new("vn_work[]", max(len(work), 1))
+    for i, w in enumerate(work):
+        if isinstance(w, Recording):
+            items[i].recording = w._live()
+        elif isinstance(w, Sequence):
+            items[i].sequence = w._live()
+        else:
+            raise WrongTypeError(
+                f"submit() item {i} is a {type(w).__name__}, not a vn.Recording or vn.Sequence. Fix: record it first."
+            )
+    out = ffi.new("vn_submission **")
+    check(lib.vn_device_submit(device._live(), items, len(work), out))
+    return Submission(out[0])
