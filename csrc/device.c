@@ -123,6 +123,56 @@ static const char *power_name(vn_power_preference p) {
     return p == VN_POWER_LOW ? "low-power" : p == VN_POWER_HIGH ? "high-performance" : "default";
 }
 
+static void describe_adapter(WGPUAdapter adapter, vn_device_info *out) {
+    memset(out, 0, sizeof *out);
+    WGPUAdapterInfo info = WGPU_ADAPTER_INFO_INIT;
+    if (wgpu.AdapterGetInfo(adapter, &info) != WGPUStatus_Success) return;
+    vn_string_view_copy(info.device, out->name, sizeof out->name);
+    vn_string_view_copy(info.vendor, out->vendor, sizeof out->vendor);
+    vn_string_view_copy(info.description, out->driver, sizeof out->driver);
+    snprintf(out->backend, sizeof out->backend, "%s", backend_name(info.backendType));
+    snprintf(out->adapter_type, sizeof out->adapter_type, "%s", adapter_type_name(info.adapterType));
+    out->vendor_id = info.vendorID;
+    out->device_id = info.deviceID;
+    wgpu.AdapterInfoFreeMembers(info);
+}
+
+/* All adapters of an instance, in wgpu-native's order; the caller releases them. */
+static vn_status list_adapters(WGPUInstance instance, WGPUAdapter **out, size_t *count) {
+    *out = NULL;
+    *count = wgpu.InstanceEnumerateAdapters(instance, NULL, NULL);
+    if (*count == 0) return VN_OK;
+    *out = calloc(*count, sizeof **out);
+    if (*out == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate the adapter list. Fix: free host memory.");
+    *count = wgpu.InstanceEnumerateAdapters(instance, NULL, *out);
+    return VN_OK;
+}
+
+static void release_adapters(WGPUAdapter *adapters, size_t count, WGPUAdapter keep) {
+    for (size_t i = 0; i < count; i++)
+        if (adapters[i] != NULL && adapters[i] != keep) wgpu.AdapterRelease(adapters[i]);
+    free(adapters);
+}
+
+vn_status vn_enumerate_adapters(vn_device_info *out, size_t capacity, size_t *count) {
+    vn_status st = vn_require_library();
+    if (st != VN_OK) return st;
+    if (count == NULL || (capacity > 0 && out == NULL))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_enumerate_adapters: NULL argument. Fix: pass a result array and count.");
+    WGPUInstance instance = wgpu.CreateInstance(NULL);
+    if (instance == NULL) return vn_fail(VN_ERROR_INTERNAL, "wgpuCreateInstance returned NULL. Fix: check that a Vulkan loader is installed.");
+    WGPUAdapter *adapters;
+    size_t n;
+    st = list_adapters(instance, &adapters, &n);
+    if (st == VN_OK) {
+        for (size_t i = 0; i < n && i < capacity; i++) describe_adapter(adapters[i], &out[i]);
+        *count = n;
+        release_adapters(adapters, n, NULL);
+    }
+    wgpu.InstanceRelease(instance);
+    return st;
+}
+
 /* ---- lifetime -------------------------------------------------------------------- */
 
 void vn_device_retain(vn_device *device) { atomic_fetch_add(&device->refs, 1); }
@@ -156,7 +206,9 @@ vn_status vn_device_check(const vn_device *device, const char *what) {
     return VN_OK;
 }
 
-vn_status vn_device_create(vn_power_preference power_preference, vn_device **out) {
+static vn_status finish_device(vn_device *dev, vn_device **out);
+
+vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, vn_device **out) {
     vn_status st = vn_require_library();
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_create: out is NULL. Fix: pass a result pointer.");
@@ -180,6 +232,23 @@ vn_status vn_device_create(vn_power_preference power_preference, vn_device **out
         return vn_fail(VN_ERROR_INTERNAL, "wgpuCreateInstance returned NULL. Fix: check that a Vulkan loader is installed.");
     }
 
+    if (adapter_index >= 0) {
+        WGPUAdapter *adapters;
+        size_t n;
+        vn_status lst = list_adapters(dev->instance, &adapters, &n);
+        if (lst != VN_OK || (size_t)adapter_index >= n) {
+            if (lst == VN_OK) release_adapters(adapters, n, NULL);
+            vn_device_unref(dev);
+            if (lst != VN_OK) return lst;
+            return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                           "adapter index %d is out of range: %zu adapter(s) found. Fix: pass an index from "
+                           "vn.enumerate_adapters(), or leave adapter unset for the default.",
+                           (int)adapter_index, n);
+        }
+        dev->adapter = adapters[adapter_index];
+        release_adapters(adapters, n, dev->adapter);
+        return finish_device(dev, out);
+    }
     WGPURequestAdapterOptions opts = WGPU_REQUEST_ADAPTER_OPTIONS_INIT;
     opts.powerPreference = power_preference == VN_POWER_LOW    ? WGPUPowerPreference_LowPower
                            : power_preference == VN_POWER_HIGH ? WGPUPowerPreference_HighPerformance
@@ -203,18 +272,13 @@ vn_status vn_device_create(vn_power_preference power_preference, vn_device **out
                        "mesa-vulkan-drivers).", power_name(power_preference), areq.message[0] ? areq.message : "none offered");
     }
     dev->adapter = areq.adapter;
+    return finish_device(dev, out);
+}
 
-    WGPUAdapterInfo info = WGPU_ADAPTER_INFO_INIT;
-    if (wgpu.AdapterGetInfo(dev->adapter, &info) == WGPUStatus_Success) {
-        vn_string_view_copy(info.device, dev->info.name, sizeof dev->info.name);
-        vn_string_view_copy(info.vendor, dev->info.vendor, sizeof dev->info.vendor);
-        vn_string_view_copy(info.description, dev->info.driver, sizeof dev->info.driver);
-        snprintf(dev->info.backend, sizeof dev->info.backend, "%s", backend_name(info.backendType));
-        snprintf(dev->info.adapter_type, sizeof dev->info.adapter_type, "%s", adapter_type_name(info.adapterType));
-        dev->info.vendor_id = info.vendorID;
-        dev->info.device_id = info.deviceID;
-        wgpu.AdapterInfoFreeMembers(info);
-    }
+/* With dev->adapter chosen: read its info and limits and request the device. On
+ * failure dev is released. */
+static vn_status finish_device(vn_device *dev, vn_device **out) {
+    describe_adapter(dev->adapter, &dev->info);
 
     /* The adapter's own limits, not WebGPU's defaults: a 1 GiB storage buffer must
      * bind wherever the hardware allows it. */

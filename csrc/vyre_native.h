@@ -99,7 +99,11 @@ typedef struct vn_limits {
     uint32_t max_compute_workgroups_per_dimension;
 } vn_limits;
 
-vn_status vn_device_create(vn_power_preference power_preference, vn_device **out);
+/* adapter_index < 0: the default adapter for power_preference; otherwise the
+ * adapter at that index of vn_enumerate_adapters (power_preference ignored). */
+vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, vn_device **out);
+/* Describe up to `capacity` adapters into out; *count gets how many exist. */
+vn_status vn_enumerate_adapters(vn_device_info *out, size_t capacity, size_t *count);
 vn_status vn_device_get_info(const vn_device *device, vn_device_info *out);
 vn_status vn_device_get_limits(const vn_device *device, vn_limits *out);
 /* Block (GIL released by cffi) until all submitted work has finished. */

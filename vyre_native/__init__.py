@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from . import debug
 from .buffer import Buffer, BufferUsage
-from .device import Device
+from .device import Device, enumerate_adapters
 from .dispatch import PrerecordedDispatch
 from .errors import (
     AlreadySubmittedError,
@@ -65,6 +65,7 @@ __all__ = [
     "WaitTimeoutError",
     "WrongTypeError",
     "debug",
+    "enumerate_adapters",
     "library_version",
 ]
 

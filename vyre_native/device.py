@@ -31,36 +31,54 @@ _LIMIT_FIELDS = (
 )
 
 
+def _info_dict(info: Any) -> dict[str, str]:
+    return {
+        "name": ffi.string(info.name).decode("utf-8", "replace"),
+        "vendor": ffi.string(info.vendor).decode("utf-8", "replace"),
+        "backend": ffi.string(info.backend).decode(),
+        "adapter_type": ffi.string(info.adapter_type).decode(),
+        "driver": ffi.string(info.driver).decode("utf-8", "replace"),
+    }
+
+
+def enumerate_adapters() -> list[dict[str, str]]:
+    """Every adapter wgpu-native sees, as ``Device.info`` dicts; pass an index as ``Device(adapter=i)``."""
+    load_library()
+    count = ffi.new("size_t *")
+    check(lib.vn_enumerate_adapters(ffi.NULL, 0, count))
+    infos = ffi.new("vn_device_info[]", max(int(count[0]), 1))
+    check(lib.vn_enumerate_adapters(infos, int(count[0]), count))
+    return [_info_dict(infos[i]) for i in range(int(count[0]))]
+
+
 class Device(Handle):
     """A GPU device with the adapter's own limits (not WebGPU's defaults).
 
     ``Device(power_preference=None | "low-power" | "high-performance")`` picks the
-    default adapter. Creating one costs milliseconds (adapter and device requests);
+    default adapter; ``Device(adapter=i)`` the i-th of ``vn.enumerate_adapters()``. Creating one costs milliseconds (adapter and device requests);
     make one and keep it. ``close()`` (or leaving a ``with`` block) makes it and
     everything created on it unusable: later calls raise ``ReleasedError``.
     """
 
     _kind = "Device"
 
-    def __init__(self, power_preference: str | None = None) -> None:
+    def __init__(self, power_preference: str | None = None, adapter: int | None = None) -> None:
         if power_preference not in _POWER:
             raise InvalidArgumentError(
                 f"power_preference={power_preference!r} is not one of None, 'low-power', 'high-performance'. "
                 "Fix: pass one of those."
             )
+        if adapter is not None and (isinstance(adapter, bool) or not isinstance(adapter, int) or adapter < 0):
+            raise InvalidArgumentError(
+                f"adapter={adapter!r} is not an adapter index. Fix: pass an index into vn.enumerate_adapters()."
+            )
         load_library()
         out = ffi.new("vn_device **")
-        check(lib.vn_device_create(_POWER[power_preference], out))
+        check(lib.vn_device_create(_POWER[power_preference], -1 if adapter is None else adapter, out))
         super().__init__(ffi.gc(out[0], lib.vn_device_release))
         info = ffi.new("vn_device_info *")
         check(lib.vn_device_get_info(out[0], info))
-        self._info = {
-            "name": ffi.string(info.name).decode("utf-8", "replace"),
-            "vendor": ffi.string(info.vendor).decode("utf-8", "replace"),
-            "backend": ffi.string(info.backend).decode(),
-            "adapter_type": ffi.string(info.adapter_type).decode(),
-            "driver": ffi.string(info.driver).decode("utf-8", "replace"),
-        }
+        self._info = _info_dict(info)
         limits = ffi.new("vn_limits *")
         check(lib.vn_device_get_limits(out[0], limits))
         self._limits = {name: int(getattr(limits, name)) for name in _LIMIT_FIELDS}

@@ -1,0 +1,47 @@
+"""Shared fixtures: one device for the session, and a record-replay-read helper.
+
+Helpers are fixtures rather than importable functions because pytest runs with
+--import-mode=importlib, so tests/ is not on sys.path.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # silences a harmless lavapipe warning
+
+import vyre_native as vn
+
+
+@pytest.fixture(scope="session")
+def device() -> vn.Device:
+    dev = vn.Device()
+    yield dev
+    dev.close()
+
+
+RunFn = Callable[..., list[np.ndarray]]
+
+
+@pytest.fixture(scope="session")
+def run() -> RunFn:
+    """run(pipeline, inputs, outputs, params=None, workgroups=(1,1,1), dtype=np.float32)
+    records, replays once, and returns every output read back as a numpy array."""
+
+    def _run(
+        pipeline: vn.Pipeline,
+        inputs: Sequence[vn.Buffer],
+        outputs: Sequence[vn.Buffer],
+        params: vn.Buffer | None = None,
+        workgroups: tuple[int, int, int] = (1, 1, 1),
+        dtype: type = np.float32,
+    ) -> list[np.ndarray]:
+        rec = pipeline.prerecord_persistent_dispatch(inputs, outputs, params=params, workgroups=workgroups)
+        rec.replay()
+        return [np.frombuffer(rec.read_output(i), dtype=dtype) for i in range(rec.output_count)]
+
+    return _run
