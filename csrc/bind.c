@@ -280,9 +280,9 @@ void vn_bound_dispatch_in_pass(const vn_bound *bound, WGPUComputePassEncoder pas
         wgpu.ComputePassEncoderDispatchWorkgroups(pass, bound->x, bound->y, bound->z);
 }
 
-void vn_bound_encode(const vn_bound *bound, WGPUCommandEncoder encoder) {
+void vn_bound_encode(const vn_bound *bound, WGPUCommandEncoder encoder, vn_timing *timing) {
     vn_bound_encode_clears(bound, encoder);
-    WGPUComputePassEncoder pass = wgpu.CommandEncoderBeginComputePass(encoder, NULL);
+    WGPUComputePassEncoder pass = vn_begin_pass(encoder, timing);
     vn_pass_state state;
     memset(&state, 0, sizeof state);
     vn_bound_dispatch_in_pass(bound, pass, &state);

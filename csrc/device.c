@@ -292,6 +292,13 @@ static vn_status finish_device(vn_device *dev, vn_device **out) {
     WGPUDeviceDescriptor ddesc = WGPU_DEVICE_DESCRIPTOR_INIT;
     ddesc.label = vn_sv("vyre_native");
     ddesc.requiredLimits = &limits;
+    /* Timestamps where the adapter has them: replays can then report GPU time. */
+    WGPUFeatureName timestamp_feature = WGPUFeatureName_TimestampQuery;
+    if (wgpu.AdapterHasFeature(dev->adapter, timestamp_feature)) {
+        ddesc.requiredFeatureCount = 1;
+        ddesc.requiredFeatures = &timestamp_feature;
+        dev->timestamps = true;
+    }
     ddesc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
     ddesc.deviceLostCallbackInfo.callback = on_device_lost;
     ddesc.deviceLostCallbackInfo.userdata1 = dev;
@@ -314,6 +321,7 @@ static vn_status finish_device(vn_device *dev, vn_device **out) {
     }
     dev->device = dreq.device;
     dev->queue = wgpu.DeviceGetQueue(dev->device);
+    dev->timestamp_period = dev->timestamps ? (double)wgpu.QueueGetTimestampPeriod(dev->queue) : 0.0;
     dev->limits = WGPU_LIMITS_INIT;
     if (wgpu.DeviceGetLimits(dev->device, &dev->limits) != WGPUStatus_Success) dev->limits = limits;
     dev->limits.nextInChain = NULL;
@@ -349,6 +357,8 @@ vn_status vn_device_get_limits(const vn_device *device, vn_limits *out) {
     out->max_compute_workgroups_per_dimension = l->maxComputeWorkgroupsPerDimension;
     return VN_OK;
 }
+
+int vn_device_has_timestamps(const vn_device *device) { return device != NULL && device->timestamps; }
 
 vn_status vn_device_wait(vn_device *device, uint64_t index) {
     WGPUSubmissionIndex idx = index;

@@ -60,6 +60,8 @@ struct vn_device {
     WGPULimits limits;
     vn_device_info info;
     char lost_reason[512];
+    bool timestamps;          /* TimestampQuery enabled */
+    double timestamp_period;  /* nanoseconds per timestamp tick */
 
     /* Error scopes are a stack per device: one thread at a time pushes, works and
      * pops, so another thread's error never lands in this thread's scope. */
@@ -128,9 +130,34 @@ vn_status vn_buffer_check(const vn_buffer *buffer, const char *what);
 vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t nbytes, void *dst);
 void vn_staging_free_all(vn_device *device);
 
+/* GPU timing of one encode: a query set, the passes it times, and where the
+ * resolved ticks go. Passes open through vn_begin_pass, which assigns writes. */
+typedef struct vn_timing {
+    vn_timing_mode mode;
+    uint32_t passes;      /* passes the encode will open (counted before encoding) */
+    uint32_t next_pass;   /* while encoding */
+    uint32_t queries;
+    WGPUQuerySet query_set;
+    WGPUBuffer resolve;   /* QUERY_RESOLVE | COPY_SRC */
+    WGPUBuffer readback;  /* MAP_READ | COPY_DST */
+} vn_timing;
+
+/* Begin a compute pass, with timestamp writes when timing (may be NULL) asks. */
+WGPUComputePassEncoder vn_begin_pass(WGPUCommandEncoder encoder, vn_timing *timing);
+/* Inside a scope: the query set and buffers for `passes` passes (nothing for NONE). */
+vn_status vn_timing_prepare(vn_device *device, vn_timing_mode mode, uint32_t passes, vn_timing *timing);
+/* After the passes: resolve the queries and copy them to the readback buffer. */
+void vn_timing_resolve(vn_timing *timing, WGPUCommandEncoder encoder);
+void vn_timing_release(vn_timing *timing);
+/* Wait for submission `index`, then read the times (ns[0] total, ns[1..] per pass
+ * in per-dispatch mode; ns holds 1 + passes values); *count gets how many. */
+vn_status vn_timing_read(vn_device *device, vn_timing *timing, uint64_t index, uint64_t *ns, size_t *count);
+
 /* Submit one finished command buffer (holding the submit lock) and track its
- * completion; *out gets a submission the caller owns. Releases cb. */
-vn_status vn_submit_tracked(vn_device *device, WGPUCommandBuffer cb, const char *what, vn_submission **out);
+ * completion; *out gets a submission the caller owns, which takes over the timing
+ * resources (timing may be NULL). Releases cb. */
+vn_status vn_submit_tracked(vn_device *device, WGPUCommandBuffer cb, const char *what, vn_timing *timing,
+                            vn_submission **out);
 
 /* ---- pipelines and the bind-group cache (pipeline.c, bind_cache.c) ---------- */
 
@@ -215,7 +242,7 @@ vn_status vn_bound_resolve(vn_pipeline *pipeline, vn_buffer *const *inputs, size
                            vn_buffer *const *outputs, size_t output_count, vn_buffer *params,
                            uint32_t x, uint32_t y, uint32_t z, vn_bound *out);
 /* Clears of the non-preserved outputs, then one compute pass with the dispatch. */
-void vn_bound_encode(const vn_bound *bound, WGPUCommandEncoder encoder);
+void vn_bound_encode(const vn_bound *bound, WGPUCommandEncoder encoder, vn_timing *timing);
 /* True when encoding the bound dispatch clears at least one output. */
 bool vn_bound_clears(const vn_bound *bound);
 /* Inside an open compute pass: set pipeline and bind groups where they differ from

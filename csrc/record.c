@@ -32,7 +32,7 @@ vn_status vn_dispatch_record(vn_pipeline *pipeline, vn_buffer *const *inputs, si
      * dropped here and never reaches the queue, where wgpu-native would abort. */
     vn_scope_begin(dev);
     WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
-    vn_bound_encode(&d->bound, enc);
+    vn_bound_encode(&d->bound, enc, NULL);
     WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
     wgpu.CommandEncoderRelease(enc);
     st = vn_scope_end(dev, "recording the dispatch", VN_ERROR_VALIDATION,

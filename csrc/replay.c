@@ -36,10 +36,17 @@ struct vn_sequence {
 
 /* ---- encoding ----------------------------------------------------------------- */
 
-static void encode_recording(const vn_recording *r, WGPUCommandEncoder enc, uint32_t n) {
-    if (!r->clears) {
+/* Per-dispatch timing gives every dispatch a pass of its own. */
+static bool split_passes(const vn_timing *t) { return t != NULL && t->mode == VN_TIMING_PER_DISPATCH; }
+
+static uint32_t recording_passes(const vn_recording *r, uint32_t n, const vn_timing *t) {
+    return r->clears || split_passes(t) ? n : 1;
+}
+
+static void encode_recording(const vn_recording *r, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
+    if (!r->clears && !split_passes(t)) {
         /* Nothing to clear: all n launches share one pass; state is set once. */
-        WGPUComputePassEncoder pass = wgpu.CommandEncoderBeginComputePass(enc, NULL);
+        WGPUComputePassEncoder pass = vn_begin_pass(enc, t);
         vn_pass_state state;
         memset(&state, 0, sizeof state);
         for (uint32_t i = 0; i < n; i++) vn_bound_dispatch_in_pass(&r->bound, pass, &state);
@@ -47,7 +54,7 @@ static void encode_recording(const vn_recording *r, WGPUCommandEncoder enc, uint
         wgpu.ComputePassEncoderRelease(pass);
         return;
     }
-    for (uint32_t i = 0; i < n; i++) vn_bound_encode(&r->bound, enc);
+    for (uint32_t i = 0; i < n; i++) vn_bound_encode(&r->bound, enc, t);
 }
 
 static void end_pass(WGPUComputePassEncoder *pass) {
@@ -57,7 +64,24 @@ static void end_pass(WGPUComputePassEncoder *pass) {
     *pass = NULL;
 }
 
-static void encode_sequence(const vn_sequence *s, WGPUCommandEncoder enc, uint32_t n) {
+/* The passes encode_sequence opens: the same walk without encoding, so a timed
+ * replay can size its query set before it starts. */
+static uint32_t sequence_passes(const vn_sequence *s, uint32_t n, const vn_timing *t) {
+    uint64_t passes = 0;
+    bool open = false;
+    for (uint32_t rep = 0; rep < n; rep++) {
+        for (size_t i = 0; i < s->count; i++) {
+            const vn_step *st = &s->steps[i];
+            if (st->kind != STEP_DISPATCH || (st->clear_outputs && vn_bound_clears(&st->bound))) open = false;
+            if (st->kind != STEP_DISPATCH) continue;
+            if (!open) passes++;
+            open = !split_passes(t);
+        }
+    }
+    return passes > UINT32_MAX ? UINT32_MAX : (uint32_t)passes;
+}
+
+static void encode_sequence(const vn_sequence *s, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
     WGPUComputePassEncoder pass = NULL;
     vn_pass_state state;
     for (uint32_t rep = 0; rep < n; rep++) {
@@ -71,10 +95,11 @@ static void encode_sequence(const vn_sequence *s, WGPUCommandEncoder enc, uint32
                     vn_bound_encode_clears(&st->bound, enc);
                 }
                 if (pass == NULL) {
-                    pass = wgpu.CommandEncoderBeginComputePass(enc, NULL);
+                    pass = vn_begin_pass(enc, t);
                     memset(&state, 0, sizeof state);
                 }
                 vn_bound_dispatch_in_pass(&st->bound, pass, &state);
+                if (split_passes(t)) end_pass(&pass);
                 break;
             case STEP_COPY:
                 end_pass(&pass);
@@ -91,31 +116,60 @@ static void encode_sequence(const vn_sequence *s, WGPUCommandEncoder enc, uint32
     end_pass(&pass);
 }
 
-typedef void (*encode_fn)(const void *what, WGPUCommandEncoder enc, uint32_t n);
+/* What one encode covers: how many passes it opens (for timing) and how to encode it. */
+typedef struct encoder_job {
+    uint32_t (*passes)(const void *what, uint32_t n, const vn_timing *t);
+    void (*encode)(const void *what, WGPUCommandEncoder enc, uint32_t n, vn_timing *t);
+} encoder_job;
 
 /* Encode inside error scopes, then submit only a cleanly finished command buffer:
  * wgpu-native aborts the process on submitting an invalid one. With out == NULL
  * the command buffer is dropped (a validation dry run). */
-static vn_status encode_and_submit(vn_device *dev, void (*encode)(const void *, WGPUCommandEncoder, uint32_t),
-                                   const void *what, uint32_t n, const char *label, vn_submission **out) {
+static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const void *what, uint32_t n,
+                                   vn_timing_mode mode, const char *label, vn_submission **out) {
     vn_status st = vn_device_check(dev, label);
     if (st != VN_OK) return st;
+    vn_timing timing;
+    memset(&timing, 0, sizeof timing);
+    if (mode != VN_TIMING_NONE) {
+        timing.mode = mode; /* lets the pass count see per-dispatch splitting */
+        uint32_t passes = job->passes(what, n, &timing);
+        vn_scope_begin(dev);
+        st = vn_timing_prepare(dev, mode, passes, &timing);
+        vn_status scope = vn_scope_end(dev, "creating timestamp queries", VN_ERROR_VALIDATION,
+                                       "time fewer dispatches, or replay without timing.");
+        if (st == VN_OK) st = scope;
+        if (st != VN_OK) {
+            vn_timing_release(&timing);
+            return st;
+        }
+    }
     vn_scope_begin(dev);
     WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
-    encode(what, enc, n);
+    job->encode(what, enc, n, &timing);
+    vn_timing_resolve(&timing, enc);
     WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
     wgpu.CommandEncoderRelease(enc);
     st = vn_scope_end(dev, label, VN_ERROR_VALIDATION,
                       "check the buffers against the shaders' declared types, and copy ranges and alignment.");
     if (st != VN_OK || out == NULL) {
         if (cb != NULL) wgpu.CommandBufferRelease(cb);
+        vn_timing_release(&timing);
         return st;
     }
-    return vn_submit_tracked(dev, cb, label, out);
+    return vn_submit_tracked(dev, cb, label, &timing, out);
 }
 
-static void encode_recording_cb(const void *r, WGPUCommandEncoder enc, uint32_t n) { encode_recording(r, enc, n); }
-static void encode_sequence_cb(const void *s, WGPUCommandEncoder enc, uint32_t n) { encode_sequence(s, enc, n); }
+static uint32_t recording_passes_cb(const void *r, uint32_t n, const vn_timing *t) { return recording_passes(r, n, t); }
+static void encode_recording_cb(const void *r, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
+    encode_recording(r, enc, n, t);
+}
+static uint32_t sequence_passes_cb(const void *s, uint32_t n, const vn_timing *t) { return sequence_passes(s, n, t); }
+static void encode_sequence_cb(const void *s, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
+    encode_sequence(s, enc, n, t);
+}
+static const encoder_job recording_job = {recording_passes_cb, encode_recording_cb};
+static const encoder_job sequence_job = {sequence_passes_cb, encode_sequence_cb};
 
 /* ---- recordings ------------------------------------------------------------------ */
 
@@ -130,7 +184,7 @@ vn_status vn_recording_create(vn_pipeline *pipeline, vn_buffer *const *inputs, s
     if (st == VN_OK) {
         r->clears = vn_bound_clears(&r->bound);
         /* Validate the encoding once, so replays encode what is known to be valid. */
-        st = encode_and_submit(pipeline->device, encode_recording_cb, r, 1, "recording the dispatch", NULL);
+        st = encode_and_submit(pipeline->device, &recording_job, r, 1, VN_TIMING_NONE, "recording the dispatch", NULL);
         if (st != VN_OK) vn_bound_release(&r->bound);
     }
     if (st != VN_OK) {
@@ -149,13 +203,13 @@ static vn_status check_count(uint32_t n, const char *what) {
     return VN_OK;
 }
 
-vn_status vn_recording_replay(vn_recording *r, uint32_t n, vn_submission **out) {
+vn_status vn_recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing, vn_submission **out) {
     if (r == NULL || out == NULL)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_replay: NULL argument. Fix: pass a recording and a result.");
     *out = NULL;
     vn_status st = check_count(n, "Recording");
     if (st != VN_OK) return st;
-    return encode_and_submit(r->bound.pipeline->device, encode_recording_cb, r, n, "replaying a recording", out);
+    return encode_and_submit(r->bound.pipeline->device, &recording_job, r, n, timing, "replaying a recording", out);
 }
 
 size_t vn_recording_output_count(const vn_recording *r) { return r == NULL ? 0 : r->bound.output_count; }
@@ -305,7 +359,7 @@ vn_status vn_sequence_clear(vn_sequence *s, vn_buffer *buffer) {
 
 size_t vn_sequence_length(const vn_sequence *s) { return s == NULL ? 0 : s->count; }
 
-vn_status vn_sequence_replay(vn_sequence *s, uint32_t n, vn_submission **out) {
+vn_status vn_sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, vn_submission **out) {
     if (s == NULL || out == NULL)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_sequence_replay: NULL argument. Fix: pass a sequence and a result.");
     *out = NULL;
@@ -316,7 +370,7 @@ vn_status vn_sequence_replay(vn_sequence *s, uint32_t n, vn_submission **out) {
         pthread_mutex_unlock(&s->lock);
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "the sequence is empty. Fix: add dispatches, copies or clears first.");
     }
-    st = encode_and_submit(s->device, encode_sequence_cb, s, n, "replaying a sequence", out);
+    st = encode_and_submit(s->device, &sequence_job, s, n, timing, "replaying a sequence", out);
     pthread_mutex_unlock(&s->lock);
     return st;
 }
@@ -343,14 +397,26 @@ typedef struct batch {
     size_t count;
 } batch;
 
-static void encode_batch(const void *what, WGPUCommandEncoder enc, uint32_t n) {
+static uint32_t batch_passes(const void *what, uint32_t n, const vn_timing *t) {
+    const batch *b = what;
+    (void)n;
+    uint64_t passes = 0;
+    for (size_t i = 0; i < b->count; i++)
+        passes += b->work[i].recording != NULL ? recording_passes(b->work[i].recording, 1, t)
+                                               : sequence_passes(b->work[i].sequence, 1, t);
+    return passes > UINT32_MAX ? UINT32_MAX : (uint32_t)passes;
+}
+
+static void encode_batch(const void *what, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
     const batch *b = what;
     (void)n;
     for (size_t i = 0; i < b->count; i++) {
-        if (b->work[i].recording != NULL) encode_recording(b->work[i].recording, enc, 1);
-        else encode_sequence(b->work[i].sequence, enc, 1);
+        if (b->work[i].recording != NULL) encode_recording(b->work[i].recording, enc, 1, t);
+        else encode_sequence(b->work[i].sequence, enc, 1, t);
     }
 }
+
+static const encoder_job batch_job = {batch_passes, encode_batch};
 
 /* True when work[i] is a sequence not listed earlier: a sequence submitted twice in
  * one batch is locked once (its mutex is not recursive). */
@@ -361,7 +427,8 @@ static bool first_mention(const vn_work *work, size_t i) {
     return true;
 }
 
-vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_submission **out) {
+vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
+                           vn_submission **out) {
     vn_status st = vn_device_check(device, "device.submit");
     if (st != VN_OK) return st;
     if (out == NULL || (count > 0 && work == NULL))
@@ -382,7 +449,7 @@ vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count,
     for (size_t i = 0; i < count; i++)
         if (first_mention(work, i)) pthread_mutex_lock(&work[i].sequence->lock);
     batch b = {work, count};
-    st = encode_and_submit(device, encode_batch, &b, 1, "device.submit", out);
+    st = encode_and_submit(device, &batch_job, &b, 1, timing, "device.submit", out);
     for (size_t i = count; i-- > 0;)
         if (first_mention(work, i)) pthread_mutex_unlock(&work[i].sequence->lock);
     return st;

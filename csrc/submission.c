@@ -11,10 +11,19 @@ struct vn_submission {
     atomic_int done;
     vn_device *device;
     uint64_t index;
+    /* Timed submissions only: the queries, and the times once read (under lock). */
+    vn_timing timing;
+    pthread_mutex_t lock;
+    uint64_t *times;
+    size_t time_count;
+    bool times_read;
 };
 
 static void submission_unref(vn_submission *s) {
     if (atomic_fetch_sub(&s->refs, 1) != 1) return;
+    vn_timing_release(&s->timing);
+    free(s->times);
+    pthread_mutex_destroy(&s->lock);
     vn_device_unref(s->device);
     free(s);
     vn_live_add(VN_LIVE_SUBMISSION, -1);
@@ -29,18 +38,23 @@ static void on_work_done(WGPUQueueWorkDoneStatus status, WGPUStringView message,
     submission_unref(s);
 }
 
-vn_status vn_submit_tracked(vn_device *dev, WGPUCommandBuffer cb, const char *what, vn_submission **out) {
+vn_status vn_submit_tracked(vn_device *dev, WGPUCommandBuffer cb, const char *what, vn_timing *timing,
+                            vn_submission **out) {
     vn_submission *s = calloc(1, sizeof *s);
     if (s == NULL) {
         wgpu.CommandBufferRelease(cb);
+        if (timing != NULL) vn_timing_release(timing);
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a submission record. Fix: free host memory.");
     }
     vn_status st = vn_submit_begin(dev, what);
     if (st != VN_OK) {
         wgpu.CommandBufferRelease(cb);
+        if (timing != NULL) vn_timing_release(timing);
         free(s);
         return st;
     }
+    if (timing != NULL) s->timing = *timing; /* the submission owns the query resources now */
+    pthread_mutex_init(&s->lock, NULL);
     atomic_init(&s->refs, 2);
     vn_device_retain(dev);
     s->device = dev;
@@ -103,6 +117,29 @@ vn_status vn_submission_wait(vn_submission *s, double timeout_s) {
         }
     }
     return VN_OK;
+}
+
+vn_status vn_submission_gpu_times(vn_submission *s, uint64_t *out, size_t capacity, size_t *count) {
+    if (s == NULL || count == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_submission_gpu_times: NULL argument. Fix: pass a submission and a count.");
+    *count = 0;
+    if (s->timing.mode == VN_TIMING_NONE) return VN_OK;
+    vn_status st = VN_OK;
+    pthread_mutex_lock(&s->lock);
+    if (!s->times_read) {
+        size_t cap = 1 + s->timing.passes;
+        if (s->times == NULL) s->times = calloc(cap, sizeof *s->times);
+        if (s->times == NULL) st = vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate %zu times. Fix: free host memory.", cap);
+        if (st == VN_OK) st = vn_device_check(s->device, "reading GPU times");
+        if (st == VN_OK) st = vn_timing_read(s->device, &s->timing, s->index, s->times, &s->time_count);
+        if (st == VN_OK) s->times_read = true;
+    }
+    if (st == VN_OK) {
+        *count = s->time_count;
+        for (size_t i = 0; i < s->time_count && i < capacity && out != NULL; i++) out[i] = s->times[i];
+    }
+    pthread_mutex_unlock(&s->lock);
+    return st;
 }
 
 void vn_submission_release(vn_submission *s) {

@@ -106,6 +106,8 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
 vn_status vn_enumerate_adapters(vn_device_info *out, size_t capacity, size_t *count);
 vn_status vn_device_get_info(const vn_device *device, vn_device_info *out);
 vn_status vn_device_get_limits(const vn_device *device, vn_limits *out);
+/* 1 when the device can time GPU work (timestamp queries), else 0. */
+int vn_device_has_timestamps(const vn_device *device);
 /* Block (GIL released by cffi) until all submitted work has finished. */
 vn_status vn_device_wait_idle(vn_device *device);
 /* Destroy the GPU device now (as a lost device): every later call on it, or on
@@ -232,8 +234,19 @@ void vn_dispatch_release(vn_dispatch *dispatch);
 
 typedef struct vn_submission vn_submission;
 
+/* Timing modes of a replay or submit, where the device has timestamp queries. */
+typedef enum vn_timing_mode {
+    VN_TIMING_NONE = 0,
+    VN_TIMING_TOTAL = 1,        /* GPU time from the first pass's start to the last's end */
+    VN_TIMING_PER_DISPATCH = 2  /* each dispatch in its own pass, timed on its own */
+} vn_timing_mode;
+
 /* The queue submission index. */
 uint64_t vn_submission_index(const vn_submission *submission);
+/* GPU times in nanoseconds, after waiting for the work: out[0] is the total, and in
+ * VN_TIMING_PER_DISPATCH mode out[1..] each dispatch's time. *count gets how many
+ * values exist (0 when the submission was not timed). */
+vn_status vn_submission_gpu_times(vn_submission *submission, uint64_t *out, size_t capacity, size_t *count);
 /* 1 when the submission's work has completed, 0 when not yet (never blocks). */
 int vn_submission_done(vn_submission *submission);
 /* Block (GIL released) until the work completes; timeout_s < 0 waits without limit,
@@ -258,7 +271,7 @@ vn_status vn_recording_create(vn_pipeline *pipeline,
 /* Encode n launches into one command buffer and submit it once. Without outputs to
  * clear the n dispatches share one compute pass; otherwise each launch is its
  * clears then its pass. */
-vn_status vn_recording_replay(vn_recording *recording, uint32_t n, vn_submission **out);
+vn_status vn_recording_replay(vn_recording *recording, uint32_t n, vn_timing_mode timing, vn_submission **out);
 size_t vn_recording_output_count(const vn_recording *recording);
 /* The output buffer (a new reference for the caller), or VN_ERROR_OUTPUT_INDEX. */
 vn_status vn_recording_output(const vn_recording *recording, int64_t index, vn_buffer **out);
@@ -280,7 +293,7 @@ vn_status vn_sequence_clear(vn_sequence *sequence, vn_buffer *buffer);
 size_t vn_sequence_length(const vn_sequence *sequence);
 /* Encode every step n times into one command buffer (consecutive dispatches share
  * a compute pass) and submit it once. */
-vn_status vn_sequence_replay(vn_sequence *sequence, uint32_t n, vn_submission **out);
+vn_status vn_sequence_replay(vn_sequence *sequence, uint32_t n, vn_timing_mode timing, vn_submission **out);
 void vn_sequence_release(vn_sequence *sequence);
 
 /* One item of a batch submit: exactly one of the two is set. */
@@ -290,7 +303,8 @@ typedef struct vn_work {
 } vn_work;
 
 /* Encode every item once, in order, into one command buffer; one queue submit. */
-vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_submission **out);
+vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
+                           vn_submission **out);
 
 /* ---- asynchronous readback (csrc/readback.c) -------------------------------- */
 

@@ -160,14 +160,19 @@ class Device(Handle):
         check(lib.vn_sequence_create(self._live(), out))
         return Sequence(self, out[0])
 
-    def submit(self, work: Sequence[Any]) -> Any:
+    def submit(self, work: Sequence[Any], timing: bool | str = False) -> Any:
         """Encode recordings and sequences, in order, into one command buffer; one queue submit.
 
-        Returns a ``vn.Submission``.
+        Returns a ``vn.Submission``; ``timing`` as for ``Recording.replay``.
         """
         from .replay import submit
 
-        return submit(self, work)
+        return submit(self, work, timing)
+
+    @property
+    def timestamps(self) -> bool:
+        """True when the adapter has timestamp queries, so replays can be timed on the GPU."""
+        return bool(lib.vn_device_has_timestamps(self._live()))
 
     # -- pipelines ---------------------------------------------------------------------
 

@@ -25,8 +25,22 @@ def _launches(n: Any, what: str) -> int:
     return n
 
 
+def _timing_mode(timing: Any) -> int:
+    """replay(timing=...): False/None -> none, True -> total GPU time, "dispatch" -> per dispatch."""
+    if timing is None or timing is False:
+        return 0
+    if timing is True:
+        return 1
+    if timing == "dispatch":
+        return 2
+    raise InvalidArgumentError(
+        f"timing={timing!r} is not one of False, True, 'dispatch'. Fix: pass True for the total GPU time "
+        "or 'dispatch' for each dispatch's time."
+    )
+
+
 class Submission:
-    """One queue submission: ``index``, ``done`` (non-blocking) and ``wait(timeout)``."""
+    """One queue submission: ``index``, ``done`` (non-blocking), ``wait(timeout)``, GPU times."""
 
     __slots__ = ("_ptr", "index")
 
@@ -44,6 +58,31 @@ class Submission:
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
             raise InvalidArgumentError(f"wait(timeout={timeout!r}): Fix: pass None or a number of seconds >= 0.")
         check(lib.vn_submission_wait(self._ptr, -1.0 if timeout is None else float(timeout)))
+
+    def _gpu_times(self) -> list[int]:
+        count = ffi.new("size_t *")
+        check(lib.vn_submission_gpu_times(self._ptr, ffi.NULL, 0, count))
+        if count[0] == 0:
+            return []
+        times = ffi.new("uint64_t[]", int(count[0]))
+        check(lib.vn_submission_gpu_times(self._ptr, times, int(count[0]), count))
+        return [int(times[i]) for i in range(int(count[0]))]
+
+    @property
+    def gpu_time_ns(self) -> int | None:
+        """GPU time of the whole submission (first pass start to last pass end), in ns.
+
+        Waits for the work. ``None`` unless replayed with ``timing=True`` or
+        ``timing="dispatch"`` on a device with timestamp queries (``device.timestamps``).
+        """
+        times = self._gpu_times()
+        return times[0] if times else None
+
+    @property
+    def dispatch_times_ns(self) -> list[int] | None:
+        """Each dispatch's GPU time in ns, for a replay with ``timing="dispatch"``; else None."""
+        times = self._gpu_times()
+        return times[1:] if len(times) > 1 else None
 
     def __repr__(self) -> str:
         return f"<vn.Submission index={self.index} done={self.done}>"
@@ -112,10 +151,14 @@ class Recording(Handle):
         """The output buffers, in output order."""
         return list(self._outputs)
 
-    def replay(self, n: int = 1) -> Submission:
-        """Launch the dispatch ``n`` times (one command buffer, one submit)."""
+    def replay(self, n: int = 1, timing: bool | str = False) -> Submission:
+        """Launch the dispatch ``n`` times (one command buffer, one submit).
+
+        ``timing=True`` records the GPU time (``Submission.gpu_time_ns``);
+        ``timing="dispatch"`` each launch's own (in a pass of its own).
+        """
         out = ffi.new("vn_submission **")
-        check(lib.vn_recording_replay(self._live(), _launches(n, "Recording"), out))
+        check(lib.vn_recording_replay(self._live(), _launches(n, "Recording"), _timing_mode(timing), out))
         self._replayed = True
         return Submission(out[0])
 
@@ -211,14 +254,18 @@ class Sequence(Handle):
         check(lib.vn_sequence_clear(self._live(), buffer._live()))
         return self
 
-    def replay(self, n: int = 1) -> Submission:
-        """Encode every step ``n`` times into one command buffer and submit it once."""
+    def replay(self, n: int = 1, timing: bool | str = False) -> Submission:
+        """Encode every step ``n`` times into one command buffer and submit it once.
+
+        ``timing=True``: total GPU time; ``timing="dispatch"``: each dispatch in a
+        pass of its own, timed (``Submission.dispatch_times_ns``).
+        """
         out = ffi.new("vn_submission **")
-        check(lib.vn_sequence_replay(self._live(), _launches(n, "Sequence"), out))
+        check(lib.vn_sequence_replay(self._live(), _launches(n, "Sequence"), _timing_mode(timing), out))
         return Submission(out[0])
 
 
-def submit(device: Device, work: SequenceABC[Recording | Sequence]) -> Submission:
+def submit(device: Device, work: SequenceABC[Recording | Sequence], timing: bool | str = False) -> Submission:
     if isinstance(work, (Recording, Sequence)) or not isinstance(work, SequenceABC):
         raise WrongTypeError("submit() takes a list of vn.Recording / vn.Sequence. Fix: wrap them in a list.")
     items = ffi.new("vn_work[]", max(len(work), 1))
@@ -232,5 +279,5 @@ def submit(device: Device, work: SequenceABC[Recording | Sequence]) -> Submissio
                 f"submit() item {i} is a {type(w).__name__}, not a vn.Recording or vn.Sequence. Fix: record it first."
             )
     out = ffi.new("vn_submission **")
-    check(lib.vn_device_submit(device._live(), items, len(work), out))
+    check(lib.vn_device_submit(device._live(), items, len(work), _timing_mode(timing), out))
     return Submission(out[0])
