@@ -11,6 +11,8 @@ static atomic_ullong next_identity = 1;
 
 static const uint64_t known_usage = 0x3ff;
 
+uint64_t vn_next_identity(void) { return atomic_fetch_add(&next_identity, 1); }
+
 void vn_buffer_retain(vn_buffer *buffer) { atomic_fetch_add(&buffer->refs, 1); }
 
 vn_status vn_buffer_check(const vn_buffer *buffer, const char *what) {
@@ -79,7 +81,7 @@ vn_status vn_buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage,
     buf->byte_len = byte_len;
     buf->allocation_len = allocation_len;
     buf->usage = usage;
-    buf->identity = atomic_fetch_add(&next_identity, 1);
+    buf->identity = vn_next_identity();
     vn_live_add(VN_LIVE_BUFFER, 1);
     *out = buf;
     return VN_OK;

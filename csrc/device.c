@@ -63,6 +63,15 @@ static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStr
     atomic_store(&req->done, 1);
 }
 
+void vn_device_init_locks(vn_device *dev) {
+    atomic_init(&dev->refs, 1);
+    pthread_mutex_init(&dev->scope_lock, NULL);
+    pthread_rwlock_init(&dev->submit_lock, NULL);
+    pthread_mutex_init(&dev->staging_lock, NULL);
+    pthread_mutex_init(&dev->pipelines_lock, NULL);
+    vn_live_add(VN_LIVE_DEVICE, 1);
+}
+
 static void on_device_lost(WGPUDevice const *device, WGPUDeviceLostReason reason, WGPUStringView message,
                            void *userdata1, void *userdata2) {
     (void)device;
@@ -123,7 +132,7 @@ static const char *power_name(vn_power_preference p) {
     return p == VN_POWER_LOW ? "low-power" : p == VN_POWER_HIGH ? "high-performance" : "default";
 }
 
-static void describe_adapter(WGPUAdapter adapter, vn_device_info *out) {
+void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out) {
     memset(out, 0, sizeof *out);
     WGPUAdapterInfo info = WGPU_ADAPTER_INFO_INIT;
     if (wgpu.AdapterGetInfo(adapter, &info) != WGPUStatus_Success) return;
@@ -165,7 +174,7 @@ vn_status vn_enumerate_adapters(vn_device_info *out, size_t capacity, size_t *co
     size_t n;
     st = list_adapters(instance, &adapters, &n);
     if (st == VN_OK) {
-        for (size_t i = 0; i < n && i < capacity; i++) describe_adapter(adapters[i], &out[i]);
+        for (size_t i = 0; i < n && i < capacity; i++) vn_describe_adapter(adapters[i], &out[i]);
         *count = n;
         release_adapters(adapters, n, NULL);
     }
@@ -219,12 +228,7 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
 
     vn_device *dev = calloc(1, sizeof *dev);
     if (dev == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a device record. Fix: free host memory.");
-    atomic_init(&dev->refs, 1);
-    pthread_mutex_init(&dev->scope_lock, NULL);
-    pthread_rwlock_init(&dev->submit_lock, NULL);
-    pthread_mutex_init(&dev->staging_lock, NULL);
-    pthread_mutex_init(&dev->pipelines_lock, NULL);
-    vn_live_add(VN_LIVE_DEVICE, 1);
+    vn_device_init_locks(dev);
 
     dev->instance = wgpu.CreateInstance(NULL);
     if (dev->instance == NULL) {
@@ -278,7 +282,7 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
 /* With dev->adapter chosen: read its info and limits and request the device. On
  * failure dev is released. */
 static vn_status finish_device(vn_device *dev, vn_device **out) {
-    describe_adapter(dev->adapter, &dev->info);
+    vn_describe_adapter(dev->adapter, &dev->info);
 
     /* The adapter's own limits, not WebGPU's defaults: a 1 GiB storage buffer must
      * bind wherever the hardware allows it. */

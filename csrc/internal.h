@@ -83,6 +83,9 @@ struct vn_device {
 };
 
 void vn_device_retain(vn_device *device);
+/* A fresh record's refcount (1), locks and live count. */
+void vn_device_init_locks(vn_device *device);
+void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out);
 void vn_device_unref(vn_device *device);
 /* VN_OK, VN_ERROR_RELEASED (closed) or VN_ERROR_DEVICE_LOST, with a message naming `what`. */
 vn_status vn_device_check(const vn_device *device, const char *what);
@@ -120,6 +123,7 @@ struct vn_buffer {
 };
 
 void vn_buffer_retain(vn_buffer *buffer);
+uint64_t vn_next_identity(void);
 /* VN_OK or why the buffer cannot be used (device closed or lost). */
 vn_status vn_buffer_check(const vn_buffer *buffer, const char *what);
 

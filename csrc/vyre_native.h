@@ -230,6 +230,16 @@ vn_status vn_dispatch_read_output(vn_dispatch *dispatch, int64_t index, void *ds
                                   uint64_t capacity, uint64_t *written);
 void vn_dispatch_release(vn_dispatch *dispatch);
 
+/* ---- interop with wgpu-py in the same process (csrc/interop.c) ---------------- */
+
+/* Wrap objects another binding of the same wgpu-native library made (wgpu-py):
+ * each takes a reference of its own (AddRef), released with the vn object. The
+ * handles are the WGPU* pointers as integers. */
+vn_status vn_device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t device, uintptr_t queue, vn_device **out);
+vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, vn_buffer **out);
+/* The buffer's WGPUBuffer with one new reference, which the caller must release. */
+vn_status vn_buffer_export(vn_buffer *buffer, uintptr_t *out);
+
 /* ---- submissions (csrc/submission.c) ----------------------------------------- */
 
 typedef struct vn_submission vn_submission;

@@ -75,6 +75,19 @@ class Buffer(Handle):
     def device(self) -> Device:
         return self._device
 
+    @classmethod
+    def from_wgpu(cls, gpu_buffer: Any) -> Buffer:
+        """Wrap a wgpu-py ``GPUBuffer`` (a reference of its own); its device via ``Device.from_wgpu``."""
+        from .interop import buffer_from_wgpu
+
+        return buffer_from_wgpu(gpu_buffer)
+
+    def to_wgpu(self) -> Any:
+        """This buffer as a wgpu-py ``GPUBuffer`` holding its own reference (device from ``from_wgpu``)."""
+        from .interop import buffer_to_wgpu
+
+        return buffer_to_wgpu(self)
+
     def __repr__(self) -> str:
         state = " released" if self._ptr is None else ""
         return f"<vn.Buffer id={self.allocation_identity} {self.byte_len} bytes usage={self.usage!s}{state}>"

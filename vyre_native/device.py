@@ -75,13 +75,33 @@ class Device(Handle):
         load_library()
         out = ffi.new("vn_device **")
         check(lib.vn_device_create(_POWER[power_preference], -1 if adapter is None else adapter, out))
-        super().__init__(ffi.gc(out[0], lib.vn_device_release))
+        self._init_native(out[0])
+
+    def _init_native(self, raw: Any) -> None:
+        Handle.__init__(self, ffi.gc(raw, lib.vn_device_release))
         info = ffi.new("vn_device_info *")
-        check(lib.vn_device_get_info(out[0], info))
+        check(lib.vn_device_get_info(raw, info))
         self._info = _info_dict(info)
         limits = ffi.new("vn_limits *")
-        check(lib.vn_device_get_limits(out[0], limits))
+        check(lib.vn_device_get_limits(raw, limits))
         self._limits = {name: int(getattr(limits, name)) for name in _LIMIT_FIELDS}
+
+    @classmethod
+    def _from_native(cls, raw: Any) -> Device:
+        self = cls.__new__(cls)
+        self._init_native(raw)
+        return self
+
+    @classmethod
+    def from_wgpu(cls, gpu_device: Any) -> Device:
+        """Wrap a wgpu-py ``GPUDevice`` (same wgpu-native in the process; a reference of its own).
+
+        The same GPUDevice always gives the same ``vn.Device``, so buffers adopted
+        from it bind together. ``Buffer.to_wgpu()`` works for buffers of such a device.
+        """
+        from .interop import device_from_wgpu
+
+        return device_from_wgpu(cls, gpu_device)
 
     # -- properties ------------------------------------------------------------------
 
