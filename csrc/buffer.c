@@ -30,6 +30,17 @@ vn_status vn_buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage,
                        "buffer usage 0x%llx is %s. Fix: combine vn.BufferUsage flags (STORAGE, UNIFORM, INDIRECT, "
                        "COPY_SRC, COPY_DST, ...), or leave usage unset for the default.",
                        (unsigned long long)usage, usage == 0 ? "empty" : "not a set of WGPUBufferUsage bits");
+    /* WebGPU's mapping rules, checked here so the message can say what to do. */
+    if ((usage & VN_USAGE_MAP_READ) && (usage & ~(uint64_t)(VN_USAGE_MAP_READ | VN_USAGE_COPY_DST)))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "buffer usage 0x%llx combines MAP_READ with usages other than COPY_DST, which WebGPU forbids. "
+                       "Fix: use MAP_READ | COPY_DST for a readback buffer, or leave usage unset for the default "
+                       "(reads go through the C layer's own staging buffers).", (unsigned long long)usage);
+    if ((usage & VN_USAGE_MAP_WRITE) && (usage & ~(uint64_t)(VN_USAGE_MAP_WRITE | VN_USAGE_COPY_SRC)))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "buffer usage 0x%llx combines MAP_WRITE with usages other than COPY_SRC, which WebGPU forbids. "
+                       "Fix: use MAP_WRITE | COPY_SRC, or leave usage unset for the default.",
+                       (unsigned long long)usage);
     uint64_t allocation_len = vn_pad4(byte_len);
     if (byte_len > device->limits.maxBufferSize || allocation_len > device->limits.maxBufferSize)
         return vn_fail(VN_ERROR_OUT_OF_MEMORY,
@@ -50,25 +61,31 @@ vn_status vn_buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage,
     /* Initial data goes in through a mapping at creation: one memcpy, no staging
      * buffer and no queue write. */
     desc.mappedAtCreation = data != NULL;
-    vn_scope_begin(device);
-    WGPUBuffer handle = wgpu.DeviceCreateBuffer(device->device, &desc);
-    void *mapped = NULL;
-    if (handle != NULL && data != NULL) mapped = wgpu.BufferGetMappedRange(handle, 0, (size_t)allocation_len);
-    if (mapped != NULL) {
-        memcpy(mapped, data, (size_t)byte_len);
-        memset((char *)mapped + byte_len, 0, (size_t)(allocation_len - byte_len));
-    }
-    if (handle != NULL && data != NULL) wgpu.BufferUnmap(handle);
     char what[160];
     snprintf(what, sizeof what, "creating a buffer of %llu bytes with usage 0x%llx", (unsigned long long)byte_len,
              (unsigned long long)usage);
-    st = vn_scope_end(device, what,
-                      VN_ERROR_VALIDATION, "check the usage combination (MAP_READ goes only with COPY_DST) and the size.");
-    if (st == VN_OK && handle != NULL && data != NULL && mapped == NULL)
-        st = vn_fail(VN_ERROR_OUT_OF_MEMORY, "%s: the new buffer could not be mapped for its initial data. Fix: "
-                     "free GPU memory or upload smaller buffers.", what);
+    vn_scope_begin(device);
+    WGPUBuffer handle = wgpu.DeviceCreateBuffer(device->device, &desc);
+    st = vn_scope_end(device, what, VN_ERROR_VALIDATION, "check the usage combination and the size.");
     if (st == VN_OK && handle == NULL)
         st = vn_fail(VN_ERROR_OUT_OF_MEMORY, "%s: wgpu-native returned no buffer. Fix: free GPU memory.", what);
+    /* Map only a buffer known to be valid, and only while the device cannot be
+     * destroyed under us: GetMappedRange on an invalid or destroyed buffer aborts. */
+    if (st == VN_OK && data != NULL) {
+        st = vn_submit_begin(device, what);
+        if (st == VN_OK) {
+            void *mapped = wgpu.BufferGetMappedRange(handle, 0, (size_t)allocation_len);
+            if (mapped != NULL) {
+                memcpy(mapped, data, (size_t)byte_len);
+                memset((char *)mapped + byte_len, 0, (size_t)(allocation_len - byte_len));
+            }
+            wgpu.BufferUnmap(handle);
+            vn_submit_end(device);
+            if (mapped == NULL)
+                st = vn_fail(VN_ERROR_OUT_OF_MEMORY, "%s: the new buffer could not be mapped for its initial data. "
+                             "Fix: free GPU memory or upload smaller buffers.", what);
+        }
+    }
     if (st != VN_OK) {
         if (handle != NULL) wgpu.BufferRelease(handle);
         free(buf);

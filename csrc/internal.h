@@ -67,9 +67,10 @@ struct vn_device {
      * pops, so another thread's error never lands in this thread's scope. */
     pthread_mutex_t scope_lock;
 
-    /* Submitting to a destroyed device aborts the process inside wgpu-native, so
-     * every submit holds this for reading (after checking the flags) and
-     * vn_device_destroy holds it for writing. */
+    /* The device's life lock. Submitting to a destroyed device, or reading the
+     * mapped range of a buffer it destroyed, aborts the process inside wgpu-native,
+     * so every submit and every mapped-range access holds this for reading (after
+     * checking the flags) and vn_device_destroy holds it for writing. */
     pthread_rwlock_t submit_lock;
 
     /* Readback staging buffers kept for reuse (readback.c). */
@@ -98,8 +99,9 @@ vn_status vn_device_check(const vn_device *device, const char *what);
 void vn_scope_begin(vn_device *device);
 vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation_code, const char *fix);
 
-/* Take the submit lock and check the device; on VN_OK the caller submits, then
- * calls vn_submit_end. On failure nothing is held. */
+/* Take the life lock for reading and check the device; on VN_OK the caller
+ * submits or reads a mapped range, then calls vn_submit_end. On failure nothing is
+ * held. */
 vn_status vn_submit_begin(vn_device *device, const char *what);
 void vn_submit_end(vn_device *device);
 

@@ -170,13 +170,24 @@ static vn_status read_finish(vn_pending_read *r, void *dst) {
         return vn_fail(VN_ERROR_INTERNAL, "mapping the readback staging buffer failed (status %d): %s. Fix: retry; if it "
                        "persists, the device may be lost.", (int)r->status, r->message);
     }
-    vn_status st = VN_OK;
+    /* The device may have been destroyed since the map succeeded, which destroys the
+     * staging buffer too, and reading a destroyed buffer's range aborts: hold the
+     * device's life lock across the copy out. */
+    vn_status st = vn_submit_begin(dev, "reading back");
+    if (st != VN_OK) {
+        wgpu.BufferRelease(r->staging->buffer);
+        free(r->staging);
+        r->staging = NULL;
+        vn_live_add(VN_LIVE_STAGING, -1);
+        return st;
+    }
     if (dst != NULL) {
         const void *bytes = wgpu.BufferGetConstMappedRange(r->staging->buffer, 0, (size_t)vn_pad4(r->nbytes));
         if (bytes != NULL) memcpy(dst, bytes, (size_t)r->nbytes);
         else st = vn_fail(VN_ERROR_INTERNAL, "the mapped staging buffer has no readable range. Fix: retry the readback.");
     }
     wgpu.BufferUnmap(r->staging->buffer);
+    vn_submit_end(dev);
     staging_return(dev, r->staging);
     r->staging = NULL;
     return st;

@@ -113,9 +113,13 @@ vn_status vn_timing_read(vn_device *dev, vn_timing *t, uint64_t index, uint64_t 
         return st != VN_OK ? st : vn_fail(VN_ERROR_INTERNAL, "mapping the timestamp buffer failed (status %d). Fix: retry.",
                                           (int)w.status);
     }
+    /* Held so the device cannot be destroyed while its buffer's range is read. */
+    vn_status st = vn_submit_begin(dev, "reading GPU timestamps");
+    if (st != VN_OK) return st;
     const uint64_t *ticks = wgpu.BufferGetConstMappedRange(t->readback, 0, 8ull * t->queries);
     if (ticks == NULL) {
         wgpu.BufferUnmap(t->readback);
+        vn_submit_end(dev);
         return vn_fail(VN_ERROR_INTERNAL, "the timestamp buffer has no readable range. Fix: retry.");
     }
     double period = dev->timestamp_period > 0 ? dev->timestamp_period : 1.0;
@@ -131,5 +135,6 @@ vn_status vn_timing_read(vn_device *dev, vn_timing *t, uint64_t index, uint64_t 
     }
 #undef VN_SPAN
     wgpu.BufferUnmap(t->readback);
+    vn_submit_end(dev);
     return VN_OK;
 }

@@ -99,8 +99,12 @@ class Buffer(Handle):
         """
         ptr = self._live()
         src, nbytes = readable_bytes(data, "Buffer.write")
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidArgumentError(f"Buffer.write offset={offset!r}: Fix: pass an int >= 0.")
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            raise WrongTypeError(
+                f"Buffer.write offset={offset!r} is a {type(offset).__name__}, not an int. Fix: pass a byte offset."
+            )
+        if offset < 0:
+            raise InvalidArgumentError(f"Buffer.write offset={offset} is negative. Fix: pass a byte offset >= 0.")
         check(lib.vn_buffer_write(ptr, offset, src, nbytes))
 
     def read(self) -> bytes:

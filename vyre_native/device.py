@@ -8,7 +8,7 @@ from typing import Any
 from ._handles import Handle, readable_bytes
 from ._lib import check, ffi, lib, load_library
 from .buffer import Buffer, BufferUsage, usage_bits
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, WrongTypeError
 
 _POWER = {None: 0, "default": 0, "low-power": 1, "high-performance": 2}
 
@@ -161,7 +161,9 @@ class Device(Handle):
         """A new zero-filled buffer of ``nbytes`` bytes."""
         ptr = self._live()
         if isinstance(nbytes, bool) or not isinstance(nbytes, int):
-            raise InvalidArgumentError(f"alloc({nbytes!r}): the size must be an int. Fix: pass a byte count.")
+            raise WrongTypeError(
+                f"alloc({nbytes!r}): the size is a {type(nbytes).__name__}, not an int. Fix: pass a byte count."
+            )
         if nbytes < 0:
             raise InvalidArgumentError(f"alloc({nbytes}): a size cannot be negative. Fix: pass a byte count >= 0.")
         if nbytes >= 1 << 64:

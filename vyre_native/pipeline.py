@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ._handles import Handle
 from ._lib import check, ffi, lib
 from .buffer import Buffer
-from .errors import BindingError, InvalidArgumentError, ShaderError, VyreError, WrongTypeError
+from .errors import BindingError, InvalidArgumentError, ReleasedError, ShaderError, WrongTypeError
 from .reflect import Binding, reflect
 
 if TYPE_CHECKING:
@@ -22,7 +22,7 @@ _U32_MAX = 0xFFFFFFFF
 _LINE = re.compile(r"wgsl:(\d+):(\d+)")
 
 
-def _shader_error(err: VyreError) -> ShaderError:
+def _shader_error(err: ShaderError) -> ShaderError:
     """The compiler's message as a ShaderError, with the first line it names."""
     text = str(err)
     found = _LINE.search(text)
@@ -58,7 +58,12 @@ def buffer_array(handles: Sequence[Any], role: str) -> Any:
             raise WrongTypeError(
                 f"{role}[{i}] is a {type(h).__name__}, not a vn.Buffer. Fix: upload it with device.upload(...) first."
             )
-        ptrs.append(h._live())
+        if h.released:
+            raise ReleasedError(
+                f"{role}[{i}] (Buffer {h.allocation_identity}, {h.byte_len} bytes) was released. "
+                "Fix: pass a live buffer; a released handle cannot be used."
+            )
+        ptrs.append(h._ptr)
     return ffi.new("vn_buffer *[]", ptrs) if ptrs else ffi.NULL
 
 
@@ -98,7 +103,7 @@ class Pipeline(Handle):
         # before reflection has to make sense of the text.
         try:
             check(lib.vn_shader_create(dev_ptr, source, len(source), shader_out))
-        except VyreError as err:
+        except ShaderError as err:
             raise _shader_error(err) from None
         shader = ffi.gc(shader_out[0], lib.vn_shader_release)
 

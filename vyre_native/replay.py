@@ -250,7 +250,9 @@ class Sequence(Handle):
     def clear(self, buffer: Buffer) -> Sequence:
         """Append a clear of the whole buffer to zero."""
         if not isinstance(buffer, Buffer):
-            raise WrongTypeError(f"clear() takes a vn.Buffer, got {type(buffer).__name__}.")
+            raise WrongTypeError(
+                f"clear() takes a vn.Buffer, got {type(buffer).__name__}. Fix: pass a buffer from device.alloc/upload."
+            )
         check(lib.vn_sequence_clear(self._live(), buffer._live()))
         return self
 
