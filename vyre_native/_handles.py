@@ -98,3 +98,11 @@ def resize_bytearray(out: bytearray, n: int) -> None:
         del out[n:]
     elif have < n:
         out.extend(bytes(n - have))
+
+
+def destination(out: Any, n: int, what: str) -> Any:
+    """Where a readback of n bytes goes: a bytearray is resized to exactly n bytes
+    (reusing its allocation), any other writable C-contiguous buffer must hold n."""
+    if isinstance(out, bytearray):
+        resize_bytearray(out, n)
+    return writable_bytes(out, n, what)

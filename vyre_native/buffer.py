@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING, Any
 
-from ._handles import Handle, readable_bytes, resize_bytearray, writable_bytes
+from ._handles import Handle, destination, readable_bytes
 from ._lib import check, ffi, lib
 from .errors import InvalidArgumentError, WrongTypeError
 
@@ -122,9 +122,6 @@ class Buffer(Handle):
     def read_into(self, out: Any) -> int:
         """Fill ``out`` with the buffer's bytes; see ``PrerecordedDispatch.read_output_into``."""
         ptr = self._live()
-        n = self.byte_len
-        if isinstance(out, bytearray):
-            resize_bytearray(out, n)
-        dst = writable_bytes(out, n, "Buffer.read_into")
+        dst = destination(out, self.byte_len, "Buffer.read_into")
         check(lib.vn_buffer_read(ptr, dst, len(dst)))
-        return n
+        return self.byte_len

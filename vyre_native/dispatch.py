@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._handles import Handle, resize_bytearray, writable_bytes
+from ._handles import Handle, destination
 from ._lib import check, ffi, lib
 from .errors import OutputIndexError, WrongTypeError
 
@@ -78,8 +78,6 @@ class PrerecordedDispatch(Handle):
         """
         ptr = self._live()
         n = self._out_lens[self._check_index(index)]
-        if isinstance(out, bytearray):
-            resize_bytearray(out, n)
-        dst = writable_bytes(out, n, "read_output_into")
+        dst = destination(out, n, "read_output_into")
         check(lib.vn_dispatch_read_output(ptr, index, dst, len(dst), ffi.NULL))
         return n

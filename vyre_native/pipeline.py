@@ -67,6 +67,19 @@ def buffer_array(handles: Sequence[Any], role: str) -> Any:
     return ffi.new("vn_buffer *[]", ptrs) if ptrs else ffi.NULL
 
 
+def dispatch_args(
+    inputs: Sequence[Any], outputs: Sequence[Any], params: Any, workgroups: Any
+) -> tuple[Any, int, Any, int, Any, int, int, int]:
+    """The C arguments of one dispatch: input and output arrays with their counts,
+    params (or NULL) and the workgroup counts, each checked for type."""
+    x, y, z = check_workgroups(workgroups)
+    ins, outs = buffer_array(inputs, "inputs"), buffer_array(outputs, "outputs")
+    if params is not None and not isinstance(params, Buffer):
+        raise WrongTypeError(f"params is a {type(params).__name__}, not a vn.Buffer. Fix: upload it first.")
+    par = params._live() if params is not None else ffi.NULL
+    return ins, len(inputs), outs, len(outputs), par, x, y, z
+
+
 class Pipeline(Handle):
     """A compiled compute entry point. Create with ``Device.compile``.
 
@@ -184,14 +197,9 @@ class Pipeline(Handle):
         from .dispatch import PrerecordedDispatch
 
         ptr = self._live()
-        x, y, z = check_workgroups(workgroups)
-        ins = buffer_array(inputs, "inputs")
-        outs = buffer_array(outputs, "outputs")
-        if params is not None and not isinstance(params, Buffer):
-            raise WrongTypeError(f"params is a {type(params).__name__}, not a vn.Buffer. Fix: upload it first.")
-        par = params._live() if params is not None else ffi.NULL
+        args = dispatch_args(inputs, outputs, params, workgroups)
         out = ffi.new("vn_dispatch **")
-        check(lib.vn_dispatch_record(ptr, ins, len(inputs), outs, len(outputs), par, x, y, z, out))
+        check(lib.vn_dispatch_record(ptr, *args, out))
         return PrerecordedDispatch._adopt(self, out[0])
 
     def record(
@@ -209,14 +217,9 @@ class Pipeline(Handle):
         from .replay import Recording
 
         ptr = self._live()
-        x, y, z = check_workgroups(workgroups)
-        ins = buffer_array(inputs, "inputs")
-        outs = buffer_array(outputs, "outputs")
-        if params is not None and not isinstance(params, Buffer):
-            raise WrongTypeError(f"params is a {type(params).__name__}, not a vn.Buffer. Fix: upload it first.")
-        par = params._live() if params is not None else ffi.NULL
+        args = dispatch_args(inputs, outputs, params, workgroups)
         out = ffi.new("vn_recording **")
-        check(lib.vn_recording_create(ptr, ins, len(inputs), outs, len(outputs), par, x, y, z, out))
+        check(lib.vn_recording_create(ptr, *args, out))
         return Recording._adopt(self, out[0])
 
     def prerecord_borrowed_dispatch(

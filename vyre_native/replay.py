@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence as SequenceABC
 from typing import TYPE_CHECKING, Any
 
-from ._handles import Handle, resize_bytearray, writable_bytes
+from ._handles import Handle, destination
 from ._lib import check, ffi, lib
 from .buffer import Buffer
 from .errors import InvalidArgumentError, OutputIndexError, WrongTypeError
@@ -110,12 +110,9 @@ class PendingRead(Handle):
     def result_into(self, out: Any) -> int:
         """Fill ``out`` as ``read_output_into`` does; returns the bytes written."""
         ptr = self._live()
-        n = self.byte_len
-        if isinstance(out, bytearray):
-            resize_bytearray(out, n)
-        dst = writable_bytes(out, n, "result_into")
+        dst = destination(out, self.byte_len, "result_into")
         check(lib.vn_pending_read_finish(ptr, dst, len(dst)))
-        return n
+        return self.byte_len
 
 
 def read_async(buffer: Buffer) -> PendingRead:
@@ -216,21 +213,13 @@ class Sequence(Handle):
         clear_outputs: bool = True,
     ) -> Sequence:
         """Append a dispatch (same binding rules and checks as ``prerecord_persistent_dispatch``)."""
-        from .pipeline import Pipeline, buffer_array, check_workgroups
+        from .pipeline import Pipeline, dispatch_args
 
         ptr = self._live()
         if not isinstance(pipeline, Pipeline):
             raise WrongTypeError(f"add() takes a vn.Pipeline first, got {type(pipeline).__name__}. Fix: compile one.")
-        x, y, z = check_workgroups(workgroups)
-        ins, outs = buffer_array(inputs, "inputs"), buffer_array(outputs, "outputs")
-        if params is not None and not isinstance(params, Buffer):
-            raise WrongTypeError(f"params is a {type(params).__name__}, not a vn.Buffer. Fix: upload it first.")
-        par = params._live() if params is not None else ffi.NULL
-        check(
-            lib.vn_sequence_add(
-                ptr, pipeline._live(), ins, len(inputs), outs, len(outputs), par, x, y, z, int(bool(clear_outputs))
-            )
-        )
+        args = dispatch_args(inputs, outputs, params, workgroups)
+        check(lib.vn_sequence_add(ptr, pipeline._live(), *args, int(bool(clear_outputs))))
         return self
 
     def copy(
