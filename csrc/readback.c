@@ -95,6 +95,7 @@ struct vn_pending_read {
     atomic_int done;     /* the map callback fired */
     WGPUMapAsyncStatus status;
     bool finished;
+    const void *mapped;  /* between read_map and read_unmap */
     char message[512];
 };
 
@@ -144,9 +145,11 @@ static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, vn_
     return VN_OK;
 }
 
-/* Wait for the copy and the map, copy out (when dst is not NULL), unmap, and give
- * the staging buffer back to the ring. */
-static vn_status read_finish(vn_pending_read *r, void *dst) {
+static void read_unmap(vn_pending_read *r);
+
+/* Wait for the copy and the map; on VN_OK r->mapped points at the bytes and the
+ * device's life lock is held until read_unmap. */
+static vn_status read_map(vn_pending_read *r) {
     vn_device *dev = r->device;
     r->finished = true;
     wgpu.DevicePoll(dev->device, 1, &r->index);
@@ -172,7 +175,7 @@ static vn_status read_finish(vn_pending_read *r, void *dst) {
     }
     /* The device may have been destroyed since the map succeeded, which destroys the
      * staging buffer too, and reading a destroyed buffer's range aborts: hold the
-     * device's life lock across the copy out. */
+     * device's life lock until the range is unmapped (read_unmap). */
     vn_status st = vn_submit_begin(dev, "reading back");
     if (st != VN_OK) {
         wgpu.BufferRelease(r->staging->buffer);
@@ -181,16 +184,31 @@ static vn_status read_finish(vn_pending_read *r, void *dst) {
         vn_live_add(VN_LIVE_STAGING, -1);
         return st;
     }
-    if (dst != NULL) {
-        const void *bytes = wgpu.BufferGetConstMappedRange(r->staging->buffer, 0, (size_t)vn_pad4(r->nbytes));
-        if (bytes != NULL) memcpy(dst, bytes, (size_t)r->nbytes);
-        else st = vn_fail(VN_ERROR_INTERNAL, "the mapped staging buffer has no readable range. Fix: retry the readback.");
+    r->mapped = wgpu.BufferGetConstMappedRange(r->staging->buffer, 0, (size_t)vn_pad4(r->nbytes));
+    if (r->mapped == NULL) {
+        read_unmap(r);
+        return vn_fail(VN_ERROR_INTERNAL, "the mapped staging buffer has no readable range. Fix: retry the readback.");
     }
+    return VN_OK;
+}
+
+/* Unmap, release the life lock, and give the staging buffer back to the ring. */
+static void read_unmap(vn_pending_read *r) {
     wgpu.BufferUnmap(r->staging->buffer);
-    vn_submit_end(dev);
-    staging_return(dev, r->staging);
+    vn_submit_end(r->device);
+    staging_return(r->device, r->staging);
     r->staging = NULL;
-    return st;
+    r->mapped = NULL;
+}
+
+/* Wait for the copy and the map, copy out (when dst is not NULL), unmap, and give
+ * the staging buffer back to the ring. */
+static vn_status read_finish(vn_pending_read *r, void *dst) {
+    vn_status st = read_map(r);
+    if (st != VN_OK) return st;
+    if (dst != NULL) memcpy(dst, r->mapped, (size_t)r->nbytes);
+    read_unmap(r);
+    return VN_OK;
 }
 
 vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t nbytes, void *dst) {
@@ -225,6 +243,22 @@ vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
 
 uint64_t vn_pending_read_len(const vn_pending_read *r) { return r == NULL ? 0 : r->nbytes; }
 
+vn_status vn_pending_read_map(vn_pending_read *r, const void **data) {
+    if (r == NULL || data == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pending_read_map: NULL argument. Fix: pass a read and a result.");
+    *data = NULL;
+    if (r->finished)
+        return vn_fail(VN_ERROR_ALREADY_SUBMITTED, "this asynchronous read was already completed. Fix: start a new "
+                       "read_async() for each result.");
+    vn_status st = read_map(r);
+    if (st == VN_OK) *data = r->mapped;
+    return st;
+}
+
+void vn_pending_read_unmap(vn_pending_read *r) {
+    if (r != NULL && r->mapped != NULL) read_unmap(r);
+}
+
 vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
     if (r == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pending read is NULL. Fix: pass a live read.");
     if (r->finished)
@@ -241,6 +275,7 @@ vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacit
 
 void vn_pending_read_release(vn_pending_read *r) {
     if (r == NULL) return;
+    if (r->mapped != NULL) read_unmap(r);
     if (!r->finished) read_finish(r, NULL);
     vn_device_unref(r->device);
     free(r);

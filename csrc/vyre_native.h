@@ -48,6 +48,7 @@ typedef struct vn_buffer vn_buffer;
 typedef struct vn_shader vn_shader;
 typedef struct vn_pipeline vn_pipeline;
 typedef struct vn_dispatch vn_dispatch;
+typedef struct vn_pending_read vn_pending_read;
 
 /* The message of the last failure on this thread ("" when none). */
 const char *vn_last_error(void);
@@ -224,6 +225,8 @@ vn_status vn_dispatch_replay(vn_dispatch *dispatch, uint64_t *submission_index);
 size_t vn_dispatch_output_count(const vn_dispatch *dispatch);
 /* The output's byte_len, or VN_ERROR_OUTPUT_INDEX. */
 vn_status vn_dispatch_output_len(const vn_dispatch *dispatch, int64_t index, uint64_t *out);
+/* Start reading output `index` (after the same checks as vn_dispatch_read_output). */
+vn_status vn_dispatch_read_output_async(vn_dispatch *dispatch, int64_t index, vn_pending_read **out);
 /* Copy output `index` (its byte_len bytes) into dst once this recording's own
  * submission has completed; *written gets the byte count. */
 vn_status vn_dispatch_read_output(vn_dispatch *dispatch, int64_t index, void *dst,
@@ -270,8 +273,8 @@ typedef struct vn_recording vn_recording;
 typedef struct vn_sequence vn_sequence;
 
 /* Same binding rules, checks and clears as vn_dispatch_record, but nothing is
- * submitted: each replay re-encodes from the held pipeline and bind groups. The
- * encoding is validated once here, so a replay never submits an invalid buffer. */
+ * encoded yet: each replay re-encodes from the held pipeline and bind groups,
+ * inside error scopes, and submits only a cleanly encoded command buffer. */
 vn_status vn_recording_create(vn_pipeline *pipeline,
                               vn_buffer *const *inputs, size_t input_count,
                               vn_buffer *const *outputs, size_t output_count,
@@ -318,8 +321,6 @@ vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count,
 
 /* ---- asynchronous readback (csrc/readback.c) -------------------------------- */
 
-typedef struct vn_pending_read vn_pending_read;
-
 /* Queue a copy of the buffer's bytes into a staging buffer from the device's ring
  * and return at once; many may be in flight. */
 vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out);
@@ -327,6 +328,11 @@ uint64_t vn_pending_read_len(const vn_pending_read *read);
 /* Wait for the copy, then copy byte_len bytes into dst (capacity >= byte_len).
  * A read can be finished once; later calls fail with VN_ERROR_ALREADY_SUBMITTED. */
 vn_status vn_pending_read_finish(vn_pending_read *read, void *dst, uint64_t capacity);
+/* Wait for the read and map it: *data points at its byte_len bytes until
+ * vn_pending_read_unmap, which must follow (the device's destruction waits for it).
+ * Lets a caller copy once, straight into an object of its own. Completes the read. */
+vn_status vn_pending_read_map(vn_pending_read *read, const void **data);
+void vn_pending_read_unmap(vn_pending_read *read);
 /* Release; an unfinished read is waited for and its staging buffer returned. */
 void vn_pending_read_release(vn_pending_read *read);
 

@@ -38,7 +38,9 @@ def demo() -> int:
     loaded, _ = vn.library_version()
     print(f"adapter : {info['name']} ({info['adapter_type']}, {info['backend']}), driver {info['driver']}")
     print(f"library : wgpu-native {loaded}")
-    print(f"problem : y = 2.5 * x + 1 over {n:,} f32 ({n * 4 / 2**20:.0f} MiB in, {n * 4 / 2**20:.0f} MiB out)\n")
+    print(
+        f"problem : y = 2.5 * x + 1 over {n:,} f32 ({n * 4 / 2**20:.0f} MiB in, {n * 4 / 2**20:.0f} MiB out)\n"
+    )
 
     x = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
     params = np.zeros(2, dtype=np.uint32)
@@ -82,7 +84,9 @@ def demo() -> int:
         print(f"  {name:<44}{_us(seconds)}")
     stats = prog.bind_group_cache_stats()
     print(f"\nbind-group cache: {stats['hits']} hits, {stats['misses']} misses")
-    print(f"result vs numpy : {'OK' if ok else 'MISMATCH'} (max abs error {np.max(np.abs(out - expected)):.2e})")
+    print(
+        f"result vs numpy : {'OK' if ok else 'MISMATCH'} (max abs error {np.max(np.abs(out - expected)):.2e})"
+    )
     dev.close()
     return 0 if ok else 1
 

@@ -104,14 +104,14 @@ class Buffer(Handle):
                 f"Buffer.write offset={offset!r} is a {type(offset).__name__}, not an int. Fix: pass a byte offset."
             )
         if offset < 0:
-            raise InvalidArgumentError(f"Buffer.write offset={offset} is negative. Fix: pass a byte offset >= 0.")
+            raise InvalidArgumentError(
+                f"Buffer.write offset={offset} is negative. Fix: pass a byte offset >= 0."
+            )
         check(lib.vn_buffer_write(ptr, offset, src, nbytes))
 
     def read(self) -> bytes:
         """The buffer's ``byte_len`` bytes, after all work submitted before the call."""
-        out = bytearray(self.byte_len)
-        self.read_into(out)
-        return bytes(out)
+        return self.read_async().result()
 
     def read_async(self) -> Any:
         """Start reading the buffer back; returns a ``vn.PendingRead`` (``.result()`` completes it)."""

@@ -165,9 +165,13 @@ class Device(Handle):
                 f"alloc({nbytes!r}): the size is a {type(nbytes).__name__}, not an int. Fix: pass a byte count."
             )
         if nbytes < 0:
-            raise InvalidArgumentError(f"alloc({nbytes}): a size cannot be negative. Fix: pass a byte count >= 0.")
+            raise InvalidArgumentError(
+                f"alloc({nbytes}): a size cannot be negative. Fix: pass a byte count >= 0."
+            )
         if nbytes >= 1 << 64:
-            raise InvalidArgumentError(f"alloc({nbytes}): the size does not fit 64 bits. Fix: pass a smaller size.")
+            raise InvalidArgumentError(
+                f"alloc({nbytes}): the size does not fit 64 bits. Fix: pass a smaller size."
+            )
         out = ffi.new("vn_buffer **")
         check(lib.vn_buffer_create(ptr, nbytes, usage_bits(usage), ffi.NULL, out))
         return Buffer._adopt(self, out[0])

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from ._handles import Handle, destination
 from ._lib import check, ffi, lib
 from .errors import OutputIndexError, WrongTypeError
+from .replay import mapped_bytes
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
@@ -22,18 +23,28 @@ class PrerecordedDispatch(Handle):
 
     _kind = "PrerecordedDispatch"
 
+    _lens: list[int] | None = None
+
     @classmethod
     def _adopt(cls, pipeline: Pipeline, raw: Any) -> PrerecordedDispatch:
+        # Kept to the minimum: this runs once per launch on the pre-record path.
         self = cls(ffi.gc(raw, lib.vn_dispatch_release))
         self._pipeline = pipeline
-        self._out_lens = []
-        n = int(lib.vn_dispatch_output_count(raw))
-        length = ffi.new("uint64_t *")
-        for i in range(n):
-            check(lib.vn_dispatch_output_len(raw, i, length))
-            self._out_lens.append(int(length[0]))
-        self._index = ffi.new("uint64_t *")
         return self
+
+    @property
+    def _out_lens(self) -> list[int]:
+        """Each output's byte_len, read from C on first use."""
+        lens = self._lens
+        if lens is None:
+            raw = self._live()
+            length = ffi.new("uint64_t *")
+            lens = []
+            for i in range(int(lib.vn_dispatch_output_count(raw))):
+                check(lib.vn_dispatch_output_len(raw, i, length))
+                lens.append(int(length[0]))
+            self._lens = lens
+        return lens
 
     @property
     def output_count(self) -> int:
@@ -59,14 +70,21 @@ class PrerecordedDispatch(Handle):
         One C call (an atomic guard and a queue submit). Exactly one call ever
         succeeds, even when threads race; the others raise AlreadySubmittedError.
         """
-        check(lib.vn_dispatch_replay(self._live(), self._index))
-        return int(self._index[0])
+        index = ffi.new("uint64_t *")
+        check(lib.vn_dispatch_replay(self._live(), index))
+        return int(index[0])
 
     def read_output(self, index: int) -> bytes:
-        """Output ``index``'s bytes, once this recording's own submission has completed."""
-        out = bytearray(self._out_lens[self._check_index(index)])
-        self.read_output_into(index, out)
-        return bytes(out)
+        """Output ``index``'s bytes, once this recording's own submission has completed.
+
+        One copy, from the staging buffer into the new ``bytes``; ``read_output_into``
+        fills memory you already have and is the path for repeated reads.
+        """
+        self._check_index(index)
+        out = ffi.new("vn_pending_read **")
+        check(lib.vn_dispatch_read_output_async(self._live(), index, out))
+        read = ffi.gc(out[0], lib.vn_pending_read_release)
+        return mapped_bytes(read)
 
     def read_output_into(self, index: int, out: Any) -> int:
         """Fill caller memory with output ``index``; returns the bytes written.

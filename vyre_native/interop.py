@@ -100,4 +100,6 @@ def buffer_to_wgpu(buffer: Buffer) -> Any:
     check(lib.vn_buffer_export(buffer._live(), address))
     internal = wffi.cast("WGPUBuffer", address[0])
     # wgpu-py releases `internal` (the reference export just took) when it is collected.
-    return api.GPUBuffer("vyre_native", internal, gpu_device, buffer.allocation_len, int(buffer.usage), "unmapped")
+    return api.GPUBuffer(
+        "vyre_native", internal, gpu_device, buffer.allocation_len, int(buffer.usage), "unmapped"
+    )

@@ -21,7 +21,9 @@ def _launches(n: Any, what: str) -> int:
     if isinstance(n, bool) or not isinstance(n, int):
         raise WrongTypeError(f"{what}.replay(n={n!r}): n must be an int. Fix: pass a launch count >= 1.")
     if not 1 <= n <= _U32_MAX:
-        raise InvalidArgumentError(f"{what}.replay(n={n}): n must be in 1..{_U32_MAX}. Fix: pass a launch count >= 1.")
+        raise InvalidArgumentError(
+            f"{what}.replay(n={n}): n must be in 1..{_U32_MAX}. Fix: pass a launch count >= 1."
+        )
     return n
 
 
@@ -55,8 +57,12 @@ class Submission:
 
     def wait(self, timeout: float | None = None) -> None:
         """Block (GIL released) until the work completes; TimeoutError after ``timeout`` seconds."""
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
-            raise InvalidArgumentError(f"wait(timeout={timeout!r}): Fix: pass None or a number of seconds >= 0.")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0
+        ):
+            raise InvalidArgumentError(
+                f"wait(timeout={timeout!r}): Fix: pass None or a number of seconds >= 0."
+            )
         check(lib.vn_submission_wait(self._ptr, -1.0 if timeout is None else float(timeout)))
 
     def _gpu_times(self) -> list[int]:
@@ -88,6 +94,20 @@ class Submission:
         return f"<vn.Submission index={self.index} done={self.done}>"
 
 
+_CHAR_P = ffi.typeof("char *")
+
+
+def mapped_bytes(read: Any) -> bytes:
+    """Complete a pending read into a new ``bytes`` with one copy, straight from the
+    mapped staging memory (a bytearray first and then ``bytes`` would copy twice)."""
+    data = ffi.new("void **")
+    check(lib.vn_pending_read_map(read, data))
+    try:
+        return ffi.buffer(ffi.cast(_CHAR_P, data[0]), int(lib.vn_pending_read_len(read)))[:]
+    finally:
+        lib.vn_pending_read_unmap(read)
+
+
 class PendingRead(Handle):
     """A readback in flight (from ``read_async`` / ``read_output_async``).
 
@@ -103,9 +123,8 @@ class PendingRead(Handle):
         self.byte_len: int = int(lib.vn_pending_read_len(raw))
 
     def result(self) -> bytes:
-        out = bytearray(self.byte_len)
-        self.result_into(out)
-        return bytes(out)
+        """The bytes, once the read completes (one copy out of the staging buffer)."""
+        return mapped_bytes(self._live())
 
     def result_into(self, out: Any) -> int:
         """Fill ``out`` as ``read_output_into`` does; returns the bytes written."""
@@ -217,7 +236,9 @@ class Sequence(Handle):
 
         ptr = self._live()
         if not isinstance(pipeline, Pipeline):
-            raise WrongTypeError(f"add() takes a vn.Pipeline first, got {type(pipeline).__name__}. Fix: compile one.")
+            raise WrongTypeError(
+                f"add() takes a vn.Pipeline first, got {type(pipeline).__name__}. Fix: compile one."
+            )
         args = dispatch_args(inputs, outputs, params, workgroups)
         check(lib.vn_sequence_add(ptr, pipeline._live(), *args, int(bool(clear_outputs))))
         return self
@@ -228,7 +249,9 @@ class Sequence(Handle):
         """Append a GPU copy (``nbytes=None``: as much as fits from the offsets)."""
         for name, value in (("src", src), ("dst", dst)):
             if not isinstance(value, Buffer):
-                raise WrongTypeError(f"copy {name} is a {type(value).__name__}, not a vn.Buffer. Fix: pass buffers.")
+                raise WrongTypeError(
+                    f"copy {name} is a {type(value).__name__}, not a vn.Buffer. Fix: pass buffers."
+                )
         for name, v in (("nbytes", nbytes), ("src_offset", src_offset), ("dst_offset", dst_offset)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
                 raise InvalidArgumentError(f"copy {name}={v!r}: Fix: pass a non-negative int.")

@@ -1,0 +1,229 @@
+"""Session fixtures of the benchmark suite: a vyre_native device, a wgpu-py device
+and the raw-C floor (compiled here, at session start), each with the kernel's
+pipeline and buffers; and the facts about the machine that go into the JSON.
+
+Run explicitly: ``pytest benchmarks`` (the project's normal test run collects only
+tests/). ``--vn-quick`` (or VN_BENCH_QUICK=1) shortens every benchmark.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import pathlib
+import platform
+import sys
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parent
+
+
+def _drop_uncompiled_source_tree() -> None:
+    """Keep the repository's source tree (no compiled _native module) off sys.path.
+
+    ``python -m pytest`` run from the repository root puts the root first on
+    sys.path, where ``vyre_native/`` has no compiled module; the benchmarks must
+    measure the installed package.
+    """
+    pkg = REPO / "vyre_native"
+    if not pkg.is_dir() or any(pkg.glob("_native*")):
+        return
+    for entry in list(sys.path):
+        try:
+            same = pathlib.Path(entry or os.getcwd()).resolve() == REPO
+        except OSError:
+            continue
+        if same:
+            sys.path.remove(entry)
+
+
+_drop_uncompiled_source_tree()
+os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
+# Mesa's llvmpipe/lavapipe (the CPU "GPU"): one shader thread, so that on a small
+# host its threads compete less with the thread being timed. The kernels here are
+# one workgroup, so nothing loses parallelism; other drivers ignore the variable.
+# Set it yourself to override; the value used is recorded in the JSON.
+os.environ.setdefault("LP_NUM_THREADS", "1")
+
+try:
+    import vyre_native as vn
+except ImportError as err:  # pragma: no cover - environment problem
+    raise pytest.UsageError(
+        f"vyre_native could not be imported ({err}). Fix: pip install --no-build-isolation . "
+        "from the repository root, then run `pytest benchmarks`."
+    ) from None
+
+import harness
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--vn-quick",
+        action="store_true",
+        default=False,
+        help="vyre_native benchmarks: few rounds each (a smoke run, not numbers to report)",
+    )
+
+
+@pytest.fixture(scope="session")
+def rounds(pytestconfig: pytest.Config) -> harness.Rounds:
+    quick = pytestconfig.getoption("--vn-quick") or os.environ.get("VN_BENCH_QUICK", "") not in ("", "0")
+    harness.SESSION["quick"] = bool(quick)
+    return harness.QUICK if quick else harness.FULL
+
+
+# ---- vyre_native ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def vnx() -> Any:
+    """vyre_native's device, pipeline and buffers for the kernel."""
+    import numpy as np
+
+    dev = vn.Device()
+    prog = dev.compile(harness.WGSL, entry_point="main")
+    host = np.arange(harness.IO_FLOATS, dtype=np.float32)
+    a = dev.upload(host)
+    o = dev.alloc(harness.IO_BYTES)
+    miss_outs = [dev.alloc(harness.IO_BYTES) for _ in range(harness.MISS_SETS)]
+    info = dev.info
+    harness.SESSION["vyre_native"] = {
+        "adapter": info["name"],
+        "backend": info["backend"],
+        "adapter_type": info["adapter_type"],
+        "driver": info["driver"],
+        "vendor": info["vendor"],
+        "wgpu_native_version": vn.library_version()[0],
+        "wgpu_native_compiled_against": vn.library_version()[1],
+        "vyre_native_version": vn.__version__,
+        "vyre_native_path": str(pathlib.Path(vn.__file__).parent),
+    }
+    ns = SimpleNamespace(vn=vn, dev=dev, prog=prog, host=host, a=a, o=o, miss_outs=miss_outs)
+    yield ns
+    dev.wait_idle()
+
+
+# ---- wgpu-py --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def wgx() -> Any:
+    """wgpu-py's device (the adapter's limits), pipeline, bind group and helpers."""
+    import numpy as np
+    import wgpu
+
+    adapter = wgpu.gpu.request_adapter_sync()
+    device = adapter.request_device_sync(required_limits=dict(adapter.limits))
+    module = device.create_shader_module(code=harness.WGSL)
+    pipeline = device.create_compute_pipeline(
+        layout="auto", compute={"module": module, "entry_point": "main"}
+    )
+    layout = pipeline.get_bind_group_layout(0)
+    usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+    host = np.arange(harness.IO_FLOATS, dtype=np.float32)
+    a = device.create_buffer_with_data(data=host, usage=usage)
+    o = device.create_buffer(size=harness.IO_BYTES, usage=usage)
+    miss_outs = [device.create_buffer(size=harness.IO_BYTES, usage=usage) for _ in range(harness.MISS_SETS)]
+
+    def bind(src: Any, dst: Any) -> Any:
+        return device.create_bind_group(
+            layout=layout,
+            entries=[
+                {"binding": 0, "resource": {"buffer": src, "offset": 0, "size": src.size}},
+                {"binding": 1, "resource": {"buffer": dst, "offset": 0, "size": dst.size}},
+            ],
+        )
+
+    def encode(group: Any, dst: Any) -> Any:
+        """What vyre_native records: clear the output, one pass, one 1x1x1 dispatch."""
+        enc = device.create_command_encoder()
+        enc.clear_buffer(dst)
+        cpass = enc.begin_compute_pass()
+        cpass.set_pipeline(pipeline)
+        cpass.set_bind_group(0, group)
+        cpass.dispatch_workgroups(1, 1, 1)
+        cpass.end()
+        return enc.finish()
+
+    info = adapter.info
+    harness.SESSION["wgpu_py"] = {
+        "wgpu_py_version": wgpu.__version__,
+        "adapter": info.get("device", ""),
+        "backend": info.get("backend_type", ""),
+        "driver": info.get("description", ""),
+    }
+    ns = SimpleNamespace(
+        wgpu=wgpu,
+        device=device,
+        queue=device.queue,
+        pipeline=pipeline,
+        layout=layout,
+        usage=usage,
+        host=host,
+        a=a,
+        o=o,
+        miss_outs=miss_outs,
+        bind=bind,
+        encode=encode,
+        group=bind(a, o),
+    )
+    yield ns
+    harness.wgpu_wait(ns)
+
+
+# ---- raw C ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def floor(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """floor.c compiled now with the system C compiler, or a FloorUnavailable."""
+    built = harness.build_floor(tmp_path_factory.mktemp("floor"))
+    facts = built.describe()
+    if isinstance(built, harness.Floor):
+        n = 4
+        ns = built.check(built.lib.floor_memcpy(built.ctx, 1))  # fault the source in
+        ns = built.check(built.lib.floor_memcpy(built.ctx, n))
+        facts["host_memcpy_64MiB_gb_per_s"] = harness.BIG_READ * n / ns
+    harness.SESSION["raw_c"] = facts
+    yield built
+    built.close()
+
+
+@pytest.fixture
+def cfloor(floor: Any) -> harness.Floor:
+    """The floor, or skip with the reason it could not be built."""
+    if isinstance(floor, harness.FloorUnavailable):
+        pytest.skip(f"raw-C floor unavailable: {floor.reason}")
+    return floor
+
+
+# ---- machine facts in the JSON --------------------------------------------------------------
+
+
+def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict[str, Any]) -> None:
+    vinfo = harness.SESSION.get("vyre_native", {})
+    machine_info["vyre_native"] = {
+        "adapter": vinfo.get("adapter"),
+        "backend": vinfo.get("backend"),
+        "adapter_type": vinfo.get("adapter_type"),
+        "driver": vinfo.get("driver"),
+        "wgpu_native_version": vinfo.get("wgpu_native_version"),
+        **{k: v for k, v in vinfo.items() if k not in ("adapter", "backend", "adapter_type", "driver")},
+        "python_version": platform.python_version(),
+        "host_cpu": harness.host_cpu(),
+        "date": datetime.date.today().isoformat(),
+        "datetime_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "quick": harness.SESSION.get("quick", False),
+        "wgpu_py": harness.SESSION.get("wgpu_py"),
+        "raw_c": harness.SESSION.get("raw_c"),
+        "drain_every": harness.DRAIN_EVERY,
+        "env": {
+            k: os.environ.get(k)
+            for k in ("LP_NUM_THREADS", "WGPU_LIB_PATH", "VK_ICD_FILENAMES")
+            if k in os.environ
+        },
+    }

@@ -1,0 +1,641 @@
+/* floor.c - the raw-C floor of the vyre_native benchmark suite.
+ *
+ * Each operation the suite measures, written in plain C over the same
+ * wgpu-native library that vyre_native and wgpu-py load, with no Python in the
+ * loop: every floor_* entry point performs its operation `n` times in a C loop
+ * and returns the nanoseconds spent (CLOCK_MONOTONIC), or -1 with
+ * floor_last_error() set. Work that the Python side does outside its timer
+ * (encoding a recording before a replay is timed, draining the queue between
+ * batches) stays outside this timer too.
+ *
+ * Built by benchmarks/conftest.py at session start:
+ *   cc -O2 -shared -fPIC -I<wgpu package>/resources floor.c -o floor.so -ldl
+ * and loaded with cffi in ABI mode. wgpu-native is dlopen'ed from the path the
+ * caller passes (the file vyre_native loads), so one copy serves all three.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "webgpu.h"
+#include "wgpu.h"
+
+/* ---- the functions used, resolved by dlsym ---------------------------------- */
+
+#define FLOOR_WGPU_FUNCTIONS(X)                                                      \
+    X(GetVersion) X(CreateInstance) X(InstanceRequestAdapter) X(InstanceProcessEvents) \
+    X(InstanceRelease) X(AdapterGetInfo) X(AdapterInfoFreeMembers) X(AdapterGetLimits) \
+    X(AdapterRequestDevice) X(AdapterRelease) X(DeviceGetQueue) X(DeviceCreateBuffer)  \
+    X(DeviceCreateShaderModule) X(DeviceCreateComputePipeline)                         \
+    X(ComputePipelineGetBindGroupLayout) X(DeviceCreateBindGroup)                      \
+    X(DeviceCreateCommandEncoder) X(DevicePoll) X(DeviceRelease) X(QueueSubmitForIndex) \
+    X(QueueRelease) X(BufferMapAsync) X(BufferGetConstMappedRange)                     \
+    X(BufferGetMappedRange) X(BufferUnmap) X(BufferRelease) X(ShaderModuleRelease)     \
+    X(BindGroupLayoutRelease) X(ComputePipelineRelease) X(BindGroupRelease)            \
+    X(CommandEncoderClearBuffer) X(CommandEncoderCopyBufferToBuffer)                   \
+    X(CommandEncoderBeginComputePass) X(CommandEncoderFinish) X(CommandEncoderRelease) \
+    X(ComputePassEncoderSetPipeline) X(ComputePassEncoderSetBindGroup)                 \
+    X(ComputePassEncoderDispatchWorkgroups) X(ComputePassEncoderEnd)                   \
+    X(ComputePassEncoderRelease) X(CommandBufferRelease)
+
+static struct {
+#define FLOOR_FIELD(name) __typeof__(wgpu##name) *name;
+    FLOOR_WGPU_FUNCTIONS(FLOOR_FIELD)
+#undef FLOOR_FIELD
+} W;
+
+/* ---- errors ------------------------------------------------------------------ */
+
+static char last_error[2048];
+
+const char *floor_last_error(void) { return last_error; }
+
+static void fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+}
+
+static void sv_copy(WGPUStringView v, char *buf, size_t cap) {
+    size_t n = 0;
+    if (v.data != NULL) n = v.length == WGPU_STRLEN ? strlen(v.data) : v.length;
+    if (n >= cap) n = cap - 1;
+    if (n) memcpy(buf, v.data, n);
+    buf[n] = '\0';
+}
+
+static WGPUStringView sv(const char *s) {
+    WGPUStringView v = {s, WGPU_STRLEN};
+    return v;
+}
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ---- the context ---------------------------------------------------------------- */
+
+/* Operations between untimed drains (a blocking device poll), as the Python side
+ * does (harness.DRAIN_EVERY): without them the queue grows through the run. */
+enum { BATCH = 64 };
+
+typedef struct floor_ctx {
+    void *lib;
+    WGPUInstance instance;
+    WGPUAdapter adapter;
+    WGPUDevice device;
+    WGPUQueue queue;
+    WGPUShaderModule shader;
+    WGPUComputePipeline pipeline;
+    WGPUBindGroupLayout layout;
+    WGPUBuffer in, out;           /* the launch kernel's buffers */
+    uint64_t io_bytes;
+    WGPUBindGroup group;          /* (in, out) */
+    WGPUBuffer *miss_outs;        /* distinct outputs for bind-group misses */
+    uint32_t miss_count, miss_next;
+    WGPUBuffer read_src[2];       /* [0] small, [1] big: sources of the readback benchmarks */
+    WGPUBuffer staging[2];        /* MAP_READ|COPY_DST of the same sizes, reused */
+    uint64_t read_bytes[2];
+    void *read_dst[2];            /* reused host destinations */
+    void *memcpy_src;             /* floor_memcpy's source, of the big size */
+    atomic_int error;
+    char error_message[1536];
+    char adapter_name[256];
+    char backend[32];
+    char driver[256];
+} floor_ctx;
+
+static void on_uncaptured_error(WGPUDevice const *device, WGPUErrorType type, WGPUStringView message, void *u1,
+                                void *u2) {
+    (void)device;
+    (void)u2;
+    floor_ctx *c = u1;
+    if (!atomic_exchange(&c->error, 1)) {
+        char msg[1400];
+        sv_copy(message, msg, sizeof msg);
+        snprintf(c->error_message, sizeof c->error_message, "wgpu error (type %d): %s", (int)type, msg);
+    }
+}
+
+static void on_device_lost(WGPUDevice const *device, WGPUDeviceLostReason reason, WGPUStringView message, void *u1,
+                           void *u2) {
+    (void)device;
+    (void)u2;
+    if (reason == WGPUDeviceLostReason_CallbackCancelled || reason == WGPUDeviceLostReason_Destroyed) return;
+    floor_ctx *c = u1;
+    if (!atomic_exchange(&c->error, 1)) {
+        char msg[1400];
+        sv_copy(message, msg, sizeof msg);
+        snprintf(c->error_message, sizeof c->error_message, "device lost (reason %d): %s", (int)reason, msg);
+    }
+}
+
+/* -1 with the message when a wgpu error was reported since the last check. */
+static int64_t checked(floor_ctx *c, int64_t ns) {
+    if (atomic_load(&c->error)) {
+        fail("%s", c->error_message);
+        atomic_store(&c->error, 0);
+        return -1;
+    }
+    return ns;
+}
+
+struct request {
+    atomic_int done;
+    int status;
+    void *result;
+    char message[512];
+};
+
+static void on_adapter(WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView message, void *u1,
+                       void *u2) {
+    (void)u2;
+    struct request *r = u1;
+    r->status = (int)status;
+    r->result = adapter;
+    sv_copy(message, r->message, sizeof r->message);
+    atomic_store(&r->done, 1);
+}
+
+static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStringView message, void *u1, void *u2) {
+    (void)u2;
+    struct request *r = u1;
+    r->status = (int)status;
+    r->result = device;
+    sv_copy(message, r->message, sizeof r->message);
+    atomic_store(&r->done, 1);
+}
+
+static int wait_flag(floor_ctx *c, atomic_int *flag, double limit_s) {
+    int64_t deadline = now_ns() + (int64_t)(limit_s * 1e9);
+    while (!atomic_load(flag)) {
+        if (c->device != NULL) W.DevicePoll(c->device, 0, NULL);
+        W.InstanceProcessEvents(c->instance);
+        if (atomic_load(flag)) break;
+        if (now_ns() > deadline) return 0;
+        sched_yield();
+    }
+    return 1;
+}
+
+static WGPUBuffer make_buffer(floor_ctx *c, uint64_t size, WGPUBufferUsage usage) {
+    WGPUBufferDescriptor d = WGPU_BUFFER_DESCRIPTOR_INIT;
+    d.size = size;
+    d.usage = usage;
+    return W.DeviceCreateBuffer(c->device, &d);
+}
+
+static WGPUBindGroup make_group(floor_ctx *c, WGPUBuffer in, WGPUBuffer out, uint64_t bytes) {
+    WGPUBindGroupEntry e[2] = {WGPU_BIND_GROUP_ENTRY_INIT, WGPU_BIND_GROUP_ENTRY_INIT};
+    e[0].binding = 0;
+    e[0].buffer = in;
+    e[0].size = bytes;
+    e[1].binding = 1;
+    e[1].buffer = out;
+    e[1].size = bytes;
+    WGPUBindGroupDescriptor d = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
+    d.layout = c->layout;
+    d.entryCount = 2;
+    d.entries = e;
+    return W.DeviceCreateBindGroup(c->device, &d);
+}
+
+void floor_destroy(floor_ctx *c);
+
+const char *floor_adapter_name(floor_ctx *c) { return c->adapter_name; }
+const char *floor_backend(floor_ctx *c) { return c->backend; }
+const char *floor_driver(floor_ctx *c) { return c->driver; }
+uint32_t floor_library_version(void) { return W.GetVersion ? W.GetVersion() : 0; }
+
+/* Load wgpu-native from lib_path, make a device with the adapter's limits, the
+ * kernel's pipeline (entry point "main", bindings 0: read, 1: read_write), the
+ * launch buffers of io_bytes, miss_count distinct outputs, and two readback
+ * sources (small_bytes, big_bytes) with their staging buffers. NULL on failure. */
+floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_bytes, uint32_t miss_count,
+                        uint64_t small_bytes, uint64_t big_bytes) {
+    floor_ctx *c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        fail("out of host memory");
+        return NULL;
+    }
+    c->lib = dlopen(lib_path, RTLD_NOW | RTLD_LOCAL);
+    if (c->lib == NULL) {
+        fail("dlopen('%s') failed: %s", lib_path, dlerror());
+        free(c);
+        return NULL;
+    }
+#define FLOOR_LOAD(name)                                                     \
+    W.name = (__typeof__(W.name))dlsym(c->lib, "wgpu" #name);                \
+    if (W.name == NULL) {                                                    \
+        fail("'%s' has no symbol wgpu" #name, lib_path);                     \
+        floor_destroy(c);                                                    \
+        return NULL;                                                         \
+    }
+    FLOOR_WGPU_FUNCTIONS(FLOOR_LOAD)
+#undef FLOOR_LOAD
+
+    c->instance = W.CreateInstance(NULL);
+    if (c->instance == NULL) {
+        fail("wgpuCreateInstance returned NULL");
+        floor_destroy(c);
+        return NULL;
+    }
+    struct request ar = {0};
+    WGPURequestAdapterOptions aopts = WGPU_REQUEST_ADAPTER_OPTIONS_INIT;
+    WGPURequestAdapterCallbackInfo acb = WGPU_REQUEST_ADAPTER_CALLBACK_INFO_INIT;
+    acb.mode = WGPUCallbackMode_AllowProcessEvents;
+    acb.callback = on_adapter;
+    acb.userdata1 = &ar;
+    W.InstanceRequestAdapter(c->instance, &aopts, acb);
+    if (!wait_flag(c, &ar.done, 60.0) || ar.status != WGPURequestAdapterStatus_Success || ar.result == NULL) {
+        fail("no adapter: %s", ar.message);
+        floor_destroy(c);
+        return NULL;
+    }
+    c->adapter = ar.result;
+    WGPUAdapterInfo info = WGPU_ADAPTER_INFO_INIT;
+    if (W.AdapterGetInfo(c->adapter, &info) == WGPUStatus_Success) {
+        sv_copy(info.device, c->adapter_name, sizeof c->adapter_name);
+        sv_copy(info.description, c->driver, sizeof c->driver);
+        snprintf(c->backend, sizeof c->backend, "%s", info.backendType == WGPUBackendType_Vulkan ? "Vulkan"
+                                                      : info.backendType == WGPUBackendType_Metal  ? "Metal"
+                                                      : info.backendType == WGPUBackendType_D3D12  ? "D3D12"
+                                                                                                    : "other");
+        W.AdapterInfoFreeMembers(info);
+    }
+    WGPULimits limits = WGPU_LIMITS_INIT;
+    if (W.AdapterGetLimits(c->adapter, &limits) != WGPUStatus_Success) {
+        fail("wgpuAdapterGetLimits failed");
+        floor_destroy(c);
+        return NULL;
+    }
+    limits.nextInChain = NULL;
+    WGPUDeviceDescriptor dd = WGPU_DEVICE_DESCRIPTOR_INIT;
+    dd.requiredLimits = &limits;
+    /* Without an uncaptured-error callback wgpu-native aborts on any error. */
+    dd.uncapturedErrorCallbackInfo.callback = on_uncaptured_error;
+    dd.uncapturedErrorCallbackInfo.userdata1 = c;
+    dd.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
+    dd.deviceLostCallbackInfo.callback = on_device_lost;
+    dd.deviceLostCallbackInfo.userdata1 = c;
+    struct request dr = {0};
+    WGPURequestDeviceCallbackInfo dcb = WGPU_REQUEST_DEVICE_CALLBACK_INFO_INIT;
+    dcb.mode = WGPUCallbackMode_AllowProcessEvents;
+    dcb.callback = on_device;
+    dcb.userdata1 = &dr;
+    W.AdapterRequestDevice(c->adapter, &dd, dcb);
+    if (!wait_flag(c, &dr.done, 60.0) || dr.status != WGPURequestDeviceStatus_Success || dr.result == NULL) {
+        fail("no device: %s", dr.message);
+        floor_destroy(c);
+        return NULL;
+    }
+    c->device = dr.result;
+    c->queue = W.DeviceGetQueue(c->device);
+
+    WGPUShaderSourceWGSL src = WGPU_SHADER_SOURCE_WGSL_INIT;
+    src.code = sv(wgsl);
+    WGPUShaderModuleDescriptor smd = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
+    smd.nextInChain = &src.chain;
+    c->shader = W.DeviceCreateShaderModule(c->device, &smd);
+    WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
+    pd.compute.module = c->shader;
+    pd.compute.entryPoint = sv("main");
+    c->pipeline = W.DeviceCreateComputePipeline(c->device, &pd);
+    if (c->pipeline != NULL) c->layout = W.ComputePipelineGetBindGroupLayout(c->pipeline, 0);
+
+    const WGPUBufferUsage io = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+    c->io_bytes = io_bytes;
+    c->in = make_buffer(c, io_bytes, io);
+    c->out = make_buffer(c, io_bytes, io);
+    c->group = make_group(c, c->in, c->out, io_bytes);
+    c->miss_count = miss_count ? miss_count : 1;
+    c->miss_outs = calloc(c->miss_count, sizeof *c->miss_outs);
+    for (uint32_t i = 0; c->miss_outs != NULL && i < c->miss_count; i++) c->miss_outs[i] = make_buffer(c, io_bytes, io);
+    c->read_bytes[0] = small_bytes;
+    c->read_bytes[1] = big_bytes;
+    for (int k = 0; k < 2; k++) {
+        c->read_src[k] = make_buffer(c, c->read_bytes[k], io);
+        c->staging[k] = make_buffer(c, c->read_bytes[k], WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst);
+        c->read_dst[k] = malloc(c->read_bytes[k]);
+        if (c->read_dst[k] != NULL) memset(c->read_dst[k], 1, c->read_bytes[k]); /* fault the pages in */
+    }
+    W.DevicePoll(c->device, 1, NULL);
+    if (checked(c, 0) < 0) {
+        floor_destroy(c);
+        return NULL;
+    }
+    if (c->pipeline == NULL || c->layout == NULL || c->group == NULL || c->miss_outs == NULL ||
+        c->read_dst[0] == NULL || c->read_dst[1] == NULL) {
+        fail("setting up the floor's pipeline and buffers failed");
+        floor_destroy(c);
+        return NULL;
+    }
+    return c;
+}
+
+void floor_destroy(floor_ctx *c) {
+    if (c == NULL) return;
+    if (c->device != NULL) W.DevicePoll(c->device, 1, NULL);
+    for (int k = 0; k < 2; k++) {
+        if (c->read_src[k]) W.BufferRelease(c->read_src[k]);
+        if (c->staging[k]) W.BufferRelease(c->staging[k]);
+        free(c->read_dst[k]);
+    }
+    free(c->memcpy_src);
+    if (c->miss_outs != NULL) {
+        for (uint32_t i = 0; i < c->miss_count; i++)
+            if (c->miss_outs[i]) W.BufferRelease(c->miss_outs[i]);
+        free(c->miss_outs);
+    }
+    if (c->group) W.BindGroupRelease(c->group);
+    if (c->in) W.BufferRelease(c->in);
+    if (c->out) W.BufferRelease(c->out);
+    if (c->layout) W.BindGroupLayoutRelease(c->layout);
+    if (c->pipeline) W.ComputePipelineRelease(c->pipeline);
+    if (c->shader) W.ShaderModuleRelease(c->shader);
+    if (c->queue) W.QueueRelease(c->queue);
+    if (c->device) W.DeviceRelease(c->device);
+    if (c->adapter) W.AdapterRelease(c->adapter);
+    if (c->instance) W.InstanceRelease(c->instance);
+    /* c->lib stays loaded: vyre_native and wgpu-py share this copy. */
+    free(c);
+}
+
+/* ---- the operations -------------------------------------------------------------- */
+
+/* Every entry point below performs its operation n times and returns the total
+ * nanoseconds of the timed parts; when `samples` is not NULL, samples[i] gets
+ * operation i's own nanoseconds (each operation is timed on its own, so the
+ * distribution is per operation, as it is for the Python ways; two
+ * clock_gettime calls, a few tens of ns, are inside each sample). */
+#define TIMED(i, ...)                                \
+    do {                                             \
+        int64_t t0_ = now_ns();                      \
+        __VA_ARGS__;                                 \
+        int64_t d_ = now_ns() - t0_;                 \
+        total += d_;                                 \
+        if (samples != NULL) samples[(i)] = d_;      \
+    } while (0)
+
+/* What vyre_native records for this kernel: clear the output, one compute pass,
+ * one 1x1x1 dispatch. */
+static WGPUCommandBuffer encode(floor_ctx *c, WGPUBindGroup group, WGPUBuffer out) {
+    WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
+    W.CommandEncoderClearBuffer(enc, out, 0, c->io_bytes);
+    WGPUComputePassEncoder pass = W.CommandEncoderBeginComputePass(enc, NULL);
+    W.ComputePassEncoderSetPipeline(pass, c->pipeline);
+    W.ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
+    W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
+    W.ComputePassEncoderEnd(pass);
+    W.ComputePassEncoderRelease(pass);
+    WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
+    W.CommandEncoderRelease(enc);
+    return cb;
+}
+
+static void drain(floor_ctx *c) { W.DevicePoll(c->device, 1, NULL); }
+
+/* Submit what a prerecord loop encoded (untimed) and wait: wgpu-native 29 does not
+ * reclaim a command buffer dropped unsubmitted (about 95 KB each on lavapipe, and
+ * every later encode then allocates a fresh one), so recordings are replayed
+ * rather than dropped, as the Python side does. */
+static void submit_and_drain(floor_ctx *c, WGPUCommandBuffer *cbs, uint64_t k) {
+    if (k == 0) return;
+    W.QueueSubmitForIndex(c->queue, (size_t)k, cbs);
+    for (uint64_t j = 0; j < k; j++) W.CommandBufferRelease(cbs[j]);
+    drain(c);
+}
+
+/* 1. encode + finish with an existing bind group; every BATCH, submit what was
+ * recorded and drain (untimed). */
+int64_t floor_prerecord_hit(floor_ctx *c, uint64_t n, int64_t *samples) {
+    WGPUCommandBuffer cbs[BATCH];
+    uint64_t k = 0;
+    int64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        TIMED(i, cbs[k] = encode(c, c->group, c->out));
+        if (++k == BATCH) submit_and_drain(c, cbs, k), k = 0;
+    }
+    submit_and_drain(c, cbs, k);
+    return checked(c, total);
+}
+
+/* 2. create a bind group (a distinct output each time) + encode + finish; every
+ * BATCH, submit what was recorded and drain (untimed). */
+int64_t floor_prerecord_miss(floor_ctx *c, uint64_t n, int64_t *samples) {
+    WGPUCommandBuffer cbs[BATCH];
+    uint64_t k = 0;
+    int64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        WGPUBuffer out = c->miss_outs[c->miss_next++ % c->miss_count];
+        TIMED(i, {
+            WGPUBindGroup g = make_group(c, c->in, out, c->io_bytes);
+            cbs[k] = encode(c, g, out);
+            W.BindGroupRelease(g); /* the command buffer keeps it alive */
+        });
+        if (++k == BATCH) submit_and_drain(c, cbs, k), k = 0;
+    }
+    submit_and_drain(c, cbs, k);
+    return checked(c, total);
+}
+
+/* 3. submit a pre-encoded command buffer, as the Python side replays: each is
+ * encoded (untimed) just before its submit is timed; drain (untimed) every BATCH. */
+int64_t floor_replay(floor_ctx *c, uint64_t n, int64_t *samples) {
+    int64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        WGPUCommandBuffer cb = encode(c, c->group, c->out);
+        TIMED(i, {
+            W.QueueSubmitForIndex(c->queue, 1, &cb);
+            W.CommandBufferRelease(cb);
+        });
+        if ((i + 1) % BATCH == 0) drain(c);
+    }
+    drain(c);
+    return checked(c, total);
+}
+
+/* 3b. the same submits back to back: encode BATCH (untimed), time the BATCH
+ * submits one after another, drain (untimed). */
+int64_t floor_replay_burst(floor_ctx *c, uint64_t n, int64_t *samples) {
+    WGPUCommandBuffer cbs[BATCH];
+    int64_t total = 0;
+    for (uint64_t done = 0; done < n;) {
+        uint64_t k = n - done < BATCH ? n - done : BATCH;
+        for (uint64_t j = 0; j < k; j++) cbs[j] = encode(c, c->group, c->out);
+        for (uint64_t j = 0; j < k; j++)
+            TIMED(done + j, {
+                W.QueueSubmitForIndex(c->queue, 1, &cbs[j]);
+                W.CommandBufferRelease(cbs[j]);
+            });
+        drain(c);
+        done += k;
+    }
+    return checked(c, total);
+}
+
+/* 4. submit a pre-encoded command buffer (encoded untimed) and wait for it. */
+int64_t floor_replay_wait(floor_ctx *c, uint64_t n, int64_t *samples) {
+    int64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        WGPUCommandBuffer cb = encode(c, c->group, c->out);
+        TIMED(i, {
+            WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
+            W.CommandBufferRelease(cb);
+            W.DevicePoll(c->device, 1, &idx);
+        });
+    }
+    return checked(c, total);
+}
+
+/* 5. encode + submit each dispatch; drain (untimed) every BATCH. */
+int64_t floor_encode_submit(floor_ctx *c, uint64_t n, int64_t *samples) {
+    int64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        TIMED(i, {
+            WGPUCommandBuffer cb = encode(c, c->group, c->out);
+            W.QueueSubmitForIndex(c->queue, 1, &cb);
+            W.CommandBufferRelease(cb);
+        });
+        if ((i + 1) % BATCH == 0) drain(c);
+    }
+    drain(c);
+    return checked(c, total);
+}
+
+struct map_result {
+    atomic_int done;
+    WGPUMapAsyncStatus status;
+};
+
+static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u1, void *u2) {
+    (void)message;
+    (void)u2;
+    struct map_result *r = u1;
+    r->status = status;
+    atomic_store(&r->done, 1);
+}
+
+/* Copy src to the staging buffer, submit, map, wait, memcpy to dst, unmap. */
+static int readback(floor_ctx *c, WGPUBuffer src, WGPUBuffer staging, uint64_t nbytes, void *dst) {
+    WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
+    W.CommandEncoderCopyBufferToBuffer(enc, src, 0, staging, 0, nbytes);
+    WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
+    W.CommandEncoderRelease(enc);
+    WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
+    W.CommandBufferRelease(cb);
+    struct map_result m = {0};
+    WGPUBufferMapCallbackInfo info = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
+    info.mode = WGPUCallbackMode_AllowProcessEvents;
+    info.callback = on_mapped;
+    info.userdata1 = &m;
+    W.BufferMapAsync(staging, WGPUMapMode_Read, 0, (size_t)nbytes, info);
+    W.DevicePoll(c->device, 1, &idx);
+    if (!wait_flag(c, &m.done, 60.0) || m.status != WGPUMapAsyncStatus_Success) {
+        fail("mapping the staging buffer failed (status %d)", (int)m.status);
+        return -1;
+    }
+    const void *p = W.BufferGetConstMappedRange(staging, 0, (size_t)nbytes);
+    if (p == NULL) {
+        W.BufferUnmap(staging);
+        fail("the mapped staging buffer has no range");
+        return -1;
+    }
+    memcpy(dst, p, (size_t)nbytes);
+    W.BufferUnmap(staging);
+    return 0;
+}
+
+/* 6/7. read the small (which=0) or big (which=1) source back through its reused
+ * staging buffer; into the reused host buffer (reuse=1) or a fresh malloc each
+ * time (reuse=0, freed after the copy, as a new bytes object would be). */
+int64_t floor_read(floor_ctx *c, int which, uint64_t n, int reuse, int64_t *samples) {
+    which = which ? 1 : 0;
+    uint64_t nbytes = c->read_bytes[which];
+    int64_t total = 0;
+    int rc = 0;
+    for (uint64_t i = 0; i < n && rc == 0; i++) {
+        TIMED(i, {
+            void *dst = reuse ? c->read_dst[which] : malloc(nbytes);
+            rc = dst == NULL ? (fail("out of host memory"), -1)
+                             : readback(c, c->read_src[which], c->staging[which], nbytes, dst);
+            if (!reuse) free(dst);
+        });
+    }
+    return rc < 0 ? -1 : checked(c, total);
+}
+
+/* 8. a borrowed dispatch end to end: upload the host bytes into a new buffer
+ * (mapped at creation), a new output, a new bind group, encode + submit, then
+ * read the output back (its own copy + submit, as vyre_native and wgpu-py do) into
+ * a fresh host buffer, and release everything. */
+int64_t floor_borrowed(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n, int64_t *samples) {
+    if (nbytes != c->io_bytes) {
+        fail("floor_borrowed: %llu host bytes, the floor's kernel buffers hold %llu", (unsigned long long)nbytes,
+             (unsigned long long)c->io_bytes);
+        return -1;
+    }
+    const WGPUBufferUsage io = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+    int64_t total = 0;
+    int rc = 0;
+    for (uint64_t i = 0; i < n && rc == 0; i++) {
+        TIMED(i, {
+            WGPUBufferDescriptor d = WGPU_BUFFER_DESCRIPTOR_INIT;
+            d.size = nbytes;
+            d.usage = io;
+            d.mappedAtCreation = 1;
+            WGPUBuffer in = W.DeviceCreateBuffer(c->device, &d);
+            memcpy(W.BufferGetMappedRange(in, 0, (size_t)nbytes), host, (size_t)nbytes);
+            W.BufferUnmap(in);
+            WGPUBuffer out = make_buffer(c, nbytes, io);
+            WGPUBindGroup g = make_group(c, in, out, nbytes);
+            WGPUCommandBuffer cb = encode(c, g, out);
+            W.QueueSubmitForIndex(c->queue, 1, &cb);
+            W.CommandBufferRelease(cb);
+            void *dst = malloc(nbytes);
+            rc = dst == NULL ? -1 : readback(c, out, c->staging[0], nbytes, dst);
+            if (rc == 0 && i == 0) memcpy(c->read_dst[0], dst, (size_t)nbytes); /* for floor_result() */
+            free(dst);
+            W.BindGroupRelease(g);
+            W.BufferRelease(in);
+            W.BufferRelease(out);
+        });
+    }
+    return rc < 0 ? -1 : checked(c, total);
+}
+
+/* The first bytes floor_borrowed read back (a correctness check for the caller). */
+int floor_result(floor_ctx *c, void *dst, uint64_t nbytes) {
+    if (nbytes > c->read_bytes[0]) return -1;
+    memcpy(dst, c->read_dst[0], (size_t)nbytes);
+    return 0;
+}
+
+/* The host's memcpy of the big readback size into the reused destination: the
+ * ceiling on any readback throughput. */
+int64_t floor_memcpy(floor_ctx *c, uint64_t n) {
+    if (c->memcpy_src == NULL) {
+        c->memcpy_src = malloc(c->read_bytes[1]);
+        if (c->memcpy_src == NULL) {
+            fail("out of host memory");
+            return -1;
+        }
+        memset(c->memcpy_src, 2, c->read_bytes[1]);
+    }
+    int64_t t0 = now_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        memcpy(c->read_dst[1], c->memcpy_src, (size_t)c->read_bytes[1]);
+        __asm__ __volatile__("" ::: "memory");
+    }
+    return now_ns() - t0;
+}

@@ -1,0 +1,393 @@
+"""Shared pieces of the benchmark suite: the kernel, sizes, round counts, the
+raw-C floor's build and loader, and the helpers that time each way alike.
+
+Imported by conftest.py and the test_bench_*.py files (pytest puts this folder on
+sys.path: the suite runs with the default "prepend" import mode, see pytest.ini).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+# ---- the kernel and sizes ----------------------------------------------------------
+
+#: out[i] = in[i] * 2.0; one workgroup of 64 covers the launch benchmarks' 64 floats.
+WGSL = """
+@group(0) @binding(0) var<storage, read> src: array<f32>;
+@group(0) @binding(1) var<storage, read_write> dst: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i < arrayLength(&dst) && i < arrayLength(&src)) {
+        dst[i] = src[i] * 2.0;
+    }
+}
+"""
+
+IO_FLOATS = 64
+IO_BYTES = IO_FLOATS * 4  # 256 B: the launch benchmarks' input and output
+#: distinct output buffers cycled through by the cache-miss benchmark: more than
+#: vyre_native's default bind-group cache capacity (256), so every lookup misses.
+MISS_SETS = 300
+SMALL_READ = 4 << 10  # 4 KiB
+BIG_READ = 64 << 20  # 64 MiB
+#: operations between untimed drains (replay what was recorded, wait for the queue);
+#: also the length of a replay burst (floor.c's BATCH)
+DRAIN_EVERY = 64
+BURST = DRAIN_EVERY
+
+WAYS = ("vyre_native", "wgpu-py", "raw-C")
+
+#: operation id -> (table label, what one operation is)
+OPERATIONS: dict[str, tuple[str, str]] = {
+    "prerecord_hit": ("pre-record, bind-group cache hit", "record one dispatch with the same buffers"),
+    "prerecord_miss": ("pre-record, bind-group cache miss", "bind group created + record one dispatch"),
+    "replay": ("replay (submit pre-recorded)", "submit one pre-encoded command buffer"),
+    "replay_burst": ("replay, 64 back to back", "one of 64 pre-encoded submits in a row"),
+    "replay_wait": ("replay + wait (1 workgroup)", "submit pre-encoded, block until complete"),
+    "encode_submit": ("record + replay per dispatch", "encode + submit one dispatch"),
+    "read_output_4KiB": ("read_output 4 KiB", "GPU buffer -> new host bytes"),
+    "read_output_64MiB": ("read_output 64 MiB", "GPU buffer -> new host bytes"),
+    "read_output_into_4KiB": ("read_output_into 4 KiB", "GPU buffer -> reused numpy array"),
+    "read_output_into_64MiB": ("read_output_into 64 MiB", "GPU buffer -> reused numpy array"),
+    "borrowed_dispatch": ("borrowed dispatch end to end", "upload + record + replay + read back"),
+}
+
+
+# ---- round counts ----------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Rounds:
+    """How long each kind of benchmark runs.
+
+    Python-side ways time one operation per round (``rounds`` rounds); the raw-C
+    floor times ``c_ops`` operations per round in C, ``c_rounds`` rounds, so both
+    sides see about the same number of operations.
+    """
+
+    launch: int  # rounds of a launch-cost operation (vn, wgpu-py)
+    launch_warmup: int
+    burst: int  # rounds of BURST replays each
+    c_launch_rounds: int
+    c_launch_ops: int
+    small_read: int
+    c_small_rounds: int
+    c_small_ops: int
+    big_read: int  # rounds of a 64 MiB readback (1 op per round on every side)
+
+
+FULL = Rounds(
+    launch=4000,
+    launch_warmup=64,
+    burst=60,
+    c_launch_rounds=40,
+    c_launch_ops=100,
+    small_read=1500,
+    c_small_rounds=30,
+    c_small_ops=50,
+    big_read=20,
+)
+QUICK = Rounds(
+    launch=150,
+    launch_warmup=8,
+    burst=4,
+    c_launch_rounds=5,
+    c_launch_ops=30,
+    small_read=60,
+    c_small_rounds=3,
+    c_small_ops=20,
+    big_read=3,
+)
+
+# ---- session facts reported in the JSON's machine_info (filled by the fixtures) -----------
+
+SESSION: dict[str, Any] = {
+    "raw_c": {"available": None, "reason": "the raw-C floor was not needed by the benchmarks selected"},
+}
+
+
+# ---- timing helpers ------------------------------------------------------------------------
+
+
+class Drainer:
+    """An untimed ``setup`` for ``benchmark.pedantic``: every ``every`` rounds it runs
+    ``drain`` (replay what the timed part recorded, wait for the queue), then returns
+    ``make()``'s value as the target's argument when ``make`` is given.
+
+    Without the drain, the queue (and, for recordings that are never submitted,
+    wgpu-native's memory: it does not reclaim a command buffer dropped unsubmitted)
+    grows through the run and later rounds measure a different state than early ones.
+    """
+
+    def __init__(
+        self, drain: Callable[[], None], make: Callable[[], Any] | None = None, every: int = DRAIN_EVERY
+    ) -> None:
+        self.drain = drain
+        self.make = make
+        self.every = every
+        self.count = 0
+
+    def __call__(self) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+        self.count += 1
+        if self.count % self.every == 0:
+            self.drain()
+        if self.make is None:
+            return None
+        return (self.make(),), {}
+
+
+def wgpu_wait(wgx: Any) -> None:
+    """Block until wgpu-py's queue is idle.
+
+    wgpu-py 0.32's public ``queue.on_submitted_work_done_sync()`` fails against the
+    wgpu-native it ships (its callback lacks the WGPUStringView argument: a cffi
+    TypeError), so this uses ``device._poll_wait()``, the blocking
+    ``wgpuDevicePoll(device, true, NULL)`` wgpu-py itself waits with; the public call
+    is used where the private one is gone.
+    """
+    poll_wait = getattr(wgx.device, "_poll_wait", None)
+    if poll_wait is not None:
+        poll_wait()
+    else:  # pragma: no cover - a later wgpu-py
+        wgx.queue.on_submitted_work_done_sync()
+
+
+def record_python(
+    benchmark: Any, way: str, operation: str, nbytes: int | None = None, ops_per_round: int = 1, **extra: Any
+) -> None:
+    """extra_info for a vyre_native or wgpu-py benchmark (one call per round, or
+    ``ops_per_round`` operations in one timed round)."""
+    info = benchmark.extra_info
+    info.update(way=way, operation=operation, ops_per_round=ops_per_round, **extra)
+    stats = getattr(benchmark, "stats", None)
+    if stats is None:  # --benchmark-disable
+        return
+    s = stats.stats
+    info["per_op_ns"] = s.mean * 1e9 / ops_per_round
+    info["per_op_ns_median"] = s.median * 1e9 / ops_per_round
+    info["per_op_ns_min"] = s.min * 1e9 / ops_per_round
+    if nbytes:
+        info["bytes"] = nbytes
+        info["gb_per_s"] = nbytes / info["per_op_ns"]
+
+
+def run_floor(
+    benchmark: Any,
+    floor: Floor,
+    operation: str,
+    call: Callable[[int, Any], int],
+    ops: int,
+    rounds: int,
+    nbytes: int | None = None,
+    **extra: Any,
+) -> None:
+    """Time a raw-C entry point: each round is one C call doing ``ops`` operations.
+
+    ``call(n, samples)`` runs the operation n times in C and returns the total ns;
+    C times each operation on its own into ``samples``. pytest-benchmark's own
+    columns for these rows are per round (``ops`` operations plus one cffi call);
+    the per-operation figures are ``extra_info["per_op_ns"]`` (mean),
+    ``per_op_ns_median`` and ``per_op_ns_min``, from the C timings.
+    """
+    ffi = floor.ffi
+    buf = ffi.new("int64_t[]", ops)
+    totals: list[int] = []
+    samples: list[int] = []
+
+    def target() -> None:
+        totals.append(floor.check(call(ops, buf)))
+        samples.extend(buf)
+
+    floor.check(call(max(1, min(ops, 8)), buf))  # warm up, untimed
+    benchmark.pedantic(target, rounds=rounds, iterations=1, warmup_rounds=0)
+    info = benchmark.extra_info
+    info.update(way="raw-C", operation=operation, ops_per_round=ops, **extra)
+    if totals:
+        info["per_op_ns"] = sum(totals) / (ops * len(totals))
+        info["per_op_ns_median"] = float(statistics.median(samples))
+        info["per_op_ns_min"] = float(min(samples))
+        if nbytes:
+            info["bytes"] = nbytes
+            info["gb_per_s"] = nbytes / info["per_op_ns"]
+
+
+# ---- the raw-C floor -----------------------------------------------------------------------
+
+FLOOR_CDEF = """
+typedef struct floor_ctx floor_ctx;
+const char *floor_last_error(void);
+floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_bytes, uint32_t miss_count,
+                        uint64_t small_bytes, uint64_t big_bytes);
+void floor_destroy(floor_ctx *c);
+const char *floor_adapter_name(floor_ctx *c);
+const char *floor_backend(floor_ctx *c);
+const char *floor_driver(floor_ctx *c);
+uint32_t floor_library_version(void);
+int64_t floor_prerecord_hit(floor_ctx *c, uint64_t n, int64_t *samples);
+int64_t floor_prerecord_miss(floor_ctx *c, uint64_t n, int64_t *samples);
+int64_t floor_replay(floor_ctx *c, uint64_t n, int64_t *samples);
+int64_t floor_replay_burst(floor_ctx *c, uint64_t n, int64_t *samples);
+int64_t floor_replay_wait(floor_ctx *c, uint64_t n, int64_t *samples);
+int64_t floor_encode_submit(floor_ctx *c, uint64_t n, int64_t *samples);
+int64_t floor_read(floor_ctx *c, int which, uint64_t n, int reuse, int64_t *samples);
+int64_t floor_borrowed(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n, int64_t *samples);
+int floor_result(floor_ctx *c, void *dst, uint64_t nbytes);
+int64_t floor_memcpy(floor_ctx *c, uint64_t n);
+"""
+
+_LIB_NAMES = {
+    "linux": "libwgpu_native-release.so",
+    "darwin": "libwgpu_native-release.dylib",
+    "win32": "wgpu_native-release.dll",
+}
+
+
+class FloorError(RuntimeError):
+    pass
+
+
+class Floor:
+    """The compiled floor.c, loaded with cffi in ABI mode, and its context."""
+
+    def __init__(self, ffi: Any, lib: Any, ctx: Any, so_path: str, compiler: str) -> None:
+        self.ffi, self.lib, self.ctx = ffi, lib, ctx
+        self.so_path, self.compiler = so_path, compiler
+
+    def check(self, ns: int) -> int:
+        if ns < 0:
+            raise FloorError(
+                "raw-C floor: " + self.ffi.string(self.lib.floor_last_error()).decode("utf-8", "replace")
+            )
+        return int(ns)
+
+    def describe(self) -> dict[str, Any]:
+        s = self.ffi.string
+        return {
+            "available": True,
+            "compiler": self.compiler,
+            "adapter": s(self.lib.floor_adapter_name(self.ctx)).decode("utf-8", "replace"),
+            "backend": s(self.lib.floor_backend(self.ctx)).decode(),
+            "driver": s(self.lib.floor_driver(self.ctx)).decode("utf-8", "replace"),
+        }
+
+    def close(self) -> None:
+        if self.ctx is not None:
+            self.lib.floor_destroy(self.ctx)
+            self.ctx = None
+
+
+class FloorUnavailable:
+    """Stands in for the floor when it cannot be built; its tests skip with ``reason``."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def describe(self) -> dict[str, Any]:
+        return {"available": False, "reason": self.reason}
+
+    def close(self) -> None:
+        pass
+
+
+def wgpu_resources_dir() -> pathlib.Path | None:
+    spec = importlib.util.find_spec("wgpu")
+    if spec is None or spec.origin is None:
+        return None
+    return pathlib.Path(spec.origin).parent / "resources"
+
+
+def wgpu_library_path() -> str:
+    """The wgpu-native file vyre_native loads: WGPU_LIB_PATH, else the wgpu package's own."""
+    override = os.environ.get("WGPU_LIB_PATH")
+    if override:
+        return override
+    res = wgpu_resources_dir()
+    if res is None:
+        raise FloorError("the wgpu package is not installed")
+    return str(res / _LIB_NAMES.get(sys.platform, _LIB_NAMES["linux"]))
+
+
+def find_compiler() -> str | None:
+    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if name:
+            found = shutil.which(name)
+            if found:
+                return found
+    return None
+
+
+def build_floor(build_dir: pathlib.Path) -> Floor | FloorUnavailable:
+    """Compile floor.c with the system C compiler and load it; never raises."""
+    if sys.platform == "win32":
+        return FloorUnavailable("the raw-C floor is built for POSIX hosts (dlopen, clock_gettime)")
+    cc = find_compiler()
+    if cc is None:
+        return FloorUnavailable("no C compiler found ($CC, cc, gcc, clang are not on PATH)")
+    res = wgpu_resources_dir()
+    if res is None or not (res / "webgpu.h").exists() or not (res / "wgpu.h").exists():
+        return FloorUnavailable(f"webgpu.h / wgpu.h not found in the wgpu package ({res})")
+    try:
+        import cffi
+    except ImportError:
+        return FloorUnavailable("cffi is not installed")
+    src = HERE / "floor" / "floor.c"
+    so_path = build_dir / "floor.so"
+    cmd = [cc, "-O2", "-shared", "-fPIC", "-std=gnu11", "-I", str(res), str(src), "-o", str(so_path), "-ldl"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return FloorUnavailable(f"running {cc} failed: {err}")
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        return FloorUnavailable(f"{cc} could not compile floor.c: {' | '.join(tail)}")
+    version = subprocess.run(
+        [cc, "--version"], capture_output=True, text=True, check=False
+    ).stdout.splitlines()
+    compiler = f"{cc} ({version[0] if version else 'unknown version'})"
+    ffi = cffi.FFI()
+    ffi.cdef(FLOOR_CDEF)
+    try:
+        lib = ffi.dlopen(str(so_path))
+    except OSError as err:
+        return FloorUnavailable(f"loading the compiled floor failed: {err}")
+    try:
+        lib_path = wgpu_library_path()
+    except FloorError as err:
+        return FloorUnavailable(str(err))
+    ctx = lib.floor_create(lib_path.encode(), WGSL.encode(), IO_BYTES, MISS_SETS, SMALL_READ, BIG_READ)
+    if ctx == ffi.NULL:
+        return FloorUnavailable(
+            "floor_create failed: " + ffi.string(lib.floor_last_error()).decode("utf-8", "replace")
+        )
+    return Floor(ffi, lib, ctx, str(so_path), compiler)
+
+
+def host_cpu() -> str:
+    """The host CPU's model name and logical core count."""
+    name = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    if not name:
+        import platform
+
+        name = platform.processor() or platform.machine()
+    return f"{name} ({os.cpu_count()} logical cores)"

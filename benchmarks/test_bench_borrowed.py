@@ -1,0 +1,69 @@
+"""Operation 8: a borrowed dispatch end to end: host bytes uploaded into a new
+buffer, a new output, a bind group, record, submit, read the output back, release.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from harness import IO_BYTES, record_python, run_floor
+
+
+@pytest.mark.benchmark(group="borrowed_dispatch")
+def test_borrowed_dispatch_vyre_native(benchmark, vnx, rounds):
+    prog, host = vnx.prog, vnx.host
+
+    def once():
+        rec = prog.prerecord_borrowed_dispatch([host], workgroups=(1, 1, 1), output_sizes=[IO_BYTES])
+        rec.replay()
+        return rec.read_output(0)
+
+    def target():
+        once()
+
+    benchmark.pedantic(target, rounds=rounds.small_read, warmup_rounds=8)
+    np.testing.assert_array_equal(np.frombuffer(once(), dtype=np.float32), host * 2)
+    record_python(benchmark, "vyre_native", "borrowed_dispatch")
+
+
+@pytest.mark.benchmark(group="borrowed_dispatch")
+def test_borrowed_dispatch_wgpu_py(benchmark, wgx, rounds):
+    """create_buffer_with_data + create_buffer + bind group + encode + submit + read_buffer."""
+    device, queue, usage, host, bind, encode = (
+        wgx.device,
+        wgx.queue,
+        wgx.usage,
+        wgx.host,
+        wgx.bind,
+        wgx.encode,
+    )
+
+    def once():
+        src = device.create_buffer_with_data(data=host, usage=usage)
+        out = device.create_buffer(size=IO_BYTES, usage=usage)
+        queue.submit([encode(bind(src, out), out)])
+        return queue.read_buffer(out)
+
+    def target():
+        once()
+
+    benchmark.pedantic(target, rounds=rounds.small_read, warmup_rounds=8)
+    np.testing.assert_array_equal(np.frombuffer(once(), dtype=np.float32), host * 2)
+    record_python(benchmark, "wgpu-py", "borrowed_dispatch")
+
+
+@pytest.mark.benchmark(group="borrowed_dispatch")
+def test_borrowed_dispatch_raw_c(benchmark, cfloor, vnx, rounds):
+    lib, ctx = cfloor.lib, cfloor.ctx
+    host = cfloor.ffi.from_buffer(vnx.host)
+    run_floor(
+        benchmark,
+        cfloor,
+        "borrowed_dispatch",
+        lambda n, s: lib.floor_borrowed(ctx, host, IO_BYTES, n, s),
+        rounds.c_small_ops,
+        rounds.c_small_rounds,
+    )
+    out = np.zeros(IO_BYTES // 4, dtype=np.float32)
+    assert lib.floor_result(ctx, cfloor.ffi.from_buffer(out), IO_BYTES) == 0
+    np.testing.assert_array_equal(out, vnx.host * 2)

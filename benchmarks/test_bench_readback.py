@@ -1,0 +1,141 @@
+"""Operations 6 and 7: reading a GPU buffer back, 4 KiB and 64 MiB, into new host
+memory (read_output) and into a reused numpy array (read_output_into).
+
+The source is a dispatch's output (vyre_native) or a plain storage buffer with
+COPY_SRC (wgpu-py, raw C); nothing runs on the GPU in the timed part but the copy.
+Each target returns None, so the bytes it made are freed inside the timer, as
+the raw-C floor frees its fresh destination.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from harness import BIG_READ, SMALL_READ, record_python, run_floor
+
+SIZES = {"4KiB": SMALL_READ, "64MiB": BIG_READ}
+WHICH = {"4KiB": 0, "64MiB": 1}
+
+
+@pytest.fixture(scope="module")
+def vn_sources(vnx):
+    """A replayed recording per size whose output 0 is the buffer read back."""
+    recs = {}
+    for name, nbytes in SIZES.items():
+        out = vnx.dev.alloc(nbytes)
+        rec = vnx.prog.prerecord_persistent_dispatch([vnx.a], [out], workgroups=(1, 1, 1))
+        rec.replay()
+        recs[name] = rec
+    vnx.dev.wait_idle()
+    return recs
+
+
+@pytest.fixture(scope="module")
+def wg_sources(wgx):
+    return {name: wgx.device.create_buffer(size=nbytes, usage=wgx.usage) for name, nbytes in SIZES.items()}
+
+
+def _rounds(rounds, size):
+    return rounds.big_read if size == "64MiB" else rounds.small_read
+
+
+def _c_rounds(rounds, size):
+    # (rounds, ops per round): 64 MiB reads are long enough to time one per round
+    return (rounds.big_read, 1) if size == "64MiB" else (rounds.c_small_rounds, rounds.c_small_ops)
+
+
+def _warmup(size):
+    return 1 if size == "64MiB" else 8
+
+
+# ---- 6. read_output: into new host memory ------------------------------------------------
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_read_output_vyre_native(benchmark, vnx, vn_sources, rounds, size):
+    benchmark.group = f"read_output_{size}"
+    rec = vn_sources[size]
+
+    def target():
+        rec.read_output(0)
+
+    benchmark.pedantic(target, rounds=_rounds(rounds, size), warmup_rounds=_warmup(size))
+    record_python(benchmark, "vyre_native", f"read_output_{size}", nbytes=SIZES[size])
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_read_output_wgpu_py(benchmark, wgx, wg_sources, rounds, size):
+    """queue.read_buffer: a new MAP_READ buffer, copy, submit, map, copy out."""
+    benchmark.group = f"read_output_{size}"
+    buf, queue = wg_sources[size], wgx.queue
+
+    def target():
+        queue.read_buffer(buf)
+
+    benchmark.pedantic(target, rounds=_rounds(rounds, size), warmup_rounds=_warmup(size))
+    record_python(benchmark, "wgpu-py", f"read_output_{size}", nbytes=SIZES[size])
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_read_output_raw_c(benchmark, cfloor, rounds, size):
+    """Reused staging buffer, a fresh malloc'ed destination freed after each copy."""
+    benchmark.group = f"read_output_{size}"
+    lib, ctx, which = cfloor.lib, cfloor.ctx, WHICH[size]
+    r, ops = _c_rounds(rounds, size)
+    run_floor(
+        benchmark,
+        cfloor,
+        f"read_output_{size}",
+        lambda n, s: lib.floor_read(ctx, which, n, 0, s),
+        ops,
+        r,
+        nbytes=SIZES[size],
+    )
+
+
+# ---- 7. read_output_into: into a reused numpy array ------------------------------------------
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_read_output_into_vyre_native(benchmark, vnx, vn_sources, rounds, size):
+    benchmark.group = f"read_output_into_{size}"
+    rec = vn_sources[size]
+    arr = np.ones(SIZES[size] // 4, dtype=np.float32)  # pages touched before timing
+
+    def target():
+        rec.read_output_into(0, arr)
+
+    benchmark.pedantic(target, rounds=_rounds(rounds, size), warmup_rounds=_warmup(size))
+    record_python(benchmark, "vyre_native", f"read_output_into_{size}", nbytes=SIZES[size])
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_read_output_into_wgpu_py(benchmark, wgx, wg_sources, rounds, size):
+    """wgpu-py has no read-into: read_buffer, then one copy into the reused array."""
+    benchmark.group = f"read_output_into_{size}"
+    buf, queue = wg_sources[size], wgx.queue
+    arr = np.ones(SIZES[size] // 4, dtype=np.float32)
+    dst = memoryview(arr).cast("B")
+
+    def target():
+        dst[:] = queue.read_buffer(buf)
+
+    benchmark.pedantic(target, rounds=_rounds(rounds, size), warmup_rounds=_warmup(size))
+    record_python(benchmark, "wgpu-py", f"read_output_into_{size}", nbytes=SIZES[size])
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_read_output_into_raw_c(benchmark, cfloor, rounds, size):
+    """Reused staging buffer and reused destination."""
+    benchmark.group = f"read_output_into_{size}"
+    lib, ctx, which = cfloor.lib, cfloor.ctx, WHICH[size]
+    r, ops = _c_rounds(rounds, size)
+    run_floor(
+        benchmark,
+        cfloor,
+        f"read_output_into_{size}",
+        lambda n, s: lib.floor_read(ctx, which, n, 1, s),
+        ops,
+        r,
+        nbytes=SIZES[size],
+    )
