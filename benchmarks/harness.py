@@ -63,7 +63,20 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "read_output_into_4KiB": ("read_output_into 4 KiB", "GPU buffer -> reused numpy array"),
     "read_output_into_64MiB": ("read_output_into 64 MiB", "GPU buffer -> reused numpy array"),
     "borrowed_dispatch": ("borrowed dispatch end to end", "upload + record + replay + read back"),
+    "recording_replay": ("Recording.replay() (re-encode + submit)", "encode + submit one dispatch"),
+    "replay_n": ("Recording.replay(64), per launch", "one of 64 launches in one command buffer"),
+    "sequence_1000": ("sequence of 1000, per dispatch (host)", "one of 1000 dispatches in one pass, one submit"),
+    "sequence_1000_wait": (
+        "sequence of 1000, per dispatch (done)",
+        "one of 1000 dispatches in one pass, submit + wait",
+    ),
+    "async_read_16x4MiB": ("16 x 4 MiB readbacks in flight", "64 MiB read back as 16 slices at once"),
 }
+
+#: launches per Recording.replay(n) and dispatches per sequence in those benchmarks
+REPLAY_N = 64
+SEQUENCE_LEN = 1000
+READ_PARTS = 16
 
 
 # ---- round counts ----------------------------------------------------------------------
@@ -246,6 +259,9 @@ int64_t floor_read(floor_ctx *c, int which, uint64_t n, int reuse, int64_t *samp
 int64_t floor_borrowed(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n, int64_t *samples);
 int floor_result(floor_ctx *c, void *dst, uint64_t nbytes);
 int64_t floor_memcpy(floor_ctx *c, uint64_t n);
+int64_t floor_encode_n_submit(floor_ctx *c, uint32_t launches, uint64_t n, int64_t *samples);
+int64_t floor_one_pass(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, int64_t *samples);
+int64_t floor_read_parts(floor_ctx *c, uint32_t parts, uint64_t n, int64_t *samples);
 """
 
 _LIB_NAMES = {

@@ -50,6 +50,11 @@ OPERATIONS: dict[str, str] = {
     "read_output_into_4KiB": "read_output_into 4 KiB",
     "read_output_into_64MiB": "read_output_into 64 MiB",
     "borrowed_dispatch": "borrowed dispatch end to end",
+    "recording_replay": "Recording.replay() (re-encode + submit)",
+    "replay_n": "Recording.replay(64), per launch",
+    "sequence_1000": "sequence of 1000, per dispatch (host)",
+    "sequence_1000_wait": "sequence of 1000, per dispatch (done)",
+    "async_read_16x4MiB": "16 x 4 MiB readbacks in flight",
 }
 
 _STAT_KEYS = {"mean": "per_op_ns", "median": "per_op_ns_median", "min": "per_op_ns_min"}
@@ -232,6 +237,31 @@ def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = F
             "speedup": ratio(pick("encode_submit", "wgpu-py"), pick("encode_submit", "vyre_native")),
             "vn_over_raw_c": ratio(pick("encode_submit", "vyre_native"), pick("encode_submit", "raw-C")),
         },
+        "recording_replay_vs_raw_c": {
+            "what": "Recording.replay() host cost / raw-C encode + submit of the same dispatch (target <= 1.15)",
+            "ratio": ratio(pick("recording_replay", "vyre_native"), pick("recording_replay", "raw-C")),
+            "replay_n_ratio": ratio(pick("replay_n", "vyre_native"), pick("replay_n", "raw-C")),
+        },
+        "sequence_1000": {
+            "what": "per dispatch in a 1000-dispatch sequence: vs raw C one pass (target <= 1.25), "
+            "and wgpu-py encode + submit per dispatch / it (target >= 20)",
+            "vyre_native_us": pick("sequence_1000", "vyre_native"),
+            "raw_c_us": pick("sequence_1000", "raw-C"),
+            "ratio": ratio(pick("sequence_1000", "vyre_native"), pick("sequence_1000", "raw-C")),
+            "done_us": pick("sequence_1000_wait", "vyre_native"),
+            "raw_c_done_us": pick("sequence_1000_wait", "raw-C"),
+            "vs_wgpu_py_encode_submit": ratio(
+                pick("encode_submit", "wgpu-py"), pick("sequence_1000", "vyre_native")
+            ),
+        },
+        "async_read_16x4MiB": {
+            "what": "16 x 4 MiB readbacks in flight, total / one 64 MiB read_output_into (target <= 1.2)",
+            "total_us": pick("async_read_16x4MiB", "vyre_native"),
+            "one_64MiB_us": pick("read_output_into_64MiB", "vyre_native"),
+            "ratio": ratio(
+                pick("async_read_16x4MiB", "vyre_native"), pick("read_output_into_64MiB", "vyre_native")
+            ),
+        },
     }
     return {
         "format": "vyre_native.bench/1",
@@ -321,6 +351,7 @@ def format_table(report: dict[str, Any]) -> str:
     )
     t = report["targets"]
     rep, rd, rr = t["replay_vs_raw_c_submit"], t["read_output_into_64MiB"], t["record_replay_vs_wgpu_py"]
+    rc, sq, ar = t["recording_replay_vs_raw_c"], t["sequence_1000"], t["async_read_16x4MiB"]
     lines += [
         "",
         "targets:",
@@ -337,6 +368,19 @@ def format_table(report: dict[str, Any]) -> str:
         (
             f"  record + replay vs wgpu-py encode + submit: {_us(rr['vyre_native_us'])} vs "
             f"{_us(rr['wgpu_py_us'])} µs: wgpu-py/vn {_x(rr['speedup'])} (vn/C {_x(rr['vn_over_raw_c'])})"
+        ),
+        (
+            f"  Recording.replay() vs raw-C encode + submit: {_x(rc['ratio'])}; replay(64) per launch vs the raw-C "
+            f"loop: {_x(rc['replay_n_ratio'])}"
+        ),
+        (
+            f"  sequence of 1000: {_us(sq['vyre_native_us'])} µs a dispatch (raw C {_us(sq['raw_c_us'])}: "
+            f"{_x(sq['ratio'])}); to completion {_us(sq['done_us'])} (raw C {_us(sq['raw_c_done_us'])}); "
+            f"wgpu-py encode + submit per dispatch / it: {_x(sq['vs_wgpu_py_encode_submit'])}"
+        ),
+        (
+            f"  16 x 4 MiB in flight: {_us(ar['total_us'])} µs vs one 64 MiB read_output_into "
+            f"{_us(ar['one_64MiB_us'])} µs = {_x(ar['ratio'])}"
         ),
     ]
     return "\n".join(lines)

@@ -108,6 +108,8 @@ typedef struct floor_ctx {
     uint64_t read_bytes[2];
     void *read_dst[2];            /* reused host destinations */
     void *memcpy_src;             /* floor_memcpy's source, of the big size */
+    WGPUBuffer part_staging[64];  /* floor_read_parts' staging buffers, one per slice */
+    uint64_t part_bytes;
     atomic_int error;
     char error_message[1536];
     char adapter_name[256];
@@ -352,6 +354,8 @@ void floor_destroy(floor_ctx *c) {
         free(c->read_dst[k]);
     }
     free(c->memcpy_src);
+    for (int k = 0; k < 64; k++)
+        if (c->part_staging[k]) W.BufferRelease(c->part_staging[k]);
     if (c->miss_outs != NULL) {
         for (uint32_t i = 0; i < c->miss_count; i++)
             if (c->miss_outs[i]) W.BufferRelease(c->miss_outs[i]);
@@ -638,4 +642,116 @@ int64_t floor_memcpy(floor_ctx *c, uint64_t n) {
         __asm__ __volatile__("" ::: "memory");
     }
     return now_ns() - t0;
+}
+
+/* ---- beyond the seed: many launches per submit, and readbacks in flight ---------- */
+
+/* 9. `launches` launches (each: clear the output, one pass, one dispatch) encoded
+ * into one command buffer and submitted once, as Recording.replay(n) does. Each
+ * sample is one whole submit of `launches`; drain (untimed) after each. */
+int64_t floor_encode_n_submit(floor_ctx *c, uint32_t launches, uint64_t n, int64_t *samples) {
+    int64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        TIMED(i, {
+            WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
+            for (uint32_t k = 0; k < launches; k++) {
+                W.CommandEncoderClearBuffer(enc, c->out, 0, c->io_bytes);
+                WGPUComputePassEncoder pass = W.CommandEncoderBeginComputePass(enc, NULL);
+                W.ComputePassEncoderSetPipeline(pass, c->pipeline);
+                W.ComputePassEncoderSetBindGroup(pass, 0, c->group, 0, NULL);
+                W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
+                W.ComputePassEncoderEnd(pass);
+                W.ComputePassEncoderRelease(pass);
+            }
+            WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
+            W.CommandEncoderRelease(enc);
+            W.QueueSubmitForIndex(c->queue, 1, &cb);
+            W.CommandBufferRelease(cb);
+        });
+        drain(c);
+    }
+    return checked(c, total);
+}
+
+/* 10. `dispatches` dispatches in ONE compute pass (pipeline and bind group set once,
+ * nothing cleared), one submit: the floor of a vyre_native sequence. With wait, each
+ * sample also blocks until the GPU has finished; without, the drain is untimed. */
+int64_t floor_one_pass(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, int64_t *samples) {
+    int64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        TIMED(i, {
+            WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
+            WGPUComputePassEncoder pass = W.CommandEncoderBeginComputePass(enc, NULL);
+            W.ComputePassEncoderSetPipeline(pass, c->pipeline);
+            W.ComputePassEncoderSetBindGroup(pass, 0, c->group, 0, NULL);
+            for (uint32_t k = 0; k < dispatches; k++) W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
+            W.ComputePassEncoderEnd(pass);
+            W.ComputePassEncoderRelease(pass);
+            WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
+            W.CommandEncoderRelease(enc);
+            WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
+            W.CommandBufferRelease(cb);
+            if (wait) W.DevicePoll(c->device, 1, &idx);
+        });
+        if (!wait) drain(c);
+    }
+    return checked(c, total);
+}
+
+/* 11. the big source read back as `parts` equal slices, all in flight at once: one
+ * copy per slice into its own reused staging buffer, one submit, every map
+ * requested, one wait, then a memcpy of each slice into the reused destination. */
+int64_t floor_read_parts(floor_ctx *c, uint32_t parts, uint64_t n, int64_t *samples) {
+    enum { MAX_PARTS = 64 };
+    WGPUBuffer *staging = c->part_staging;
+    uint64_t slice = c->read_bytes[1] / parts;
+    if (parts == 0 || parts > MAX_PARTS || slice % 4 != 0) {
+        fail("floor_read_parts: %u parts of %llu bytes is not supported", parts, (unsigned long long)c->read_bytes[1]);
+        return -1;
+    }
+    if (c->part_bytes != slice) {
+        for (uint32_t k = 0; k < MAX_PARTS; k++)
+            if (staging[k] != NULL) W.BufferRelease(staging[k]), staging[k] = NULL;
+        for (uint32_t k = 0; k < parts; k++)
+            staging[k] = make_buffer(c, slice, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst);
+        c->part_bytes = slice;
+    }
+    int64_t total = 0;
+    struct map_result maps[MAX_PARTS];
+    for (uint64_t i = 0; i < n; i++) {
+        int failed = 0;
+        TIMED(i, {
+            WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
+            for (uint32_t k = 0; k < parts; k++)
+                W.CommandEncoderCopyBufferToBuffer(enc, c->read_src[1], k * slice, staging[k], 0, slice);
+            WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
+            W.CommandEncoderRelease(enc);
+            WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
+            W.CommandBufferRelease(cb);
+            for (uint32_t k = 0; k < parts; k++) {
+                memset(&maps[k], 0, sizeof maps[k]);
+                WGPUBufferMapCallbackInfo info = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
+                info.mode = WGPUCallbackMode_AllowProcessEvents;
+                info.callback = on_mapped;
+                info.userdata1 = &maps[k];
+                W.BufferMapAsync(staging[k], WGPUMapMode_Read, 0, (size_t)slice, info);
+            }
+            W.DevicePoll(c->device, 1, &idx);
+            for (uint32_t k = 0; k < parts; k++) {
+                if (!wait_flag(c, &maps[k].done, 60.0) || maps[k].status != WGPUMapAsyncStatus_Success) {
+                    failed = 1;
+                    continue;
+                }
+                const void *p = W.BufferGetConstMappedRange(staging[k], 0, (size_t)slice);
+                if (p != NULL) memcpy((char *)c->read_dst[1] + k * slice, p, (size_t)slice);
+                else failed = 1;
+                W.BufferUnmap(staging[k]);
+            }
+        });
+        if (failed) {
+            fail("mapping a slice's staging buffer failed");
+            return -1;
+        }
+    }
+    return checked(c, total);
 }
