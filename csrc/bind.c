@@ -57,13 +57,14 @@ static vn_status check_handle(const vn_pipeline *p, const vn_binding *b, const v
                        role, role_index, (unsigned long long)h->identity, b->group, b->binding, b->name,
                        kind_name(b->kind), have_s, miss_s, need_s);
     }
-    if (h->allocation_len < b->min_size)
+    if (h->allocation_len < b->binding_size)
         return vn_fail(VN_ERROR_BINDING,
                        "%s %zu (buffer %llu) for @group(%u) @binding(%u) `%s` has %llu bytes, but its declared type "
-                       "needs at least %llu. Fix: pass a buffer of at least %llu bytes.",
+                       "needs at least %llu%s. Fix: pass a buffer of at least %llu bytes.",
                        role, role_index, (unsigned long long)h->identity, b->group, b->binding, b->name,
-                       (unsigned long long)h->byte_len, (unsigned long long)b->min_size,
-                       (unsigned long long)b->min_size);
+                       (unsigned long long)h->byte_len, (unsigned long long)b->binding_size,
+                       b->binding_size > b->min_size ? " (one element of its runtime-sized array)" : "",
+                       (unsigned long long)b->binding_size);
     uint64_t max_binding = b->kind == VN_BINDING_UNIFORM ? p->device->limits.maxUniformBufferBindingSize
                                                          : p->device->limits.maxStorageBufferBindingSize;
     if (h->allocation_len > max_binding)
@@ -192,6 +193,23 @@ vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t inpu
                          outs_left ? output_count : input_count, outs_left ? "output" : "input",
                          outs_left ? next_out : next_in, outs_left ? "read_write" : "input",
                          used ? ": " : "", names, outs_left ? "output" : "input", outs_left ? next_out : next_in);
+        }
+    }
+    /* WebGPU's usage scopes: a buffer bound writable may not be bound anywhere else
+     * in the same dispatch. wgpu reports it only when the command buffer is
+     * finished; here it is an error at recording time, naming both bindings. */
+    for (size_t i = 0; i < n && st == VN_OK; i++) {
+        if (p->bindings[i].kind != VN_BINDING_STORAGE_READ_WRITE) continue;
+        for (size_t j = 0; j < n && st == VN_OK; j++) {
+            if (j == i || bound[j] != bound[i]) continue;
+            const vn_binding *a = &p->bindings[i], *b = &p->bindings[j];
+            st = vn_fail(VN_ERROR_BINDING,
+                         "buffer %llu is bound to @group(%u) @binding(%u) `%s` (%s) and to @group(%u) @binding(%u) "
+                         "`%s` (%s) of the same dispatch, but a writable storage binding may not share its buffer "
+                         "with any other binding. Fix: pass distinct buffers (copy the input first), or make the "
+                         "buffer one preserved read_write binding (compile(..., preserve=[\"%s\"])).",
+                         (unsigned long long)bound[i]->identity, a->group, a->binding, a->name, kind_name(a->kind),
+                         b->group, b->binding, b->name, kind_name(b->kind), a->name);
         }
     }
     vn_buffer *indirect = NULL;

@@ -179,6 +179,7 @@ typedef struct vn_binding {
     vn_binding_kind kind;
     bool preserve;
     uint64_t min_size;
+    uint64_t binding_size; /* the layout's minBindingSize: >= min_size */
     char *name;
 } vn_binding;
 

@@ -175,6 +175,7 @@ typedef struct vn_binding_desc {
     vn_binding_kind kind;
     uint32_t preserve;   /* read_write binding kept as in/out state: never cleared */
     uint64_t min_size;   /* bytes the declared type needs */
+    uint64_t binding_size; /* bytes wgpu requires (a runtime array counts one element) */
     const char *name;
 } vn_binding_desc;
 

@@ -159,6 +159,7 @@ class Pipeline(Handle):
             d = descs[i]
             d.group, d.binding, d.kind = b.group, b.binding, _KIND_CODES[b.kind]
             d.preserve, d.min_size, d.name = int(b.preserve), b.min_size, names[i]
+            d.binding_size = module.binding_sizes[i]
         const_items = list((constants or {}).items())
         const_names = [ffi.new("char[]", k.encode()) for k, _ in const_items]
         consts = ffi.new("vn_constant[]", max(len(const_items), 1))

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from .errors import ShaderError
@@ -67,6 +67,10 @@ class ModuleReflection:
     workgroup_size: tuple[int, int, int] | None
     bindings: list[Binding]
     overrides: dict[str, str]
+    #: per binding, the size wgpu itself requires (naga's rule: a runtime-sized array
+    #: counts one element). Declared in the bind-group layout, it spares wgpu a size
+    #: check on every dispatch; it is min_size for every fixed-size type.
+    binding_sizes: list[int] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- tokens
@@ -600,6 +604,21 @@ class _Module:
             line=t.line,
         )
 
+    def binding_size(self, t: _Type) -> int:
+        """The byte size wgpu requires of a buffer bound as ``t``: ``layout()``'s size,
+        except that a runtime-sized array counts one element (naga sizes it so)."""
+        size, align, fixed = self.layout(t)
+        if fixed:
+            return size
+        while t.name in self.aliases:
+            t = self._unalias(t)
+        if t.name == "array":
+            elem_size, elem_align, _ = self.layout(_type_of(t.args[0]))
+            return _round_up(elem_align, elem_size)
+        # a struct whose last member is the runtime-sized array: its fixed part, one
+        # element, rounded up to the struct's alignment
+        return _round_up(align, size + self.binding_size(self.structs[t.name][-1].type))
+
     def _component(self, t: _Type, suffix: str) -> int:
         if suffix:
             return _SCALAR_SIZE[_SHORTHAND[suffix]]
@@ -678,8 +697,8 @@ class _Module:
             names |= refs
         return names
 
-    def binding(self, var: _Var, entry: str) -> tuple[int, int, str, int]:
-        """(group, binding, kind, min_size) of a used buffer binding."""
+    def binding(self, var: _Var, entry: str) -> tuple[int, int, str, int, int]:
+        """(group, binding, kind, min_size, binding_size) of a used buffer binding."""
         if "group" not in var.attrs or "binding" not in var.attrs:
             raise ShaderError(
                 f"line {var.line}: `{var.name}` is used by entry point `{entry}` but has no"
@@ -710,7 +729,7 @@ class _Module:
                 " var<storage, read>, var<storage, read_write> or var<uniform>, with a type.",
                 line=var.line,
             )
-        return group, binding, kind, self.layout(var.type)[0]
+        return group, binding, kind, self.layout(var.type)[0], self.binding_size(var.type)
 
 
 def reflect(
@@ -736,11 +755,11 @@ def reflect(
     fn = module.entry(entry_point)
     workgroup_size = module.workgroup_size(entry_point, fn)
     used = module.used_names(entry_point)
-    found: list[tuple[int, int, str, str, int]] = []
+    found: list[tuple[int, int, str, str, int, int]] = []
     taken: dict[tuple[int, int], str] = {}
     for var in module.vars:
         if var.name in used and var.space not in ("workgroup", "private"):
-            group, binding, kind, size = module.binding(var, entry_point)
+            group, binding, kind, size, wgpu_size = module.binding(var, entry_point)
             other = taken.setdefault((group, binding), var.name)
             if other != var.name:
                 raise ShaderError(
@@ -749,9 +768,9 @@ def reflect(
                     " binding number.",
                     line=var.line,
                 )
-            found.append((group, binding, var.name, kind, size))
+            found.append((group, binding, var.name, kind, size, wgpu_size))
     found.sort()
-    read_write = [name for _, _, name, kind, _ in found if kind == "storage_read_write"]
+    read_write = [name for _, _, name, kind, _, _ in found if kind == "storage_read_write"]
     for name in preserve:
         if name not in read_write:
             kind_of = {f[2]: f[3] for f in found}
@@ -771,7 +790,7 @@ def reflect(
             preserve=name in preserve,
             min_size=size,
         )
-        for group, binding, name, kind, size in found
+        for group, binding, name, kind, size, _ in found
     ]
     overrides = {name: module.scalar_type(decl, name) for name, decl in module.overrides.items()}
-    return ModuleReflection(entry_point, workgroup_size, bindings, overrides)
+    return ModuleReflection(entry_point, workgroup_size, bindings, overrides, [f[5] for f in found])
