@@ -566,3 +566,20 @@ def test_size_expressions_evaluate_like_wgsl(a: int, b: int, c: int) -> None:
     expected = a * b + 3000 - int(a / c) + (b - a) * 2  # WGSL `/` truncates toward zero
     prelude = f"const A = {a}; const B = {b}; const C = {c};"
     assert size_of("array<u32, A * B + 3000 - A / C + (B - A) * 2>", prelude) == 4 * expected
+
+
+def test_binding_sizes_count_one_element_of_a_runtime_sized_array() -> None:
+    module = reflect(
+        """
+        struct Particles { count: u32, pad: vec3<u32>, items: array<vec4<f32>> }
+        struct Fixed { a: f32, b: vec3<f32> }
+        @group(0) @binding(0) var<storage, read> xs: array<vec3<f32>>;
+        @group(0) @binding(1) var<storage, read_write> ps: Particles;
+        @group(0) @binding(2) var<uniform> fixed: Fixed;
+        @compute @workgroup_size(1) fn main() { _ = xs[0]; _ = ps.count; _ = fixed.a; }
+        """
+    )
+    # pad (vec3, align 16) sits at 16..28, so items starts at 32: the fixed part
+    assert [b.min_size for b in module.bindings] == [0, 32, 32]
+    # vec3<f32> strides 16; Particles is its fixed 32 plus one 16-byte element
+    assert module.binding_sizes == [16, 48, 32]
