@@ -97,10 +97,10 @@ def info() -> int:
     dev = vn.Device()
     loaded, expected = vn.library_version()
     print(f"wgpu-native {loaded} (compiled against {expected})")
-    for key, value in dev.info.items():
-        print(f"{key:>14}: {value}")
-    for key, value in dev.limits.items():
-        print(f"{key:>40}: {value}")
+    for key, text in dev.info.items():
+        print(f"{key:>14}: {text}")
+    for key, number in dev.limits.items():
+        print(f"{key:>40}: {number}")
     dev.close()
     return 0
 

@@ -54,6 +54,7 @@ class Buffer(Handle):
     """
 
     _kind = "Buffer"
+    _device: Device
     byte_len: int
     allocation_len: int
     usage: BufferUsage
@@ -111,7 +112,8 @@ class Buffer(Handle):
 
     def read(self) -> bytes:
         """The buffer's ``byte_len`` bytes, after all work submitted before the call."""
-        return self.read_async().result()
+        result: bytes = self.read_async().result()
+        return result
 
     def read_async(self) -> Any:
         """Start reading the buffer back; returns a ``vn.PendingRead`` (``.result()`` completes it)."""

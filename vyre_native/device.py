@@ -61,6 +61,8 @@ class Device(Handle):
     """
 
     _kind = "Device"
+    #: the wgpu-py GPUDevice this one wraps (Device.from_wgpu), else absent
+    _wgpu_device: Any
 
     def __init__(self, power_preference: str | None = None, adapter: int | None = None) -> None:
         if power_preference not in _POWER:

@@ -22,6 +22,7 @@ class PrerecordedDispatch(Handle):
     """
 
     _kind = "PrerecordedDispatch"
+    _pipeline: Pipeline
 
     _lens: list[int] | None = None
 

@@ -116,6 +116,7 @@ class Pipeline(Handle):
     """
 
     _kind = "Pipeline"
+    _device: Device
     bindings: list[Binding]
     entry_point: str
     workgroup_size: tuple[int, int, int] | None

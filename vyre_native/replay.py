@@ -103,7 +103,8 @@ def mapped_bytes(read: Any) -> bytes:
     data = ffi.new("void **")
     check(lib.vn_pending_read_map(read, data))
     try:
-        return ffi.buffer(ffi.cast(_CHAR_P, data[0]), int(lib.vn_pending_read_len(read)))[:]
+        copied: bytes = ffi.buffer(ffi.cast(_CHAR_P, data[0]), int(lib.vn_pending_read_len(read)))[:]
+        return copied
     finally:
         lib.vn_pending_read_unmap(read)
 
@@ -149,13 +150,15 @@ class Recording(Handle):
     """
 
     _kind = "Recording"
+    _pipeline: Pipeline
+    _outputs: list[Buffer]
 
     @classmethod
     def _adopt(cls, pipeline: Pipeline, raw: Any) -> Recording:
         self = cls(ffi.gc(raw, lib.vn_recording_release))
         self._pipeline = pipeline
         self._replayed = False
-        self._outputs: list[Buffer] = []
+        self._outputs = []
         buf = ffi.new("vn_buffer **")
         for i in range(int(lib.vn_recording_output_count(raw))):
             check(lib.vn_recording_output(raw, i, buf))
