@@ -7,7 +7,11 @@
 #include "internal.h"
 
 struct vn_submission {
-    atomic_long refs;  /* the caller's, and the work-done callback's until it fires */
+    /* Two owners: the caller, and the work-done callback until it fires. Only the
+     * caller's owns a device reference: were the callback's to hold one too, a
+     * submission dropped unobserved would keep its device alive, and the device's
+     * release, which is what fires (or cancels) pending callbacks, would never come. */
+    atomic_long refs;
     atomic_int done;
     vn_device *device;
     uint64_t index;
@@ -19,12 +23,12 @@ struct vn_submission {
     bool times_read;
 };
 
+/* Frees the record only: it may run inside the work-done callback, during the
+ * device's own release, so it touches no wgpu object and no device. */
 static void submission_unref(vn_submission *s) {
     if (atomic_fetch_sub(&s->refs, 1) != 1) return;
-    vn_timing_release(&s->timing);
     free(s->times);
     pthread_mutex_destroy(&s->lock);
-    vn_device_unref(s->device);
     free(s);
     vn_live_add(VN_LIVE_SUBMISSION, -1);
 }
@@ -143,5 +147,10 @@ vn_status vn_submission_gpu_times(vn_submission *s, uint64_t *out, size_t capaci
 }
 
 void vn_submission_release(vn_submission *s) {
-    if (s != NULL) submission_unref(s);
+    if (s == NULL) return;
+    /* The caller's part: the timing resources and the device reference. */
+    vn_device *device = s->device;
+    vn_timing_release(&s->timing);
+    submission_unref(s);
+    vn_device_unref(device);
 }
