@@ -23,6 +23,7 @@ class PrerecordedDispatch(Handle):
 
     _kind = "PrerecordedDispatch"
     _pipeline: Pipeline
+    _index: Any
 
     _lens: list[int] | None = None
 
@@ -31,6 +32,9 @@ class PrerecordedDispatch(Handle):
         # Kept to the minimum: this runs once per launch on the pre-record path.
         self = cls(ffi.gc(raw, lib.vn_dispatch_release))
         self._pipeline = pipeline
+        # Only the one replay() that wins the C layer's exchange ever writes this,
+        # so threads racing on replay() cannot clash over it.
+        self._index = ffi.new("uint64_t *")
         return self
 
     @property
@@ -71,9 +75,14 @@ class PrerecordedDispatch(Handle):
         One C call (an atomic guard and a queue submit). Exactly one call ever
         succeeds, even when threads race; the others raise AlreadySubmittedError.
         """
-        index = ffi.new("uint64_t *")
-        check(lib.vn_dispatch_replay(self._live(), index))
-        return int(index[0])
+        ptr = self._ptr
+        if ptr is None:
+            self._live()  # raises ReleasedError
+        status = lib.vn_dispatch_replay(ptr, self._index)
+        if status:
+            check(status)
+        index: int = self._index[0]
+        return index
 
     def read_output(self, index: int) -> bytes:
         """Output ``index``'s bytes, once this recording's own submission has completed.
