@@ -152,6 +152,7 @@ vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, 
 
 vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity) {
     vn_status st = vn_buffer_check(buffer, "buffer.read");
+    if (st == VN_OK) st = vn_buffers_submittable(&buffer, 1, "buffer.read()");
     if (st != VN_OK) return st;
     if (!(buffer->usage & VN_USAGE_COPY_SRC))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,

@@ -122,7 +122,13 @@ struct vn_buffer {
     uint64_t allocation_len;
     uint64_t usage;
     uint64_t identity;
+    bool adopted;          /* made by another binding (vn_buffer_adopt) */
+    atomic_int foreign;    /* vn_foreign_state, for adopted buffers */
 };
+
+/* VN_OK, or VN_ERROR_BINDING when one of the buffers is mapped or destroyed by the
+ * binding it was adopted from (submitting it would abort the process). */
+vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const char *what);
 
 void vn_buffer_retain(vn_buffer *buffer);
 uint64_t vn_next_identity(void);
@@ -243,6 +249,7 @@ typedef struct vn_bound {
     uint32_t x, y, z;
     vn_buffer *indirect;   /* borrowed from buffers, NULL for a direct dispatch */
     uint64_t indirect_offset;
+    bool adopted;          /* some buffer is adopted: check vn_buffers_submittable */
 } vn_bound;
 
 vn_status vn_bound_resolve(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,

@@ -67,6 +67,8 @@ vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, vn_buffer **out) 
                        "Fix: create it with a size rounded up to 4 bytes.", (unsigned long long)size);
     }
     atomic_init(&b->refs, 1);
+    atomic_init(&b->foreign, VN_FOREIGN_USABLE);
+    b->adopted = true;
     vn_device_retain(device);
     b->device = device;
     b->identity = vn_next_identity();
@@ -82,4 +84,45 @@ vn_status vn_buffer_export(vn_buffer *buffer, uintptr_t *out) {
     wgpu.BufferAddRef(buffer->buffer);
     *out = (uintptr_t)buffer->buffer;
     return VN_OK;
+}
+
+void vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state state) {
+    if (buffer == NULL || !buffer->adopted) return;
+    /* Destroyed is final: a later unmap report must not make it usable again. */
+    if (atomic_load(&buffer->foreign) == VN_FOREIGN_DESTROYED) return;
+    atomic_store(&buffer->foreign, state);
+}
+
+vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const char *what) {
+    for (size_t i = 0; i < count; i++) {
+        const vn_buffer *b = buffers[i];
+        if (b == NULL || !b->adopted) continue;
+        int state = atomic_load(&b->foreign);
+        if (state == VN_FOREIGN_USABLE) continue;
+        return vn_fail(VN_ERROR_BINDING,
+                       "%s uses buffer %llu (adopted from wgpu-py), which wgpu-py has %s; wgpu-native would abort "
+                       "the process on submitting it. Fix: %s",
+                       what, (unsigned long long)b->identity, state == VN_FOREIGN_MAPPED ? "mapped" : "destroyed",
+                       state == VN_FOREIGN_MAPPED ? "unmap it in wgpu-py (buffer.unmap()) before replaying."
+                                                  : "record again with a live buffer.");
+    }
+    return VN_OK;
+}
+
+void vn_device_mark_lost(vn_device *device, const char *reason) {
+    if (device == NULL) return;
+    /* The write side of the life lock: no submit of ours is between its check and its
+     * queue call when this returns, and none starts afterwards. */
+    pthread_rwlock_wrlock(&device->submit_lock);
+    snprintf(device->lost_reason, sizeof device->lost_reason, "%s", reason ? reason : "destroyed by its owner");
+    atomic_store(&device->lost, 1);
+    pthread_rwlock_unlock(&device->submit_lock);
+}
+
+void vn_buffer_retain_for_watch(vn_buffer *buffer) {
+    if (buffer != NULL) vn_buffer_retain(buffer);
+}
+
+void vn_device_retain_for_watch(vn_device *device) {
+    if (device != NULL) vn_device_retain(device);
 }

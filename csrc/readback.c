@@ -223,6 +223,8 @@ vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_read_async: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
+    st = vn_buffers_submittable(&buffer, 1, "read_async()");
+    if (st != VN_OK) return st;
     if (!(buffer->usage & VN_USAGE_COPY_SRC))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
                        "read_async: buffer %llu has usage 0x%llx without COPY_SRC, so it cannot be copied out. Fix: "

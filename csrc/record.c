@@ -58,7 +58,9 @@ vn_status vn_dispatch_record(vn_pipeline *pipeline, vn_buffer *const *inputs, si
 vn_status vn_dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
     if (d == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "dispatch is NULL. Fix: pass a live PrerecordedDispatch.");
     vn_device *dev = d->bound.pipeline->device;
-    vn_status st = vn_submit_begin(dev, "replaying a pre-recorded dispatch");
+    vn_status st = VN_OK;
+    if (d->bound.adopted) st = vn_buffers_submittable(d->bound.buffers, d->bound.buffer_count, "replay()");
+    if (st == VN_OK) st = vn_submit_begin(dev, "replaying a pre-recorded dispatch");
     if (st != VN_OK) return st;
     /* Exactly one caller wins the exchange, however many threads race here. */
     int expected = DISPATCH_RECORDED;
@@ -106,6 +108,7 @@ static vn_status readable_output(vn_dispatch *d, int64_t index, vn_buffer **out)
     vn_status st = output_at(d, index, out);
     if (st != VN_OK) return st;
     st = vn_device_check((*out)->device, "reading an output");
+    if (st == VN_OK) st = vn_buffers_submittable(out, 1, "reading an output");
     if (st != VN_OK) return st;
     /* Reading before replay would return whatever the buffer held: refuse instead. */
     if (atomic_load(&d->state) != DISPATCH_SUBMITTED)

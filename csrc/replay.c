@@ -120,6 +120,9 @@ static void encode_sequence(const vn_sequence *s, WGPUCommandEncoder enc, uint32
 typedef struct encoder_job {
     uint32_t (*passes)(const void *what, uint32_t n, const vn_timing *t);
     void (*encode)(const void *what, WGPUCommandEncoder enc, uint32_t n, vn_timing *t);
+    /* VN_OK when no buffer it uses is mapped or destroyed by the binding it was
+     * adopted from (submitting one would abort the process). */
+    vn_status (*submittable)(const void *what);
 } encoder_job;
 
 /* Encode inside error scopes, then submit only a cleanly finished command buffer:
@@ -127,6 +130,7 @@ typedef struct encoder_job {
 static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const void *what, uint32_t n,
                                    vn_timing_mode mode, const char *label, vn_submission **out) {
     vn_status st = vn_device_check(dev, label);
+    if (st == VN_OK) st = job->submittable(what);
     if (st != VN_OK) return st;
     vn_timing timing;
     memset(&timing, 0, sizeof timing);
@@ -167,8 +171,29 @@ static uint32_t sequence_passes_cb(const void *s, uint32_t n, const vn_timing *t
 static void encode_sequence_cb(const void *s, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
     encode_sequence(s, enc, n, t);
 }
-static const encoder_job recording_job = {recording_passes_cb, encode_recording_cb};
-static const encoder_job sequence_job = {sequence_passes_cb, encode_sequence_cb};
+static vn_status bound_submittable(const vn_bound *b, const char *what) {
+    return b->adopted ? vn_buffers_submittable(b->buffers, b->buffer_count, what) : VN_OK;
+}
+static vn_status recording_submittable(const void *r) {
+    return bound_submittable(&((const vn_recording *)r)->bound, "Recording.replay()");
+}
+static vn_status sequence_submittable(const void *what) {
+    const vn_sequence *s = what;
+    vn_status st = VN_OK;
+    for (size_t i = 0; i < s->count && st == VN_OK; i++) {
+        const vn_step *step = &s->steps[i];
+        if (step->kind == STEP_DISPATCH) {
+            st = bound_submittable(&step->bound, "Sequence.replay()");
+        } else {
+            vn_buffer *const ends[2] = {step->src, step->dst};
+            st = vn_buffers_submittable(step->src != NULL ? ends : ends + 1, step->src != NULL ? 2 : 1,
+                                        "Sequence.replay()");
+        }
+    }
+    return st;
+}
+static const encoder_job recording_job = {recording_passes_cb, encode_recording_cb, recording_submittable};
+static const encoder_job sequence_job = {sequence_passes_cb, encode_sequence_cb, sequence_submittable};
 
 /* ---- recordings ------------------------------------------------------------------ */
 
@@ -415,7 +440,16 @@ static void encode_batch(const void *what, WGPUCommandEncoder enc, uint32_t n, v
     }
 }
 
-static const encoder_job batch_job = {batch_passes, encode_batch};
+static vn_status batch_submittable(const void *what) {
+    const batch *b = what;
+    vn_status st = VN_OK;
+    for (size_t i = 0; i < b->count && st == VN_OK; i++)
+        st = b->work[i].recording != NULL ? recording_submittable(b->work[i].recording)
+                                          : sequence_submittable(b->work[i].sequence);
+    return st;
+}
+
+static const encoder_job batch_job = {batch_passes, encode_batch, batch_submittable};
 
 /* True when work[i] is a sequence not listed earlier: a sequence submitted twice in
  * one batch is locked once (its mutex is not recursive). */

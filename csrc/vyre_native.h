@@ -243,6 +243,22 @@ vn_status vn_device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t devic
 vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, vn_buffer **out);
 /* The buffer's WGPUBuffer with one new reference, which the caller must release. */
 vn_status vn_buffer_export(vn_buffer *buffer, uintptr_t *out);
+/* What the other binding did to an adopted buffer: wgpu-native aborts the process
+ * on submitting work that uses a mapped or destroyed buffer, so the Python side
+ * reports its owner's map, unmap and destroy here, and every submit that would use
+ * such a buffer fails with VN_ERROR_BINDING instead. */
+typedef enum vn_foreign_state {
+    VN_FOREIGN_USABLE = 0,
+    VN_FOREIGN_MAPPED = 1,
+    VN_FOREIGN_DESTROYED = 2
+} vn_foreign_state;
+void vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state state);
+/* One more reference, for the watcher that reports the owner's calls. */
+void vn_buffer_retain_for_watch(vn_buffer *buffer);
+void vn_device_retain_for_watch(vn_device *device);
+/* The adopted device's owner is about to destroy it: later calls fail with
+ * VN_ERROR_DEVICE_LOST, and no submit of ours is in flight when this returns. */
+void vn_device_mark_lost(vn_device *device, const char *reason);
 
 /* ---- submissions (csrc/submission.c) ----------------------------------------- */
 

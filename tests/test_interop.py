@@ -73,6 +73,12 @@ def test_each_side_keeps_the_buffer_alive_after_the_other_lets_go(gpu_device) ->
     np.testing.assert_array_equal(np.frombuffer(adopted.read(), np.float32), data)
 
 
+def test_adopting_one_wgpu_buffer_again_gives_the_same_native_buffer(gpu_device) -> None:  # type: ignore[no-untyped-def]
+    wb = gpu_device.create_buffer(size=64, usage=STORAGE_RW)
+    first, second = vn.Buffer.from_wgpu(wb), vn.Buffer.from_wgpu(wb)
+    assert first is not second and first.allocation_identity == second.allocation_identity
+
+
 def test_adopted_buffers_leave_no_native_objects(gpu_device) -> None:  # type: ignore[no-untyped-def]
     dev = vn.Device.from_wgpu(gpu_device)
     gc.collect()
@@ -81,6 +87,10 @@ def test_adopted_buffers_leave_no_native_objects(gpu_device) -> None:  # type: i
     for _ in range(20):
         vn.Buffer.from_wgpu(wb).release()
         dev.upload(b"abcd" * 4).to_wgpu()
+    gc.collect()
+    # the adopted buffer's native record lives as long as the wgpu-py buffer it watches
+    assert vn.debug.live_objects()["buffers"] == before + 1
+    del wb
     gc.collect()
     assert vn.debug.live_objects()["buffers"] == before
 

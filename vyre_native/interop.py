@@ -68,8 +68,59 @@ def device_from_wgpu(cls: type[Device], gpu_device: Any) -> Device:
     )
     device = cls._from_native(out[0])
     device._wgpu_device = gpu_device
+    _watch_device(gpu_device, device)
     _adopted[key] = device
     return device
+
+
+# wgpu-native aborts the process on submitting work that uses a buffer mapped or
+# destroyed, or a device destroyed, and it offers no way to ask (wgpuBufferGetMapState
+# is unimplemented in 29). So the adopted wgpu-py objects report their own map,
+# unmap and destroy calls to the C layer, which then refuses such submits with a
+# typed error. Each watched object holds a C reference to the vn objects it reports to.
+_USABLE, _MAPPED, _DESTROYED = 0, 1, 2
+
+
+def _watch_buffer(gpu_buffer: Any, raw: Any) -> None:
+    """Make ``gpu_buffer``'s map_async / unmap / destroy report to the C buffer ``raw``.
+
+    One C buffer per wgpu-py buffer (see buffer_from_wgpu); the watcher's reference
+    keeps it as long as the wgpu-py buffer lives, which owns the same memory anyway.
+    The wrappers hold the wgpu-py object weakly, so no reference cycle delays its release.
+    """
+    lib.vn_buffer_retain_for_watch(raw)
+    watched = ffi.gc(raw, lib.vn_buffer_release)
+    lib.vn_buffer_set_foreign_state(watched, _MAPPED if str(gpu_buffer.map_state) != "unmapped" else _USABLE)
+    owner = weakref.ref(gpu_buffer)
+    cls = type(gpu_buffer)
+
+    def map_async(*args: Any, **kwargs: Any) -> Any:
+        lib.vn_buffer_set_foreign_state(watched, _MAPPED)  # a pending map aborts a submit too
+        return cls.map_async(owner(), *args, **kwargs)
+
+    def unmap() -> None:
+        cls.unmap(owner())
+        lib.vn_buffer_set_foreign_state(watched, _USABLE)
+
+    def destroy() -> None:
+        lib.vn_buffer_set_foreign_state(watched, _DESTROYED)
+        cls.destroy(owner())
+
+    gpu_buffer.__dict__.update(_vn_native=watched, map_async=map_async, unmap=unmap, destroy=destroy)
+
+
+def _watch_device(gpu_device: Any, device: Device) -> None:
+    raw = device._live()
+    lib.vn_device_retain_for_watch(raw)
+    watched = ffi.gc(raw, lib.vn_device_release)
+    owner = weakref.ref(gpu_device)
+    cls = type(gpu_device)
+
+    def destroy() -> None:
+        lib.vn_device_mark_lost(watched, b"destroyed through wgpu-py (GPUDevice.destroy())")
+        cls.destroy(owner())
+
+    gpu_device.destroy = destroy
 
 
 def buffer_from_wgpu(gpu_buffer: Any) -> Buffer:
@@ -83,9 +134,16 @@ def buffer_from_wgpu(gpu_buffer: Any) -> Buffer:
             "Fix: pass device.create_buffer(...)."
         )
     device = Device.from_wgpu(gpu_buffer._device)
+    existing = gpu_buffer.__dict__.get("_vn_native")
+    if existing is not None:
+        # Adopted before: the same C buffer (and so the same identity and watcher).
+        lib.vn_buffer_retain_for_watch(existing)
+        return Buffer._adopt(device, existing)
     out = ffi.new("vn_buffer **")
     check(lib.vn_buffer_adopt(device._live(), _address(wffi, gpu_buffer._internal), out))
-    return Buffer._adopt(device, out[0])
+    buffer = Buffer._adopt(device, out[0])
+    _watch_buffer(gpu_buffer, out[0])
+    return buffer
 
 
 def buffer_to_wgpu(buffer: Buffer) -> Any:
