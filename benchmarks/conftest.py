@@ -227,3 +227,18 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
             if k in os.environ
         },
     }
+
+
+@pytest.fixture(autouse=True)
+def _collect_garbage_first() -> Any:
+    """Start every benchmark with no garbage pending.
+
+    wgpu-py's poll thread polls the device (taking the GIL between polls) for as long
+    as any map token it handed out is alive, and a token caught in a reference cycle
+    lives until the collector runs: seen on the H200 as submits of *every* way in this
+    process, vyre_native's too, slowing several-fold in some runs and not others.
+    """
+    import gc
+
+    gc.collect()
+    yield
