@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from wgsl_kernels import DOUBLE
 
 import vyre_native as vn
 
@@ -34,17 +35,6 @@ U = vn.BufferUsage
 
 # ---------------------------------------------------------------- shaders
 
-# out[i] = inp[i] * 2 for every element of out.
-DOUBLE = """
-@group(0) @binding(0) var<storage, read> inp: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < arrayLength(&out)) { out[i] = inp[i] * 2.0; }
-}
-"""
 
 # A uniform first, then an output.
 SCALE = """

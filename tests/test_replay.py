@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 import pytest
+from wgsl_kernels import DOUBLE
 
 import vyre_native as vn
 
@@ -44,17 +45,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 """
 
-# out[i] = inp[i] * 2.
-DOUBLE = """
-@group(0) @binding(0) var<storage, read> inp: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < arrayLength(&out)) { out[i] = inp[i] * 2.0; }
-}
-"""
 
 # out[i] += inp[i] * 2 on a non-preserved output: the result shows whether out was
 # cleared before the launch (in*2) or kept what an earlier launch left (k*in*2).

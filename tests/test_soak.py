@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 import pytest
+from wgsl_kernels import DOUBLE
 
 import vyre_native as vn
 
@@ -38,16 +39,6 @@ WARMUP = 200
 RSS_BOUND = 32 * 1024 * 1024  # bytes of RSS growth allowed over the whole run
 N = 4096  # floats per buffer
 
-DOUBLE = """
-@group(0) @binding(0) var<storage, read> inp: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < arrayLength(&out)) { out[i] = inp[i] * 2.0; }
-}
-"""
 
 # state[i] += 1: in/out state when compiled with preserve=["state"]
 ACCUMULATE = """

@@ -1,0 +1,13 @@
+"""WGSL kernels several test files share (tests/ is on sys.path: see pyproject's pytest options)."""
+
+# out[i] = inp[i] * 2 for every element of out.
+DOUBLE = """
+@group(0) @binding(0) var<storage, read> inp: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i < arrayLength(&out)) { out[i] = inp[i] * 2.0; }
+}
+"""
