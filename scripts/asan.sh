@@ -29,6 +29,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 PYTHON=${PYTHON:-python}
+# Absolute: the script runs the interpreter from other directories too.
+if [[ "$PYTHON" == */* ]]; then PYTHON=$(realpath "$PYTHON"); fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vn-asan.XXXXXX")
 if [[ -z "${VN_ASAN_KEEP:-}" ]]; then
