@@ -25,4 +25,5 @@ fi
 # compiles against the very wgpu headers the environment will load at run time.
 .venv/bin/python -m pip install -q "scikit-build-core>=0.10" "cffi>=1.17" "wgpu==0.32.*" cmake ninja
 .venv/bin/python -m pip install -q --no-build-isolation ".[test]"
-echo "setup: ok ($(.venv/bin/python -c 'import vyre_native as vn; print("vyre_native", vn.__version__)'))"
+version=$(.venv/bin/python -I -c 'import vyre_native as vn; print("vyre_native", vn.__version__)')
+echo "setup: ok ($version)"
