@@ -1090,3 +1090,13 @@ def test_sequences_and_submits_release_return_live_counts_to_their_earlier_value
     after = vn.debug.live_objects()
     keys = LIVE_KEYS + ("sequences",)
     assert {k: after[k] for k in keys} == {k: before[k] for k in keys}
+
+
+def test_wait_with_a_timeout_that_is_not_a_number_raises_type_error(device: vn.Device) -> None:
+    sub = device.compile(ACCUMULATE, preserve=["acc"]).record([], [device.alloc(256)], workgroups=(1, 1, 1)).replay()
+    for bad in ("1", [1.0], True):
+        with pytest.raises(vn.WrongTypeError, match="Fix:"):
+            sub.wait(timeout=bad)  # type: ignore[arg-type]
+    with pytest.raises(vn.InvalidArgumentError, match="Fix:"):
+        sub.wait(timeout=float("nan"))
+    sub.wait()

@@ -57,12 +57,12 @@ class Submission:
 
     def wait(self, timeout: float | None = None) -> None:
         """Block (GIL released) until the work completes; TimeoutError after ``timeout`` seconds."""
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0
-        ):
-            raise InvalidArgumentError(
-                f"wait(timeout={timeout!r}): Fix: pass None or a number of seconds >= 0."
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))):
+            raise WrongTypeError(
+                f"wait(timeout={timeout!r}) is a {type(timeout).__name__}. Fix: pass None or a number of seconds."
             )
+        if timeout is not None and not timeout >= 0:  # also refuses NaN
+            raise InvalidArgumentError(f"wait(timeout={timeout!r}): Fix: pass None or a number of seconds >= 0.")
         check(lib.vn_submission_wait(self._ptr, -1.0 if timeout is None else float(timeout)))
 
     def _gpu_times(self) -> list[int]:
