@@ -150,20 +150,19 @@ typedef struct vn_timing {
     uint32_t next_pass;   /* while encoding */
     uint32_t queries;
     WGPUQuerySet query_set;
-    WGPUBuffer resolve;   /* QUERY_RESOLVE | COPY_SRC */
-    WGPUBuffer readback;  /* MAP_READ | COPY_DST */
+    WGPUBuffer resolve;   /* QUERY_RESOLVE | COPY_SRC: read back through vn_readback */
 } vn_timing;
 
 /* Begin a compute pass, with timestamp writes when timing (may be NULL) asks. */
 WGPUComputePassEncoder vn_begin_pass(WGPUCommandEncoder encoder, vn_timing *timing);
 /* Inside a scope: the query set and buffers for `passes` passes (nothing for NONE). */
 vn_status vn_timing_prepare(vn_device *device, vn_timing_mode mode, uint32_t passes, vn_timing *timing);
-/* After the passes: resolve the queries and copy them to the readback buffer. */
+/* After the passes: resolve the queries into the resolve buffer. */
 void vn_timing_resolve(vn_timing *timing, WGPUCommandEncoder encoder);
 void vn_timing_release(vn_timing *timing);
-/* Wait for submission `index`, then read the times (ns[0] total, ns[1..] per pass
- * in per-dispatch mode; ns holds 1 + passes values); *count gets how many. */
-vn_status vn_timing_read(vn_device *device, vn_timing *timing, uint64_t index, uint64_t *ns, size_t *count);
+/* Read the times once the timed submission has completed (ns[0] total, ns[1..] per
+ * pass in per-dispatch mode; ns holds 1 + passes values); *count gets how many. */
+vn_status vn_timing_read(vn_device *device, vn_timing *timing, uint64_t *ns, size_t *count);
 
 /* Submit one finished command buffer (holding the submit lock) and track its
  * completion; *out gets a submission the caller owns, which takes over the timing

@@ -135,7 +135,7 @@ vn_status vn_submission_gpu_times(vn_submission *s, uint64_t *out, size_t capaci
         if (s->times == NULL) s->times = calloc(cap, sizeof *s->times);
         if (s->times == NULL) st = vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate %zu times. Fix: free host memory.", cap);
         if (st == VN_OK) st = vn_device_check(s->device, "reading GPU times");
-        if (st == VN_OK) st = vn_timing_read(s->device, &s->timing, s->index, s->times, &s->time_count);
+        if (st == VN_OK) st = vn_timing_read(s->device, &s->timing, s->times, &s->time_count);
         if (st == VN_OK) s->times_read = true;
     }
     if (st == VN_OK) {

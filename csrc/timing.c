@@ -59,68 +59,31 @@ vn_status vn_timing_prepare(vn_device *dev, vn_timing_mode mode, uint32_t passes
     bd.size = 8ull * t->queries;
     bd.usage = WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc;
     t->resolve = wgpu.DeviceCreateBuffer(dev->device, &bd);
-    bd.usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
-    t->readback = wgpu.DeviceCreateBuffer(dev->device, &bd);
     return VN_OK;
 }
 
 void vn_timing_resolve(vn_timing *t, WGPUCommandEncoder encoder) {
     if (t == NULL || t->mode == VN_TIMING_NONE) return;
     wgpu.CommandEncoderResolveQuerySet(encoder, t->query_set, 0, t->queries, t->resolve, 0);
-    wgpu.CommandEncoderCopyBufferToBuffer(encoder, t->resolve, 0, t->readback, 0, 8ull * t->queries);
 }
 
 void vn_timing_release(vn_timing *t) {
     if (t->query_set) wgpu.QuerySetRelease(t->query_set);
     if (t->resolve) wgpu.BufferRelease(t->resolve);
-    if (t->readback) wgpu.BufferRelease(t->readback);
     memset(t, 0, sizeof *t);
 }
 
-struct map_wait {
-    atomic_int done;
-    WGPUMapAsyncStatus status;
-};
-
-static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *userdata1, void *userdata2) {
-    (void)message;
-    (void)userdata2;
-    struct map_wait *w = userdata1;
-    w->status = status;
-    atomic_store(&w->done, 1);
-}
-
-vn_status vn_timing_read(vn_device *dev, vn_timing *t, uint64_t index, uint64_t *ns, size_t *count) {
+vn_status vn_timing_read(vn_device *dev, vn_timing *t, uint64_t *ns, size_t *count) {
     *count = 0;
     if (t->mode == VN_TIMING_NONE) return VN_OK;
-    WGPUSubmissionIndex idx = index;
-    wgpu.DevicePoll(dev->device, 1, &idx);
-    struct map_wait w = {0};
-    WGPUBufferMapCallbackInfo info = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
-    info.mode = WGPUCallbackMode_AllowProcessEvents;
-    info.callback = on_mapped;
-    info.userdata1 = &w;
-    wgpu.BufferMapAsync(t->readback, WGPUMapMode_Read, 0, 8ull * t->queries, info);
-    if (!vn_process_until(dev->instance, dev->device, &w.done, 60.0)) {
-        /* Releasing the buffer cancels the map, which fires the callback now. */
-        wgpu.BufferRelease(t->readback);
-        t->readback = NULL;
-        t->mode = VN_TIMING_NONE;
-        return vn_fail(VN_ERROR_TIMEOUT, "reading GPU timestamps did not complete in 60 s. Fix: check the device.");
-    }
-    if (w.status != WGPUMapAsyncStatus_Success) {
-        vn_status st = vn_device_check(dev, "reading GPU timestamps");
-        return st != VN_OK ? st : vn_fail(VN_ERROR_INTERNAL, "mapping the timestamp buffer failed (status %d). Fix: retry.",
-                                          (int)w.status);
-    }
-    /* Held so the device cannot be destroyed while its buffer's range is read. */
-    vn_status st = vn_submit_begin(dev, "reading GPU timestamps");
-    if (st != VN_OK) return st;
-    const uint64_t *ticks = wgpu.BufferGetConstMappedRange(t->readback, 0, 8ull * t->queries);
-    if (ticks == NULL) {
-        wgpu.BufferUnmap(t->readback);
-        vn_submit_end(dev);
-        return vn_fail(VN_ERROR_INTERNAL, "the timestamp buffer has no readable range. Fix: retry.");
+    uint64_t *ticks = malloc(8ull * t->queries);
+    if (ticks == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate %u timestamps. Fix: free host memory.", t->queries);
+    /* The readback's copy is queued after the timed submission, so it sees the
+     * resolved queries; it also brings the device checks and the life lock. */
+    vn_status st = vn_readback(dev, t->resolve, 8ull * t->queries, ticks);
+    if (st != VN_OK) {
+        free(ticks);
+        return st;
     }
     double period = dev->timestamp_period > 0 ? dev->timestamp_period : 1.0;
     /* Ticks are per-adapter counters; a pair out of order (a driver quirk) reads 0. */
@@ -134,7 +97,6 @@ vn_status vn_timing_read(vn_device *dev, vn_timing *t, uint64_t index, uint64_t 
         *count = 1 + t->passes;
     }
 #undef VN_SPAN
-    wgpu.BufferUnmap(t->readback);
-    vn_submit_end(dev);
+    free(ticks);
     return VN_OK;
 }
