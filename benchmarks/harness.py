@@ -65,7 +65,10 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "borrowed_dispatch": ("borrowed dispatch end to end", "upload + record + replay + read back"),
     "recording_replay": ("Recording.replay() (re-encode + submit)", "encode + submit one dispatch"),
     "replay_n": ("Recording.replay(64), per launch", "one of 64 launches in one command buffer"),
-    "sequence_1000": ("sequence of 1000, per dispatch (host)", "one of 1000 dispatches in one pass, one submit"),
+    "sequence_1000": (
+        "sequence of 1000, per dispatch (host)",
+        "one of 1000 dispatches in one pass, one submit",
+    ),
     "sequence_1000_wait": (
         "sequence of 1000, per dispatch (done)",
         "one of 1000 dispatches in one pass, submit + wait",
@@ -235,6 +238,36 @@ def run_floor(
         if nbytes:
             info["bytes"] = nbytes
             info["gb_per_s"] = nbytes / info["per_op_ns"]
+
+
+def bench_wgpu_encode_submit(benchmark: Any, wgx: Any, rounds: Rounds, operation: str) -> None:
+    """wgpu-py encoding and submitting one dispatch per round (what vyre_native records)."""
+    encode, group, o, queue = wgx.encode, wgx.group, wgx.o, wgx.queue
+
+    def target() -> None:
+        queue.submit([encode(group, o)])
+
+    benchmark.pedantic(
+        target,
+        setup=Drainer(lambda: wgpu_wait(wgx)),
+        rounds=rounds.launch,
+        warmup_rounds=rounds.launch_warmup,
+    )
+    wgpu_wait(wgx)
+    record_python(benchmark, "wgpu-py", operation)
+
+
+def bench_floor_encode_submit(benchmark: Any, floor: Floor, rounds: Rounds, operation: str) -> None:
+    """The raw-C floor encoding and submitting one dispatch per operation."""
+    lib, ctx = floor.lib, floor.ctx
+    run_floor(
+        benchmark,
+        floor,
+        operation,
+        lambda n, s: lib.floor_encode_submit(ctx, n, s),
+        rounds.c_launch_ops,
+        rounds.c_launch_rounds,
+    )
 
 
 # ---- the raw-C floor -----------------------------------------------------------------------

@@ -14,7 +14,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from harness import BIG_READ, READ_PARTS, REPLAY_N, SEQUENCE_LEN, Drainer, record_python, run_floor, wgpu_wait
+from harness import (
+    BIG_READ,
+    READ_PARTS,
+    REPLAY_N,
+    SEQUENCE_LEN,
+    Drainer,
+    bench_floor_encode_submit,
+    bench_wgpu_encode_submit,
+    record_python,
+    run_floor,
+    wgpu_wait,
+)
 
 # ---- Recording.replay(): encode + submit from held state -------------------------------
 
@@ -31,32 +42,13 @@ def test_recording_replay_vyre_native(benchmark, vnx, rounds):
 
 @pytest.mark.benchmark(group="recording_replay")
 def test_recording_replay_wgpu_py(benchmark, wgx, rounds):
-    encode, group, o, queue = wgx.encode, wgx.group, wgx.o, wgx.queue
-
-    def target():
-        queue.submit([encode(group, o)])
-
-    benchmark.pedantic(
-        target,
-        setup=Drainer(lambda: wgpu_wait(wgx)),
-        rounds=rounds.launch,
-        warmup_rounds=rounds.launch_warmup,
-    )
-    wgpu_wait(wgx)
-    record_python(benchmark, "wgpu-py", "recording_replay")
+    # wgpu-py and raw C have no replayable recording: they encode + submit, as below
+    bench_wgpu_encode_submit(benchmark, wgx, rounds, "recording_replay")
 
 
 @pytest.mark.benchmark(group="recording_replay")
 def test_recording_replay_raw_c(benchmark, cfloor, rounds):
-    lib, ctx = cfloor.lib, cfloor.ctx
-    run_floor(
-        benchmark,
-        cfloor,
-        "recording_replay",
-        lambda n, s: lib.floor_encode_submit(ctx, n, s),
-        rounds.c_launch_ops,
-        rounds.c_launch_rounds,
-    )
+    bench_floor_encode_submit(benchmark, cfloor, rounds, "recording_replay")
 
 
 # ---- Recording.replay(64): many launches, one submit ----------------------------------

@@ -9,7 +9,15 @@ drained (untimed) every DRAIN_EVERY rounds so that it does not grow through the 
 from __future__ import annotations
 
 import pytest
-from harness import BURST, Drainer, record_python, run_floor, wgpu_wait
+from harness import (
+    BURST,
+    Drainer,
+    bench_floor_encode_submit,
+    bench_wgpu_encode_submit,
+    record_python,
+    run_floor,
+    wgpu_wait,
+)
 
 # ---- 3. replay: submit a pre-recorded command buffer ------------------------------------
 
@@ -187,29 +195,9 @@ def test_encode_submit_vyre_native(benchmark, vnx, rounds):
 
 @pytest.mark.benchmark(group="encode_submit")
 def test_encode_submit_wgpu_py(benchmark, wgx, rounds):
-    encode, group, o, queue = wgx.encode, wgx.group, wgx.o, wgx.queue
-
-    def target():
-        queue.submit([encode(group, o)])
-
-    benchmark.pedantic(
-        target,
-        setup=Drainer(lambda: wgpu_wait(wgx)),
-        rounds=rounds.launch,
-        warmup_rounds=rounds.launch_warmup,
-    )
-    wgpu_wait(wgx)
-    record_python(benchmark, "wgpu-py", "encode_submit")
+    bench_wgpu_encode_submit(benchmark, wgx, rounds, "encode_submit")
 
 
 @pytest.mark.benchmark(group="encode_submit")
 def test_encode_submit_raw_c(benchmark, cfloor, rounds):
-    lib, ctx = cfloor.lib, cfloor.ctx
-    run_floor(
-        benchmark,
-        cfloor,
-        "encode_submit",
-        lambda n, s: lib.floor_encode_submit(ctx, n, s),
-        rounds.c_launch_ops,
-        rounds.c_launch_rounds,
-    )
+    bench_floor_encode_submit(benchmark, cfloor, rounds, "encode_submit")
