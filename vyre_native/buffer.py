@@ -14,20 +14,20 @@ if TYPE_CHECKING:
 
 
 class BufferUsage(enum.IntFlag):
-    """WGPUBufferUsage bits. The default usage is ``DEFAULT``."""
+    """WGPUBufferUsage bits (the values of the C enum vn_buffer_usage). The default usage is ``DEFAULT``."""
 
-    MAP_READ = 0x1
-    MAP_WRITE = 0x2
-    COPY_SRC = 0x4
-    COPY_DST = 0x8
-    INDEX = 0x10
-    VERTEX = 0x20
-    UNIFORM = 0x40
-    STORAGE = 0x80
-    INDIRECT = 0x100
-    QUERY_RESOLVE = 0x200
+    MAP_READ = lib.VN_USAGE_MAP_READ
+    MAP_WRITE = lib.VN_USAGE_MAP_WRITE
+    COPY_SRC = lib.VN_USAGE_COPY_SRC
+    COPY_DST = lib.VN_USAGE_COPY_DST
+    INDEX = lib.VN_USAGE_INDEX
+    VERTEX = lib.VN_USAGE_VERTEX
+    UNIFORM = lib.VN_USAGE_UNIFORM
+    STORAGE = lib.VN_USAGE_STORAGE
+    INDIRECT = lib.VN_USAGE_INDIRECT
+    QUERY_RESOLVE = lib.VN_USAGE_QUERY_RESOLVE
     #: serves as any binding (storage, uniform, indirect) and copies both ways
-    DEFAULT = STORAGE | UNIFORM | INDIRECT | COPY_SRC | COPY_DST
+    DEFAULT = lib.VN_USAGE_DEFAULT
 
 
 def usage_bits(usage: BufferUsage | int | None) -> int:

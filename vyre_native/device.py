@@ -10,25 +10,15 @@ from ._lib import check, ffi, lib, load_library
 from .buffer import Buffer, BufferUsage, usage_bits
 from .errors import InvalidArgumentError, WrongTypeError
 
-_POWER = {None: 0, "default": 0, "low-power": 1, "high-performance": 2}
+_POWER = {
+    None: lib.VN_POWER_DEFAULT,
+    "default": lib.VN_POWER_DEFAULT,
+    "low-power": lib.VN_POWER_LOW,
+    "high-performance": lib.VN_POWER_HIGH,
+}
 
-_LIMIT_FIELDS = (
-    "max_buffer_size",
-    "max_storage_buffer_binding_size",
-    "max_uniform_buffer_binding_size",
-    "max_bind_groups",
-    "max_bindings_per_bind_group",
-    "max_storage_buffers_per_shader_stage",
-    "max_uniform_buffers_per_shader_stage",
-    "min_storage_buffer_offset_alignment",
-    "min_uniform_buffer_offset_alignment",
-    "max_compute_workgroup_storage_size",
-    "max_compute_invocations_per_workgroup",
-    "max_compute_workgroup_size_x",
-    "max_compute_workgroup_size_y",
-    "max_compute_workgroup_size_z",
-    "max_compute_workgroups_per_dimension",
-)
+# The fields of the C struct, in its order: the header is the one list of them.
+_LIMIT_FIELDS = tuple(name for name, _ in ffi.typeof("vn_limits").fields)
 
 
 def _info_dict(info: Any) -> dict[str, str]:

@@ -78,7 +78,7 @@ def device_from_wgpu(cls: type[Device], gpu_device: Any) -> Device:
 # is unimplemented in 29). So the adopted wgpu-py objects report their own map,
 # unmap and destroy calls to the C layer, which then refuses such submits with a
 # typed error. Each watched object holds a C reference to the vn objects it reports to.
-_USABLE, _MAPPED, _DESTROYED = 0, 1, 2
+_USABLE, _MAPPED, _DESTROYED = lib.VN_FOREIGN_USABLE, lib.VN_FOREIGN_MAPPED, lib.VN_FOREIGN_DESTROYED
 
 
 def _watch_buffer(gpu_buffer: Any, raw: Any) -> None:

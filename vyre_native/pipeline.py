@@ -17,7 +17,12 @@ from .replay import Recording
 if TYPE_CHECKING:
     from .device import Device
 
-_KIND_CODES = {"storage_read": 0, "storage_read_write": 1, "uniform": 2}
+_KIND_CODES = {
+    "storage_read": lib.VN_BINDING_STORAGE_READ,
+    "storage_read_write": lib.VN_BINDING_STORAGE_READ_WRITE,
+    "uniform": lib.VN_BINDING_UNIFORM,
+}
+_CACHE_FIELDS = tuple(name for name, _ in ffi.typeof("vn_cache_stats").fields)
 _U32_MAX = 0xFFFFFFFF
 _BUFFER_ARRAY = ffi.typeof("vn_buffer *[]")
 _LINE = re.compile(r"wgsl:(\d+):(\d+)")
@@ -205,7 +210,7 @@ class Pipeline(Handle):
         """Bind-group LRU counters: hits, misses, evictions, entries, capacity."""
         stats = ffi.new("vn_cache_stats *")
         check(lib.vn_pipeline_cache_stats(self._live(), stats))
-        return {k: int(getattr(stats, k)) for k in ("hits", "misses", "evictions", "entries", "capacity")}
+        return {k: int(getattr(stats, k)) for k in _CACHE_FIELDS}
 
     def prerecord_persistent_dispatch(
         self,

@@ -30,11 +30,11 @@ def _launches(n: Any, what: str) -> int:
 def _timing_mode(timing: Any) -> int:
     """replay(timing=...): False/None -> none, True -> total GPU time, "dispatch" -> per dispatch."""
     if timing is None or timing is False:
-        return 0
+        return int(lib.VN_TIMING_NONE)
     if timing is True:
-        return 1
+        return int(lib.VN_TIMING_TOTAL)
     if timing == "dispatch":
-        return 2
+        return int(lib.VN_TIMING_PER_DISPATCH)
     raise InvalidArgumentError(
         f"timing={timing!r} is not one of False, True, 'dispatch'. Fix: pass True for the total GPU time "
         "or 'dispatch' for each dispatch's time."
