@@ -232,6 +232,17 @@ vn_status vn_dispatch_read_output_async(vn_dispatch *dispatch, int64_t index, vn
  * submission has completed; *written gets the byte count. */
 vn_status vn_dispatch_read_output(vn_dispatch *dispatch, int64_t index, void *dst,
                                   uint64_t capacity, uint64_t *written);
+/* The borrowed form: make the buffers from host memory by the binding rule, then
+ * record as vn_dispatch_record does. Each read_write binding that is not preserved gets
+ * a new zeroed output of output_sizes[k] bytes (k counting those bindings), or of its
+ * declared min_size when output_sizes is NULL; every other binding, in (group, binding)
+ * order, takes the next host buffer (host[i], host_lens[i] bytes, copied), a preserved
+ * one among the outputs. The dispatch holds the buffers; the caller holds none. */
+vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline,
+                                      const void *const *host, const uint64_t *host_lens, size_t host_count,
+                                      const uint64_t *output_sizes, size_t output_size_count,
+                                      uint32_t x, uint32_t y, uint32_t z,
+                                      vn_dispatch **out);
 void vn_dispatch_release(vn_dispatch *dispatch);
 
 /* ---- interop with wgpu-py in the same process (csrc/interop.c) ---------------- */

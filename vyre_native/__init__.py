@@ -11,7 +11,7 @@ See README.md for the whole API and the error model.
 
 from __future__ import annotations
 
-from . import debug
+from . import debug, interop
 from .buffer import Buffer, BufferUsage
 from .device import Device, enumerate_adapters
 from .dispatch import PrerecordedDispatch
@@ -33,8 +33,11 @@ from .errors import (
     WrongTypeError,
 )
 from .pipeline import Pipeline
+from .readback import PendingRead
 from .reflect import Binding
-from .replay import PendingRead, Recording, Sequence, Submission
+from .replay import Recording
+from .sequence import Sequence
+from .submission import Submission
 
 __version__ = "0.1.0"
 
@@ -66,6 +69,7 @@ __all__ = [
     "WrongTypeError",
     "debug",
     "enumerate_adapters",
+    "interop",
     "library_version",
 ]
 

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Sequence as SequenceABC
+from typing import Any, ClassVar
 
-from ._handles import Handle, readable_bytes
+from ._handles import Handle
 from ._lib import check, ffi, lib, load_library
-from .buffer import Buffer, BufferUsage, usage_bits
-from .errors import InvalidArgumentError, WrongTypeError
+from ._marshal import to_choice, to_int, to_list, to_ptr, to_readable, to_timing, to_u64, to_usage
+from .buffer import Buffer, BufferUsage
+from .pipeline import Pipeline
+from .replay import Recording
+from .sequence import Sequence
+from .submission import Submission
 
 _POWER = {
     None: lib.VN_POWER_DEFAULT,
@@ -16,6 +21,7 @@ _POWER = {
     "low-power": lib.VN_POWER_LOW,
     "high-performance": lib.VN_POWER_HIGH,
 }
+_I32_MAX = 0x7FFFFFFF
 
 # The fields of the C struct, in its order: the header is the one list of them.
 _LIMIT_FIELDS = tuple(name for name, _ in ffi.typeof("vn_limits").fields)
@@ -51,26 +57,26 @@ class Device(Handle):
     """
 
     _kind = "Device"
+    _made_by = "vn.Device()"
     #: the wgpu-py GPUDevice this one wraps (Device.from_wgpu), else absent
     _wgpu_device: Any
+    _info: dict[str, str]
+    _limits: dict[str, int]
+
+    #: ``Device.from_wgpu(gpu_device)``: interop with wgpu-py, installed by
+    #: vyre_native.interop, which sits above this module.
+    from_wgpu: ClassVar[Callable[[Any], Device]]
 
     def __init__(self, power_preference: str | None = None, adapter: int | None = None) -> None:
-        if power_preference not in _POWER:
-            raise InvalidArgumentError(
-                f"power_preference={power_preference!r} is not one of None, 'low-power', 'high-performance'. "
-                "Fix: pass one of those."
-            )
-        if adapter is not None and (isinstance(adapter, bool) or not isinstance(adapter, int) or adapter < 0):
-            raise InvalidArgumentError(
-                f"adapter={adapter!r} is not an adapter index. Fix: pass an index into vn.enumerate_adapters()."
-            )
+        power = to_choice(power_preference, "power_preference", _POWER)
+        index = -1 if adapter is None else to_int(adapter, "adapter", 0, _I32_MAX, "an int32_t")
         load_library()
         out = ffi.new("vn_device **")
-        check(lib.vn_device_create(_POWER[power_preference], -1 if adapter is None else adapter, out))
+        check(lib.vn_device_create(power, index, out))
         self._init_native(out[0])
 
     def _init_native(self, raw: Any) -> None:
-        Handle.__init__(self, ffi.gc(raw, lib.vn_device_release))
+        self._ptr = ffi.gc(raw, lib.vn_device_release)
         info = ffi.new("vn_device_info *")
         check(lib.vn_device_get_info(raw, info))
         self._info = _info_dict(info)
@@ -83,17 +89,6 @@ class Device(Handle):
         self = cls.__new__(cls)
         self._init_native(raw)
         return self
-
-    @classmethod
-    def from_wgpu(cls, gpu_device: Any) -> Device:
-        """Wrap a wgpu-py ``GPUDevice`` (same wgpu-native in the process; a reference of its own).
-
-        The same GPUDevice always gives the same ``vn.Device``, so buffers adopted
-        from it bind together. ``Buffer.to_wgpu()`` works for buffers of such a device.
-        """
-        from .interop import device_from_wgpu
-
-        return device_from_wgpu(cls, gpu_device)
 
     # -- properties ------------------------------------------------------------------
 
@@ -138,54 +133,51 @@ class Device(Handle):
     # -- buffers -----------------------------------------------------------------------
 
     def upload(self, data: Any, usage: BufferUsage | int | None = None) -> Buffer:
-        """A new buffer holding a copy of ``data`` (any buffer-protocol object).
+        """A new buffer holding a copy of ``data`` (any buffer-protocol object of plain data).
 
         The bytes go from ``data``'s memory straight into a mapping of the new
         buffer (one memcpy, no intermediate Python copy).
         """
         ptr = self._live()
-        src, nbytes = readable_bytes(data, "upload")
+        src, nbytes = to_readable(data, "upload")
         out = ffi.new("vn_buffer **")
-        check(lib.vn_buffer_create(ptr, nbytes, usage_bits(usage), src, out))
+        check(lib.vn_buffer_create(ptr, nbytes, to_usage(usage, "upload usage"), src, out))
         return Buffer._adopt(self, out[0])
 
     def alloc(self, nbytes: int, usage: BufferUsage | int | None = None) -> Buffer:
         """A new zero-filled buffer of ``nbytes`` bytes."""
         ptr = self._live()
-        if isinstance(nbytes, bool) or not isinstance(nbytes, int):
-            raise WrongTypeError(
-                f"alloc({nbytes!r}): the size is a {type(nbytes).__name__}, not an int. Fix: pass a byte count."
-            )
-        if nbytes < 0:
-            raise InvalidArgumentError(
-                f"alloc({nbytes}): a size cannot be negative. Fix: pass a byte count >= 0."
-            )
-        if nbytes >= 1 << 64:
-            raise InvalidArgumentError(
-                f"alloc({nbytes}): the size does not fit 64 bits. Fix: pass a smaller size."
-            )
+        size, bits = to_u64(nbytes, "alloc nbytes"), to_usage(usage, "alloc usage")
         out = ffi.new("vn_buffer **")
-        check(lib.vn_buffer_create(ptr, nbytes, usage_bits(usage), ffi.NULL, out))
+        check(lib.vn_buffer_create(ptr, size, bits, ffi.NULL, out))
         return Buffer._adopt(self, out[0])
 
     # -- replay ----------------------------------------------------------------------
 
-    def sequence(self) -> Any:
+    def sequence(self) -> Sequence:
         """An empty ``vn.Sequence`` on this device."""
-        from .replay import Sequence
-
         out = ffi.new("vn_sequence **")
         check(lib.vn_sequence_create(self._live(), out))
-        return Sequence(self, out[0])
+        return Sequence._adopt(self, out[0])
 
-    def submit(self, work: Sequence[Any], timing: bool | str = False) -> Any:
+    def submit(self, work: SequenceABC[Recording | Sequence], timing: bool | str = False) -> Submission:
         """Encode recordings and sequences, in order, into one command buffer; one queue submit.
 
         Returns a ``vn.Submission``; ``timing`` as for ``Recording.replay``.
         """
-        from .replay import submit
-
-        return submit(self, work, timing)
+        ptr = self._live()
+        items = to_list(work, "submit() work", "a list of vn.Recording / vn.Sequence")
+        c_items = ffi.new("vn_work[]", max(len(items), 1))
+        pinned = [to_ptr(w, (Recording, Sequence), f"submit() work[{i}]") for i, w in enumerate(items)]
+        for i, w in enumerate(items):
+            if isinstance(w, Recording):
+                c_items[i].recording = pinned[i]
+            else:
+                c_items[i].sequence = pinned[i]
+        out = ffi.new("vn_submission **")
+        check(lib.vn_device_submit(ptr, c_items, len(items), to_timing(timing), out))
+        del pinned  # held until the call returned
+        return Submission._adopt(out[0])
 
     @property
     def timestamps(self) -> bool:
@@ -199,10 +191,8 @@ class Device(Handle):
         wgsl: str,
         entry_point: str = "main",
         preserve: Iterable[str] = (),
-        indirect: Sequence[Any] | None = None,
+        indirect: SequenceABC[Any] | None = None,
         constants: Mapping[str, float | int | bool] | None = None,
-    ) -> Any:
+    ) -> Pipeline:
         """Compile a WGSL compute entry point into a ``vn.Pipeline``; see ``Pipeline``."""
-        from .pipeline import Pipeline
-
-        return Pipeline._compile(self, wgsl, entry_point, tuple(preserve), indirect, constants)
+        return Pipeline._compile(self, wgsl, entry_point, preserve, indirect, constants)
