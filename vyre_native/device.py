@@ -68,6 +68,7 @@ class Device(Handle):
     from_wgpu: ClassVar[Callable[[Any], Device]]
 
     def __init__(self, power_preference: str | None = None, adapter: int | None = None) -> None:
+        self._ptr = None  # a closed device until the C one exists
         power = to_choice(power_preference, "power_preference", _POWER)
         index = -1 if adapter is None else to_int(adapter, "adapter", 0, _I32_MAX, "an int32_t")
         load_library()
