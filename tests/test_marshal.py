@@ -241,6 +241,11 @@ def test_a_single_name_where_a_list_of_names_is_expected_is_a_typed_error(device
     typed(lambda: device.compile(DOUBLE, preserve="out"), vn.WrongTypeError, "['out']")
 
 
+def test_preserve_takes_names_from_any_iterable(device: vn.Device) -> None:
+    for names in (["out"], ("out",), {"out"}, (n for n in ["out"])):
+        assert [b.preserve for b in device.compile(DOUBLE, preserve=names).bindings] == [False, True]
+
+
 @pytest.mark.parametrize(
     "call",
     [

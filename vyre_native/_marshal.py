@@ -21,7 +21,7 @@ import operator
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ._handles import Handle
@@ -279,13 +279,16 @@ def to_path(value: Any, what: str) -> bytes:
 
 
 def to_str_tuple(value: Any, what: str) -> tuple[str, ...]:
-    """A sequence of names (a single str is refused: it is a sequence of one-letter names)."""
-    if isinstance(value, str):
-        raise wrong_type(what, value, "a list of names", f"pass a list, e.g. {what}=[{value!r}].")
-    items = to_list(value, what, "a list of names")
-    for i, item in enumerate(items):
-        to_utf8(item, f"{what}[{i}]")
-    return tuple(items)
+    """Names from any iterable of str (a single str is refused: it is an iterable of
+    one-letter names)."""
+    if isinstance(value, (str, bytes, bytearray, memoryview)) or not isinstance(value, Iterable):
+        wanted = "a list of names"
+        fix = f"pass a list, e.g. {what}=[{value!r}]." if isinstance(value, str) else f"pass {wanted}."
+        raise wrong_type(what, value, wanted, fix)
+    names = tuple(value)
+    for i, name in enumerate(names):
+        to_utf8(name, f"{what}[{i}]")
+    return names
 
 
 # ---- sequences and handles --------------------------------------------------------------------

@@ -56,9 +56,10 @@ class Recording(Handle):
 
     def _output(self, index: Any) -> Buffer:
         """Output ``index``'s buffer; C says whether the index names one."""
-        buf = ffi.new("vn_buffer **")
+        ptr = self._live()
         i = to_index(index, "output index")
-        check(lib.vn_recording_output(self._live(), i, buf))
+        buf = ffi.new("vn_buffer **")
+        check(lib.vn_recording_output(ptr, i, buf))
         lib.vn_buffer_release(buf[0])  # the reference C gave; self._outputs holds the handle
         return self._outputs[i]
 

@@ -52,8 +52,8 @@ class Sequence(Handle):
     ) -> Sequence:
         """Append a dispatch (same binding rules and checks as ``prerecord_persistent_dispatch``)."""
         ptr = self._live()
-        pipe = to_ptr(pipeline, Pipeline, "Sequence.add pipeline")
         args, pinned = dispatch_args(inputs, outputs, params, workgroups)
+        pipe = to_ptr(pipeline, Pipeline, "Sequence.add pipeline")
         check(lib.vn_sequence_add(ptr, pipe, *args, to_bool(clear_outputs, "clear_outputs")))
         del pinned  # held until the call returned
         return self
