@@ -216,7 +216,7 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
         "python_version": platform.python_version(),
         "host_cpu": harness.host_cpu(),
         "date": datetime.date.today().isoformat(),
-        "datetime_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "datetime_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "quick": harness.SESSION.get("quick", False),
         "wgpu_py": harness.SESSION.get("wgpu_py"),
         "raw_c": harness.SESSION.get("raw_c"),

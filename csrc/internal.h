@@ -87,6 +87,10 @@ void vn_device_retain(vn_device *device);
 /* A fresh record's refcount (1), locks and live count. */
 void vn_device_init_locks(vn_device *device);
 void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out);
+/* features.c: the name of a WGPUFeatureName / WGPUNativeFeature, NULL if unknown; and an
+ * adapter's features as space-separated names (unknown ones as hex) into out. */
+const char *vn_feature_name(uint32_t id);
+void vn_describe_features(WGPUAdapter adapter, char *out, size_t capacity);
 void vn_device_unref(vn_device *device);
 /* VN_OK, VN_ERROR_RELEASED (closed) or VN_ERROR_DEVICE_LOST, with a message naming `what`. */
 vn_status vn_device_check(const vn_device *device, const char *what);

@@ -41,21 +41,53 @@ def _info_dict(info: Any) -> dict[str, str]:
     }
 
 
-def enumerate_adapters() -> list[dict[str, str]]:
-    """Every adapter wgpu-native sees, as ``Device.info`` dicts; pass an index as ``Device(adapter=i)``."""
+def _backend_arg(backend: str | None) -> Any:
+    """The C value of a ``backend=`` argument: NULL, or the name as UTF-8 (C checks the name)."""
+    if backend is None:
+        return ffi.NULL
+    if not isinstance(backend, str):
+        raise WrongTypeError(
+            f"backend={backend!r} is a {type(backend).__name__}, not a str. "
+            'Fix: pass "vulkan", "metal", "dx12" or "gl", or None for the platform\'s primary backends.'
+        )
+    try:
+        return backend.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgumentError(
+            f'backend={backend!r} is not valid UTF-8 text. Fix: pass "vulkan", "metal", "dx12" or "gl".'
+        ) from None
+
+
+def adapters_with_features(backend: str | None = None) -> list[tuple[dict[str, str], frozenset[str]]]:
+    """Each adapter of ``backend`` as (``Device.info`` dict, the names of its features)."""
     load_library()
+    name = _backend_arg(backend)
     count = ffi.new("size_t *")
-    check(lib.vn_enumerate_adapters(ffi.NULL, 0, count))
+    check(lib.vn_enumerate_adapters(name, ffi.NULL, 0, count))
     infos = ffi.new("vn_device_info[]", max(int(count[0]), 1))
-    check(lib.vn_enumerate_adapters(infos, int(count[0]), count))
-    return [_info_dict(infos[i]) for i in range(int(count[0]))]
+    check(lib.vn_enumerate_adapters(name, infos, int(count[0]), count))
+    found = min(int(count[0]), len(infos))
+    return [
+        (_info_dict(infos[i]), frozenset(ffi.string(infos[i].features).decode().split()))
+        for i in range(found)
+    ]
+
+
+def enumerate_adapters(backend: str | None = None) -> list[dict[str, str]]:
+    """Every adapter wgpu-native sees on ``backend`` (default: the platform's primary
+    backends, Vulkan / Metal / DX12, never the OpenGL fallback unless ``backend="gl"``),
+    as ``Device.info`` dicts; pass an index as ``Device(adapter=i, backend=...)``."""
+    return [info for info, _ in adapters_with_features(backend)]
 
 
 class Device(Handle):
     """A GPU device with the adapter's own limits (not WebGPU's defaults).
 
     ``Device(power_preference=None | "low-power" | "high-performance")`` picks the
-    default adapter; ``Device(adapter=i)`` the i-th of ``vn.enumerate_adapters()``. Creating one costs milliseconds (adapter and device requests);
+    default adapter; ``Device(adapter=i)`` the i-th of ``vn.enumerate_adapters()``.
+    ``backend`` is ``"vulkan"``, ``"metal"``, ``"dx12"`` or ``"gl"``; the default is the
+    platform's primary backends (never wgpu's OpenGL fallback), and ``info["backend"]``
+    says which one runs. Creating one costs milliseconds (adapter and device requests);
     make one and keep it. ``close()`` (or leaving a ``with`` block) makes it and
     everything created on it unusable: later calls raise ``ReleasedError``.
     """
@@ -64,7 +96,9 @@ class Device(Handle):
     #: the wgpu-py GPUDevice this one wraps (Device.from_wgpu), else absent
     _wgpu_device: Any
 
-    def __init__(self, power_preference: str | None = None, adapter: int | None = None) -> None:
+    def __init__(
+        self, power_preference: str | None = None, adapter: int | None = None, backend: str | None = None
+    ) -> None:
         if power_preference not in _POWER:
             raise InvalidArgumentError(
                 f"power_preference={power_preference!r} is not one of None, 'low-power', 'high-performance'. "
@@ -76,7 +110,8 @@ class Device(Handle):
             )
         load_library()
         out = ffi.new("vn_device **")
-        check(lib.vn_device_create(_POWER[power_preference], -1 if adapter is None else adapter, out))
+        name = _backend_arg(backend)
+        check(lib.vn_device_create(_POWER[power_preference], -1 if adapter is None else adapter, name, out))
         self._init_native(out[0])
 
     def _init_native(self, raw: Any) -> None:
