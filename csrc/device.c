@@ -1,31 +1,23 @@
 /* device.c - adapter and device creation, error scopes, waits, loss and release. */
 #include <ctype.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 
 /* ---- callback plumbing ------------------------------------------------------- */
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* wgpu-native fires AllowProcessEvents callbacks from wgpuInstanceProcessEvents or
  * a device poll; drive both until `flag` is set, giving up after `limit_s`. */
 bool vn_process_until(WGPUInstance instance, WGPUDevice device, atomic_int *flag, double limit_s) {
-    double deadline = now_seconds() + limit_s;
+    double deadline = vn_monotonic_seconds() + limit_s;
     while (!atomic_load(flag)) {
         if (device != NULL) wgpu.DevicePoll(device, 0, NULL);
         wgpu.InstanceProcessEvents(instance);
         if (atomic_load(flag)) break;
-        if (now_seconds() > deadline) return false;
-        sched_yield();
+        if (vn_monotonic_seconds() > deadline) return false;
+        vn_yield();
     }
     return true;
 }
@@ -66,10 +58,10 @@ static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStr
 
 void vn_device_init_locks(vn_device *dev) {
     atomic_init(&dev->refs, 1);
-    pthread_mutex_init(&dev->scope_lock, NULL);
-    pthread_rwlock_init(&dev->submit_lock, NULL);
-    pthread_mutex_init(&dev->staging_lock, NULL);
-    pthread_mutex_init(&dev->pipelines_lock, NULL);
+    vn_mutex_init(&dev->scope_lock);
+    vn_rwlock_init(&dev->submit_lock);
+    vn_mutex_init(&dev->staging_lock);
+    vn_mutex_init(&dev->pipelines_lock);
     vn_live_add(VN_LIVE_DEVICE, 1);
 }
 
@@ -88,7 +80,7 @@ static void on_device_lost(WGPUDevice const *device, WGPUDeviceLostReason reason
  * call in scopes, so this is a backstop: it must exist, because without it
  * wgpu-native treats the error as fatal and aborts the process. The message is
  * kept for the calling thread; vn_scope_end and the submit paths report it. */
-static _Thread_local struct {
+static VN_THREAD_LOCAL struct {
     WGPUErrorType type;
     char message[1536];
 } uncaptured;
@@ -233,10 +225,10 @@ void vn_device_unref(vn_device *device) {
     if (device->device) wgpu.DeviceRelease(device->device);
     if (device->adapter) wgpu.AdapterRelease(device->adapter);
     if (device->instance) wgpu.InstanceRelease(device->instance);
-    pthread_mutex_destroy(&device->scope_lock);
-    pthread_rwlock_destroy(&device->submit_lock);
-    pthread_mutex_destroy(&device->staging_lock);
-    pthread_mutex_destroy(&device->pipelines_lock);
+    vn_mutex_destroy(&device->scope_lock);
+    vn_rwlock_destroy(&device->submit_lock);
+    vn_mutex_destroy(&device->staging_lock);
+    vn_mutex_destroy(&device->pipelines_lock);
     free(device);
     vn_live_add(VN_LIVE_DEVICE, -1);
 }
@@ -435,24 +427,24 @@ vn_status vn_device_destroy(vn_device *device) {
     if (st != VN_OK) return st;
     /* Exclusive: no submit is between its check and its queue call while the
      * device goes away (wgpu-native aborts on a submit to a destroyed device). */
-    pthread_rwlock_wrlock(&device->submit_lock);
+    vn_rwlock_write_lock(&device->submit_lock);
     snprintf(device->lost_reason, sizeof device->lost_reason, "destroyed by Device.destroy()");
     atomic_store(&device->lost, 1);
-    pthread_mutex_lock(&device->scope_lock);
+    vn_mutex_lock(&device->scope_lock);
     wgpu.DeviceDestroy(device->device);
-    pthread_mutex_unlock(&device->scope_lock);
-    pthread_rwlock_unlock(&device->submit_lock);
+    vn_mutex_unlock(&device->scope_lock);
+    vn_rwlock_write_unlock(&device->submit_lock);
     return VN_OK;
 }
 
 vn_status vn_submit_begin(vn_device *device, const char *what) {
-    pthread_rwlock_rdlock(&device->submit_lock);
+    vn_rwlock_read_lock(&device->submit_lock);
     vn_status st = vn_device_check(device, what);
-    if (st != VN_OK) pthread_rwlock_unlock(&device->submit_lock);
+    if (st != VN_OK) vn_rwlock_read_unlock(&device->submit_lock);
     return st;
 }
 
-void vn_submit_end(vn_device *device) { pthread_rwlock_unlock(&device->submit_lock); }
+void vn_submit_end(vn_device *device) { vn_rwlock_read_unlock(&device->submit_lock); }
 
 void vn_device_close(vn_device *device) {
     if (device != NULL) atomic_store(&device->closed, 1);
@@ -493,7 +485,7 @@ static void on_pop(WGPUPopErrorScopeStatus status, WGPUErrorType type, WGPUStrin
 }
 
 void vn_scope_begin(vn_device *device) {
-    pthread_mutex_lock(&device->scope_lock);
+    vn_mutex_lock(&device->scope_lock);
     uncaptured.type = WGPUErrorType_NoError;
     /* wgpu-native 29 panics on WGPUErrorFilter_Internal ("invalid error filter"), so
      * internal errors reach the uncaptured-error backstop instead. */
@@ -520,7 +512,7 @@ vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation
         wgpu.DevicePopErrorScope(device->device, cb);
         vn_process_until(device->instance, NULL, &results[i].done, 10.0);
     }
-    pthread_mutex_unlock(&device->scope_lock);
+    vn_mutex_unlock(&device->scope_lock);
     for (int i = 0; i < 2; i++) {
         struct scope_result *r = &results[i];
         if (!atomic_load(&r->done)) continue;

@@ -1,5 +1,5 @@
 /* Every wgpu-native function the C layer calls, once. loader.c expands this list
- * into the function table's fields and into the dlsym calls that fill them, so a
+ * into the function table's fields and into the vn_dl_sym calls that fill them, so a
  * function used anywhere is guaranteed to be resolved at load time. */
 VN_WGPU_FN(GetVersion)
 VN_WGPU_FN(CreateInstance)
