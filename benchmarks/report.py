@@ -493,7 +493,7 @@ def main(argv: list[str]) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     report["generated"] = {
         "by": "benchmarks/report.py",
-        "at_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "at_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "argv": argv + (["--"] + pytest_args if pytest_args else []),
         "python": platform.python_version(),
         **source,

@@ -79,6 +79,9 @@ typedef struct vn_device_info {
     char driver[256];
     uint32_t vendor_id;
     uint32_t device_id;
+    /* The adapter's features, space-separated, in WebGPU's spelling ("shader-f16",
+     * "timestamp-query") and wgpu-py's for wgpu-native's own ("subgroup", "shader-f64"). */
+    char features[2048];
 } vn_device_info;
 
 /* The device's limits that matter for compute (the adapter's own limits). */
@@ -100,11 +103,17 @@ typedef struct vn_limits {
     uint32_t max_compute_workgroups_per_dimension;
 } vn_limits;
 
-/* adapter_index < 0: the default adapter for power_preference; otherwise the
- * adapter at that index of vn_enumerate_adapters (power_preference ignored). */
-vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, vn_device **out);
-/* Describe up to `capacity` adapters into out; *count gets how many exist. */
-vn_status vn_enumerate_adapters(vn_device_info *out, size_t capacity, size_t *count);
+/* backend: NULL for the platform's primary backends (Vulkan, Metal, DX12; never wgpu's
+ * OpenGL fallback unless named), or one of "vulkan", "metal", "dx12" ("d3d12"), "gl"
+ * ("opengl"), any case; anything else is VN_ERROR_INVALID_ARGUMENT naming the choices.
+ * adapter_index < 0: the default adapter of those backends for power_preference;
+ * otherwise the adapter at that index of vn_enumerate_adapters(backend) (power_preference
+ * ignored). */
+vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, const char *backend,
+                           vn_device **out);
+/* Describe up to `capacity` adapters of `backend` (as for vn_device_create) into out;
+ * *count gets how many exist. */
+vn_status vn_enumerate_adapters(const char *backend, vn_device_info *out, size_t capacity, size_t *count);
 vn_status vn_device_get_info(const vn_device *device, vn_device_info *out);
 vn_status vn_device_get_limits(const vn_device *device, vn_limits *out);
 /* 1 when the device can time GPU work (timestamp queries), else 0. */

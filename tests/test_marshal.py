@@ -378,8 +378,10 @@ LONE = "\ud800"
         lambda d: d.compile(DOUBLE, preserve=["o" + LONE]),
         lambda d: d.compile(DOUBLE, constants={"k" + LONE: 1.0}),
         lambda d: d.compile(DOUBLE, indirect=("a" + LONE, 0)),
+        lambda d: vn.Device(backend="vulkan" + LONE),
+        lambda d: vn.enumerate_adapters(backend="vulkan" + LONE),
     ],
-    ids=["wgsl", "entry_point", "preserve", "constants_key", "indirect_name"],
+    ids=["wgsl", "entry_point", "preserve", "constants_key", "indirect_name", "backend", "enumerate_backend"],
 )
 def test_text_with_a_lone_surrogate_is_a_typed_value_error(device: vn.Device, call: Any) -> None:
     typed(lambda: call(device), vn.InvalidArgumentError, "surrogate", "'\\ud800'")
@@ -607,7 +609,7 @@ def test_a_borrowed_dispatch_made_in_c_holds_no_python_buffers(kit: Kit) -> None
 # vyre_native's modules, lowest first. A module may import only modules of lower
 # rows at run time (imports under `if TYPE_CHECKING:` are annotations only).
 LAYERS = [
-    ["_native"],
+    ["_native", "_version"],
     ["errors"],
     ["_handles"],
     ["_marshal"],

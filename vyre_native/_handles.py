@@ -13,12 +13,9 @@ copied, since what they own is memory and state of this process's GPU device.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Self
 
 from .errors import ReleasedError, WrongTypeError
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
 
 class Handle:

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from ._handles import Handle
 from ._lib import check, ffi, lib, load_library
-from ._marshal import to_choice, to_int, to_list, to_ptr, to_readable, to_timing, to_u64, to_usage
+from ._marshal import to_choice, to_int, to_list, to_ptr, to_readable, to_timing, to_u64, to_usage, to_utf8
 from .buffer import Buffer, BufferUsage
 from .pipeline import Pipeline
 from .replay import Recording
@@ -37,21 +37,41 @@ def _info_dict(info: Any) -> dict[str, str]:
     }
 
 
-def enumerate_adapters() -> list[dict[str, str]]:
-    """Every adapter wgpu-native sees, as ``Device.info`` dicts; pass an index as ``Device(adapter=i)``."""
+def _backend_arg(backend: Any) -> Any:
+    """The C value of a ``backend=`` argument: NULL, or the name as UTF-8 (C checks the name)."""
+    return ffi.NULL if backend is None else to_utf8(backend, "backend")
+
+
+def adapters_with_features(backend: str | None = None) -> list[tuple[dict[str, str], frozenset[str]]]:
+    """Each adapter of ``backend`` as (``Device.info`` dict, the names of its features)."""
+    name = _backend_arg(backend)
     load_library()
     count = ffi.new("size_t *")
-    check(lib.vn_enumerate_adapters(ffi.NULL, 0, count))
+    check(lib.vn_enumerate_adapters(name, ffi.NULL, 0, count))
     infos = ffi.new("vn_device_info[]", max(int(count[0]), 1))
-    check(lib.vn_enumerate_adapters(infos, int(count[0]), count))
-    return [_info_dict(infos[i]) for i in range(int(count[0]))]
+    check(lib.vn_enumerate_adapters(name, infos, int(count[0]), count))
+    found = min(int(count[0]), len(infos))
+    return [
+        (_info_dict(infos[i]), frozenset(ffi.string(infos[i].features).decode().split()))
+        for i in range(found)
+    ]
+
+
+def enumerate_adapters(backend: str | None = None) -> list[dict[str, str]]:
+    """Every adapter wgpu-native sees on ``backend`` (default: the platform's primary
+    backends, Vulkan / Metal / DX12, never the OpenGL fallback unless ``backend="gl"``),
+    as ``Device.info`` dicts; pass an index as ``Device(adapter=i, backend=...)``."""
+    return [info for info, _ in adapters_with_features(backend)]
 
 
 class Device(Handle):
     """A GPU device with the adapter's own limits (not WebGPU's defaults).
 
     ``Device(power_preference=None | "low-power" | "high-performance")`` picks the
-    default adapter; ``Device(adapter=i)`` the i-th of ``vn.enumerate_adapters()``. Creating one costs milliseconds (adapter and device requests);
+    default adapter; ``Device(adapter=i)`` the i-th of ``vn.enumerate_adapters()``.
+    ``backend`` is ``"vulkan"``, ``"metal"``, ``"dx12"`` or ``"gl"``; the default is the
+    platform's primary backends (never wgpu's OpenGL fallback), and ``info["backend"]``
+    says which one runs. Creating one costs milliseconds (adapter and device requests);
     make one and keep it. ``close()`` (or leaving a ``with`` block) makes it and
     everything created on it unusable: later calls raise ``ReleasedError``.
     """
@@ -67,13 +87,16 @@ class Device(Handle):
     #: vyre_native.interop, which sits above this module.
     from_wgpu: ClassVar[Callable[[Any], Device]]
 
-    def __init__(self, power_preference: str | None = None, adapter: int | None = None) -> None:
+    def __init__(
+        self, power_preference: str | None = None, adapter: int | None = None, backend: str | None = None
+    ) -> None:
         self._ptr = None  # a closed device until the C one exists
         power = to_choice(power_preference, "power_preference", _POWER)
         index = -1 if adapter is None else to_int(adapter, "adapter", 0, _I32_MAX, "an int32_t")
+        name = _backend_arg(backend)
         load_library()
         out = ffi.new("vn_device **")
-        check(lib.vn_device_create(power, index, out))
+        check(lib.vn_device_create(power, index, name, out))
         self._init_native(out[0])
 
     def _init_native(self, raw: Any) -> None:
