@@ -37,6 +37,7 @@ __all__ = [
     "to_destination",
     "to_handle_array",
     "to_index",
+    "to_int",
     "to_list",
     "to_path",
     "to_ptr",
@@ -51,6 +52,7 @@ __all__ = [
     "to_utf8",
     "to_workgroups",
     "to_writable",
+    "wrong_type",
 ]
 
 U32_MAX = 0xFFFFFFFF
