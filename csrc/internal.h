@@ -93,6 +93,13 @@ void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out);
  * adapter's features as space-separated names (unknown ones as hex) into out. */
 const char *vn_feature_name(uint32_t id);
 void vn_describe_features(WGPUAdapter adapter, char *out, size_t capacity);
+void vn_describe_device_features(WGPUDevice device, char *out, size_t capacity);
+/* The features a new device requests: `required` (space-separated names; unknown ->
+ * VN_ERROR_INVALID_ARGUMENT, not on the adapter -> VN_ERROR_UNSUPPORTED naming them all)
+ * and every compute feature the adapter offers. At most `capacity` into out. */
+#define VN_MAX_DEVICE_FEATURES 96
+vn_status vn_features_choose(WGPUAdapter adapter, const char *adapter_name, const char *required,
+                             WGPUFeatureName *out, size_t capacity, size_t *count);
 void vn_device_unref(vn_device *device);
 /* VN_OK, VN_ERROR_RELEASED (closed) or VN_ERROR_DEVICE_LOST, with a message naming `what`. */
 vn_status vn_device_check(const vn_device *device, const char *what);

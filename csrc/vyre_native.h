@@ -40,7 +40,8 @@ typedef enum vn_status {
     VN_ERROR_NOT_SUBMITTED = 11,    /* output read before the recording was replayed */
     VN_ERROR_TIMEOUT = 12,          /* a wait ran past its timeout */
     VN_ERROR_INTERNAL = 13,         /* an unexpected failure */
-    VN_ERROR_WRONG_TYPE = 14        /* an argument of the wrong type */
+    VN_ERROR_WRONG_TYPE = 14,       /* an argument of the wrong type */
+    VN_ERROR_UNSUPPORTED = 15       /* the adapter lacks a feature the call needs */
 } vn_status;
 
 typedef struct vn_device vn_device;
@@ -110,7 +111,14 @@ typedef struct vn_limits {
  * otherwise the adapter at that index of vn_enumerate_adapters(backend) (power_preference
  * ignored). */
 vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, const char *backend,
-                           vn_device **out);
+                           const char *required_features, vn_device **out);
+/* The device's features as space-separated names (see vn_device_info.features). Every
+ * device requests the compute features its adapter offers (shader-f16, subgroups,
+ * subgroup, subgroup-barrier, shader-f64, shader-int64, shader-float32-atomic, the int64
+ * atomics, timestamp-query, immediates, pipeline-cache) plus required_features (the same
+ * names, space-separated; NULL for none): an unknown name is VN_ERROR_INVALID_ARGUMENT, one
+ * the adapter lacks VN_ERROR_UNSUPPORTED naming every missing one. */
+vn_status vn_device_get_features(const vn_device *device, char *out, size_t capacity);
 /* Describe up to `capacity` adapters of `backend` (as for vn_device_create) into out;
  * *count gets how many exist. */
 vn_status vn_enumerate_adapters(const char *backend, vn_device_info *out, size_t capacity, size_t *count);
