@@ -243,6 +243,14 @@ vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
     return VN_OK;
 }
 
+int vn_pending_read_done(vn_pending_read *r) {
+    if (r == NULL) return 0;
+    if (r->finished) return 1;
+    if (!atomic_load(&r->done) && vn_device_check(r->device, "PendingRead.done") == VN_OK)
+        wgpu.DevicePoll(r->device->device, 0, NULL);
+    return atomic_load(&r->done);
+}
+
 uint64_t vn_pending_read_len(const vn_pending_read *r) { return r == NULL ? 0 : r->nbytes; }
 
 vn_status vn_pending_read_map(vn_pending_read *r, const void **data) {

@@ -370,6 +370,9 @@ vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count,
  * and return at once; many may be in flight. */
 vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out);
 uint64_t vn_pending_read_len(const vn_pending_read *read);
+/* 1 once the read's data is in its staging buffer (finishing it will not wait), else 0.
+ * Never blocks: it only polls the device. */
+int vn_pending_read_done(vn_pending_read *read);
 /* Wait for the copy, then copy byte_len bytes into dst (capacity >= byte_len).
  * A read can be finished once; later calls fail with VN_ERROR_ALREADY_SUBMITTED. */
 vn_status vn_pending_read_finish(vn_pending_read *read, void *dst, uint64_t capacity);
