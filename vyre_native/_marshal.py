@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ._handles import Handle
 from ._native import ffi, lib
@@ -417,7 +418,7 @@ def to_destination(out: Any, n: int, what: str) -> tuple[Any, int]:
     return to_writable(out, what)
 
 
-def new_array(dtype: Any, shape: Any, nbytes: int, what: str) -> np.ndarray[Any, Any]:
+def new_array(dtype: Any, shape: Any, nbytes: int, what: str) -> NDArray[Any]:
     """A new writable C-contiguous numpy array of ``dtype`` and ``shape`` that holds
     exactly ``nbytes`` (the readback fills it with one copy); ``shape=None`` is 1-D."""
     if dtype is None:

@@ -6,7 +6,7 @@ import enum
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, overload
 
-import numpy as np
+from numpy.typing import NDArray
 
 from ._handles import Handle
 from ._lib import check, ffi, lib
@@ -88,10 +88,10 @@ class Buffer(Handle):
     @overload
     def read(self, dtype: None = None, shape: None = None) -> bytes: ...
     @overload
-    def read(self, dtype: DTypeLike, shape: ShapeLike | None = None) -> np.ndarray[Any, Any]: ...
+    def read(self, dtype: DTypeLike, shape: ShapeLike | None = None) -> NDArray[Any]: ...
     def read(
         self, dtype: DTypeLike | None = None, shape: ShapeLike | None = None
-    ) -> bytes | np.ndarray[Any, Any]:
+    ) -> bytes | NDArray[Any]:
         """The buffer's ``byte_len`` bytes, after all work submitted before the call.
 
         With ``dtype`` (and optionally ``shape``), a new writable numpy array instead,

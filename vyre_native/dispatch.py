@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, overload
 
-import numpy as np
+from numpy.typing import NDArray
 
 from ._handles import Handle
 from ._lib import check, ffi, lib
@@ -69,10 +69,10 @@ class PrerecordedDispatch(Handle):
     @overload
     def read_output(
         self, index: int, dtype: DTypeLike, shape: ShapeLike | None = None
-    ) -> np.ndarray[Any, Any]: ...
+    ) -> NDArray[Any]: ...
     def read_output(
         self, index: int, dtype: DTypeLike | None = None, shape: ShapeLike | None = None
-    ) -> bytes | np.ndarray[Any, Any]:
+    ) -> bytes | NDArray[Any]:
         """Output ``index``'s bytes, once this recording's own submission has completed.
 
         One copy, from the staging buffer into the new ``bytes``; with ``dtype`` (and

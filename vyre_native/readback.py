@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Generator
 from typing import Any, overload
 
-import numpy as np
+from numpy.typing import NDArray
 
 from ._handles import Handle
 from ._lib import check, ffi, lib
@@ -59,10 +59,10 @@ class PendingRead(Handle):
     @overload
     def result(self, dtype: None = None, shape: None = None) -> bytes: ...
     @overload
-    def result(self, dtype: DTypeLike, shape: ShapeLike | None = None) -> np.ndarray[Any, Any]: ...
+    def result(self, dtype: DTypeLike, shape: ShapeLike | None = None) -> NDArray[Any]: ...
     def result(
         self, dtype: DTypeLike | None = None, shape: ShapeLike | None = None
-    ) -> bytes | np.ndarray[Any, Any]:
+    ) -> bytes | NDArray[Any]:
         """The bytes, once the read completes (one copy out of the staging buffer); with
         ``dtype`` (and ``shape``) a new writable numpy array, as ``Buffer.read`` gives."""
         if dtype is None and shape is None:

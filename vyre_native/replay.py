@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, overload
 
-import numpy as np
+from numpy.typing import NDArray
 
 from ._handles import Handle
 from ._lib import check, ffi, lib
@@ -71,10 +71,10 @@ class Recording(Handle):
     @overload
     def read_output(
         self, index: int, dtype: DTypeLike, shape: ShapeLike | None = None
-    ) -> np.ndarray[Any, Any]: ...
+    ) -> NDArray[Any]: ...
     def read_output(
         self, index: int, dtype: DTypeLike | None = None, shape: ShapeLike | None = None
-    ) -> bytes | np.ndarray[Any, Any]:
+    ) -> bytes | NDArray[Any]:
         """Output ``index`` after all work submitted so far (every replay) completes:
         bytes, or with ``dtype`` (and ``shape``) a new writable numpy array."""
         return self._output(index).read(dtype, shape)
