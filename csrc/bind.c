@@ -236,7 +236,6 @@ vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t inpu
     out->z = z;
     out->indirect = indirect;
     out->indirect_offset = p->indirect_offset;
-    for (size_t i = 0; i < n; i++) out->adopted = out->adopted || bound[i]->adopted;
     out->group_count = p->group_count;
     out->groups = calloc(p->group_count ? p->group_count : 1, sizeof *out->groups);
     if (out->groups == NULL) {

@@ -152,7 +152,6 @@ vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, 
 
 vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity) {
     vn_status st = vn_buffer_check(buffer, "buffer.read");
-    if (st == VN_OK) st = vn_buffers_submittable(&buffer, 1, "buffer.read()");
     if (st != VN_OK) return st;
     if (!(buffer->usage & VN_USAGE_COPY_SRC))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
@@ -166,7 +165,8 @@ vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity) {
                        (unsigned long long)capacity, (unsigned long long)buffer->byte_len,
                        (unsigned long long)buffer->byte_len);
     if (buffer->byte_len == 0) return VN_OK;
-    return vn_readback(buffer->device, buffer->buffer, buffer->byte_len, dst);
+    const vn_submit_guard guard = {vn_buffer_submittable, buffer};
+    return vn_readback(buffer->device, buffer->buffer, buffer->byte_len, dst, &guard);
 }
 
 void vn_buffer_release(vn_buffer *buffer) {

@@ -135,13 +135,30 @@ struct vn_buffer {
     uint64_t allocation_len;
     uint64_t usage;
     uint64_t identity;
-    bool adopted;          /* made by another binding (vn_buffer_adopt) */
-    atomic_int foreign;    /* vn_foreign_state, for adopted buffers */
+    /* vn_foreign_state: what wgpu-py did to it, when it shares it (interop.c). Written
+     * under the device's life lock for writing, read by submits under it for reading. */
+    atomic_int foreign;
 };
 
-/* VN_OK, or VN_ERROR_BINDING when one of the buffers is mapped or destroyed by the
- * binding it was adopted from (submitting it would abort the process). */
+/* ---- what a submit re-checks under the life lock (interop.c) ------------------- */
+
+/* A check a submit makes while it holds the device's life lock for reading, right
+ * before its queue call: that wgpu-py has not mapped or destroyed a buffer the work
+ * uses. wgpu-py's map and destroy change that state under the write side, so the
+ * check and the submit are one step for them (vn_buffer_set_foreign_state). */
+typedef struct vn_submit_guard {
+    vn_status (*check)(const void *arg);
+    const void *arg;
+} vn_submit_guard;
+
+/* vn_submit_begin, then guard->check (guard may be NULL) with the lock held; on
+ * failure nothing is held. */
+vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard);
+/* VN_OK, or VN_ERROR_BINDING naming `what` when one of the buffers is mapped or
+ * destroyed by wgpu-py (submitting it would abort the process). Call under the life lock. */
 vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const char *what);
+/* A guard check over one vn_buffer (arg), for readbacks. */
+vn_status vn_buffer_submittable(const void *buffer);
 
 void vn_buffer_retain(vn_buffer *buffer);
 uint64_t vn_next_identity(void);
@@ -151,8 +168,9 @@ vn_status vn_buffer_check(const vn_buffer *buffer, const char *what);
 /* ---- readback (readback.c) ---------------------------------------------------- */
 
 /* Copy `nbytes` of `src` (which has COPY_SRC usage and an allocation of at least
- * round_up(nbytes, 4) bytes) into dst, after all work submitted before the call. */
-vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t nbytes, void *dst);
+ * round_up(nbytes, 4) bytes) into dst, after all work submitted before the call. The
+ * copy's submit checks `guard` under the life lock (NULL for the layer's own buffers). */
+vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t nbytes, void *dst, const vn_submit_guard *guard);
 void vn_staging_free_all(vn_device *device);
 
 /* GPU timing of one encode: a query set, the passes it times, and where the
@@ -177,11 +195,11 @@ void vn_timing_release(vn_timing *timing);
  * pass in per-dispatch mode; ns holds 1 + passes values); *count gets how many. */
 vn_status vn_timing_read(vn_device *device, vn_timing *timing, uint64_t *ns, size_t *count);
 
-/* Submit one finished command buffer (holding the submit lock) and track its
- * completion; *out gets a submission the caller owns, which takes over the timing
- * resources (timing may be NULL). Releases cb. */
+/* Submit one finished command buffer (holding the submit lock, after `guard`'s check
+ * under it; guard may be NULL) and track its completion; *out gets a submission the
+ * caller owns, which takes over the timing resources (timing may be NULL). Releases cb. */
 vn_status vn_submit_tracked(vn_device *device, WGPUCommandBuffer cb, const char *what, vn_timing *timing,
-                            vn_submission **out);
+                            const vn_submit_guard *guard, vn_submission **out);
 
 /* ---- pipelines and the bind-group cache (pipeline.c, bind_cache.c) ---------- */
 
@@ -261,7 +279,6 @@ typedef struct vn_bound {
     uint32_t x, y, z;
     vn_buffer *indirect;   /* borrowed from buffers, NULL for a direct dispatch */
     uint64_t indirect_offset;
-    bool adopted;          /* some buffer is adopted: check vn_buffers_submittable */
 } vn_bound;
 
 vn_status vn_bound_resolve(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,

@@ -55,12 +55,16 @@ vn_status vn_dispatch_record(vn_pipeline *pipeline, vn_buffer *const *inputs, si
     return VN_OK;
 }
 
+static vn_status dispatch_submittable(const void *dispatch) {
+    const vn_bound *b = &((const vn_dispatch *)dispatch)->bound;
+    return vn_buffers_submittable(b->buffers, b->buffer_count, "replay()");
+}
+
 vn_status vn_dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
     if (d == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "dispatch is NULL. Fix: pass a live PrerecordedDispatch.");
     vn_device *dev = d->bound.pipeline->device;
-    vn_status st = VN_OK;
-    if (d->bound.adopted) st = vn_buffers_submittable(d->bound.buffers, d->bound.buffer_count, "replay()");
-    if (st == VN_OK) st = vn_submit_begin(dev, "replaying a pre-recorded dispatch");
+    const vn_submit_guard guard = {dispatch_submittable, d};
+    vn_status st = vn_submit_begin_guarded(dev, "replaying a pre-recorded dispatch", &guard);
     if (st != VN_OK) return st;
     /* Exactly one caller wins the exchange, however many threads race here. */
     int expected = DISPATCH_RECORDED;
@@ -194,7 +198,6 @@ static vn_status readable_output(vn_dispatch *d, int64_t index, vn_buffer **out)
     vn_status st = output_at(d, index, out);
     if (st != VN_OK) return st;
     st = vn_device_check((*out)->device, "reading an output");
-    if (st == VN_OK) st = vn_buffers_submittable(out, 1, "reading an output");
     if (st != VN_OK) return st;
     /* Reading before replay would return whatever the buffer held: refuse instead. */
     if (atomic_load(&d->state) != DISPATCH_SUBMITTED)
@@ -227,7 +230,8 @@ vn_status vn_dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint
         if (dst == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "destination is NULL. Fix: pass a writable buffer.");
         /* The readback's copy is queued after this dispatch's submission, so its
          * completion implies the dispatch's. */
-        st = vn_readback(b->device, b->buffer, b->byte_len, dst);
+        const vn_submit_guard guard = {vn_buffer_submittable, b};
+        st = vn_readback(b->device, b->buffer, b->byte_len, dst, &guard);
         if (st != VN_OK) return st;
     }
     if (written != NULL) *written = b->byte_len;

@@ -120,8 +120,8 @@ static void encode_sequence(const vn_sequence *s, WGPUCommandEncoder enc, uint32
 typedef struct encoder_job {
     uint32_t (*passes)(const void *what, uint32_t n, const vn_timing *t);
     void (*encode)(const void *what, WGPUCommandEncoder enc, uint32_t n, vn_timing *t);
-    /* VN_OK when no buffer it uses is mapped or destroyed by the binding it was
-     * adopted from (submitting one would abort the process). */
+    /* VN_OK when no buffer it uses is mapped or destroyed by wgpu-py (submitting one
+     * would abort the process); checked under the life lock, right before the submit. */
     vn_status (*submittable)(const void *what);
 } encoder_job;
 
@@ -130,7 +130,6 @@ typedef struct encoder_job {
 static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const void *what, uint32_t n,
                                    vn_timing_mode mode, const char *label, vn_submission **out) {
     vn_status st = vn_device_check(dev, label);
-    if (st == VN_OK) st = job->submittable(what);
     if (st != VN_OK) return st;
     vn_timing timing;
     memset(&timing, 0, sizeof timing);
@@ -160,7 +159,8 @@ static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const
         vn_timing_release(&timing);
         return st;
     }
-    return vn_submit_tracked(dev, cb, label, &timing, out);
+    const vn_submit_guard guard = {job->submittable, what};
+    return vn_submit_tracked(dev, cb, label, &timing, &guard, out);
 }
 
 static uint32_t recording_passes_cb(const void *r, uint32_t n, const vn_timing *t) { return recording_passes(r, n, t); }
@@ -172,7 +172,7 @@ static void encode_sequence_cb(const void *s, WGPUCommandEncoder enc, uint32_t n
     encode_sequence(s, enc, n, t);
 }
 static vn_status bound_submittable(const vn_bound *b, const char *what) {
-    return b->adopted ? vn_buffers_submittable(b->buffers, b->buffer_count, what) : VN_OK;
+    return vn_buffers_submittable(b->buffers, b->buffer_count, what);
 }
 static vn_status recording_submittable(const void *r) {
     return bound_submittable(&((const vn_recording *)r)->bound, "Recording.replay()");

@@ -282,22 +282,30 @@ vn_status vn_device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t devic
 vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, vn_buffer **out);
 /* The buffer's WGPUBuffer with one new reference, which the caller must release. */
 vn_status vn_buffer_export(vn_buffer *buffer, uintptr_t *out);
-/* What the other binding did to an adopted buffer: wgpu-native aborts the process
- * on submitting work that uses a mapped or destroyed buffer, so the Python side
- * reports its owner's map, unmap and destroy here, and every submit that would use
- * such a buffer fails with VN_ERROR_BINDING instead. */
+/* What wgpu-py does to a buffer it shares with this layer (adopted, or handed over by
+ * vn_buffer_export). wgpu-native aborts the process on submitting work that uses a
+ * buffer that is mapped, map-pending or destroyed, and cannot be asked which it is, so
+ * the Python side reports wgpu-py's map, unmap and destroy calls here (from hooks on
+ * the one object through which wgpu-py calls wgpu-native: vyre_native/interop.py), and
+ * every submit re-checks its buffers under the device's life lock: one that uses such
+ * a buffer fails with VN_ERROR_BINDING instead. */
 typedef enum vn_foreign_state {
     VN_FOREIGN_USABLE = 0,
-    VN_FOREIGN_MAPPED = 1,
-    VN_FOREIGN_DESTROYED = 2
+    VN_FOREIGN_MAPPED = 1,   /* mapped or map-pending */
+    VN_FOREIGN_DESTROYED = 2 /* final */
 } vn_foreign_state;
-void vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state state);
-/* One more reference, for the watcher that reports the owner's calls. */
+/* Set the state, and return the one before. Takes the device's life lock for writing,
+ * so it waits for any submit between its check and its queue call; every submit after
+ * it sees the new state. Report MAPPED before wgpu-py's map call and DESTROYED before
+ * its destroy; USABLE after its unmap. */
+vn_foreign_state vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state state);
+/* One more reference, for a watcher or a second handle on the same object. */
 void vn_buffer_retain_for_watch(vn_buffer *buffer);
 void vn_device_retain_for_watch(vn_device *device);
-/* The adopted device's owner is about to destroy it: later calls fail with
- * VN_ERROR_DEVICE_LOST, and no submit of ours is in flight when this returns. */
-void vn_device_mark_lost(vn_device *device, const char *reason);
+/* wgpu-py destroys a device it shares with this layer: this destroys it instead, as
+ * vn_device_destroy does (waiting for any submit and encoding of ours in flight), even
+ * when the vn device was closed; later calls fail with VN_ERROR_DEVICE_LOST (`reason`). */
+void vn_device_destroy_shared(vn_device *device, const char *reason);
 
 /* ---- submissions (csrc/submission.c) ----------------------------------------- */
 
