@@ -43,7 +43,22 @@ vn_status vn_device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t devic
     return VN_OK;
 }
 
-vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, vn_buffer **out) {
+/* True when wgpu-native reports `buffer` destroyed. wgpu-py keeps no record of a destroy,
+ * and one made before its calls were watched (before the first interop call) would make
+ * every submit using the buffer abort. Unmapping a buffer that is not mapped changes
+ * nothing and reports "not mapped", or "destroyed" for a destroyed one: the one probe
+ * wgpu-native 29 answers without side effects (wgpuBufferGetMapState is a stub). Only
+ * for a buffer wgpu-py reports unmapped: a mapped one would be unmapped under it. */
+static bool destroyed_already(vn_device *device, WGPUBuffer buffer) {
+    vn_scope_begin(device);
+    wgpu.BufferUnmap(buffer);
+    bool destroyed = vn_scope_end(device, "probing the buffer", VN_ERROR_VALIDATION, "none.") != VN_OK &&
+                     strstr(vn_last_error(), "destroyed") != NULL;
+    vn_clear_error();
+    return destroyed;
+}
+
+vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, int mapped, vn_buffer **out) {
     vn_status st = vn_device_check(device, "adopting a buffer");
     if (st != VN_OK) return st;
     if (out == NULL || !buffer)
@@ -66,8 +81,17 @@ vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, vn_buffer **out) 
                        "the wgpu buffer has %llu bytes, not a positive multiple of 4, which binding and clearing need. "
                        "Fix: create it with a size rounded up to 4 bytes.", (unsigned long long)size);
     }
+    if (!mapped && destroyed_already(device, b->buffer)) {
+        uint64_t size = b->byte_len;
+        wgpu.BufferRelease(b->buffer);
+        free(b);
+        return vn_fail(VN_ERROR_BINDING,
+                       "the wgpu buffer of %llu bytes was destroyed (GPUBuffer.destroy()) before it was adopted; "
+                       "wgpu-native would abort the process on submitting work that uses it. Fix: adopt a live "
+                       "buffer.", (unsigned long long)size);
+    }
     atomic_init(&b->refs, 1);
-    atomic_init(&b->foreign, VN_FOREIGN_USABLE);
+    atomic_init(&b->foreign, mapped ? VN_FOREIGN_MAPPED : VN_FOREIGN_USABLE);
     vn_device_retain(device);
     b->device = device;
     b->identity = vn_next_identity();

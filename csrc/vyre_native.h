@@ -279,7 +279,10 @@ void vn_dispatch_release(vn_dispatch *dispatch);
  * each takes a reference of its own (AddRef), released with the vn object. The
  * handles are the WGPU* pointers as integers. */
 vn_status vn_device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t device, uintptr_t queue, vn_device **out);
-vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, vn_buffer **out);
+/* `mapped`: nonzero when wgpu-py reports the buffer mapped or map-pending (it starts
+ * refused, as vn_buffer_set_foreign_state's MAPPED); otherwise adoption finds out whether
+ * it was destroyed already, and refuses it then with VN_ERROR_BINDING. */
+vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, int mapped, vn_buffer **out);
 /* The buffer's WGPUBuffer with one new reference, which the caller must release. */
 vn_status vn_buffer_export(vn_buffer *buffer, uintptr_t *out);
 /* What wgpu-py does to a buffer it shares with this layer (adopted, or handed over by

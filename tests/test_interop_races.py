@@ -155,6 +155,23 @@ report({"pending": outcome(pending.result)})
     finished_or_lost(res["pending"])
 
 
+def test_what_wgpu_py_destroyed_before_interop_was_first_used_is_refused_at_adoption() -> None:
+    # Before the first interop call no hook watches wgpu-py; adoption finds out itself.
+    res = run_child(
+        """
+import wgpu
+gd = wgpu.gpu.request_adapter_sync().request_device_sync()
+gone = gd.create_buffer(size=64, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+gone.destroy()
+gd2 = wgpu.gpu.request_adapter_sync().request_device_sync()
+gd2.destroy()
+report({"buffer": outcome(lambda: vn.Buffer.from_wgpu(gone)), "device": outcome(lambda: vn.Device.from_wgpu(gd2))})
+"""
+    )
+    check_outcome(res["buffer"], vn.BindingError, "destroyed", "before it was adopted")
+    check_outcome(res["device"], vn.DeviceLostError, "wgpu-py")
+
+
 # ---- races: the check and the submit are one step for wgpu-py's map and destroy
 
 

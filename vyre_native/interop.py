@@ -239,6 +239,10 @@ def _device_locked(wffi: Any, api: Any, gpu_device: Any) -> tuple[Device, _Devic
             )
         )
         native = ffi.gc(out[0], lib.vn_device_release)
+        if gpu_device._poller is None:
+            # wgpu-py destroyed it before its calls were watched (its destroy() stops the
+            # device's poller and forgets it): lost from the start.
+            lib.vn_device_destroy_shared(native, b"destroyed through wgpu-py (GPUDevice.destroy())")
         if watch is None:
             watch = _DeviceWatch(native)
             gpu_device.__dict__["_vn_watch"] = watch
@@ -257,7 +261,7 @@ def _device_locked(wffi: Any, api: Any, gpu_device: Any) -> tuple[Device, _Devic
 # ---- buffers -------------------------------------------------------------------------
 
 
-def _buffer_watch(key: int, native: Any, device: _DeviceWatch, state: int) -> _BufferWatch:
+def _buffer_watch(key: int, native: Any, device: _DeviceWatch) -> _BufferWatch:
     """The watch of handle ``key``, made for the C buffer ``native`` when there is none
     (or the one there is was made on a device that has been closed since); under ``_lock``."""
     watch = _buffers.get(key)
@@ -265,7 +269,6 @@ def _buffer_watch(key: int, native: Any, device: _DeviceWatch, state: int) -> _B
         return watch
     lib.vn_buffer_retain_for_watch(native)
     watched = ffi.gc(ffi.cast("vn_buffer *", native), lib.vn_buffer_release)
-    lib.vn_buffer_set_foreign_state(watched, state)
     if watch is None:
         watch = _BufferWatch(watched, device.native)
         _buffers[key] = watch
@@ -300,10 +303,10 @@ def buffer_from_wgpu(gpu_buffer: Any) -> Buffer:
         watch = _buffers.get(key)
         if watch is None or watch.device is not device_watch.native:
             out = ffi.new("vn_buffer **")
-            check(lib.vn_buffer_adopt(device._live(), key, out))
+            mapped = str(gpu_buffer.map_state) != "unmapped"  # a pending map aborts a submit too
+            check(lib.vn_buffer_adopt(device._live(), key, mapped, out))
             adopted = ffi.gc(out[0], lib.vn_buffer_release)
-            state = _USABLE if str(gpu_buffer.map_state) == "unmapped" else _MAPPED
-            watch = _buffer_watch(key, adopted, device_watch, state)
+            watch = _buffer_watch(key, adopted, device_watch)
         _attach(watch, gpu_buffer)
         lib.vn_buffer_retain_for_watch(watch.native)
         return Buffer._adopt(device, ffi.cast("vn_buffer *", watch.native))
@@ -328,7 +331,7 @@ def buffer_to_wgpu(buffer: Buffer) -> Any:
         check(lib.vn_buffer_export(native, address))  # a new reference, for a new wgpu-py object
         key = int(address[0])
         internal = wffi.cast("WGPUBuffer", key)
-        watch = _buffer_watch(key, native, device_watch, _USABLE)
+        watch = _buffer_watch(key, native, device_watch)
         for ref in watch.wrappers:
             existing = ref()
             if existing is not None and existing._internal is not None:
