@@ -87,10 +87,12 @@ class _BufferWatch:
 
 
 # Registry lookup-and-insert happens under _lock, so concurrent from_wgpu / to_wgpu
-# calls on one object get one watch (and one vn.Device). The hooks only read it.
+# calls on one object get one watch (and one vn.Device). The hooks only read it. Keys
+# are wgpu-py's handle cdata: cffi pointers hash and compare by address, whatever their
+# type, so a hook looks up the pointer it was passed without converting it.
 _lock = threading.Lock()
-_devices: weakref.WeakValueDictionary[int, _DeviceWatch] = weakref.WeakValueDictionary()
-_buffers: weakref.WeakValueDictionary[int, _BufferWatch] = weakref.WeakValueDictionary()
+_devices: weakref.WeakValueDictionary[Any, _DeviceWatch] = weakref.WeakValueDictionary()
+_buffers: weakref.WeakValueDictionary[Any, _BufferWatch] = weakref.WeakValueDictionary()
 _hooked = False
 
 
@@ -114,7 +116,7 @@ def _wgpu_native() -> tuple[Any, Any]:
     if not _hooked:
         with _lock:
             if not _hooked:
-                _install_hooks(_api, _ffi.ffi)
+                _install_hooks(_api)
                 _hooked = True
     return _ffi.ffi, _api
 
@@ -126,7 +128,7 @@ def _address(wffi: Any, cdata: Any) -> int:
 # ---- the hooks on wgpu-py's library object -------------------------------------------
 
 
-def _install_hooks(api: Any, wffi: Any) -> None:
+def _install_hooks(api: Any) -> None:
     """Put the hooks in place of four functions of wgpu-py's library object."""
     libf = getattr(api, "libf", None)
     names = ("wgpuBufferMapAsync", "wgpuBufferUnmap", "wgpuBufferDestroy", "wgpuDeviceDestroy")
@@ -145,7 +147,7 @@ def _install_hooks(api: Any, wffi: Any) -> None:
 
     def buffer_watch(handle: Any) -> _BufferWatch | None:
         # An empty registry (no interop buffer alive) costs one length check.
-        return _buffers.get(_address(wffi, handle)) if _buffers else None
+        return _buffers.get(handle) if _buffers else None
 
     def wgpuBufferMapAsync(buffer: Any, *args: Any) -> Any:
         watch = buffer_watch(buffer)
@@ -180,7 +182,7 @@ def _install_hooks(api: Any, wffi: Any) -> None:
             return buffer_destroy(buffer)
 
     def wgpuDeviceDestroy(device: Any) -> Any:
-        watch = _devices.get(_address(wffi, device)) if _devices else None
+        watch = _devices.get(device) if _devices else None
         if watch is None:
             return device_destroy(device)
         # wgpuDeviceDestroy fires no lost callback, and a submit of ours racing it would
@@ -219,7 +221,7 @@ def device_from_wgpu(gpu_device: Any) -> Device:
 
 def _device_locked(wffi: Any, api: Any, gpu_device: Any) -> tuple[Device, _DeviceWatch]:
     """The vn.Device of ``gpu_device`` and its watch; the caller holds ``_lock``."""
-    key = _address(wffi, gpu_device._internal)
+    key = gpu_device._internal
     watch = _devices.get(key)
     if watch is not None:
         existing = watch.device() if watch.device is not None else None
@@ -233,7 +235,7 @@ def _device_locked(wffi: Any, api: Any, gpu_device: Any) -> tuple[Device, _Devic
             lib.vn_device_adopt(
                 _address(wffi, api.get_wgpu_instance()),
                 _address(wffi, gpu_device.adapter._internal),
-                key,
+                _address(wffi, key),
                 _address(wffi, gpu_device.queue._internal),
                 out,
             )
@@ -261,7 +263,7 @@ def _device_locked(wffi: Any, api: Any, gpu_device: Any) -> tuple[Device, _Devic
 # ---- buffers -------------------------------------------------------------------------
 
 
-def _buffer_watch(key: int, native: Any, device: _DeviceWatch) -> _BufferWatch:
+def _buffer_watch(key: Any, native: Any, device: _DeviceWatch) -> _BufferWatch:
     """The watch of handle ``key``, made for the C buffer ``native`` when there is none
     (or the one there is was made on a device that has been closed since); under ``_lock``."""
     watch = _buffers.get(key)
@@ -299,12 +301,12 @@ def buffer_from_wgpu(gpu_buffer: Any) -> Buffer:
         )
     with _lock:
         device, device_watch = _device_locked(wffi, api, gpu_buffer._device)
-        key = _address(wffi, gpu_buffer._internal)
+        key = gpu_buffer._internal
         watch = _buffers.get(key)
         if watch is None or watch.device is not device_watch.native:
             out = ffi.new("vn_buffer **")
             mapped = str(gpu_buffer.map_state) != "unmapped"  # a pending map aborts a submit too
-            check(lib.vn_buffer_adopt(device._live(), key, mapped, out))
+            check(lib.vn_buffer_adopt(device._live(), _address(wffi, key), mapped, out))
             adopted = ffi.gc(out[0], lib.vn_buffer_release)
             watch = _buffer_watch(key, adopted, device_watch)
         _attach(watch, gpu_buffer)
@@ -329,9 +331,8 @@ def buffer_to_wgpu(buffer: Buffer) -> Any:
         device_watch: _DeviceWatch = gpu_device.__dict__["_vn_watch"]  # set with _wgpu_device
         address = ffi.new("uintptr_t *")
         check(lib.vn_buffer_export(native, address))  # a new reference, for a new wgpu-py object
-        key = int(address[0])
-        internal = wffi.cast("WGPUBuffer", key)
-        watch = _buffer_watch(key, native, device_watch)
+        internal = wffi.cast("WGPUBuffer", address[0])
+        watch = _buffer_watch(internal, native, device_watch)
         for ref in watch.wrappers:
             existing = ref()
             if existing is not None and existing._internal is not None:
