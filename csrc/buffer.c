@@ -55,7 +55,12 @@ vn_status vn_buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage,
     vn_buffer *buf = calloc(1, sizeof *buf);
     if (buf == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a buffer record. Fix: free host memory.");
 
+    /* Labelled by identity, so wgpu's own messages name the buffer as ours do. */
+    uint64_t identity = vn_next_identity();
+    char label[40];
+    snprintf(label, sizeof label, "vn buffer %llu", (unsigned long long)identity);
     WGPUBufferDescriptor desc = WGPU_BUFFER_DESCRIPTOR_INIT;
+    desc.label = vn_sv(label);
     desc.usage = usage;
     desc.size = allocation_len;
     /* Initial data goes in through a mapping at creation: one memcpy, no staging
@@ -98,7 +103,7 @@ vn_status vn_buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage,
     buf->byte_len = byte_len;
     buf->allocation_len = allocation_len;
     buf->usage = usage;
-    buf->identity = vn_next_identity();
+    buf->identity = identity;
     vn_live_add(VN_LIVE_BUFFER, 1);
     *out = buf;
     return VN_OK;

@@ -35,8 +35,24 @@ vn_status vn_require_library(void);
  * return `code`, so call sites read `return vn_fail(...)`. */
 vn_status vn_fail(vn_status code, const char *fmt, ...) VN_PRINTF_LIKE(2, 3);
 void vn_clear_error(void);
+/* After vn_fail: the failure points at WGSL line and column (vn_last_error_position). */
+void vn_set_error_position(uint32_t line, uint32_t column);
+/* Put `prefix` before this thread's last message (keeping its position) and return
+ * `code`: "pipeline `main`: " before what a shared helper reported. */
+vn_status vn_fail_prefixed(vn_status code, const char *prefix);
 /* wgpu's WGPUStringView as a C string into buf (always terminated). */
 void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap);
+
+/* ---- diagnostics (diagnostics.c) ------------------------------------------------ */
+
+/* After shader creation failed with `code`: rewrite the last error as "<what, at line
+ * L, column C>\n<source line>\n<caret>\nFix: ..." with its position set
+ * (vn_last_error_position); var<immediate> on a device without the feature becomes
+ * VN_ERROR_UNSUPPORTED. Returns the resulting code. */
+vn_status vn_shader_diagnose(vn_device *device, const char *wgsl, size_t wgsl_len, vn_status code);
+/* VN_ERROR_UNSUPPORTED: "<what>, but this device lacks ... immediates", then `shown` (a
+ * source excerpt, or NULL) and the Fix that fits (the adapter offers it or not). */
+vn_status vn_immediates_unsupported(const vn_device *device, const char *what, const char *shown);
 
 /* ---- live-object counters (debug.c) ---------------------------------------- */
 
@@ -229,6 +245,8 @@ struct vn_pipeline {
     size_t binding_count;
     int32_t indirect_binding;
     uint64_t indirect_offset;
+    uint32_t immediate_size;    /* bytes of var<immediate> data each dispatch takes, 0: none */
+    char *label;                /* the entry point: wgpu's label, and what messages call it */
     vn_bind_cache cache;
     struct vn_pipeline *next, *prev; /* device->pipelines, under pipelines_lock */
 };
@@ -261,18 +279,24 @@ typedef struct vn_bound {
     uint32_t x, y, z;
     vn_buffer *indirect;   /* borrowed from buffers, NULL for a direct dispatch */
     uint64_t indirect_offset;
+    uint8_t *immediates;   /* the dispatch's own copy of its var<immediate> data, or NULL */
+    uint32_t immediate_len;
     bool adopted;          /* some buffer is adopted: check vn_buffers_submittable */
 } vn_bound;
 
+/* Failures name the pipeline ("pipeline `main`: ..."). immediates: exactly the
+ * pipeline's immediate_size bytes (NULL and 0 without), copied into out. */
 vn_status vn_bound_resolve(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
                            vn_buffer *const *outputs, size_t output_count, vn_buffer *params,
+                           const void *immediates, size_t immediates_len,
                            uint32_t x, uint32_t y, uint32_t z, vn_bound *out);
 /* Clears of the non-preserved outputs, then one compute pass with the dispatch. */
 void vn_bound_encode(const vn_bound *bound, WGPUCommandEncoder encoder, vn_timing *timing);
 /* True when encoding the bound dispatch clears at least one output. */
 bool vn_bound_clears(const vn_bound *bound);
 /* Inside an open compute pass: set pipeline and bind groups where they differ from
- * *state (updated), then dispatch. */
+ * *state (updated), the dispatch's immediates (always: each step may carry its own),
+ * then dispatch. */
 typedef struct vn_pass_state {
     WGPUComputePipeline pipeline;
     WGPUBindGroup groups[8];

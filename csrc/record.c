@@ -20,13 +20,14 @@ struct vn_dispatch {
 };
 
 vn_status vn_dispatch_record(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                             vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x, uint32_t y,
-                             uint32_t z, vn_dispatch **out) {
+                             vn_buffer *const *outputs, size_t output_count, vn_buffer *params, const void *immediates,
+                             size_t immediates_len, uint32_t x, uint32_t y, uint32_t z, vn_dispatch **out) {
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_record: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
     vn_dispatch *d = calloc(1, sizeof *d);
     if (d == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a dispatch record. Fix: free host memory.");
-    vn_status st = vn_bound_resolve(pipeline, inputs, input_count, outputs, output_count, params, x, y, z, &d->bound);
+    vn_status st = vn_bound_resolve(pipeline, inputs, input_count, outputs, output_count, params, immediates,
+                                    immediates_len, x, y, z, &d->bound);
     if (st != VN_OK) {
         free(d);
         return st;
@@ -35,11 +36,15 @@ vn_status vn_dispatch_record(vn_pipeline *pipeline, vn_buffer *const *inputs, si
     /* Encoded inside error scopes; a command buffer whose encoding failed is
      * dropped here and never reaches the queue, where wgpu-native would abort. */
     vn_scope_begin(dev);
-    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
+    WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
+    ed.label = vn_sv(pipeline->label);
+    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, &ed);
     vn_bound_encode(&d->bound, enc, NULL);
     WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
     wgpu.CommandEncoderRelease(enc);
-    st = vn_scope_end(dev, "recording the dispatch", VN_ERROR_VALIDATION,
+    char what[300];
+    snprintf(what, sizeof what, "recording a dispatch of pipeline `%s`", pipeline->label);
+    st = vn_scope_end(dev, what, VN_ERROR_VALIDATION,
                       "check the buffers against the shader's declared types and the workgroup counts.");
     if (st != VN_OK) {
         if (cb != NULL) wgpu.CommandBufferRelease(cb);
@@ -159,7 +164,8 @@ vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline, const void *const *
         if (b->kind == VN_BINDING_STORAGE_READ_WRITE) outs[n_out++] = buf;
         else ins[n_in++] = buf;
     }
-    if (st == VN_OK) st = vn_dispatch_record(pipeline, ins, n_in, outs, n_out, NULL, x, y, z, out);
+    /* A borrowed dispatch takes no immediates: a pipeline that declares some says so. */
+    if (st == VN_OK) st = vn_dispatch_record(pipeline, ins, n_in, outs, n_out, NULL, NULL, 0, x, y, z, out);
     /* The dispatch took its own references to the buffers it binds. */
     for (size_t i = 0; i < n_made; i++) vn_buffer_release(made[i]);
     free(made);

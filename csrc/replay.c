@@ -148,7 +148,9 @@ static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const
         }
     }
     vn_scope_begin(dev);
-    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
+    WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
+    ed.label = vn_sv(label);
+    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, &ed);
     job->encode(what, enc, n, &timing);
     vn_timing_resolve(&timing, enc);
     WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
@@ -198,8 +200,9 @@ static const encoder_job sequence_job = {sequence_passes_cb, encode_sequence_cb,
 /* ---- recordings ------------------------------------------------------------------ */
 
 vn_status vn_recording_create(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                              vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x,
-                              uint32_t y, uint32_t z, vn_recording **out) {
+                              vn_buffer *const *outputs, size_t output_count, vn_buffer *params,
+                              const void *immediates, size_t immediates_len, uint32_t x, uint32_t y, uint32_t z,
+                              vn_recording **out) {
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_create: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
     vn_recording *r = calloc(1, sizeof *r);
@@ -209,7 +212,8 @@ vn_status vn_recording_create(vn_pipeline *pipeline, vn_buffer *const *inputs, s
      * error scopes and submits only what encoded cleanly, so an error the handle
      * checks cannot see (a shader type larger than its buffer) surfaces at the first
      * replay as a ValidationError, with nothing submitted. */
-    vn_status st = vn_bound_resolve(pipeline, inputs, input_count, outputs, output_count, params, x, y, z, &r->bound);
+    vn_status st = vn_bound_resolve(pipeline, inputs, input_count, outputs, output_count, params, immediates,
+                                    immediates_len, x, y, z, &r->bound);
     if (st == VN_OK) r->clears = vn_bound_clears(&r->bound);
     if (st != VN_OK) {
         free(r);
@@ -233,7 +237,9 @@ vn_status vn_recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing
     *out = NULL;
     vn_status st = check_count(n, "Recording");
     if (st != VN_OK) return st;
-    return encode_and_submit(r->bound.pipeline->device, &recording_job, r, n, timing, "replaying a recording", out);
+    char label[300];
+    snprintf(label, sizeof label, "replaying a recording of pipeline `%s`", r->bound.pipeline->label);
+    return encode_and_submit(r->bound.pipeline->device, &recording_job, r, n, timing, label, out);
 }
 
 size_t vn_recording_output_count(const vn_recording *r) { return r == NULL ? 0 : r->bound.output_count; }
@@ -289,8 +295,8 @@ static vn_status push_step(vn_sequence *s, const vn_step *step) {
 }
 
 vn_status vn_sequence_add(vn_sequence *s, vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                          vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x, uint32_t y,
-                          uint32_t z, int clear_outputs) {
+                          vn_buffer *const *outputs, size_t output_count, vn_buffer *params, const void *immediates,
+                          size_t immediates_len, uint32_t x, uint32_t y, uint32_t z, int clear_outputs) {
     if (s == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "sequence is NULL. Fix: pass a live Sequence.");
     if (pipeline != NULL && pipeline->device != s->device)
         return vn_fail(VN_ERROR_BINDING, "the pipeline belongs to another device than the sequence. Fix: compile it on "
@@ -299,7 +305,8 @@ vn_status vn_sequence_add(vn_sequence *s, vn_pipeline *pipeline, vn_buffer *cons
     memset(&step, 0, sizeof step);
     step.kind = STEP_DISPATCH;
     step.clear_outputs = clear_outputs != 0;
-    vn_status st = vn_bound_resolve(pipeline, inputs, input_count, outputs, output_count, params, x, y, z, &step.bound);
+    vn_status st = vn_bound_resolve(pipeline, inputs, input_count, outputs, output_count, params, immediates,
+                                    immediates_len, x, y, z, &step.bound);
     if (st != VN_OK) return st;
     vn_mutex_lock(&s->lock);
     st = push_step(s, &step);

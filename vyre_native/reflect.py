@@ -71,6 +71,9 @@ class ModuleReflection:
     #: counts one element). Declared in the bind-group layout, it spares wgpu a size
     #: check on every dispatch; it is min_size for every fixed-size type.
     binding_sizes: list[int] = field(default_factory=list)
+    #: bytes of the entry point's var<immediate> data (its type's size, rounded up to 4
+    #: as wgpu requires of a pipeline layout's immediate size), 0 when it uses none
+    immediate_size: int = 0
 
 
 # ---------------------------------------------------------------- tokens
@@ -758,7 +761,7 @@ def reflect(
     found: list[tuple[int, int, str, str, int, int]] = []
     taken: dict[tuple[int, int], str] = {}
     for var in module.vars:
-        if var.name in used and var.space not in ("workgroup", "private"):
+        if var.name in used and var.space not in ("workgroup", "private", "immediate"):
             group, binding, kind, size, wgpu_size = module.binding(var, entry_point)
             other = taken.setdefault((group, binding), var.name)
             if other != var.name:
@@ -793,4 +796,23 @@ def reflect(
         for group, binding, name, kind, size, _ in found
     ]
     overrides = {name: module.scalar_type(decl, name) for name, decl in module.overrides.items()}
-    return ModuleReflection(entry_point, workgroup_size, bindings, overrides, [f[5] for f in found])
+    immediate_size = _immediate_size(module, used, entry_point)
+    return ModuleReflection(
+        entry_point, workgroup_size, bindings, overrides, [f[5] for f in found], immediate_size
+    )
+
+
+def _immediate_size(module: _Module, used: set[str], entry_point: str) -> int:
+    """Bytes of the var<immediate> data the entry point uses: no binding, one variable
+    at most, laid out as any host-shareable type and rounded up to 4."""
+    found = [v for v in module.vars if v.space == "immediate" and v.name in used]
+    if len(found) > 1:
+        raise ShaderError(
+            f"line {found[1].line}: entry point `{entry_point}` uses two var<immediate> variables,"
+            f" `{found[0].name}` and `{found[1].name}`; it may use one. Fix: gather the values"
+            " into one struct.",
+            line=found[1].line,
+        )
+    if not found or found[0].type is None:
+        return 0
+    return _round_up(4, module.layout(found[0].type)[0])
