@@ -95,6 +95,33 @@ def wgi():  # type: ignore[no-untyped-def]
     return ns
 
 
+def _bench_vn(benchmark, vnx, rounds, seq, acc, operation: str) -> None:  # type: ignore[no-untyped-def]
+    """Time seq.replay() (the queue drained, untimed, after each), then check the sums."""
+    benchmark.pedantic(
+        seq.replay, setup=Drainer(vnx.dev.wait_idle, every=1), rounds=rounds.burst, warmup_rounds=1
+    )
+    vnx.dev.wait_idle()
+    assert (acc.read(np.uint32) == expected(rounds.burst + 1)).all()  # warm-up + timed replays
+    record_python(benchmark, "vyre_native", operation, ops_per_round=SEQUENCE_LEN)
+
+
+def _bench_wgpu(benchmark, wgi, rounds, steps, operation: str) -> None:  # type: ignore[no-untyped-def]
+    """Time one encoder, one pass holding steps(pass), one submit, as wgpu-py does it."""
+
+    def submit() -> None:
+        enc = wgi.device.create_command_encoder()
+        cpass = enc.begin_compute_pass()
+        steps(cpass)
+        cpass.end()
+        wgi.queue.submit([enc.finish()])
+
+    benchmark.pedantic(
+        submit, setup=Drainer(lambda: wgpu_wait(wgi), every=1), rounds=rounds.burst, warmup_rounds=1
+    )
+    wgpu_wait(wgi)
+    record_python(benchmark, "wgpu-py", operation, ops_per_round=SEQUENCE_LEN)
+
+
 @pytest.mark.benchmark(group="sequence_1000_immediates")
 def test_sequence_1000_immediates_vyre_native(benchmark, vnx, rounds):  # type: ignore[no-untyped-def]
     if "immediates" not in vnx.dev.features:
@@ -104,32 +131,19 @@ def test_sequence_1000_immediates_vyre_native(benchmark, vnx, rounds):  # type: 
     seq = vnx.dev.sequence()
     for v in VALUES:
         seq.add(prog, [], [acc], clear_outputs=False, immediates=v[:1])
-    benchmark.pedantic(
-        seq.replay, setup=Drainer(vnx.dev.wait_idle, every=1), rounds=rounds.burst, warmup_rounds=1
-    )
-    vnx.dev.wait_idle()
-    assert (acc.read(np.uint32) == expected(rounds.burst + 1)).all()  # warm-up + timed replays
-    record_python(benchmark, "vyre_native", "sequence_1000_immediates", ops_per_round=SEQUENCE_LEN)
+    _bench_vn(benchmark, vnx, rounds, seq, acc, "sequence_1000_immediates")
 
 
 @pytest.mark.benchmark(group="sequence_1000_immediates")
 def test_sequence_1000_immediates_wgpu_py(benchmark, wgi, rounds):  # type: ignore[no-untyped-def]
-    def submit() -> None:
-        enc = wgi.device.create_command_encoder()
-        cpass = enc.begin_compute_pass()
+    def steps(cpass) -> None:  # type: ignore[no-untyped-def]
         cpass.set_pipeline(wgi.imm)
         cpass.set_bind_group(0, wgi.imm_group)
         for v in VALUES:
             cpass.set_immediates(0, v, 0, 4)
             cpass.dispatch_workgroups(1, 1, 1)
-        cpass.end()
-        wgi.queue.submit([enc.finish()])
 
-    benchmark.pedantic(
-        submit, setup=Drainer(lambda: wgpu_wait(wgi), every=1), rounds=rounds.burst, warmup_rounds=1
-    )
-    wgpu_wait(wgi)
-    record_python(benchmark, "wgpu-py", "sequence_1000_immediates", ops_per_round=SEQUENCE_LEN)
+    _bench_wgpu(benchmark, wgi, rounds, steps, "sequence_1000_immediates")
 
 
 @pytest.mark.benchmark(group="sequence_1000_uniforms")
@@ -140,28 +154,15 @@ def test_sequence_1000_uniforms_vyre_native(benchmark, vnx, rounds):  # type: ig
     seq = vnx.dev.sequence()
     for p in params:
         seq.add(prog, [], [acc], params=p, clear_outputs=False)
-    benchmark.pedantic(
-        seq.replay, setup=Drainer(vnx.dev.wait_idle, every=1), rounds=rounds.burst, warmup_rounds=1
-    )
-    vnx.dev.wait_idle()
-    assert (acc.read(np.uint32) == expected(rounds.burst + 1)).all()  # warm-up + timed replays
-    record_python(benchmark, "vyre_native", "sequence_1000_uniforms", ops_per_round=SEQUENCE_LEN)
+    _bench_vn(benchmark, vnx, rounds, seq, acc, "sequence_1000_uniforms")
 
 
 @pytest.mark.benchmark(group="sequence_1000_uniforms")
 def test_sequence_1000_uniforms_wgpu_py(benchmark, wgi, rounds):  # type: ignore[no-untyped-def]
-    def submit() -> None:
-        enc = wgi.device.create_command_encoder()
-        cpass = enc.begin_compute_pass()
+    def steps(cpass) -> None:  # type: ignore[no-untyped-def]
         cpass.set_pipeline(wgi.uni)
         for group in wgi.uni_groups:
             cpass.set_bind_group(0, group)
             cpass.dispatch_workgroups(1, 1, 1)
-        cpass.end()
-        wgi.queue.submit([enc.finish()])
 
-    benchmark.pedantic(
-        submit, setup=Drainer(lambda: wgpu_wait(wgi), every=1), rounds=rounds.burst, warmup_rounds=1
-    )
-    wgpu_wait(wgi)
-    record_python(benchmark, "wgpu-py", "sequence_1000_uniforms", ops_per_round=SEQUENCE_LEN)
+    _bench_wgpu(benchmark, wgi, rounds, steps, "sequence_1000_uniforms")
