@@ -103,6 +103,11 @@ static void binding_names(const vn_pipeline *p, bool outputs, char *buf, size_t 
 /* The counts a borrowed dispatch needs, checked before any buffer is made. */
 static vn_status check_borrowed(const vn_pipeline *p, size_t host_count, const uint64_t *output_sizes,
                                 size_t output_size_count) {
+    if (p->immediate_size > 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "pipeline `%s` declares %u bytes of var<immediate> data, which a borrowed dispatch does not "
+                       "take. Fix: upload the buffers (device.upload) and use prerecord_persistent_dispatch(..., "
+                       "immediates=...) or record(..., immediates=...).", p->label, p->immediate_size);
     size_t outputs = 0;
     for (size_t i = 0; i < p->binding_count; i++) outputs += allocated_output(&p->bindings[i]);
     char names[512];

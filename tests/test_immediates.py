@@ -69,6 +69,23 @@ def test_immediate_size_follows_the_wgsl_layout_rules(device: vn.Device, add_k: 
     assert device.compile(src).immediate_size == 32
 
 
+def test_a_var_immediate_the_entry_point_does_not_use_takes_nothing(
+    device: vn.Device, add_k: vn.Pipeline
+) -> None:
+    other = "\n@compute @workgroup_size(1) fn other() { acc[0] = 1u; }\n"
+    assert device.compile(ADD_K + other, entry_point="other").immediate_size == 0
+
+
+def test_an_entry_point_using_two_var_immediates_raises_shader_error(
+    device: vn.Device, add_k: vn.Pipeline
+) -> None:
+    src = ADD_K.replace("var<immediate> step: Step;", "var<immediate> step: Step;\nvar<immediate> more: u32;")
+    src = src.replace("step.k * step.scale", "step.k * more")
+    with pytest.raises(vn.ShaderError, match=r"More than 1 immediate data variable") as info:
+        device.compile(src)
+    assert info.value.line == 4
+
+
 def test_device_limits_report_max_immediate_size(device: vn.Device, add_k: vn.Pipeline) -> None:
     assert device.limits["max_immediate_size"] >= add_k.immediate_size > 0
 
@@ -139,6 +156,11 @@ def test_immediates_on_a_pipeline_without_var_immediate_raise(device: vn.Device)
         vn.InvalidArgumentError, match=r"4 bytes of immediates.*declares no var<immediate>.*Fix:"
     ):
         plain.prerecord_persistent_dispatch([], [device.alloc(4 * N)], immediates=b"\0\0\0\0")
+
+
+def test_a_borrowed_dispatch_of_a_pipeline_with_immediates_says_where_they_go(add_k: vn.Pipeline) -> None:
+    with pytest.raises(vn.InvalidArgumentError, match=r"4|8 bytes of var<immediate>.*Fix:.*immediates="):
+        add_k.prerecord_borrowed_dispatch([bytes(4 * N)])
 
 
 def test_immediates_that_are_not_bytes_like_raise_wrong_type(device: vn.Device, add_k: vn.Pipeline) -> None:

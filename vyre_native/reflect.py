@@ -796,23 +796,15 @@ def reflect(
         for group, binding, name, kind, size, _ in found
     ]
     overrides = {name: module.scalar_type(decl, name) for name, decl in module.overrides.items()}
-    immediate_size = _immediate_size(module, used, entry_point)
+    immediate_size = _immediate_size(module, used)
     return ModuleReflection(
         entry_point, workgroup_size, bindings, overrides, [f[5] for f in found], immediate_size
     )
 
 
-def _immediate_size(module: _Module, used: set[str], entry_point: str) -> int:
-    """Bytes of the var<immediate> data the entry point uses: no binding, one variable
-    at most, laid out as any host-shareable type and rounded up to 4."""
-    found = [v for v in module.vars if v.space == "immediate" and v.name in used]
-    if len(found) > 1:
-        raise ShaderError(
-            f"line {found[1].line}: entry point `{entry_point}` uses two var<immediate> variables,"
-            f" `{found[0].name}` and `{found[1].name}`; it may use one. Fix: gather the values"
-            " into one struct.",
-            line=found[1].line,
-        )
-    if not found or found[0].type is None:
-        return 0
-    return _round_up(4, module.layout(found[0].type)[0])
+def _immediate_size(module: _Module, used: set[str]) -> int:
+    """Bytes of the var<immediate> data the entry point uses (no binding), laid out as any
+    host-shareable type and rounded up to 4. naga has already refused an entry point that
+    uses more than one."""
+    types = [v.type for v in module.vars if v.space == "immediate" and v.name in used and v.type is not None]
+    return _round_up(4, module.layout(types[0])[0]) if types else 0
