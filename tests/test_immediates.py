@@ -159,7 +159,10 @@ def test_immediates_on_a_pipeline_without_var_immediate_raise(device: vn.Device)
 
 
 def test_a_borrowed_dispatch_of_a_pipeline_with_immediates_says_where_they_go(add_k: vn.Pipeline) -> None:
-    with pytest.raises(vn.InvalidArgumentError, match=r"`main` declares 8 bytes of var<immediate>.*borrowed dispatch.*Fix:.*immediates="):
+    with pytest.raises(
+        vn.InvalidArgumentError,
+        match=r"`main` declares 8 bytes of var<immediate>.*borrowed dispatch.*Fix:.*immediates=",
+    ):
         add_k.prerecord_borrowed_dispatch([bytes(4 * N)])
 
 
