@@ -29,6 +29,13 @@ extern struct vn_wgpu_table wgpu;
 /* VN_OK when the library is loaded, else the load's status with its message. */
 vn_status vn_require_library(void);
 
+/* library_file.c: true when `path` is a regular file holding a whole shared library of
+ * this platform's format and architecture, every segment and header table its header
+ * names inside the file (a truncated one would fault inside the system loader);
+ * otherwise false with the reason in why. *size gets the file's size (UINT64_MAX when
+ * it could not be opened). */
+bool vn_library_file_check(const char *path, uint64_t *size, char *why, size_t cap);
+
 /* ---- errors (error.c) ------------------------------------------------------ */
 
 /* Record `code` and a printf-formatted message as this thread's last error and
