@@ -9,8 +9,12 @@
  * the message of the last failure on the calling thread is vn_last_error(), of the
  * form "<what happened, with values>. Fix: <remedy>". Handles are opaque,
  * reference-counted objects; *_release drops the caller's reference, and an object
- * stays alive while anything recorded on it still needs it. No function aborts
- * the process on bad input.
+ * stays alive while anything recorded on it still needs it. Every function checks
+ * that each handle it is given is a live object of its kind (VN_ERROR_WRONG_TYPE,
+ * VN_ERROR_RELEASED otherwise) and holds a reference on it until it returns, so a
+ * release on another thread never frees it mid-call; the caller must hold its own
+ * reference when it calls (docs/LOCKING.md). No function aborts the process on bad
+ * input.
  */
 #ifndef VYRE_NATIVE_H
 #define VYRE_NATIVE_H
