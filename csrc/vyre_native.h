@@ -180,7 +180,7 @@ typedef struct vn_binding_desc {
 } vn_binding_desc;
 
 typedef struct vn_constant {
-    const char *name;    /* a WGSL `override` name */
+    const char *name;    /* WebGPU's key: an @id(n) override's is "n", any other's its name */
     double value;
 } vn_constant;
 
@@ -193,6 +193,13 @@ typedef struct vn_pipeline_desc {
     int32_t indirect_binding;         /* index into bindings of the indirect-args buffer, -1: none */
     uint64_t indirect_offset;         /* byte offset of the three u32 counts */
     uint32_t cache_capacity;          /* bind-group LRU entries, 0: 256 */
+    /* The entry point's @workgroup_size and bytes of var<workgroup> memory (WebGPU's
+     * sum: each variable rounded up to 16), with the override values applied, checked
+     * against the device's limits here: wgpu-native checks neither once overrides
+     * decide them, and a GPU runs past its limits or loses the device. All three
+     * sizes 0: not checked. */
+    uint64_t workgroup_size[3];
+    uint64_t workgroup_storage_size;
 } vn_pipeline_desc;
 
 vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipeline_desc *desc,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -11,7 +12,7 @@ from ._lib import check, ffi, lib
 from .buffer import Buffer
 from .dispatch import PrerecordedDispatch
 from .errors import BindingError, InvalidArgumentError, ReleasedError, ShaderError, WrongTypeError
-from .reflect import Binding, reflect
+from .reflect import Binding, reflect, tokenize
 from .replay import Recording
 
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 _KIND_CODES = {"storage_read": 0, "storage_read_write": 1, "uniform": 2}
 _U32_MAX = 0xFFFFFFFF
+_U64_MAX = 0xFFFFFFFFFFFFFFFF
 _BUFFER_ARRAY = ffi.typeof("vn_buffer *[]")
 _LINE = re.compile(r"wgsl:(\d+):(\d+)")
 
@@ -28,6 +30,29 @@ def _shader_error(err: ShaderError) -> ShaderError:
     text = str(err)
     found = _LINE.search(text)
     return ShaderError(text, err.code, line=int(found.group(1)) if found else None)
+
+
+def _constant_values(constants: Any) -> dict[str, float | int | bool]:
+    """``compile(constants=...)`` checked for type: str keys, real-number values."""
+    if constants is None:
+        return {}
+    if not isinstance(constants, Mapping):
+        raise WrongTypeError(
+            f"constants is a {type(constants).__name__}, not a mapping. Fix: pass a dict, e.g."
+            " constants={'BLOCK': 64} (an @id(7) override also as {'7': 64})."
+        )
+    for key, value in constants.items():
+        if not isinstance(key, str):
+            raise WrongTypeError(
+                f"constants key {key!r} is a {type(key).__name__}, not a str. Fix: key an override"
+                f" by its name, or an @id(n) override by str(n), e.g. {{'{key}': ...}}."
+            )
+        if not isinstance(value, numbers.Real):
+            raise WrongTypeError(
+                f"constants[{key!r}] = {value!r} is a {type(value).__name__}, not a number. Fix:"
+                " pass a bool, int or float."
+            )
+    return dict(constants)
 
 
 def check_workgroups(workgroups: Any) -> tuple[int, int, int]:
@@ -119,7 +144,7 @@ class Pipeline(Handle):
     _device: Device
     bindings: list[Binding]
     entry_point: str
-    workgroup_size: tuple[int, int, int] | None
+    workgroup_size: tuple[int, int, int]
 
     @classmethod
     def _compile(
@@ -138,9 +163,13 @@ class Pipeline(Handle):
             )
         if not isinstance(entry_point, str) or not entry_point:
             raise WrongTypeError(f"entry_point={entry_point!r}: Fix: name the @compute function as a str.")
+        values = _constant_values(constants)
         source = wgsl.encode()
+        # Nesting deeper than naga's stack can take is refused before naga parses it;
+        # tokenize() checks it (and the tokens serve reflection below).
+        tokens = tokenize(wgsl)
         shader_out = ffi.new("vn_shader **")
-        # Compile first: a WGSL error is reported by the compiler, with its line,
+        # Compile next: a WGSL error is reported by the compiler, with its line,
         # before reflection has to make sense of the text.
         try:
             check(lib.vn_shader_create(dev_ptr, source, len(source), shader_out))
@@ -148,7 +177,7 @@ class Pipeline(Handle):
             raise _shader_error(err) from None
         shader = ffi.gc(shader_out[0], lib.vn_shader_release)
 
-        module = reflect(wgsl, entry_point, preserve, constants)
+        module = reflect(tokens, entry_point, preserve, values)
         bindings = module.bindings
         indirect_index, indirect_offset = -1, 0
         if indirect is not None:
@@ -161,7 +190,8 @@ class Pipeline(Handle):
             d.group, d.binding, d.kind = b.group, b.binding, _KIND_CODES[b.kind]
             d.preserve, d.min_size, d.name = int(b.preserve), b.min_size, names[i]
             d.binding_size = module.binding_sizes[i]
-        const_items = list((constants or {}).items())
+        # under wgpu-native's keys: an @id(n) override's is "n"
+        const_items = list(module.constants.items())
         const_names = [ffi.new("char[]", k.encode()) for k, _ in const_items]
         consts = ffi.new("vn_constant[]", max(len(const_items), 1))
         for i, (_, value) in enumerate(const_items):
@@ -178,6 +208,9 @@ class Pipeline(Handle):
                 "indirect_binding": indirect_index,
                 "indirect_offset": indirect_offset,
                 "cache_capacity": 0,
+                # C checks both against the device's limits, overrides applied
+                "workgroup_size": [min(d, _U64_MAX) for d in module.workgroup_size],
+                "workgroup_storage_size": min(module.workgroup_storage_size, _U64_MAX),
             },
         )
         out = ffi.new("vn_pipeline **")
