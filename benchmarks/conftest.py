@@ -12,7 +12,6 @@ import datetime
 import os
 import pathlib
 import platform
-import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -22,26 +21,6 @@ HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent
 
 
-def _drop_uncompiled_source_tree() -> None:
-    """Keep the repository's source tree (no compiled _native module) off sys.path.
-
-    ``python -m pytest`` run from the repository root puts the root first on
-    sys.path, where ``vyre_native/`` has no compiled module; the benchmarks must
-    measure the installed package.
-    """
-    pkg = REPO / "vyre_native"
-    if not pkg.is_dir() or any(pkg.glob("_native*")):
-        return
-    for entry in list(sys.path):
-        try:
-            same = pathlib.Path(entry or os.getcwd()).resolve() == REPO
-        except OSError:
-            continue
-        if same:
-            sys.path.remove(entry)
-
-
-_drop_uncompiled_source_tree()
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")
 # Mesa's llvmpipe/lavapipe (the CPU "GPU"): one shader thread, so that on a small
 # host its threads compete less with the thread being timed. The kernels here are
@@ -216,7 +195,7 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
         "python_version": platform.python_version(),
         "host_cpu": harness.host_cpu(),
         "date": datetime.date.today().isoformat(),
-        "datetime_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "datetime_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "quick": harness.SESSION.get("quick", False),
         "wgpu_py": harness.SESSION.get("wgpu_py"),
         "raw_c": harness.SESSION.get("raw_c"),

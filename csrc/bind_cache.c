@@ -21,7 +21,7 @@ vn_status vn_bind_cache_init(vn_bind_cache *cache, uint32_t capacity) {
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a bind-group cache of %u entries. Fix: free host memory.",
                        capacity);
     cache->capacity = capacity;
-    pthread_mutex_init(&cache->lock, NULL);
+    vn_mutex_init(&cache->lock);
     return VN_OK;
 }
 
@@ -39,7 +39,7 @@ void vn_bind_cache_destroy(vn_bind_cache *cache) {
     for (uint32_t i = 0; i < cache->count; i++) entry_clear(&cache->entries[i]);
     free(cache->entries);
     cache->entries = NULL;
-    pthread_mutex_destroy(&cache->lock);
+    vn_mutex_destroy(&cache->lock);
 }
 
 static uint64_t hash_key(uint32_t group, const uint64_t *key, uint32_t words) {
@@ -73,7 +73,7 @@ vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, vn_buffer *co
     }
     uint64_t h = hash_key(group, key, 2 * count);
 
-    pthread_mutex_lock(&cache->lock);
+    vn_mutex_lock(&cache->lock);
     for (uint32_t i = 0; i < cache->count; i++) {
         vn_bind_cache_entry *e = &cache->entries[i];
         if (e->hash == h && e->group == group && e->key_len == count &&
@@ -83,13 +83,13 @@ vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, vn_buffer *co
             wgpu.BindGroupAddRef(e->bind_group);
             vn_live_add(VN_LIVE_BIND_GROUP, 1);
             *out = e->bind_group;
-            pthread_mutex_unlock(&cache->lock);
+            vn_mutex_unlock(&cache->lock);
             if (key != stack_key) free(key);
             return VN_OK;
         }
     }
     cache->misses++;
-    pthread_mutex_unlock(&cache->lock);
+    vn_mutex_unlock(&cache->lock);
 
     /* Create outside the cache lock: bind-group creation is the slow part, and the
      * caller already holds the device's scope lock, which orders it. */
@@ -126,7 +126,7 @@ vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, vn_buffer *co
         owned = malloc(2 * count * sizeof *owned + 1);
         if (owned != NULL) memcpy(owned, key, 2 * count * sizeof *owned);
     }
-    pthread_mutex_lock(&cache->lock);
+    vn_mutex_lock(&cache->lock);
     if (owned != NULL && cache->capacity > 0) {
         if (cache->count == cache->capacity) {
             uint32_t oldest = 0;
@@ -141,14 +141,14 @@ vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, vn_buffer *co
         vn_live_add(VN_LIVE_BIND_GROUP, 1);
         owned = NULL;
     }
-    pthread_mutex_unlock(&cache->lock);
+    vn_mutex_unlock(&cache->lock);
     free(owned); /* not cached (no memory for the key): the caller still gets the group */
     *out = bg;
     return VN_OK;
 }
 
 void vn_bind_cache_forget(vn_bind_cache *cache, uint64_t identity) {
-    pthread_mutex_lock(&cache->lock);
+    vn_mutex_lock(&cache->lock);
     for (uint32_t i = 0; i < cache->count;) {
         vn_bind_cache_entry *e = &cache->entries[i];
         bool names = false;
@@ -156,5 +156,5 @@ void vn_bind_cache_forget(vn_bind_cache *cache, uint64_t identity) {
         if (names) remove_at(cache, i);
         else i++;
     }
-    pthread_mutex_unlock(&cache->lock);
+    vn_mutex_unlock(&cache->lock);
 }

@@ -1,30 +1,23 @@
 /* device.c - adapter and device creation, error scopes, waits, loss and release. */
-#include <sched.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 
 /* ---- callback plumbing ------------------------------------------------------- */
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* wgpu-native fires AllowProcessEvents callbacks from wgpuInstanceProcessEvents or
  * a device poll; drive both until `flag` is set, giving up after `limit_s`. */
 bool vn_process_until(WGPUInstance instance, WGPUDevice device, atomic_int *flag, double limit_s) {
-    double deadline = now_seconds() + limit_s;
+    double deadline = vn_monotonic_seconds() + limit_s;
     while (!atomic_load(flag)) {
         if (device != NULL) wgpu.DevicePoll(device, 0, NULL);
         wgpu.InstanceProcessEvents(instance);
         if (atomic_load(flag)) break;
-        if (now_seconds() > deadline) return false;
-        sched_yield();
+        if (vn_monotonic_seconds() > deadline) return false;
+        vn_yield();
     }
     return true;
 }
@@ -65,10 +58,10 @@ static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStr
 
 void vn_device_init_locks(vn_device *dev) {
     atomic_init(&dev->refs, 1);
-    pthread_mutex_init(&dev->scope_lock, NULL);
-    pthread_rwlock_init(&dev->submit_lock, NULL);
-    pthread_mutex_init(&dev->staging_lock, NULL);
-    pthread_mutex_init(&dev->pipelines_lock, NULL);
+    vn_mutex_init(&dev->scope_lock);
+    vn_rwlock_init(&dev->submit_lock);
+    vn_mutex_init(&dev->staging_lock);
+    vn_mutex_init(&dev->pipelines_lock);
     vn_live_add(VN_LIVE_DEVICE, 1);
 }
 
@@ -87,7 +80,7 @@ static void on_device_lost(WGPUDevice const *device, WGPUDeviceLostReason reason
  * call in scopes, so this is a backstop: it must exist, because without it
  * wgpu-native treats the error as fatal and aborts the process. The message is
  * kept for the calling thread; vn_scope_end and the submit paths report it. */
-static _Thread_local struct {
+static VN_THREAD_LOCAL struct {
     WGPUErrorType type;
     char message[1536];
 } uncaptured;
@@ -144,6 +137,43 @@ void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out) {
     out->vendor_id = info.vendorID;
     out->device_id = info.deviceID;
     wgpu.AdapterInfoFreeMembers(info);
+    vn_describe_features(adapter, out->features, sizeof out->features);
+}
+
+/* The wgpu backends a user-facing name selects (NULL: the primary ones). wgpu-native's
+ * own default enables every backend, so on a machine without Vulkan it would silently
+ * hand out its OpenGL adapter; a GL device is only made when asked for by name. */
+static vn_status parse_backend(const char *name, WGPUInstanceBackend *out) {
+    static const struct { const char *name; WGPUInstanceBackend bits; } names[] = {
+        {"vulkan", WGPUInstanceBackend_Vulkan}, {"metal", WGPUInstanceBackend_Metal},
+        {"dx12", WGPUInstanceBackend_DX12},     {"d3d12", WGPUInstanceBackend_DX12},
+        {"gl", WGPUInstanceBackend_GL},         {"opengl", WGPUInstanceBackend_GL},
+    };
+    if (name == NULL) {
+        *out = WGPUInstanceBackend_Vulkan | WGPUInstanceBackend_Metal | WGPUInstanceBackend_DX12;
+        return VN_OK;
+    }
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        size_t k = 0;
+        while (names[i].name[k] && tolower((unsigned char)name[k]) == names[i].name[k]) k++;
+        if (names[i].name[k] == '\0' && name[k] == '\0') {
+            *out = names[i].bits;
+            return VN_OK;
+        }
+    }
+    return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                   "backend '%.64s' is not one wgpu offers. Fix: pass \"vulkan\", \"metal\", \"dx12\" or \"gl\", "
+                   "or None for the platform's primary backends.", name);
+}
+
+static WGPUInstance create_instance(WGPUInstanceBackend backends) {
+    WGPUInstanceExtras extras = {0};
+    extras.chain.sType = (WGPUSType)WGPUSType_InstanceExtras;
+    extras.backends = backends;
+    extras.flags = WGPUInstanceFlag_Default;
+    WGPUInstanceDescriptor desc = WGPU_INSTANCE_DESCRIPTOR_INIT;
+    desc.nextInChain = &extras.chain;
+    return wgpu.CreateInstance(&desc);
 }
 
 /* All adapters of an instance, in wgpu-native's order; the caller releases them. */
@@ -163,12 +193,14 @@ static void release_adapters(WGPUAdapter *adapters, size_t count, WGPUAdapter ke
     free(adapters);
 }
 
-vn_status vn_enumerate_adapters(vn_device_info *out, size_t capacity, size_t *count) {
+vn_status vn_enumerate_adapters(const char *backend, vn_device_info *out, size_t capacity, size_t *count) {
     vn_status st = vn_require_library();
     if (st != VN_OK) return st;
     if (count == NULL || (capacity > 0 && out == NULL))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_enumerate_adapters: NULL argument. Fix: pass a result array and count.");
-    WGPUInstance instance = wgpu.CreateInstance(NULL);
+    WGPUInstanceBackend backends;
+    if ((st = parse_backend(backend, &backends)) != VN_OK) return st;
+    WGPUInstance instance = create_instance(backends);
     if (instance == NULL) return vn_fail(VN_ERROR_INTERNAL, "wgpuCreateInstance returned NULL. Fix: check that a Vulkan loader is installed.");
     WGPUAdapter *adapters;
     size_t n;
@@ -193,10 +225,10 @@ void vn_device_unref(vn_device *device) {
     if (device->device) wgpu.DeviceRelease(device->device);
     if (device->adapter) wgpu.AdapterRelease(device->adapter);
     if (device->instance) wgpu.InstanceRelease(device->instance);
-    pthread_mutex_destroy(&device->scope_lock);
-    pthread_rwlock_destroy(&device->submit_lock);
-    pthread_mutex_destroy(&device->staging_lock);
-    pthread_mutex_destroy(&device->pipelines_lock);
+    vn_mutex_destroy(&device->scope_lock);
+    vn_rwlock_destroy(&device->submit_lock);
+    vn_mutex_destroy(&device->staging_lock);
+    vn_mutex_destroy(&device->pipelines_lock);
     free(device);
     vn_live_add(VN_LIVE_DEVICE, -1);
 }
@@ -215,9 +247,10 @@ vn_status vn_device_check(const vn_device *device, const char *what) {
     return VN_OK;
 }
 
-static vn_status finish_device(vn_device *dev, vn_device **out);
+static vn_status finish_device(vn_device *dev, const char *required_features, vn_device **out);
 
-vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, vn_device **out) {
+vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, const char *backend,
+                           const char *required_features, vn_device **out) {
     vn_status st = vn_require_library();
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_create: out is NULL. Fix: pass a result pointer.");
@@ -225,12 +258,16 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
     if (power_preference != VN_POWER_DEFAULT && power_preference != VN_POWER_LOW && power_preference != VN_POWER_HIGH)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "power preference %d is not one of 0 (default), 1 (low-power), "
                        "2 (high-performance). Fix: pass one of those.", (int)power_preference);
+    WGPUInstanceBackend backends;
+    if ((st = parse_backend(backend, &backends)) != VN_OK) return st;
+    /* For the messages: the backend asked for, or what the default means. */
+    const char *wanted = backend ? backend : "primary: Vulkan, Metal or DX12";
 
     vn_device *dev = calloc(1, sizeof *dev);
     if (dev == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a device record. Fix: free host memory.");
     vn_device_init_locks(dev);
 
-    dev->instance = wgpu.CreateInstance(NULL);
+    dev->instance = create_instance(backends);
     if (dev->instance == NULL) {
         vn_device_unref(dev);
         return vn_fail(VN_ERROR_INTERNAL, "wgpuCreateInstance returned NULL. Fix: check that a Vulkan loader is installed.");
@@ -245,13 +282,13 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
             vn_device_unref(dev);
             if (lst != VN_OK) return lst;
             return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                           "adapter index %d is out of range: %zu adapter(s) found. Fix: pass an index from "
-                           "vn.enumerate_adapters(), or leave adapter unset for the default.",
-                           (int)adapter_index, n);
+                           "adapter index %d is out of range: %zu adapter(s) found (backend %.64s). Fix: pass "
+                           "an index from vn.enumerate_adapters() with the same backend, or leave adapter unset "
+                           "for the default.", (int)adapter_index, n, wanted);
         }
         dev->adapter = adapters[adapter_index];
         release_adapters(adapters, n, dev->adapter);
-        return finish_device(dev, out);
+        return finish_device(dev, required_features, out);
     }
     WGPURequestAdapterOptions opts = WGPU_REQUEST_ADAPTER_OPTIONS_INIT;
     opts.powerPreference = power_preference == VN_POWER_LOW    ? WGPUPowerPreference_LowPower
@@ -270,18 +307,27 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
     }
     if (areq.status != WGPURequestAdapterStatus_Success || areq.adapter == NULL) {
         vn_device_unref(dev);
+        size_t len = strlen(areq.message);
+        while (len > 0 && (areq.message[len - 1] == '\n' || areq.message[len - 1] == ' ')) areq.message[--len] = '\0';
+        if (backend != NULL)
+            return vn_fail(VN_ERROR_LIBRARY,
+                           "no GPU adapter found on backend '%.64s' (power preference %s): %s. Fix: this machine "
+                           "offers no adapter there; see which backends have one with vn.enumerate_adapters("
+                           "backend=...) for \"vulkan\", \"metal\", \"dx12\" and \"gl\", or leave backend unset.",
+                           backend, power_name(power_preference), areq.message[0] ? areq.message : "none offered");
         return vn_fail(VN_ERROR_LIBRARY,
-                       "no GPU adapter found (power preference %s): %s. Fix: install a Vulkan driver; on a "
-                       "machine without a GPU, Mesa's CPU driver lavapipe (Debian: apt-get install "
-                       "mesa-vulkan-drivers).", power_name(power_preference), areq.message[0] ? areq.message : "none offered");
+                       "no GPU adapter found (backend %.64s, power preference %s): %s. Fix: install a Vulkan "
+                       "driver (on a machine without a GPU, Mesa's CPU driver lavapipe: on Debian, apt-get "
+                       "install mesa-vulkan-drivers), or pass backend=\"gl\" to use wgpu's OpenGL adapter.",
+                       wanted, power_name(power_preference), areq.message[0] ? areq.message : "none offered");
     }
     dev->adapter = areq.adapter;
-    return finish_device(dev, out);
+    return finish_device(dev, required_features, out);
 }
 
 /* With dev->adapter chosen: read its info and limits and request the device. On
  * failure dev is released. */
-static vn_status finish_device(vn_device *dev, vn_device **out) {
+static vn_status finish_device(vn_device *dev, const char *required_features, vn_device **out) {
     vn_describe_adapter(dev->adapter, &dev->info);
 
     /* The adapter's own limits, not WebGPU's defaults: a 1 GiB storage buffer must
@@ -296,13 +342,20 @@ static vn_status finish_device(vn_device *dev, vn_device **out) {
     WGPUDeviceDescriptor ddesc = WGPU_DEVICE_DESCRIPTOR_INIT;
     ddesc.label = vn_sv("vyre_native");
     ddesc.requiredLimits = &limits;
-    /* Timestamps where the adapter has them: replays can then report GPU time. */
-    WGPUFeatureName timestamp_feature = WGPUFeatureName_TimestampQuery;
-    if (wgpu.AdapterHasFeature(dev->adapter, timestamp_feature)) {
-        ddesc.requiredFeatureCount = 1;
-        ddesc.requiredFeatures = &timestamp_feature;
-        dev->timestamps = true;
+    /* The compute features the adapter offers (timestamps among them: replays can then
+     * report GPU time), and what the caller requires. */
+    WGPUFeatureName features[VN_MAX_DEVICE_FEATURES];
+    size_t feature_count;
+    vn_status st = vn_features_choose(dev->adapter, dev->info.name, required_features, features,
+                                      VN_MAX_DEVICE_FEATURES, &feature_count);
+    if (st != VN_OK) {
+        vn_device_unref(dev);
+        return st;
     }
+    ddesc.requiredFeatureCount = feature_count;
+    ddesc.requiredFeatures = features;
+    for (size_t i = 0; i < feature_count; i++)
+        if (features[i] == WGPUFeatureName_TimestampQuery) dev->timestamps = true;
     ddesc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
     ddesc.deviceLostCallbackInfo.callback = on_device_lost;
     ddesc.deviceLostCallbackInfo.userdata1 = dev;
@@ -362,6 +415,15 @@ vn_status vn_device_get_limits(const vn_device *device, vn_limits *out) {
     return VN_OK;
 }
 
+vn_status vn_device_get_features(const vn_device *device, char *out, size_t capacity) {
+    vn_status st = vn_device_check(device, "vn_device_get_features");
+    if (st != VN_OK) return st;
+    if (out == NULL || capacity == 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_get_features: no output buffer. Fix: pass one.");
+    vn_describe_device_features(device->device, out, capacity);
+    return VN_OK;
+}
+
 int vn_device_has_timestamps(const vn_device *device) { return device != NULL && device->timestamps; }
 
 vn_status vn_device_wait(vn_device *device, uint64_t index) {
@@ -381,24 +443,24 @@ vn_status vn_device_destroy(vn_device *device) {
     if (st != VN_OK) return st;
     /* Exclusive: no submit is between its check and its queue call while the
      * device goes away (wgpu-native aborts on a submit to a destroyed device). */
-    pthread_rwlock_wrlock(&device->submit_lock);
+    vn_rwlock_write_lock(&device->submit_lock);
     snprintf(device->lost_reason, sizeof device->lost_reason, "destroyed by Device.destroy()");
     atomic_store(&device->lost, 1);
-    pthread_mutex_lock(&device->scope_lock);
+    vn_mutex_lock(&device->scope_lock);
     wgpu.DeviceDestroy(device->device);
-    pthread_mutex_unlock(&device->scope_lock);
-    pthread_rwlock_unlock(&device->submit_lock);
+    vn_mutex_unlock(&device->scope_lock);
+    vn_rwlock_write_unlock(&device->submit_lock);
     return VN_OK;
 }
 
 vn_status vn_submit_begin(vn_device *device, const char *what) {
-    pthread_rwlock_rdlock(&device->submit_lock);
+    vn_rwlock_read_lock(&device->submit_lock);
     vn_status st = vn_device_check(device, what);
-    if (st != VN_OK) pthread_rwlock_unlock(&device->submit_lock);
+    if (st != VN_OK) vn_rwlock_read_unlock(&device->submit_lock);
     return st;
 }
 
-void vn_submit_end(vn_device *device) { pthread_rwlock_unlock(&device->submit_lock); }
+void vn_submit_end(vn_device *device) { vn_rwlock_read_unlock(&device->submit_lock); }
 
 void vn_device_close(vn_device *device) {
     if (device != NULL) atomic_store(&device->closed, 1);
@@ -439,7 +501,7 @@ static void on_pop(WGPUPopErrorScopeStatus status, WGPUErrorType type, WGPUStrin
 }
 
 void vn_scope_begin(vn_device *device) {
-    pthread_mutex_lock(&device->scope_lock);
+    vn_mutex_lock(&device->scope_lock);
     uncaptured.type = WGPUErrorType_NoError;
     /* wgpu-native 29 panics on WGPUErrorFilter_Internal ("invalid error filter"), so
      * internal errors reach the uncaptured-error backstop instead. */
@@ -466,7 +528,7 @@ vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation
         wgpu.DevicePopErrorScope(device->device, cb);
         vn_process_until(device->instance, NULL, &results[i].done, 10.0);
     }
-    pthread_mutex_unlock(&device->scope_lock);
+    vn_mutex_unlock(&device->scope_lock);
     for (int i = 0; i < 2; i++) {
         struct scope_result *r = &results[i];
         if (!atomic_load(&r->done)) continue;

@@ -7,7 +7,7 @@
 
 /* One slot per thread, as SQLite keeps one per connection: a failing call on one
  * thread never overwrites the message another thread is about to read. */
-static _Thread_local char last_error[2048];
+static VN_THREAD_LOCAL char last_error[2048];
 
 const char *vn_last_error(void) { return last_error; }
 

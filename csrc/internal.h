@@ -3,12 +3,12 @@
 #ifndef VN_INTERNAL_H
 #define VN_INTERNAL_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "platform.h"
 #include "vyre_native.h"
 #include "webgpu.h"
 #include "wgpu.h"
@@ -16,7 +16,9 @@
 /* ---- the function table (loader.c) --------------------------------------- */
 
 /* Fields typed from the header's own declarations, so a signature change in a new
- * webgpu.h is a compile error here rather than a wrong call at run time. */
+ * webgpu.h is a compile error here rather than a wrong call at run time. wgpu.h's
+ * extensions have no WGPUProc typedefs to use instead, hence __typeof__ (GCC, Clang,
+ * MSVC from VS 2022 17.9: see platform.h). */
 struct vn_wgpu_table {
 #define VN_WGPU_FN(name) __typeof__(wgpu##name) *name;
 #include "wgpu_functions.h"
@@ -31,7 +33,7 @@ vn_status vn_require_library(void);
 
 /* Record `code` and a printf-formatted message as this thread's last error and
  * return `code`, so call sites read `return vn_fail(...)`. */
-vn_status vn_fail(vn_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+vn_status vn_fail(vn_status code, const char *fmt, ...) VN_PRINTF_LIKE(2, 3);
 void vn_clear_error(void);
 /* wgpu's WGPUStringView as a C string into buf (always terminated). */
 void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap);
@@ -65,21 +67,21 @@ struct vn_device {
 
     /* Error scopes are a stack per device: one thread at a time pushes, works and
      * pops, so another thread's error never lands in this thread's scope. */
-    pthread_mutex_t scope_lock;
+    vn_mutex scope_lock;
 
     /* The device's life lock. Submitting to a destroyed device, or reading the
      * mapped range of a buffer it destroyed, aborts the process inside wgpu-native,
      * so every submit and every mapped-range access holds this for reading (after
      * checking the flags) and vn_device_destroy holds it for writing. */
-    pthread_rwlock_t submit_lock;
+    vn_rwlock submit_lock;
 
     /* Readback staging buffers kept for reuse (readback.c). */
-    pthread_mutex_t staging_lock;
+    vn_mutex staging_lock;
     vn_staging *staging_free;
     size_t staging_free_count;
 
     /* Live pipelines, so a buffer's release can purge bind groups naming it. */
-    pthread_mutex_t pipelines_lock;
+    vn_mutex pipelines_lock;
     struct vn_pipeline *pipelines;
 };
 
@@ -87,6 +89,17 @@ void vn_device_retain(vn_device *device);
 /* A fresh record's refcount (1), locks and live count. */
 void vn_device_init_locks(vn_device *device);
 void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out);
+/* features.c: the name of a WGPUFeatureName / WGPUNativeFeature, NULL if unknown; and an
+ * adapter's features as space-separated names (unknown ones as hex) into out. */
+const char *vn_feature_name(uint32_t id);
+void vn_describe_features(WGPUAdapter adapter, char *out, size_t capacity);
+void vn_describe_device_features(WGPUDevice device, char *out, size_t capacity);
+/* The features a new device requests: `required` (space-separated names; unknown ->
+ * VN_ERROR_INVALID_ARGUMENT, not on the adapter -> VN_ERROR_UNSUPPORTED naming them all)
+ * and every compute feature the adapter offers. At most `capacity` into out. */
+#define VN_MAX_DEVICE_FEATURES 96
+vn_status vn_features_choose(WGPUAdapter adapter, const char *adapter_name, const char *required,
+                             WGPUFeatureName *out, size_t capacity, size_t *count);
 void vn_device_unref(vn_device *device);
 /* VN_OK, VN_ERROR_RELEASED (closed) or VN_ERROR_DEVICE_LOST, with a message naming `what`. */
 vn_status vn_device_check(const vn_device *device, const char *what);
@@ -198,7 +211,7 @@ typedef struct vn_bind_cache_entry {
 } vn_bind_cache_entry;
 
 typedef struct vn_bind_cache {
-    pthread_mutex_t lock;
+    vn_mutex lock;
     vn_bind_cache_entry *entries;
     uint32_t count;
     uint32_t capacity;

@@ -113,10 +113,10 @@ void vn_device_mark_lost(vn_device *device, const char *reason) {
     if (device == NULL) return;
     /* The write side of the life lock: no submit of ours is between its check and its
      * queue call when this returns, and none starts afterwards. */
-    pthread_rwlock_wrlock(&device->submit_lock);
+    vn_rwlock_write_lock(&device->submit_lock);
     snprintf(device->lost_reason, sizeof device->lost_reason, "%s", reason ? reason : "destroyed by its owner");
     atomic_store(&device->lost, 1);
-    pthread_rwlock_unlock(&device->submit_lock);
+    vn_rwlock_write_unlock(&device->submit_lock);
 }
 
 void vn_buffer_retain_for_watch(vn_buffer *buffer) {

@@ -1,9 +1,8 @@
-/* loader.c - finds wgpu-native at run time (dlopen + dlsym into one table).
+/* loader.c - finds wgpu-native at run time (vn_dl_open + vn_dl_sym into one table).
  *
  * The library ships inside the `wgpu` wheel without a SONAME, so linking against it
  * by rpath is fragile; loading the very file wgpu-py loads also shares one copy of
  * wgpu-native with wgpu-py in the same process. */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,7 +14,7 @@
 
 struct vn_wgpu_table wgpu;
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static vn_once load_once = VN_ONCE_INIT;
 static const char *load_path;
 static vn_status load_status = VN_ERROR_LIBRARY;
 static char load_message[1024] = "wgpu-native was never loaded. Fix: import vyre_native, which loads it.";
@@ -26,16 +25,19 @@ static void version_text(uint32_t v, char *buf, size_t cap) {
 }
 
 static void load_library(void) {
-    void *handle = dlopen(load_path, RTLD_NOW | RTLD_LOCAL);
+    char why[512];
+    /* A library refused below stays loaded: it may be wgpu-py's copy too, and the
+     * table of a failed load is never called. */
+    void *handle = vn_dl_open(load_path, why, sizeof why);
     if (handle == NULL) {
         snprintf(load_message, sizeof load_message,
                  "could not load wgpu-native from '%s': %s. Fix: install the pinned wgpu package "
-                 "(pip install 'wgpu==0.32.*') or point WGPU_LIB_PATH at its libwgpu_native file.",
-                 load_path, dlerror());
+                 "(pip install 'wgpu==0.32.*') or point WGPU_LIB_PATH at its wgpu_native library file.",
+                 load_path, why);
         return;
     }
 #define VN_WGPU_FN(name)                                                                            \
-    wgpu.name = (__typeof__(wgpu.name))dlsym(handle, "wgpu" #name);                                \
+    wgpu.name = (__typeof__(wgpu.name))vn_dl_sym(handle, "wgpu" #name);                             \
     if (wgpu.name == NULL) {                                                                        \
         snprintf(load_message, sizeof load_message,                                                 \
                  "'%s' has no symbol wgpu" #name ": it is not the wgpu-native this package was "    \
@@ -66,7 +68,7 @@ static void load_library(void) {
 vn_status vn_library_load(const char *path) {
     if (path == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "library path is NULL. Fix: pass the path of libwgpu_native.");
     load_path = path;
-    pthread_once(&load_once, load_library);
+    vn_once_run(&load_once, load_library);
     return vn_require_library();
 }
 

@@ -224,7 +224,7 @@ vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipe
         const vn_binding_desc *b = &desc->bindings[i];
         uint64_t binding_size = b->binding_size > b->min_size ? b->binding_size : b->min_size;
         p->bindings[i] = (vn_binding){b->group, b->binding, b->kind, b->preserve != 0, b->min_size, binding_size,
-                                      strdup(b->name ? b->name : "")};
+                                      vn_strdup(b->name ? b->name : "")};
         if (p->bindings[i].name == NULL) st = VN_ERROR_OUT_OF_MEMORY;
     }
     for (size_t i = 0; i < desc->constant_count; i++) {
@@ -266,11 +266,11 @@ vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipe
     atomic_init(&p->refs, 1);
     vn_device_retain(device);
     p->device = device;
-    pthread_mutex_lock(&device->pipelines_lock);
+    vn_mutex_lock(&device->pipelines_lock);
     p->next = device->pipelines;
     if (device->pipelines) device->pipelines->prev = p;
     device->pipelines = p;
-    pthread_mutex_unlock(&device->pipelines_lock);
+    vn_mutex_unlock(&device->pipelines_lock);
     vn_live_add(VN_LIVE_PIPELINE, 1);
     *out = p;
     return VN_OK;
@@ -280,27 +280,27 @@ vn_status vn_pipeline_cache_stats(const vn_pipeline *pipeline, vn_cache_stats *o
     if (pipeline == NULL || out == NULL)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pipeline_cache_stats: NULL argument. Fix: pass a pipeline and a result.");
     vn_bind_cache *c = (vn_bind_cache *)&pipeline->cache;
-    pthread_mutex_lock(&c->lock);
+    vn_mutex_lock(&c->lock);
     *out = (vn_cache_stats){c->hits, c->misses, c->evictions, c->count, c->capacity};
-    pthread_mutex_unlock(&c->lock);
+    vn_mutex_unlock(&c->lock);
     return VN_OK;
 }
 
 void vn_pipeline_release(vn_pipeline *pipeline) {
     if (pipeline == NULL || atomic_fetch_sub(&pipeline->refs, 1) != 1) return;
     vn_device *dev = pipeline->device;
-    pthread_mutex_lock(&dev->pipelines_lock);
+    vn_mutex_lock(&dev->pipelines_lock);
     if (pipeline->prev) pipeline->prev->next = pipeline->next;
     else dev->pipelines = pipeline->next;
     if (pipeline->next) pipeline->next->prev = pipeline->prev;
-    pthread_mutex_unlock(&dev->pipelines_lock);
+    vn_mutex_unlock(&dev->pipelines_lock);
     pipeline_free(pipeline);
     vn_device_unref(dev);
     vn_live_add(VN_LIVE_PIPELINE, -1);
 }
 
 void vn_device_forget_buffer(vn_device *device, uint64_t identity) {
-    pthread_mutex_lock(&device->pipelines_lock);
+    vn_mutex_lock(&device->pipelines_lock);
     for (vn_pipeline *p = device->pipelines; p != NULL; p = p->next) vn_bind_cache_forget(&p->cache, identity);
-    pthread_mutex_unlock(&device->pipelines_lock);
+    vn_mutex_unlock(&device->pipelines_lock);
 }

@@ -23,7 +23,7 @@ static void staging_destroy(vn_staging *s) {
 }
 
 static vn_status staging_acquire(vn_device *dev, uint64_t size, vn_staging **out) {
-    pthread_mutex_lock(&dev->staging_lock);
+    vn_mutex_lock(&dev->staging_lock);
     vn_staging **best = NULL;
     for (vn_staging **p = &dev->staging_free; *p != NULL; p = &(*p)->next)
         if ((*p)->size >= size && (best == NULL || (*p)->size < (*best)->size)) best = p;
@@ -31,12 +31,12 @@ static vn_status staging_acquire(vn_device *dev, uint64_t size, vn_staging **out
         vn_staging *s = *best;
         *best = s->next;
         dev->staging_free_count--;
-        pthread_mutex_unlock(&dev->staging_lock);
+        vn_mutex_unlock(&dev->staging_lock);
         s->next = NULL;
         *out = s;
         return VN_OK;
     }
-    pthread_mutex_unlock(&dev->staging_lock);
+    vn_mutex_unlock(&dev->staging_lock);
 
     vn_staging *s = calloc(1, sizeof *s);
     if (s == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a staging record. Fix: free host memory.");
@@ -63,23 +63,23 @@ static vn_status staging_acquire(vn_device *dev, uint64_t size, vn_staging **out
 }
 
 static void staging_return(vn_device *dev, vn_staging *s) {
-    pthread_mutex_lock(&dev->staging_lock);
+    vn_mutex_lock(&dev->staging_lock);
     if (dev->staging_free_count < STAGING_KEEP) {
         s->next = dev->staging_free;
         dev->staging_free = s;
         dev->staging_free_count++;
         s = NULL;
     }
-    pthread_mutex_unlock(&dev->staging_lock);
+    vn_mutex_unlock(&dev->staging_lock);
     if (s != NULL) staging_destroy(s);
 }
 
 void vn_staging_free_all(vn_device *dev) {
-    pthread_mutex_lock(&dev->staging_lock);
+    vn_mutex_lock(&dev->staging_lock);
     vn_staging *s = dev->staging_free;
     dev->staging_free = NULL;
     dev->staging_free_count = 0;
-    pthread_mutex_unlock(&dev->staging_lock);
+    vn_mutex_unlock(&dev->staging_lock);
     while (s != NULL) {
         vn_staging *next = s->next;
         staging_destroy(s);
@@ -241,6 +241,14 @@ vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
     vn_live_add(VN_LIVE_PENDING_READ, 1);
     *out = r;
     return VN_OK;
+}
+
+int vn_pending_read_done(vn_pending_read *r) {
+    if (r == NULL) return 0;
+    if (r->finished) return 1;
+    if (!atomic_load(&r->done) && vn_device_check(r->device, "PendingRead.done") == VN_OK)
+        wgpu.DevicePoll(r->device->device, 0, NULL);
+    return atomic_load(&r->done);
 }
 
 uint64_t vn_pending_read_len(const vn_pending_read *r) { return r == NULL ? 0 : r->nbytes; }

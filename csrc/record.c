@@ -82,6 +82,92 @@ vn_status vn_dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
     return VN_OK;
 }
 
+/* A read_write binding that is not preserved: a borrowed dispatch allocates it. */
+static bool allocated_output(const vn_binding *b) { return b->kind == VN_BINDING_STORAGE_READ_WRITE && !b->preserve; }
+
+/* "`a`, `b`" (or "none"): the bindings that are (or are not) allocated outputs. */
+static void binding_names(const vn_pipeline *p, bool outputs, char *buf, size_t cap) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < p->binding_count && used < cap; i++)
+        if (allocated_output(&p->bindings[i]) == outputs)
+            used += (size_t)snprintf(buf + used, cap - used, "%s`%s`", used ? ", " : "", p->bindings[i].name);
+    if (used == 0) snprintf(buf, cap, "none");
+}
+
+/* The counts a borrowed dispatch needs, checked before any buffer is made. */
+static vn_status check_borrowed(const vn_pipeline *p, size_t host_count, const uint64_t *output_sizes,
+                                size_t output_size_count) {
+    size_t outputs = 0;
+    for (size_t i = 0; i < p->binding_count; i++) outputs += allocated_output(&p->bindings[i]);
+    char names[512];
+    if (output_sizes != NULL && output_size_count != outputs) {
+        binding_names(p, true, names, sizeof names);
+        return vn_fail(VN_ERROR_BINDING, "output_sizes has %zu entries, but the pipeline has %zu output(s) (%s). Fix: "
+                       "give one size per output, in order.", output_size_count, outputs, names);
+    }
+    if (host_count != p->binding_count - outputs) {
+        binding_names(p, false, names, sizeof names);
+        return vn_fail(VN_ERROR_BINDING, "%zu host buffer(s) were passed, but the pipeline takes %zu (%s). Fix: pass "
+                       "one host buffer per non-output binding, in (group, binding) order.",
+                       host_count, p->binding_count - outputs, names);
+    }
+    for (size_t i = 0; i < p->binding_count && output_sizes == NULL; i++) {
+        const vn_binding *b = &p->bindings[i];
+        if (allocated_output(b) && b->min_size == 0)
+            return vn_fail(VN_ERROR_BINDING, "output @group(%u) @binding(%u) `%s` is a runtime-sized array, so its "
+                           "size cannot be inferred. Fix: pass output_sizes=[...] with its size in bytes.",
+                           b->group, b->binding, b->name);
+    }
+    return VN_OK;
+}
+
+vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline, const void *const *host, const uint64_t *host_lens,
+                                      size_t host_count, const uint64_t *output_sizes, size_t output_size_count,
+                                      uint32_t x, uint32_t y, uint32_t z, vn_dispatch **out) {
+    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_record_borrowed: out is NULL. Fix: pass a result pointer.");
+    *out = NULL;
+    if (pipeline == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pipeline is NULL. Fix: pass a live Pipeline.");
+    if (host_count > 0 && (host == NULL || host_lens == NULL))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "host_count is %zu but the host arrays are NULL. Fix: pass them.", host_count);
+    vn_status st = vn_device_check(pipeline->device, "recording a borrowed dispatch");
+    if (st == VN_OK) st = check_borrowed(pipeline, host_count, output_sizes, output_size_count);
+    if (st != VN_OK) return st;
+    size_t n = pipeline->binding_count;
+    vn_buffer **made = calloc(n ? n : 1, sizeof *made); /* binding order */
+    vn_buffer **ins = calloc(n ? n : 1, sizeof *ins);
+    vn_buffer **outs = calloc(n ? n : 1, sizeof *outs);
+    if (made == NULL || ins == NULL || outs == NULL) {
+        free(made);
+        free(ins);
+        free(outs);
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate binding tables. Fix: free host memory.");
+    }
+    size_t n_made = 0, n_in = 0, n_out = 0, next_size = 0, next_host = 0;
+    for (size_t i = 0; i < n && st == VN_OK; i++) {
+        const vn_binding *b = &pipeline->bindings[i];
+        vn_buffer *buf = NULL;
+        if (allocated_output(b)) {
+            uint64_t size = output_sizes != NULL ? output_sizes[next_size++] : b->min_size;
+            st = vn_buffer_create(pipeline->device, size, VN_USAGE_DEFAULT, NULL, &buf);
+        } else {
+            st = vn_buffer_create(pipeline->device, host_lens[next_host], VN_USAGE_DEFAULT, host[next_host], &buf);
+            next_host++;
+        }
+        if (st != VN_OK) break;
+        made[n_made++] = buf;
+        if (b->kind == VN_BINDING_STORAGE_READ_WRITE) outs[n_out++] = buf;
+        else ins[n_in++] = buf;
+    }
+    if (st == VN_OK) st = vn_dispatch_record(pipeline, ins, n_in, outs, n_out, NULL, x, y, z, out);
+    /* The dispatch took its own references to the buffers it binds. */
+    for (size_t i = 0; i < n_made; i++) vn_buffer_release(made[i]);
+    free(made);
+    free(ins);
+    free(outs);
+    return st;
+}
+
 size_t vn_dispatch_output_count(const vn_dispatch *d) { return d == NULL ? 0 : d->bound.output_count; }
 
 static vn_status output_at(const vn_dispatch *d, int64_t index, vn_buffer **out) {

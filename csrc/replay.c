@@ -29,7 +29,7 @@ typedef struct vn_step {
 struct vn_sequence {
     atomic_long refs;
     vn_device *device;
-    pthread_mutex_t lock; /* add/copy/clear against a replay on another thread */
+    vn_mutex lock; /* add/copy/clear against a replay on another thread */
     vn_step *steps;
     size_t count, capacity;
 };
@@ -268,7 +268,7 @@ vn_status vn_sequence_create(vn_device *device, vn_sequence **out) {
     vn_sequence *s = calloc(1, sizeof *s);
     if (s == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a sequence. Fix: free host memory.");
     atomic_init(&s->refs, 1);
-    pthread_mutex_init(&s->lock, NULL);
+    vn_mutex_init(&s->lock);
     vn_device_retain(device);
     s->device = device;
     vn_live_add(VN_LIVE_SEQUENCE, 1);
@@ -301,9 +301,9 @@ vn_status vn_sequence_add(vn_sequence *s, vn_pipeline *pipeline, vn_buffer *cons
     step.clear_outputs = clear_outputs != 0;
     vn_status st = vn_bound_resolve(pipeline, inputs, input_count, outputs, output_count, params, x, y, z, &step.bound);
     if (st != VN_OK) return st;
-    pthread_mutex_lock(&s->lock);
+    vn_mutex_lock(&s->lock);
     st = push_step(s, &step);
-    pthread_mutex_unlock(&s->lock);
+    vn_mutex_unlock(&s->lock);
     if (st != VN_OK) vn_bound_release(&step.bound);
     return st;
 }
@@ -356,9 +356,9 @@ vn_status vn_sequence_copy(vn_sequence *s, vn_buffer *src, vn_buffer *dst, uint6
     step.nbytes = nbytes;
     step.src_offset = src_offset;
     step.dst_offset = dst_offset;
-    pthread_mutex_lock(&s->lock);
+    vn_mutex_lock(&s->lock);
     st = push_step(s, &step);
-    pthread_mutex_unlock(&s->lock);
+    vn_mutex_unlock(&s->lock);
     if (st == VN_OK) {
         vn_buffer_retain(src);
         vn_buffer_retain(dst);
@@ -374,9 +374,9 @@ vn_status vn_sequence_clear(vn_sequence *s, vn_buffer *buffer) {
     memset(&step, 0, sizeof step);
     step.kind = STEP_CLEAR;
     step.dst = buffer;
-    pthread_mutex_lock(&s->lock);
+    vn_mutex_lock(&s->lock);
     st = push_step(s, &step);
-    pthread_mutex_unlock(&s->lock);
+    vn_mutex_unlock(&s->lock);
     if (st == VN_OK) vn_buffer_retain(buffer);
     return st;
 }
@@ -389,13 +389,13 @@ vn_status vn_sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, 
     *out = NULL;
     vn_status st = check_count(n, "Sequence");
     if (st != VN_OK) return st;
-    pthread_mutex_lock(&s->lock);
+    vn_mutex_lock(&s->lock);
     if (s->count == 0) {
-        pthread_mutex_unlock(&s->lock);
+        vn_mutex_unlock(&s->lock);
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "the sequence is empty. Fix: add dispatches, copies or clears first.");
     }
     st = encode_and_submit(s->device, &sequence_job, s, n, timing, "replaying a sequence", out);
-    pthread_mutex_unlock(&s->lock);
+    vn_mutex_unlock(&s->lock);
     return st;
 }
 
@@ -408,7 +408,7 @@ void vn_sequence_release(vn_sequence *s) {
         if (st->dst != NULL) vn_buffer_release(st->dst);
     }
     free(s->steps);
-    pthread_mutex_destroy(&s->lock);
+    vn_mutex_destroy(&s->lock);
     vn_device_unref(s->device);
     free(s);
     vn_live_add(VN_LIVE_SEQUENCE, -1);
@@ -480,10 +480,10 @@ vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count,
     }
     /* Sequences are locked for the encode so a concurrent add cannot move their steps. */
     for (size_t i = 0; i < count; i++)
-        if (first_mention(work, i)) pthread_mutex_lock(&work[i].sequence->lock);
+        if (first_mention(work, i)) vn_mutex_lock(&work[i].sequence->lock);
     batch b = {work, count};
     st = encode_and_submit(device, &batch_job, &b, 1, timing, "device.submit", out);
     for (size_t i = count; i-- > 0;)
-        if (first_mention(work, i)) pthread_mutex_unlock(&work[i].sequence->lock);
+        if (first_mention(work, i)) vn_mutex_unlock(&work[i].sequence->lock);
     return st;
 }

@@ -1,8 +1,6 @@
 /* submission.c - tracked queue submissions: index, non-blocking done, bounded waits. */
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "internal.h"
 
@@ -17,7 +15,7 @@ struct vn_submission {
     uint64_t index;
     /* Timed submissions only: the queries, and the times once read (under lock). */
     vn_timing timing;
-    pthread_mutex_t lock;
+    vn_mutex lock;
     uint64_t *times;
     size_t time_count;
     bool times_read;
@@ -28,7 +26,7 @@ struct vn_submission {
 static void submission_unref(vn_submission *s) {
     if (atomic_fetch_sub(&s->refs, 1) != 1) return;
     free(s->times);
-    pthread_mutex_destroy(&s->lock);
+    vn_mutex_destroy(&s->lock);
     free(s);
     vn_live_add(VN_LIVE_SUBMISSION, -1);
 }
@@ -58,7 +56,7 @@ vn_status vn_submit_tracked(vn_device *dev, WGPUCommandBuffer cb, const char *wh
         return st;
     }
     if (timing != NULL) s->timing = *timing; /* the submission owns the query resources now */
-    pthread_mutex_init(&s->lock, NULL);
+    vn_mutex_init(&s->lock);
     atomic_init(&s->refs, 2);
     vn_device_retain(dev);
     s->device = dev;
@@ -85,12 +83,6 @@ int vn_submission_done(vn_submission *s) {
     return atomic_load(&s->done);
 }
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 vn_status vn_submission_wait(vn_submission *s, double timeout_s) {
     if (s == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "submission is NULL. Fix: pass a Submission.");
     if (atomic_load(&s->done)) return VN_OK;
@@ -103,21 +95,20 @@ vn_status vn_submission_wait(vn_submission *s, double timeout_s) {
     }
     /* wgpu-native's blocking poll has no timeout: poll without blocking, with
      * short sleeps, until the work-done callback fires or the deadline passes. */
-    double deadline = now_seconds() + timeout_s;
+    double deadline = vn_monotonic_seconds() + timeout_s;
     unsigned spins = 0;
     while (!atomic_load(&s->done)) {
         wgpu.DevicePoll(s->device->device, 0, NULL);
         if (atomic_load(&s->done)) break;
-        if (now_seconds() >= deadline)
+        if (vn_monotonic_seconds() >= deadline)
             return vn_fail(VN_ERROR_TIMEOUT,
                            "submission %llu did not complete within %.3f s. Fix: wait longer (timeout=None waits "
                            "without limit), or check the kernel for an endless loop.",
                            (unsigned long long)s->index, timeout_s);
         if (++spins < 64) {
-            sched_yield();
+            vn_yield();
         } else {
-            struct timespec pause = {0, 50000}; /* 50 µs: a GPU step, not a busy core */
-            nanosleep(&pause, NULL);
+            vn_sleep_ns(50000); /* 50 µs: a GPU step, not a busy core */
         }
     }
     return VN_OK;
@@ -129,7 +120,7 @@ vn_status vn_submission_gpu_times(vn_submission *s, uint64_t *out, size_t capaci
     *count = 0;
     if (s->timing.mode == VN_TIMING_NONE) return VN_OK;
     vn_status st = VN_OK;
-    pthread_mutex_lock(&s->lock);
+    vn_mutex_lock(&s->lock);
     if (!s->times_read) {
         size_t cap = 1 + s->timing.passes;
         if (s->times == NULL) s->times = calloc(cap, sizeof *s->times);
@@ -142,7 +133,7 @@ vn_status vn_submission_gpu_times(vn_submission *s, uint64_t *out, size_t capaci
         *count = s->time_count;
         for (size_t i = 0; i < s->time_count && i < capacity && out != NULL; i++) out[i] = s->times[i];
     }
-    pthread_mutex_unlock(&s->lock);
+    vn_mutex_unlock(&s->lock);
     return st;
 }
 

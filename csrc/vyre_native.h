@@ -40,7 +40,8 @@ typedef enum vn_status {
     VN_ERROR_NOT_SUBMITTED = 11,    /* output read before the recording was replayed */
     VN_ERROR_TIMEOUT = 12,          /* a wait ran past its timeout */
     VN_ERROR_INTERNAL = 13,         /* an unexpected failure */
-    VN_ERROR_WRONG_TYPE = 14        /* an argument of the wrong type */
+    VN_ERROR_WRONG_TYPE = 14,       /* an argument of the wrong type */
+    VN_ERROR_UNSUPPORTED = 15       /* the adapter lacks a feature the call needs */
 } vn_status;
 
 typedef struct vn_device vn_device;
@@ -79,6 +80,9 @@ typedef struct vn_device_info {
     char driver[256];
     uint32_t vendor_id;
     uint32_t device_id;
+    /* The adapter's features, space-separated, in WebGPU's spelling ("shader-f16",
+     * "timestamp-query") and wgpu-py's for wgpu-native's own ("subgroup", "shader-f64"). */
+    char features[2048];
 } vn_device_info;
 
 /* The device's limits that matter for compute (the adapter's own limits). */
@@ -100,11 +104,24 @@ typedef struct vn_limits {
     uint32_t max_compute_workgroups_per_dimension;
 } vn_limits;
 
-/* adapter_index < 0: the default adapter for power_preference; otherwise the
- * adapter at that index of vn_enumerate_adapters (power_preference ignored). */
-vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, vn_device **out);
-/* Describe up to `capacity` adapters into out; *count gets how many exist. */
-vn_status vn_enumerate_adapters(vn_device_info *out, size_t capacity, size_t *count);
+/* backend: NULL for the platform's primary backends (Vulkan, Metal, DX12; never wgpu's
+ * OpenGL fallback unless named), or one of "vulkan", "metal", "dx12" ("d3d12"), "gl"
+ * ("opengl"), any case; anything else is VN_ERROR_INVALID_ARGUMENT naming the choices.
+ * adapter_index < 0: the default adapter of those backends for power_preference;
+ * otherwise the adapter at that index of vn_enumerate_adapters(backend) (power_preference
+ * ignored). */
+vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, const char *backend,
+                           const char *required_features, vn_device **out);
+/* The device's features as space-separated names (see vn_device_info.features). Every
+ * device requests the compute features its adapter offers (shader-f16, subgroups,
+ * subgroup, subgroup-barrier, shader-f64, shader-int64, shader-float32-atomic, the int64
+ * atomics, timestamp-query, immediates, pipeline-cache) plus required_features (the same
+ * names, space-separated; NULL for none): an unknown name is VN_ERROR_INVALID_ARGUMENT, one
+ * the adapter lacks VN_ERROR_UNSUPPORTED naming every missing one. */
+vn_status vn_device_get_features(const vn_device *device, char *out, size_t capacity);
+/* Describe up to `capacity` adapters of `backend` (as for vn_device_create) into out;
+ * *count gets how many exist. */
+vn_status vn_enumerate_adapters(const char *backend, vn_device_info *out, size_t capacity, size_t *count);
 vn_status vn_device_get_info(const vn_device *device, vn_device_info *out);
 vn_status vn_device_get_limits(const vn_device *device, vn_limits *out);
 /* 1 when the device can time GPU work (timestamp queries), else 0. */
@@ -239,6 +256,17 @@ vn_status vn_dispatch_read_output_async(vn_dispatch *dispatch, int64_t index, vn
  * submission has completed; *written gets the byte count. */
 vn_status vn_dispatch_read_output(vn_dispatch *dispatch, int64_t index, void *dst,
                                   uint64_t capacity, uint64_t *written);
+/* The borrowed form: make the buffers from host memory by the binding rule, then
+ * record as vn_dispatch_record does. Each read_write binding that is not preserved gets
+ * a new zeroed output of output_sizes[k] bytes (k counting those bindings), or of its
+ * declared min_size when output_sizes is NULL; every other binding, in (group, binding)
+ * order, takes the next host buffer (host[i], host_lens[i] bytes, copied), a preserved
+ * one among the outputs. The dispatch holds the buffers; the caller holds none. */
+vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline,
+                                      const void *const *host, const uint64_t *host_lens, size_t host_count,
+                                      const uint64_t *output_sizes, size_t output_size_count,
+                                      uint32_t x, uint32_t y, uint32_t z,
+                                      vn_dispatch **out);
 void vn_dispatch_release(vn_dispatch *dispatch);
 
 /* ---- interop with wgpu-py in the same process (csrc/interop.c) ---------------- */
@@ -349,6 +377,9 @@ vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count,
  * and return at once; many may be in flight. */
 vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out);
 uint64_t vn_pending_read_len(const vn_pending_read *read);
+/* 1 once the read's data is in its staging buffer (finishing it will not wait), else 0.
+ * Never blocks: it only polls the device. */
+int vn_pending_read_done(vn_pending_read *read);
 /* Wait for the copy, then copy byte_len bytes into dst (capacity >= byte_len).
  * A read can be finished once; later calls fail with VN_ERROR_ALREADY_SUBMITTED. */
 vn_status vn_pending_read_finish(vn_pending_read *read, void *dst, uint64_t capacity);

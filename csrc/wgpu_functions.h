@@ -1,5 +1,5 @@
 /* Every wgpu-native function the C layer calls, once. loader.c expands this list
- * into the function table's fields and into the dlsym calls that fill them, so a
+ * into the function table's fields and into the vn_dl_sym calls that fill them, so a
  * function used anywhere is guaranteed to be resolved at load time. */
 VN_WGPU_FN(GetVersion)
 VN_WGPU_FN(CreateInstance)
@@ -39,6 +39,9 @@ VN_WGPU_FN(QueueWriteBuffer)
 VN_WGPU_FN(QueueOnSubmittedWorkDone)
 VN_WGPU_FN(QueueGetTimestampPeriod)
 VN_WGPU_FN(AdapterHasFeature)
+VN_WGPU_FN(AdapterGetFeatures)
+VN_WGPU_FN(DeviceGetFeatures)
+VN_WGPU_FN(SupportedFeaturesFreeMembers)
 VN_WGPU_FN(DeviceCreateQuerySet)
 VN_WGPU_FN(QuerySetRelease)
 VN_WGPU_FN(CommandEncoderResolveQuerySet)

@@ -12,8 +12,8 @@
 # How it runs:
 # - libasan is LD_PRELOADed: the uninstrumented python binary must load the ASan
 #   runtime before anything else, or the instrumented extension refuses to start.
-#   Child interpreters started by the tests inherit LD_PRELOAD and PYTHONPATH, so the
-#   subprocess tests run instrumented too.
+#   Child interpreters the tests start (sys.executable, the script's own venv) inherit
+#   LD_PRELOAD and the same import path, so the subprocess tests run instrumented too.
 # - PYTHONMALLOC=malloc: Python's own small-object allocator (pymalloc) carves objects
 #   out of arenas ASan cannot see into; plain malloc lets ASan track every buffer that
 #   crosses into C (ffi.from_buffer pointers into bytearrays, numpy arrays, bytes).
@@ -28,9 +28,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-PYTHON=${PYTHON:-python}
-# Absolute: the script runs the interpreter from other directories too.
-if [[ "$PYTHON" == */* ]]; then PYTHON=$(realpath "$PYTHON"); fi
+# The interpreter whose environment has the build dependencies (scripts/setup.sh's venv).
+PYTHON=${PYTHON:-.venv/bin/python}
+# Absolute, since the script runs it from other directories too, but never resolved
+# through links: a venv's bin/python links to the base interpreter, which has none of
+# the venv's packages.
+if [[ "$PYTHON" == */* && "$PYTHON" != /* ]]; then PYTHON="$ROOT/$PYTHON"; fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vn-asan.XXXXXX")
 if [[ -z "${VN_ASAN_KEEP:-}" ]]; then
@@ -55,17 +58,25 @@ LIBASAN=$(readlink -f "$LIBASAN")
 export LD_PRELOAD="$LIBASAN${LD_PRELOAD:+:$LD_PRELOAD}"
 export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1:check_initialization_order=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+# A venv of its own whose path is the instrumented build, then the set-up venv's
+# packages. Its site-packages is added as a plain path (its .pth files are not run), so
+# the set-up's editable install cannot redirect `import vyre_native` to the normal build;
+# child interpreters the tests start (sys.executable) see the same path.
+"$PYTHON" -m venv --without-pip "$WORK/venv"
+APY="$WORK/venv/bin/python"
+deps=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+printf '%s\n%s\n' "$WORK/site" "$deps" > "$("$APY" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/vn-asan.pth"
+
 export PYTHONMALLOC=malloc
-export PYTHONPATH="$WORK/site${PYTHONPATH:+:$PYTHONPATH}"
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 
-# Prove the instrumented build is the one imported (not the installed package).
-(cd "$WORK" && "$PYTHON" - <<'EOF'
-import glob, os, subprocess, vyre_native
+# Prove the instrumented build is the one imported.
+(cd "$WORK" && "$APY" - "$WORK/site" <<'EOF'
+import glob, os, subprocess, sys, vyre_native
 here = os.path.dirname(vyre_native.__file__)
 so = glob.glob(os.path.join(here, "_native*.so"))[0]
 libs = subprocess.run(["ldd", so], capture_output=True, text=True).stdout
-assert os.environ["PYTHONPATH"].split(":")[0] in so, so
+assert so.startswith(sys.argv[1]), so
 assert "libasan" in libs and "libubsan" in libs, libs
 print(f"asan.sh: testing {so} (linked against libasan and libubsan)")
 EOF
@@ -76,14 +87,9 @@ if [[ $# -eq 0 ]]; then
   # under ASan on a CPU Vulkan driver and exercises nothing the smaller ones do not.
   set -- tests -q -m "not soak" -k "not test_64_mib_buffer_round_trips_through_a_kernel"
 fi
-# The tests import the instrumented build through PYTHONPATH. `python -m pytest` would
-# put the working directory (the source tree, whose vyre_native has no compiled
-# module) first on sys.path; -P (Python >= 3.11) keeps it off, as the pytest script does.
+# -P keeps the working directory (this checkout, whose vyre_native/ has no compiled
+# module of its own) off sys.path, as the pytest script does.
 status=0
-if "$PYTHON" -P -c "" 2>/dev/null; then
-  "$PYTHON" -P -m pytest -p no:cacheprovider "$@" || status=$?
-else
-  "${PYTEST:-pytest}" -p no:cacheprovider "$@" || status=$?
-fi
+"$APY" -P -m pytest -p no:cacheprovider "$@" || status=$?
 echo "asan.sh: pytest exited with $status"
 exit $status

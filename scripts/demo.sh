@@ -5,6 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
-# -I: isolated mode keeps the working directory (this checkout, whose vyre_native
-# has no compiled module) off sys.path, so the installed package is the one run.
-exec .venv/bin/python -I -m vyre_native demo "$@"
+exec .venv/bin/python -m vyre_native demo "$@"

@@ -1,29 +1,84 @@
 #!/usr/bin/env bash
-# Set up vyre_native on a fresh Debian/Ubuntu machine: a Vulkan driver where none is
-# present (Mesa's lavapipe, a CPU Vulkan, so every test runs on a real adapter), a
-# virtual environment in .venv, and the package built from this checkout with its
-# test dependencies. Idempotent: a second run only rebuilds the package.
+# Set up vyre_native in this checkout:
+#   - .venv, a virtual environment with the build and test dependencies;
+#   - the package installed editable: `import vyre_native` anywhere in that venv (this
+#     checkout's root included) runs this checkout's Python sources with the compiled
+#     module built from csrc/;
+#   - a Vulkan driver (Mesa's lavapipe, a CPU Vulkan) only when wgpu finds no adapter
+#     on the platform's primary backends.
+# A second run touches no package manager: pip runs only when pyproject.toml changed or
+# the C sources changed since the last build, apt only when no adapter is found.
+#
+#   PYTHON=python3.13 bash scripts/setup.sh    # choose the interpreter (>= 3.11)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-have_vulkan_icd() {
-  ls /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json /usr/local/share/vulkan/icd.d/*.json >/dev/null 2>&1
-}
-if ! have_vulkan_icd || ! ldconfig -p 2>/dev/null | grep -q libvulkan.so.1; then
-  echo "setup: no Vulkan driver found; installing Mesa's lavapipe (mesa-vulkan-drivers)"
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
-fi
+export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
+say() { echo "setup: $*"; }
+die() { echo "setup: $*" >&2; exit 1; }
 
 PY=${PYTHON:-python3}
+command -v "$PY" >/dev/null || die "no '$PY' on PATH. Fix: install Python >= 3.11, or name it: PYTHON=/path/to/python3 bash $0"
+"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+  || die "$("$PY" -V 2>&1) is too old: vyre_native needs Python >= 3.11 (its wgpu dependency does). Fix: PYTHON=python3.11 bash $0"
+
 if [ ! -x .venv/bin/python ]; then
-  "$PY" -m venv .venv
+  say "creating .venv with $("$PY" -V 2>&1)"
+  "$PY" -m venv .venv || die "could not create a virtual environment in .venv (the error is above). Fix: make the checkout writable, and install the venv module where it is missing (Debian: apt-get install python3-venv); then rerun."
 fi
-.venv/bin/python -m pip install -q --upgrade pip
-# Build requirements first, then the package without build isolation so the build
-# compiles against the very wgpu headers the environment will load at run time.
-.venv/bin/python -m pip install -q "scikit-build-core>=0.10" "cffi>=1.17" "wgpu==0.32.*" cmake ninja
-.venv/bin/python -m pip install -q --no-build-isolation ".[test]"
-version=$(.venv/bin/python -I -c 'import vyre_native as vn; print("vyre_native", vn.__version__)')
-echo "setup: ok ($version)"
+VPY=.venv/bin/python
+
+# A fingerprint of what stdin carries: rerun pip only when it changes.
+fingerprint() { "$VPY" -c 'import hashlib,sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())'; }
+
+deps_id=$(cat pyproject.toml scripts/setup.sh | fingerprint)
+if [ "$(cat .venv/.vn-deps 2>/dev/null)" != "$deps_id" ]; then
+  say "installing build and test dependencies into .venv (pip)"
+  "$VPY" -m pip install -q --upgrade pip
+  # Everything pyproject.toml names (build requirements, runtime and test dependencies),
+  # read from it so there is one list; then the package without build isolation, so the
+  # build compiles against the very wgpu headers the environment loads at run time.
+  mapfile -t reqs < <("$VPY" - <<'EOF'
+import tomllib
+meta = tomllib.load(open("pyproject.toml", "rb"))
+for req in meta["build-system"]["requires"] + meta["project"]["dependencies"] + meta["project"]["optional-dependencies"]["test"]:
+    print(req)
+EOF
+)
+  "$VPY" -m pip install -q "${reqs[@]}" cmake ninja
+  echo "$deps_id" > .venv/.vn-deps
+  rm -f .venv/.vn-build
+fi
+
+# The editable install maps the package's module names when it is made: a new module
+# file counts as a change too.
+build_id=$( (LC_ALL=C ls vyre_native; cat pyproject.toml CMakeLists.txt $(LC_ALL=C ls csrc/*)) | fingerprint)
+if [ "$(cat .venv/.vn-build 2>/dev/null)" != "$build_id" ] || ! "$VPY" -c 'import vyre_native._native' 2>/dev/null; then
+  say "building the C layer and installing vyre_native editable (pip; incremental in build/)"
+  "$VPY" -m pip install -q --no-build-isolation --no-deps -e .
+  echo "$build_id" > .venv/.vn-build
+fi
+
+# A driver, found the way wgpu finds one: an adapter on a primary backend (Vulkan, Metal,
+# DX12; wgpu's OpenGL fallback does not count).
+adapters() { "$VPY" -c 'import vyre_native as vn; print(len(vn.enumerate_adapters()))' 2>/dev/null || echo 0; }
+if [ "$(adapters)" = 0 ]; then
+  fix="install a Vulkan driver: on Debian/Ubuntu, as root, apt-get install -y mesa-vulkan-drivers libvulkan1 (Mesa's lavapipe, a CPU Vulkan), or your GPU vendor's driver"
+  if [ "$(uname -s)" != Linux ] || ! command -v apt-get >/dev/null; then
+    die "wgpu finds no GPU adapter on this machine. Fix: $fix."
+  fi
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then
+    if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then SUDO="sudo -n"; else
+      die "wgpu finds no GPU adapter, and installing one needs root. Fix: $fix; then rerun."
+    fi
+  fi
+  say "wgpu finds no GPU adapter; installing Mesa's lavapipe (apt-get install mesa-vulkan-drivers libvulkan1)"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
+  [ "$(adapters)" != 0 ] || die "still no adapter after installing lavapipe. Fix: $fix; check \`$VPY -m vyre_native info\`."
+fi
+summary='import vyre_native as vn
+found = vn.enumerate_adapters()
+first = found[0]["name"] + " (" + found[0]["backend"] + ")"
+print(f"vyre_native {vn.__version__}; {len(found)} adapter(s), first: {first}")'
+say "ok ($("$VPY" -c "$summary"))"

@@ -1,7 +1,7 @@
 """Shared fixtures: one device for the session, and a record-replay-read helper.
 
-Helpers are fixtures rather than importable functions because pytest runs with
---import-mode=importlib, so tests/ is not on sys.path.
+Kernels several files share live in tests/wgsl_kernels.py (tests/ is on sys.path:
+pyproject's pytest options).
 """
 
 from __future__ import annotations
@@ -15,6 +15,11 @@ import pytest
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # silences a harmless lavapipe warning
 
 import vyre_native as vn
+
+
+def pytest_report_header() -> str:
+    """Which vyre_native the run tests (the checkout's editable install, or a wheel)."""
+    return f"vyre_native {vn.__version__} from {os.path.dirname(vn.__file__)}"
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,9 @@ from wgsl_kernels import DOUBLE
 
 import vyre_native as vn
 
+# wgpu's primary backends, as info["backend"] names them: the default Device uses one.
+PRIMARY_BACKENDS = {"Vulkan", "Metal", "D3D12"}
+
 U = vn.BufferUsage
 
 # ---------------------------------------------------------------- shaders used here
@@ -110,7 +113,7 @@ def test_device_info_describes_the_adapter(device: vn.Device) -> None:
     assert set(info) == {"name", "vendor", "backend", "adapter_type", "driver"}
     assert all(isinstance(v, str) for v in info.values())
     assert info["name"]
-    assert info["backend"] == "Vulkan"
+    assert info["backend"] in PRIMARY_BACKENDS
 
 
 def test_device_limits_list_the_compute_limits(device: vn.Device) -> None:
@@ -412,16 +415,6 @@ def test_id_override_is_set_by_its_id_string_or_by_its_name(device: vn.Device, r
 def test_overrides_without_a_value_take_their_defaults(device: vn.Device, run) -> None:
     (out,) = run(device.compile(ID_OVERRIDE), [], [device.alloc(8)], dtype=np.uint32)
     assert out.tolist() == [1, 2]
-
-
-def test_constants_key_that_is_not_a_str_raises_type_error(device: vn.Device) -> None:
-    with pytest.raises(TypeError, match=r"constants key 7 is a int.*Fix:.*'7'"):
-        device.compile(ID_OVERRIDE, constants={7: 5})
-
-
-def test_constants_value_that_is_not_a_number_raises_type_error(device: vn.Device) -> None:
-    with pytest.raises(vn.WrongTypeError, match=r"constants\['k'\] = '5' is a str.*Fix:"):
-        device.compile(ID_OVERRIDE, constants={"k": "5"})
 
 
 def test_struct_named_vec2f_binds_at_the_size_of_its_members(device: vn.Device, run) -> None:
@@ -816,12 +809,12 @@ def test_enumerate_adapters_lists_each_adapter_as_an_info_dict() -> None:
     adapters = vn.enumerate_adapters()
     assert adapters, "at least the adapter the suite runs on"
     assert all(set(a) == {"name", "vendor", "backend", "adapter_type", "driver"} for a in adapters)
-    assert any(a["backend"] == "Vulkan" for a in adapters)
+    assert all(a["backend"] in PRIMARY_BACKENDS for a in adapters)
 
 
 def test_device_on_an_enumerated_adapter_describes_that_adapter() -> None:
     adapters = vn.enumerate_adapters()
-    index = next(i for i, a in enumerate(adapters) if a["backend"] == "Vulkan")
+    index = len(adapters) - 1
     with vn.Device(adapter=index) as dev:
         assert dev.info == adapters[index]
 

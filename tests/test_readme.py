@@ -1,4 +1,5 @@
-"""The README's Python examples run as written (each block in a fresh namespace)."""
+"""The README's and the package page's (docs/PYPI.md) Python examples run as written,
+each block in a fresh namespace."""
 
 from __future__ import annotations
 
@@ -7,14 +8,20 @@ import re
 
 import pytest
 
-README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), re.DOTALL)
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DOCS = ("README.md", "docs/PYPI.md")
+BLOCKS = [
+    (doc, i, block)
+    for doc in DOCS
+    for i, block in enumerate(re.findall(r"```python\n(.*?)```", (ROOT / doc).read_text(), re.DOTALL))
+]
 
 
-def test_readme_has_python_examples() -> None:
-    assert len(BLOCKS) >= 3
+@pytest.mark.parametrize("doc", DOCS)
+def test_doc_has_python_examples(doc: str) -> None:
+    assert any(d == doc for d, _, _ in BLOCKS)
 
 
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_readme_example_runs(index: int) -> None:
-    exec(compile(BLOCKS[index], f"README.md block {index}", "exec"), {"__name__": "readme_example"})  # noqa: S102 - running the README is the point
+@pytest.mark.parametrize(("doc", "index", "block"), BLOCKS, ids=[f"{d}-{i}" for d, i, _ in BLOCKS])
+def test_doc_example_runs(doc: str, index: int, block: str) -> None:
+    exec(compile(block, f"{doc} block {index}", "exec"), {"__name__": "doc_example"})  # noqa: S102 - running the docs is the point

@@ -53,8 +53,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 
 def rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    """This process's resident set: /proc on Linux, ps(1) where there is no /proc (macOS)."""
+    if os.path.exists("/proc/self/statm"):
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    import subprocess
+
+    out = subprocess.run(["ps", "-o", "rss=", "-p", str(os.getpid())], capture_output=True, text=True, check=True)
+    return int(out.stdout.split()[0]) * 1024
 
 
 class Flat:

@@ -11,7 +11,8 @@ See README.md for the whole API and the error model.
 
 from __future__ import annotations
 
-from . import debug
+from . import debug, interop
+from ._version import __version__
 from .buffer import Buffer, BufferUsage
 from .device import Device, enumerate_adapters
 from .dispatch import PrerecordedDispatch
@@ -27,16 +28,18 @@ from .errors import (
     OutputIndexError,
     ReleasedError,
     ShaderError,
+    UnsupportedError,
     ValidationError,
     VyreError,
     WaitTimeoutError,
     WrongTypeError,
 )
 from .pipeline import Pipeline
+from .readback import PendingRead
 from .reflect import Binding
-from .replay import PendingRead, Recording, Sequence, Submission
-
-__version__ = "0.1.0"
+from .replay import Recording
+from .sequence import Sequence
+from .submission import Submission
 
 __all__ = [
     "AlreadySubmittedError",
@@ -60,19 +63,28 @@ __all__ = [
     "Sequence",
     "ShaderError",
     "Submission",
+    "UnsupportedError",
     "ValidationError",
     "VyreError",
     "WaitTimeoutError",
     "WrongTypeError",
+    "__version__",
     "debug",
     "enumerate_adapters",
+    "interop",
     "library_version",
 ]
 
 
 def library_version() -> tuple[str, str]:
-    """(loaded wgpu-native version, version compiled against), as "a.b.c.d" strings."""
-    from ._lib import lib
+    """(loaded wgpu-native version, version compiled against), as "a.b.c.d" strings.
+
+    Loads wgpu-native if no Device has yet (so it answers before the first Device);
+    a missing library or one of another version raises LibraryError with a Fix.
+    """
+    from ._lib import lib, load_library
+
+    load_library()
 
     def text(v: int) -> str:
         return ".".join(str((v >> s) & 0xFF) for s in (24, 16, 8, 0))

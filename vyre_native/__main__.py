@@ -1,7 +1,12 @@
-"""``python -m vyre_native demo | info | bench``."""
+"""The command line: ``python -m vyre_native`` (or ``vyre-native``) ``demo | info | bench``.
+
+A failure prints the error's message (what happened, then its Fix) and exits 1,
+without a traceback; ``-h`` on any command says what it takes.
+"""
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 
@@ -27,12 +32,12 @@ def _us(seconds: float) -> str:
     return f"{seconds * 1e6:10.1f} µs"
 
 
-def demo() -> int:
+def demo(backend: str | None = None) -> int:
     import vyre_native as vn
 
     n = 1 << 20
     t0 = time.perf_counter()
-    dev = vn.Device()
+    dev = vn.Device(backend=backend)
     t_device = time.perf_counter() - t0
     info = dev.info
     loaded, _ = vn.library_version()
@@ -91,33 +96,116 @@ def demo() -> int:
     return 0 if ok else 1
 
 
-def info() -> int:
-    import vyre_native as vn
+ALL_BACKENDS = ("vulkan", "metal", "dx12", "gl")
 
-    dev = vn.Device()
+
+def info(backend: str | None) -> int:
+    """Every adapter of every backend (or of ``backend``), with its features; then the
+    default device's limits."""
+    import vyre_native as vn
+    from vyre_native.device import adapters_with_features
+
     loaded, expected = vn.library_version()
-    print(f"wgpu-native {loaded} (compiled against {expected})")
-    for key, text in dev.info.items():
-        print(f"{key:>14}: {text}")
-    for key, number in dev.limits.items():
-        print(f"{key:>40}: {number}")
-    dev.close()
+    print(f"vyre_native {vn.__version__}, wgpu-native {loaded} (compiled against {expected})")
+    default = adapters_with_features(backend)
+    print(
+        f"\nadapters a default Device{'(backend=' + repr(backend) + ')' if backend else ''} chooses from "
+        f"(Device(adapter=i) picks one): {len(default)}"
+    )
+    for i, (adapter, features) in enumerate(default):
+        _print_adapter(f"[{i}]", adapter, features)
+    if backend is None:
+        # The GL fallback is never chosen unless asked for: list it apart.
+        gl = adapters_with_features("gl")
+        print(f'\nOpenGL adapters (only with Device(backend="gl")): {len(gl)}')
+        for i, (adapter, features) in enumerate(gl):
+            _print_adapter(f"[{i}]", adapter, features)
+    if not default:
+        print(
+            "\nno adapter on the primary backends: a default Device() would fail. Fix: install a Vulkan driver "
+            '(Debian: apt-get install mesa-vulkan-drivers), or use backend="gl".'
+        )
+        return 1
+    with vn.Device(backend=backend) as dev:
+        print(f"\ndefault device: {dev.info['name']} ({dev.info['backend']}); its limits:")
+        for key, number in dev.limits.items():
+            print(f"  {key:>40}: {number}")
     return 0
 
 
+def _print_adapter(tag: str, adapter: dict[str, str], features: frozenset[str]) -> None:
+    print(f"  {tag} {adapter['name']}")
+    print(
+        f"      backend {adapter['backend']}, type {adapter['adapter_type']}, vendor {adapter['vendor'] or '-'}, "
+        f"driver {adapter['driver'] or '-'}"
+    )
+    print(f"      features: {' '.join(sorted(features)) or '(none)'}")
+
+
+def _version_text() -> str:
+    import vyre_native as vn
+
+    try:
+        loaded, expected = vn.library_version()
+        native = f"wgpu-native {loaded} (compiled against {expected})"
+    except vn.VyreError as err:
+        native = f"wgpu-native not loadable: {err}"
+    return f"vyre_native {vn.__version__}, {native}"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m vyre_native",
+        description="vyre_native: record, replay and read back WebGPU compute dispatches, hot path in C.",
+    )
+    parser.add_argument("--version", action="store_true", help="print the package and wgpu-native versions")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    demo_cmd = commands.add_parser("demo", help="compile, record, replay, read back and check against numpy")
+    demo_cmd.add_argument("--backend", choices=ALL_BACKENDS, help="the backend to run on (default: primary)")
+    info_cmd = commands.add_parser(
+        "info", help="list every adapter with its backend and features, and the limits"
+    )
+    info_cmd.add_argument("--backend", choices=ALL_BACKENDS, help="list only this backend's adapters")
+    commands.add_parser(
+        "bench",
+        help="run the benchmark suite (from a source checkout); `bench -h` for its options",
+        add_help=False,
+    )
+    return parser
+
+
 def main(argv: list[str]) -> int:
-    command = argv[0] if argv else "demo"
-    if command == "demo":
-        return demo()
-    if command == "info":
-        return info()
-    if command == "bench":
+    import vyre_native as vn
+
+    parser = _parser()
+    if argv[:1] == ["bench"]:
+        # bench parses its own arguments (and passes those after -- to pytest).
         from . import bench
 
         return bench.main(argv[1:])
-    print("usage: python -m vyre_native [demo | info | bench [options]]", file=sys.stderr)
+    args = parser.parse_args(argv)
+    try:
+        if args.version:
+            print(_version_text())
+            return 0
+        if args.command == "demo":
+            return demo(args.backend)
+        if args.command == "info":
+            return info(args.backend)
+    except vn.VyreError as err:
+        where = f"{parser.prog} {args.command}" if args.command else parser.prog
+        print(f"{where}: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    parser.print_help(sys.stderr)
     return 2
 
 
-if __name__ == "__main__":
+def entry() -> None:
+    """The ``vyre-native`` console script."""
     sys.exit(main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    entry()

@@ -16,6 +16,7 @@ import sys
 import threading
 from typing import Any
 
+from ._marshal import to_path
 from ._native import ffi, lib
 from .errors import LibraryError, raise_for
 
@@ -59,6 +60,6 @@ def load_library() -> Any:
     with _load_lock:
         if not _loaded:
             path = library_path()
-            check(lib.vn_library_load(path.encode()))
+            check(lib.vn_library_load(to_path(path, "WGPU_LIB_PATH")))
             _loaded = True
     return lib

@@ -3,46 +3,36 @@
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, overload
 
-from ._handles import Handle, destination, readable_bytes
+from numpy.typing import NDArray
+
+from ._handles import Handle
 from ._lib import check, ffi, lib
-from .errors import InvalidArgumentError, WrongTypeError
+from ._marshal import new_array, to_destination, to_readable, to_u64
+from ._typing import DTypeLike, ShapeLike
+from .readback import PendingRead, read_async
 
 if TYPE_CHECKING:
     from .device import Device
 
 
 class BufferUsage(enum.IntFlag):
-    """WGPUBufferUsage bits. The default usage is ``DEFAULT``."""
+    """WGPUBufferUsage bits (the values of the C enum vn_buffer_usage). The default usage is ``DEFAULT``."""
 
-    MAP_READ = 0x1
-    MAP_WRITE = 0x2
-    COPY_SRC = 0x4
-    COPY_DST = 0x8
-    INDEX = 0x10
-    VERTEX = 0x20
-    UNIFORM = 0x40
-    STORAGE = 0x80
-    INDIRECT = 0x100
-    QUERY_RESOLVE = 0x200
+    MAP_READ = lib.VN_USAGE_MAP_READ
+    MAP_WRITE = lib.VN_USAGE_MAP_WRITE
+    COPY_SRC = lib.VN_USAGE_COPY_SRC
+    COPY_DST = lib.VN_USAGE_COPY_DST
+    INDEX = lib.VN_USAGE_INDEX
+    VERTEX = lib.VN_USAGE_VERTEX
+    UNIFORM = lib.VN_USAGE_UNIFORM
+    STORAGE = lib.VN_USAGE_STORAGE
+    INDIRECT = lib.VN_USAGE_INDIRECT
+    QUERY_RESOLVE = lib.VN_USAGE_QUERY_RESOLVE
     #: serves as any binding (storage, uniform, indirect) and copies both ways
-    DEFAULT = STORAGE | UNIFORM | INDIRECT | COPY_SRC | COPY_DST
-
-
-def usage_bits(usage: BufferUsage | int | None) -> int:
-    if usage is None:
-        return int(BufferUsage.DEFAULT)
-    if isinstance(usage, bool) or not isinstance(usage, int):
-        raise WrongTypeError(
-            f"usage={usage!r} is not a BufferUsage. Fix: combine vn.BufferUsage flags, e.g. "
-            "vn.BufferUsage.STORAGE | vn.BufferUsage.COPY_SRC."
-        )
-    if usage <= 0 or usage >= 1 << 64:
-        raise InvalidArgumentError(
-            f"usage=0x{usage:x} is not a set of BufferUsage flags. Fix: combine vn.BufferUsage flags."
-        )
-    return int(usage)
+    DEFAULT = lib.VN_USAGE_DEFAULT
 
 
 class Buffer(Handle):
@@ -54,15 +44,21 @@ class Buffer(Handle):
     """
 
     _kind = "Buffer"
+    _made_by = "device.upload(data) or device.alloc(nbytes)"
     _device: Device
     byte_len: int
     allocation_len: int
     usage: BufferUsage
     allocation_identity: int
 
+    #: ``Buffer.from_wgpu(gpu_buffer)`` and ``buffer.to_wgpu()``: interop with wgpu-py,
+    #: installed by vyre_native.interop, which sits above this module.
+    from_wgpu: ClassVar[Callable[[Any], Buffer]]
+    to_wgpu: ClassVar[Callable[[Buffer], Any]]
+
     @classmethod
     def _adopt(cls, device: Device, raw: Any) -> Buffer:
-        self = cls(ffi.gc(raw, lib.vn_buffer_release))
+        self = cls._wrap(ffi.gc(raw, lib.vn_buffer_release))
         self._device = device  # keeps the Device (and its close state) reachable
         desc = ffi.new("vn_buffer_desc *")
         check(lib.vn_buffer_describe(raw, desc))
@@ -76,19 +72,6 @@ class Buffer(Handle):
     def device(self) -> Device:
         return self._device
 
-    @classmethod
-    def from_wgpu(cls, gpu_buffer: Any) -> Buffer:
-        """Wrap a wgpu-py ``GPUBuffer`` (a reference of its own); its device via ``Device.from_wgpu``."""
-        from .interop import buffer_from_wgpu
-
-        return buffer_from_wgpu(gpu_buffer)
-
-    def to_wgpu(self) -> Any:
-        """This buffer as a wgpu-py ``GPUBuffer`` holding its own reference (device from ``from_wgpu``)."""
-        from .interop import buffer_to_wgpu
-
-        return buffer_to_wgpu(self)
-
     def __repr__(self) -> str:
         state = " released" if self._ptr is None else ""
         return f"<vn.Buffer id={self.allocation_identity} {self.byte_len} bytes usage={self.usage!s}{state}>"
@@ -99,31 +82,35 @@ class Buffer(Handle):
         Offset and length must be multiples of 4, except a write that ends the buffer.
         """
         ptr = self._live()
-        src, nbytes = readable_bytes(data, "Buffer.write")
-        if isinstance(offset, bool) or not isinstance(offset, int):
-            raise WrongTypeError(
-                f"Buffer.write offset={offset!r} is a {type(offset).__name__}, not an int. Fix: pass a byte offset."
-            )
-        if offset < 0:
-            raise InvalidArgumentError(
-                f"Buffer.write offset={offset} is negative. Fix: pass a byte offset >= 0."
-            )
-        check(lib.vn_buffer_write(ptr, offset, src, nbytes))
+        src, nbytes = to_readable(data, "Buffer.write")
+        check(lib.vn_buffer_write(ptr, to_u64(offset, "Buffer.write offset"), src, nbytes))
 
-    def read(self) -> bytes:
-        """The buffer's ``byte_len`` bytes, after all work submitted before the call."""
-        result: bytes = self.read_async().result()
-        return result
+    @overload
+    def read(self, dtype: None = None, shape: None = None) -> bytes: ...
+    @overload
+    def read(self, dtype: DTypeLike, shape: ShapeLike | None = None) -> NDArray[Any]: ...
+    def read(
+        self, dtype: DTypeLike | None = None, shape: ShapeLike | None = None
+    ) -> bytes | NDArray[Any]:
+        """The buffer's ``byte_len`` bytes, after all work submitted before the call.
 
-    def read_async(self) -> Any:
+        With ``dtype`` (and optionally ``shape``), a new writable numpy array instead,
+        filled with one copy out of the staging memory; a shape that does not cover the
+        byte length exactly is an ``InvalidArgumentError``.
+        """
+        if dtype is None and shape is None:
+            return self.read_async().result()
+        arr = new_array(dtype, shape, self.byte_len, "Buffer.read")
+        self.read_into(arr)
+        return arr
+
+    def read_async(self) -> PendingRead:
         """Start reading the buffer back; returns a ``vn.PendingRead`` (``.result()`` completes it)."""
-        from .replay import read_async
-
-        return read_async(self)
+        return read_async(self._live())
 
     def read_into(self, out: Any) -> int:
         """Fill ``out`` with the buffer's bytes; see ``PrerecordedDispatch.read_output_into``."""
         ptr = self._live()
-        dst = destination(out, self.byte_len, "Buffer.read_into")
-        check(lib.vn_buffer_read(ptr, dst, len(dst)))
+        dst, capacity = to_destination(out, self.byte_len, "Buffer.read_into")
+        check(lib.vn_buffer_read(ptr, dst, capacity))
         return self.byte_len

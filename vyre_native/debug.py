@@ -6,19 +6,7 @@ from ._lib import ffi, lib
 
 __all__ = ["live_objects"]
 
-_FIELDS = (
-    "devices",
-    "buffers",
-    "shaders",
-    "pipelines",
-    "dispatches",
-    "bind_groups",
-    "staging_buffers",
-    "recordings",
-    "sequences",
-    "submissions",
-    "pending_reads",
-)
+_FIELDS = tuple(name for name, _ in ffi.typeof("vn_live_counts").fields)
 
 
 def live_objects() -> dict[str, int]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
-from ._handles import Handle, destination
+from numpy.typing import NDArray
+
+from ._handles import Handle
 from ._lib import check, ffi, lib
-from .errors import OutputIndexError, WrongTypeError
-from .replay import mapped_bytes
+from ._marshal import new_array, to_destination, to_index
+from ._typing import DTypeLike, ShapeLike
+from .readback import mapped_bytes
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
@@ -22,15 +25,14 @@ class PrerecordedDispatch(Handle):
     """
 
     _kind = "PrerecordedDispatch"
+    _made_by = "pipeline.prerecord_persistent_dispatch(...) or pipeline.prerecord_borrowed_dispatch(...)"
     _pipeline: Pipeline
     _index: Any
-
-    _lens: list[int] | None = None
 
     @classmethod
     def _adopt(cls, pipeline: Pipeline, raw: Any) -> PrerecordedDispatch:
         # Kept to the minimum: this runs once per launch on the pre-record path.
-        self = cls(ffi.gc(raw, lib.vn_dispatch_release))
+        self = cls._wrap(ffi.gc(raw, lib.vn_dispatch_release))
         self._pipeline = pipeline
         # Only the one replay() that wins the C layer's exchange ever writes this,
         # so threads racing on replay() cannot clash over it.
@@ -38,36 +40,14 @@ class PrerecordedDispatch(Handle):
         return self
 
     @property
-    def _out_lens(self) -> list[int]:
-        """Each output's byte_len, read from C on first use."""
-        lens = self._lens
-        if lens is None:
-            raw = self._live()
-            length = ffi.new("uint64_t *")
-            lens = []
-            for i in range(int(lib.vn_dispatch_output_count(raw))):
-                check(lib.vn_dispatch_output_len(raw, i, length))
-                lens.append(int(length[0]))
-            self._lens = lens
-        return lens
-
-    @property
     def output_count(self) -> int:
-        return len(self._out_lens)
+        return int(lib.vn_dispatch_output_count(self._live()))
 
     def output_byte_len(self, index: int) -> int:
         """``byte_len`` of output ``index``."""
-        return self._out_lens[self._check_index(index)]
-
-    def _check_index(self, index: Any) -> int:
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise WrongTypeError(f"output index {index!r} is not an int. Fix: pass an int index.")
-        if not 0 <= index < len(self._out_lens):
-            raise OutputIndexError(
-                f"output index {index} is out of range for a dispatch with {len(self._out_lens)} output(s). "
-                f"Fix: pass an index from 0 to {len(self._out_lens) - 1}."
-            )
-        return index
+        length = ffi.new("uint64_t *")
+        check(lib.vn_dispatch_output_len(self._live(), to_index(index, "output index"), length))
+        return int(length[0])
 
     def replay(self) -> int:
         """Submit the recorded command buffer; returns the submission index.
@@ -84,15 +64,30 @@ class PrerecordedDispatch(Handle):
         index: int = self._index[0]
         return index
 
-    def read_output(self, index: int) -> bytes:
+    @overload
+    def read_output(self, index: int, dtype: None = None, shape: None = None) -> bytes: ...
+    @overload
+    def read_output(
+        self, index: int, dtype: DTypeLike, shape: ShapeLike | None = None
+    ) -> NDArray[Any]: ...
+    def read_output(
+        self, index: int, dtype: DTypeLike | None = None, shape: ShapeLike | None = None
+    ) -> bytes | NDArray[Any]:
         """Output ``index``'s bytes, once this recording's own submission has completed.
 
-        One copy, from the staging buffer into the new ``bytes``; ``read_output_into``
-        fills memory you already have and is the path for repeated reads.
+        One copy, from the staging buffer into the new ``bytes``; with ``dtype`` (and
+        ``shape``) into a new writable numpy array instead. ``read_output_into`` fills
+        memory you already have and is the path for repeated reads.
         """
-        self._check_index(index)
+        if dtype is not None or shape is not None:
+            ptr = self._live()
+            length = ffi.new("uint64_t *")
+            check(lib.vn_dispatch_output_len(ptr, to_index(index, "output index"), length))
+            arr = new_array(dtype, shape, int(length[0]), "read_output")
+            self.read_output_into(index, arr)
+            return arr
         out = ffi.new("vn_pending_read **")
-        check(lib.vn_dispatch_read_output_async(self._live(), index, out))
+        check(lib.vn_dispatch_read_output_async(self._live(), to_index(index, "output index"), out))
         read = ffi.gc(out[0], lib.vn_pending_read_release)
         return mapped_bytes(read)
 
@@ -105,7 +100,10 @@ class PrerecordedDispatch(Handle):
         GPU copy to a reused staging buffer, memcpy into ``out``.
         """
         ptr = self._live()
-        n = self._out_lens[self._check_index(index)]
-        dst = destination(out, n, "read_output_into")
-        check(lib.vn_dispatch_read_output(ptr, index, dst, len(dst), ffi.NULL))
+        i = to_index(index, "output index")
+        length = ffi.new("uint64_t *")
+        check(lib.vn_dispatch_output_len(ptr, i, length))
+        n = int(length[0])
+        dst, capacity = to_destination(out, n, "read_output_into")
+        check(lib.vn_dispatch_read_output(ptr, i, dst, capacity, ffi.NULL))
         return n

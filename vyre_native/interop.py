@@ -5,20 +5,22 @@ objects (each takes a reference of its own), ``buffer.to_wgpu()`` hands a buffer
 wgpu-py (with a new reference that wgpu-py releases when its object goes). Both
 bindings must have loaded the same libwgpu_native file; anything else is refused,
 since objects of one copy of the library mean nothing to another.
+
+This module sits above the handle modules (it makes Devices and Buffers), so they do
+not import it: importing it installs those three methods on their classes, and the
+package's ``__init__`` imports it.
 """
 
 from __future__ import annotations
 
 import os
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._lib import check, ffi, lib, library_path, load_library
+from .buffer import Buffer
+from .device import Device
 from .errors import LibraryError, WrongTypeError
-
-if TYPE_CHECKING:
-    from .buffer import Buffer
-    from .device import Device
 
 # One vn.Device per wgpu-py device, so buffers adopted from the same GPUDevice bind
 # together (the binding checks compare devices).
@@ -45,7 +47,12 @@ def _address(wffi: Any, cdata: Any) -> int:
     return int(wffi.cast("uintptr_t", cdata))
 
 
-def device_from_wgpu(cls: type[Device], gpu_device: Any) -> Device:
+def device_from_wgpu(gpu_device: Any) -> Device:
+    """Wrap a wgpu-py ``GPUDevice`` (same wgpu-native in the process; a reference of its own).
+
+    The same GPUDevice always gives the same ``vn.Device``, so buffers adopted
+    from it bind together. ``Buffer.to_wgpu()`` works for buffers of such a device.
+    """
     wffi, api = _wgpu_native()
     if not isinstance(gpu_device, api.GPUDevice) or gpu_device._internal is None:
         raise WrongTypeError(
@@ -66,7 +73,7 @@ def device_from_wgpu(cls: type[Device], gpu_device: Any) -> Device:
             out,
         )
     )
-    device = cls._from_native(out[0])
+    device = Device._from_native(out[0])
     device._wgpu_device = gpu_device
     _watch_device(gpu_device, device)
     _adopted[key] = device
@@ -78,7 +85,7 @@ def device_from_wgpu(cls: type[Device], gpu_device: Any) -> Device:
 # is unimplemented in 29). So the adopted wgpu-py objects report their own map,
 # unmap and destroy calls to the C layer, which then refuses such submits with a
 # typed error. Each watched object holds a C reference to the vn objects it reports to.
-_USABLE, _MAPPED, _DESTROYED = 0, 1, 2
+_USABLE, _MAPPED, _DESTROYED = lib.VN_FOREIGN_USABLE, lib.VN_FOREIGN_MAPPED, lib.VN_FOREIGN_DESTROYED
 
 
 def _watch_buffer(gpu_buffer: Any, raw: Any) -> None:
@@ -124,16 +131,14 @@ def _watch_device(gpu_device: Any, device: Device) -> None:
 
 
 def buffer_from_wgpu(gpu_buffer: Any) -> Buffer:
-    from .buffer import Buffer
-    from .device import Device
-
+    """Wrap a wgpu-py ``GPUBuffer`` (a reference of its own); its device via ``Device.from_wgpu``."""
     wffi, api = _wgpu_native()
     if not isinstance(gpu_buffer, api.GPUBuffer) or gpu_buffer._internal is None:
         raise WrongTypeError(
             f"Buffer.from_wgpu() takes a live wgpu.GPUBuffer, got {type(gpu_buffer).__name__}. "
             "Fix: pass device.create_buffer(...)."
         )
-    device = Device.from_wgpu(gpu_buffer._device)
+    device = device_from_wgpu(gpu_buffer._device)
     existing = gpu_buffer.__dict__.get("_vn_native")
     if existing is not None:
         # Adopted before: the same C buffer (and so the same identity and watcher).
@@ -147,6 +152,7 @@ def buffer_from_wgpu(gpu_buffer: Any) -> Buffer:
 
 
 def buffer_to_wgpu(buffer: Buffer) -> Any:
+    """This buffer as a wgpu-py ``GPUBuffer`` holding its own reference (device from ``from_wgpu``)."""
     wffi, api = _wgpu_native()
     gpu_device = getattr(buffer.device, "_wgpu_device", None)
     if gpu_device is None:
@@ -161,3 +167,8 @@ def buffer_to_wgpu(buffer: Buffer) -> Any:
     return api.GPUBuffer(
         "vyre_native", internal, gpu_device, buffer.allocation_len, int(buffer.usage), "unmapped"
     )
+
+
+Device.from_wgpu = staticmethod(device_from_wgpu)
+Buffer.from_wgpu = staticmethod(buffer_from_wgpu)
+Buffer.to_wgpu = buffer_to_wgpu

@@ -1,0 +1,109 @@
+/* platform.h - the operating-system services the C layer uses, behind one small API:
+ * loading a shared library, locks, run-once, thread-local storage, a monotonic clock,
+ * sleeping and yielding. platform_posix.c implements it over POSIX, platform_win32.c
+ * over Win32; each compiles to nothing on the other platform. No other file includes
+ * a system threading or loader header (pthread.h is here only for its types on POSIX).
+ *
+ * Compilers: GCC or Clang on POSIX; on Windows MinGW-w64 GCC or clang-cl, or MSVC from
+ * Visual Studio 2022 17.9 (the function table in internal.h needs __typeof__, which
+ * MSVC accepts in every C mode from 17.9) with /std:c11 /experimental:c11atomics
+ * (stdatomic.h, from 17.5). */
+#ifndef VN_PLATFORM_H
+#define VN_PLATFORM_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef _WIN32
+#include <pthread.h>
+#endif
+
+/* ---- compiler ----------------------------------------------------------------- */
+
+/* C11 spells thread-local storage _Thread_local; MSVC has its own spelling. */
+#if defined(_MSC_VER) && !defined(__clang__)
+#define VN_THREAD_LOCAL __declspec(thread)
+#else
+#define VN_THREAD_LOCAL _Thread_local
+#endif
+
+/* printf-style argument checking. MinGW's stdio.h names the archetype that matches
+ * the printf the build links (ms_printf, or gnu_printf with UCRT or
+ * __USE_MINGW_ANSI_STDIO, which the build sets so that %zu works on msvcrt). */
+#if defined(__MINGW32__)
+#include <stdio.h>
+#define VN_PRINTF_LIKE(fmt, first) __attribute__((format(__MINGW_PRINTF_FORMAT, fmt, first)))
+#elif defined(__GNUC__) || defined(__clang__)
+#define VN_PRINTF_LIKE(fmt, first) __attribute__((format(printf, fmt, first)))
+#else
+#define VN_PRINTF_LIKE(fmt, first)
+#endif
+
+/* ---- dynamic loading ---------------------------------------------------------- */
+
+/* Any function pointer type converts to and from this one without a warning. */
+typedef void (*vn_dl_fn)(void);
+
+/* Load the library at `utf8_path` with every symbol resolved now; NULL on failure,
+ * with the system's reason in err (always terminated). */
+void *vn_dl_open(const char *utf8_path, char *err, size_t cap);
+/* The exported function `name` of a library from vn_dl_open, or NULL. */
+vn_dl_fn vn_dl_sym(void *library, const char *name);
+
+/* ---- locks and run-once -------------------------------------------------------- */
+
+/* Plain (non-recursive) mutex and a reader-writer lock. Init before first use,
+ * destroy after last; never copied once initialised. */
+#ifdef _WIN32
+/* The size and layout of SRWLOCK and INIT_ONCE (one pointer each, zero when fresh),
+ * so that callers need not include windows.h; platform_win32.c asserts the match. */
+typedef struct { void *opaque; } vn_mutex;
+typedef struct { void *opaque; } vn_rwlock;
+typedef struct { void *opaque; } vn_once;
+#define VN_ONCE_INIT {0}
+#else
+typedef pthread_mutex_t vn_mutex;
+typedef pthread_rwlock_t vn_rwlock;
+typedef pthread_once_t vn_once;
+#define VN_ONCE_INIT PTHREAD_ONCE_INIT
+#endif
+
+void vn_mutex_init(vn_mutex *m);
+void vn_mutex_destroy(vn_mutex *m);
+void vn_mutex_lock(vn_mutex *m);
+void vn_mutex_unlock(vn_mutex *m);
+
+void vn_rwlock_init(vn_rwlock *l);
+void vn_rwlock_destroy(vn_rwlock *l);
+void vn_rwlock_read_lock(vn_rwlock *l);
+void vn_rwlock_read_unlock(vn_rwlock *l);
+void vn_rwlock_write_lock(vn_rwlock *l);
+void vn_rwlock_write_unlock(vn_rwlock *l);
+
+/* Run fn exactly once per `once`, however many threads call; every caller returns
+ * after fn has finished. */
+void vn_once_run(vn_once *once, void (*fn)(void));
+
+/* ---- time and scheduling ------------------------------------------------------- */
+
+/* Nanoseconds of a clock that never steps back (not wall time). */
+uint64_t vn_monotonic_ns(void);
+/* Sleep at least about `ns` nanoseconds (the system's timer may round up). */
+void vn_sleep_ns(uint64_t ns);
+/* Offer the rest of this thread's time slice to another ready thread. */
+void vn_yield(void);
+
+static inline double vn_monotonic_seconds(void) { return (double)vn_monotonic_ns() * 1e-9; }
+
+/* ---- strings -------------------------------------------------------------------- */
+
+/* strdup is POSIX (and C23), not C11, and MSVC names it _strdup: one portable copy. */
+static inline char *vn_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *copy = malloc(n);
+    if (copy != NULL) memcpy(copy, s, n);
+    return copy;
+}
+
+#endif /* VN_PLATFORM_H */

@@ -1,0 +1,62 @@
+/* platform_posix.c - platform.h over POSIX (Linux, macOS, the BSDs). */
+#ifndef _WIN32
+
+/* Before any system header: the POSIX calls below are declared even in strict C11. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dlfcn.h>
+#include <sched.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "platform.h"
+
+void *vn_dl_open(const char *utf8_path, char *err, size_t cap) {
+    /* RTLD_LOCAL: our symbols need not be visible to anyone; RTLD_NOW: a library
+     * with a missing dependency fails here, with dlerror's reason, not mid-call. */
+    void *library = dlopen(utf8_path, RTLD_NOW | RTLD_LOCAL);
+    if (library == NULL && cap > 0) {
+        const char *why = dlerror();
+        snprintf(err, cap, "%s", why != NULL ? why : "unknown dlopen error");
+    }
+    return library;
+}
+
+vn_dl_fn vn_dl_sym(void *library, const char *name) {
+    /* POSIX guarantees dlsym's object pointer converts to a function pointer. */
+    return (vn_dl_fn)dlsym(library, name);
+}
+
+void vn_mutex_init(vn_mutex *m) { pthread_mutex_init(m, NULL); }
+void vn_mutex_destroy(vn_mutex *m) { pthread_mutex_destroy(m); }
+void vn_mutex_lock(vn_mutex *m) { pthread_mutex_lock(m); }
+void vn_mutex_unlock(vn_mutex *m) { pthread_mutex_unlock(m); }
+
+void vn_rwlock_init(vn_rwlock *l) { pthread_rwlock_init(l, NULL); }
+void vn_rwlock_destroy(vn_rwlock *l) { pthread_rwlock_destroy(l); }
+void vn_rwlock_read_lock(vn_rwlock *l) { pthread_rwlock_rdlock(l); }
+void vn_rwlock_read_unlock(vn_rwlock *l) { pthread_rwlock_unlock(l); }
+void vn_rwlock_write_lock(vn_rwlock *l) { pthread_rwlock_wrlock(l); }
+void vn_rwlock_write_unlock(vn_rwlock *l) { pthread_rwlock_unlock(l); }
+
+void vn_once_run(vn_once *once, void (*fn)(void)) { pthread_once(once, fn); }
+
+uint64_t vn_monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void vn_sleep_ns(uint64_t ns) {
+    struct timespec pause = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    /* A signal cuts the sleep short: the callers poll in loops, so a short sleep is
+     * harmless, and returning lets Python see a pending KeyboardInterrupt sooner. */
+    nanosleep(&pause, NULL);
+}
+
+void vn_yield(void) { sched_yield(); }
+
+#else
+/* ISO C wants a declaration in every file (MSVC's /W4 says C4206 otherwise). */
+typedef int vn_platform_posix_not_built;
+#endif /* !_WIN32 */
