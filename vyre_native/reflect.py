@@ -141,12 +141,13 @@ def tokenize(src: str) -> list[_Tok]:
     ``MAX_NESTING_DEPTH``: run it before wgpu-native sees the text."""
     text = _strip_comments(_LINE_BREAK_RE.sub("\n", src))
     toks: list[_Tok] = []
-    line, last = 1, 0
-    for m in _TOKEN_RE.finditer(text):
-        line += text.count("\n", last, m.start())
-        last = m.start()
+    offset = 0
+    for line, line_text in enumerate(text.split("\n"), 1):
         # every alternative of the pattern is a named group, so lastgroup is never None
-        toks.append(_Tok(str(m.lastgroup), m.group(), line, m.start()))
+        toks += [
+            _Tok(str(m.lastgroup), m.group(), line, offset + m.start()) for m in _TOKEN_RE.finditer(line_text)
+        ]
+        offset += len(line_text) + 1
     _check_nesting(toks)
     return toks
 
