@@ -165,6 +165,7 @@ def test_1000_deep_nesting_is_refused_by_reflection_and_compile_alike(device: vn
         ("indexing", "out[" * 3000 + "0u" + "]" * 3000),  # near 2,680
         ("negations", "u32(" + "- " * 20000 + "1i)"),  # near 14,500
         ("an operator chain", " + ".join(["1u"] * 20000)),  # near 14,500
+        ("an else-if chain", "0u; if true {}" + " else if true {}" * 20000),  # near 6,200
     ],
 )
 def test_nesting_that_crashes_naga_is_refused_with_shader_error_and_the_process_lives(

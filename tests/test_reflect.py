@@ -7,7 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vyre_native.errors import ShaderError
-from vyre_native.reflect import MAX_NESTING_DEPTH, OPERATORS_PER_LEVEL, Binding, reflect
+from vyre_native.reflect import (
+    ELSE_IFS_PER_LEVEL,
+    MAX_NESTING_DEPTH,
+    OPERATORS_PER_LEVEL,
+    Binding,
+    reflect,
+)
 
 MAIN = "@compute @workgroup_size(64) fn main() { let p = &x; }"
 # WGSL's line breaks (CR LF is one)
@@ -747,10 +753,13 @@ def nested(kind: str, depth: int) -> str:
         return f"@compute @workgroup_size(1) fn main() {'{' * depth}{'}' * depth}"
     if kind == "operators":  # six chained operators are a level
         return f"const c = {'-' * (OPERATORS_PER_LEVEL * depth - 1)}1;\n{MAIN}"
+    if kind == "an else-if chain":  # two `else if`s are a level, plus the body's and a branch's braces
+        chain = " else if true {}" * (ELSE_IFS_PER_LEVEL * (depth - 2))
+        return f"@compute @workgroup_size(1) fn main() {{ if true {{}}{chain} }}"
     raise ValueError(kind)
 
 
-NESTINGS = ["parentheses", "template lists", "braces", "operators"]
+NESTINGS = ["parentheses", "template lists", "braces", "operators", "an else-if chain"]
 
 
 @pytest.mark.parametrize("kind", NESTINGS)
@@ -780,6 +789,11 @@ def test_comparisons_are_not_template_lists_so_they_do_not_nest() -> None:
 def test_operators_in_separate_statements_and_arguments_do_not_add_up() -> None:
     table = ", ".join("-1.0" for _ in range(5000))
     reflect(f"const t = array<f32, 5000>({table});\n{MAIN}")
+
+
+def test_separate_if_statements_do_not_add_up() -> None:
+    ifs = " ".join(f"if i == {k} {{ let x = {k}; }} else {{ let y = {k}; }}" for k in range(2000))
+    reflect(f"@compute @workgroup_size(1) fn main() {{ let i = 1; {ifs} }}")
 
 
 def test_long_operator_chain_counts_against_the_depth() -> None:

@@ -108,13 +108,16 @@ class _Tok(NamedTuple):
 #: How deep a module may nest before vyre_native refuses it, unseen by wgpu-native.
 #: naga (wgpu-native's WGSL compiler) recurses once per level and overflows its stack,
 #: killing the process, at about 2,960 nested parentheses (2,680 nested `[`, 2,770
-#: nested template lists) on an 8 MiB stack, and at about 14,500 chained operators
-#: (`-` `!` or `+`): some 2.9 KiB of stack a bracket and 0.6 KiB an operator, measured
-#: against wgpu-native 29.0.1.1 in child processes. 255 levels keep naga under about
-#: 0.75 MiB of stack, an eighth of a Linux main or Python thread's 8 MiB.
+#: nested template lists), 6,200 `else if`s in one chain, or 14,500 chained operators
+#: (`-` `!` or `+`) on an 8 MiB stack: some 2.9 KiB of stack a bracket, 1.3 KiB an
+#: `else if` and 0.6 KiB an operator, measured against wgpu-native 29.0.1.1 in child
+#: processes. 255 levels keep naga under about 0.75 MiB of stack, an eighth of a Linux
+#: main or Python thread's 8 MiB.
 MAX_NESTING_DEPTH = 255
 #: Chained operators that count as one level of nesting (the ratio of their stack costs).
 OPERATORS_PER_LEVEL = 6
+#: `else if`s of one chain that count as one level (naga nests each in the one before).
+ELSE_IFS_PER_LEVEL = 2
 
 # WGSL's line breaks (spec: "Blankspace and line breaks"): LF, VT, FF, CR, NEL, LS and
 # PS, with CR LF one break. Each becomes "\n" before anything else reads the text, so a
@@ -242,19 +245,27 @@ _OPERATOR_CHARS = frozenset("+-*/%&|^!~<>=.")  # `[` counts too, as it opens
 
 def _check_nesting(toks: Sequence[_Tok]) -> None:
     """Refuse a module nested deeper than MAX_NESTING_DEPTH, counting one level for each
-    enclosing bracket (`(`, `[`, `{`, a template list) and one for every
-    OPERATORS_PER_LEVEL operators of the enclosing expressions (naga nests an operator
-    chain one level per operator). An over-estimate: a compound operator counts per
-    character. One pass, no recursion."""
+    enclosing bracket (`(`, `[`, `{`, a template list), one for every OPERATORS_PER_LEVEL
+    operators of the enclosing expressions (naga nests an operator chain one level per
+    operator) and one for every ELSE_IFS_PER_LEVEL `else if`s of an enclosing if-chain.
+    An over-estimate: a compound operator counts per character. One pass, no recursion.
+    Costs are kept in sixths of a level (one operator)."""
     templates = _template_brackets(toks)
-    limit = (MAX_NESTING_DEPTH + 1) * OPERATORS_PER_LEVEL
+    unit = OPERATORS_PER_LEVEL  # the cost of a level
+    else_if = unit // ELSE_IFS_PER_LEVEL
+    limit = (MAX_NESTING_DEPTH + 1) * unit
     ops = [0]  # per open bracket: operators in its current expression
-    cost = 0  # OPERATORS_PER_LEVEL per open bracket plus every entry of ops
+    chains = [0]  # per open bracket: `else if`s of the if-chain it is in
+    cost = 0  # unit per open bracket, plus every entry of ops, plus else_if per chain entry
     for i, tok in enumerate(toks):
-        if tok.kind != "punct":
-            continue
         text = tok.text
-        if text in ",;{":  # an expression ends
+        if tok.kind != "punct":
+            if text == "else" and i + 1 < len(toks) and toks[i + 1].text == "if":
+                chains[-1] += 1
+                cost += else_if
+            else:
+                continue
+        elif text in ",;{":  # an expression ends
             cost -= ops[-1]
             ops[-1] = 0
         if text in "([{" or (text == "<" and i in templates):
@@ -262,25 +273,31 @@ def _check_nesting(toks: Sequence[_Tok]) -> None:
                 ops[-1] += 1
                 cost += 1
             ops.append(0)
-            cost += OPERATORS_PER_LEVEL
+            chains.append(0)
+            cost += unit
         elif text in ")]}" or (text == ">" and i in templates):
             if len(ops) > 1:
-                cost -= ops.pop() + OPERATORS_PER_LEVEL
+                cost -= ops.pop() + chains.pop() * else_if + unit
             if text == "}":  # the block ends the statement that opened it
                 cost -= ops[-1]
                 ops[-1] = 0
+                if i + 1 == len(toks) or toks[i + 1].text != "else":  # and any if-chain
+                    cost -= chains[-1] * else_if
+                    chains[-1] = 0
         elif text in _OPERATOR_CHARS:
             ops[-1] += 1
             cost += 1
         if cost >= limit:
+            brackets, else_ifs = len(ops) - 1, sum(chains)
             raise ShaderError(
                 f"line {tok.line}: the WGSL nests deeper than {MAX_NESTING_DEPTH} levels here"
-                f" ({len(ops) - 1} open brackets and {cost - (len(ops) - 1) * OPERATORS_PER_LEVEL}"
-                f" operators in the enclosing expressions; each bracket or template list is a"
-                f" level, and so is every {OPERATORS_PER_LEVEL} chained operators). vyre_native"
-                " refuses it before wgpu-native's compiler, which recurses per level and crashes"
-                " the process on deep nesting. Fix: split the expression into several `let`s,"
-                " or nest less.",
+                f" ({brackets} open brackets, {cost - brackets * unit - else_ifs * else_if}"
+                f" operators and {else_ifs} `else if`s around it; each bracket or template list"
+                f" is a level, and so is every {OPERATORS_PER_LEVEL} chained operators or"
+                f" {ELSE_IFS_PER_LEVEL} `else if`s of one chain). vyre_native refuses it before"
+                " wgpu-native's compiler, which recurses per level and crashes the process on"
+                " deep nesting. Fix: split the expression into several `let`s, the if-chain"
+                " into a switch or several ifs, or nest less.",
                 line=tok.line,
             )
 
