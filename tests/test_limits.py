@@ -17,6 +17,8 @@ import textwrap
 
 import numpy as np
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 import vyre_native as vn
 from vyre_native.reflect import MAX_NESTING_DEPTH, reflect
@@ -156,6 +158,27 @@ def test_1000_deep_nesting_is_refused_by_reflection_and_compile_alike(device: vn
     assert str(by_compile.value) == str(by_reflection.value)
     assert f"deeper than {MAX_NESTING_DEPTH} levels" in str(by_compile.value)
     assert by_compile.value.line == 3
+
+
+# Few examples: at these depths lavapipe takes seconds to build each pipeline.
+@settings(max_examples=6, deadline=None)
+@given(st.lists(st.sampled_from(["(", "-(", "i32(", "max(1i, "]), min_size=240, max_size=270))
+def test_reflection_and_compile_agree_on_every_nesting_depth(device: vn.Device, openers: list[str]) -> None:
+    expression = "".join(openers) + "7i" + ")" * len(openers)
+    src = (
+        "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+        f"@compute @workgroup_size(1) fn main() {{ let v = u32({expression}); out[0] = v; }}\n"
+    )
+    try:
+        reflect(src)
+    except vn.ShaderError as by_reflection:
+        event("refused")
+        with pytest.raises(vn.ShaderError) as by_compile:
+            device.compile(src)
+        assert str(by_compile.value) == str(by_reflection)
+    else:
+        event("accepted")
+        device.compile(src)
 
 
 @pytest.mark.parametrize(
