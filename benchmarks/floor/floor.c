@@ -43,7 +43,7 @@
     X(CommandEncoderBeginComputePass) X(CommandEncoderFinish) X(CommandEncoderRelease) \
     X(ComputePassEncoderSetPipeline) X(ComputePassEncoderSetBindGroup)                 \
     X(ComputePassEncoderDispatchWorkgroups) X(ComputePassEncoderEnd)                   \
-    X(ComputePassEncoderRelease) X(CommandBufferRelease)
+    X(ComputePassEncoderRelease) X(CommandBufferRelease) X(QueueWriteBuffer)
 
 static struct {
 #define FLOOR_FIELD(name) __typeof__(wgpu##name) *name;
@@ -752,6 +752,29 @@ int64_t floor_read_parts(floor_ctx *c, uint32_t parts, uint64_t n, int64_t *samp
             fail("mapping a slice's staging buffer failed");
             return -1;
         }
+    }
+    return checked(c, total);
+}
+
+/* ---- upload ------------------------------------------------------------------------ */
+
+/* 13. write `nbytes` of host memory into the big readback source with
+ * wgpuQueueWriteBuffer, and wait until the queue has done it (an empty submit, then
+ * a blocking poll): what buffer.write + wait_idle and wgpu-py's write_buffer + wait
+ * cost. */
+int64_t floor_write(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n, int64_t *samples) {
+    if (nbytes > c->read_bytes[1]) {
+        fail("floor_write: %llu bytes, the floor's big buffer holds %llu", (unsigned long long)nbytes,
+             (unsigned long long)c->read_bytes[1]);
+        return -1;
+    }
+    int64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        TIMED(i, {
+            W.QueueWriteBuffer(c->queue, c->read_src[1], 0, host, (size_t)nbytes);
+            W.QueueSubmitForIndex(c->queue, 0, NULL);
+            drain(c);
+        });
     }
     return checked(c, total);
 }
