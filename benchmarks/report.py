@@ -57,6 +57,8 @@ OPERATIONS: dict[str, str] = {
     "sequence_1000_wait": "sequence of 1000, per dispatch (done)",
     "async_read_16x4MiB": "16 x 4 MiB readbacks in flight",
     "write_64MiB": "write 64 MiB + wait",
+    "multi_device_one": "compute unit, one device",
+    "multi_device_two": "compute unit, two devices / two threads",
 }
 
 _STAT_KEYS = {"mean": "per_op_ns", "median": "per_op_ns_median", "min": "per_op_ns_min"}
@@ -136,6 +138,15 @@ def _without_samples(raw: dict[str, Any]) -> dict[str, Any]:
         b["stats"] = stats
         out["benchmarks"].append(b)
     return out
+
+
+def raw_info(raw: dict[str, Any], operation: str) -> dict[str, Any] | None:
+    """The extra_info of the vyre_native benchmark of an operation, if it ran."""
+    for b in raw.get("benchmarks", []):
+        info = b.get("extra_info") or {}
+        if info.get("operation") == operation and info.get("way") == "vyre_native":
+            return dict(info)
+    return None
 
 
 def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = False) -> dict[str, Any]:
@@ -248,6 +259,13 @@ def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = F
                 pick("async_read_16x4MiB", "vyre_native"), pick("read_output_into_64MiB", "vyre_native")
             ),
         },
+    }
+    two = by_id.get("multi_device_two", {}).get("detail", {}).get("vyre_native", {})
+    targets["multi_device"] = {
+        "what": "throughput of two devices from two threads / one device (target >= 1.8 with two adapters)",
+        "speedup": ratio(pick("multi_device_one", "vyre_native"), pick("multi_device_two", "vyre_native")),
+        "distinct_adapters": (raw_info(raw, "multi_device_two") or {}).get("distinct_adapters"),
+        "detail": two.get("test"),
     }
     return {
         "format": "vyre_native.bench/1",
@@ -367,6 +385,10 @@ def format_table(report: dict[str, Any]) -> str:
         (
             f"  16 x 4 MiB in flight: {_us(ar['total_us'])} µs vs one 64 MiB read_output_into "
             f"{_us(ar['one_64MiB_us'])} µs = {_x(ar['ratio'])}"
+        ),
+        (
+            f"  two devices from two threads vs one: {_x(t['multi_device']['speedup'])} the throughput "
+            f"({'two adapters' if t['multi_device']['distinct_adapters'] else 'one adapter shared'})"
         ),
     ]
     return "\n".join(lines)
