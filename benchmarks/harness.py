@@ -314,6 +314,7 @@ int64_t floor_encode_submit(floor_ctx *c, uint64_t n, int64_t *samples);
 int64_t floor_read(floor_ctx *c, int which, uint64_t n, int reuse, int64_t *samples);
 int64_t floor_borrowed(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n, int64_t *samples);
 int64_t floor_write(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n, int64_t *samples);
+int64_t floor_compile(floor_ctx *c, const char *wgsl, uint64_t n, int64_t *samples);
 int floor_result(floor_ctx *c, void *dst, uint64_t nbytes);
 int64_t floor_memcpy(floor_ctx *c, uint64_t n);
 int64_t floor_encode_n_submit(floor_ctx *c, uint32_t launches, uint64_t n, int64_t *samples);

@@ -57,6 +57,7 @@ OPERATIONS: dict[str, str] = {
     "sequence_1000_wait": "sequence of 1000, per dispatch (done)",
     "async_read_16x4MiB": "16 x 4 MiB readbacks in flight",
     "write_64MiB": "write 64 MiB + wait",
+    "compile": "compile WGSL into a pipeline",
     "multi_device_one": "compute unit, one device",
     "multi_device_two": "compute unit, two devices / two threads",
 }

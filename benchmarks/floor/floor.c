@@ -778,3 +778,30 @@ int64_t floor_write(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n,
     }
     return checked(c, total);
 }
+
+/* ---- compile ------------------------------------------------------------------------ */
+
+/* 15. compile `wgsl` into a shader module and a compute pipeline with an automatic
+ * layout, then release both: what dev.compile and wgpu-py's create_shader_module +
+ * create_compute_pipeline cost (the caller varies the source so no cache answers). */
+int64_t floor_compile(floor_ctx *c, const char *wgsl, uint64_t n, int64_t *samples) {
+    int64_t total = 0;
+    int rc = 0;
+    for (uint64_t i = 0; i < n && rc == 0; i++) {
+        TIMED(i, {
+            WGPUShaderSourceWGSL src = WGPU_SHADER_SOURCE_WGSL_INIT;
+            src.code = sv(wgsl);
+            WGPUShaderModuleDescriptor smd = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
+            smd.nextInChain = &src.chain;
+            WGPUShaderModule module = W.DeviceCreateShaderModule(c->device, &smd);
+            WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
+            pd.compute.module = module;
+            pd.compute.entryPoint = sv("main");
+            WGPUComputePipeline pipeline = W.DeviceCreateComputePipeline(c->device, &pd);
+            if (pipeline == NULL) rc = (fail("floor_compile: no pipeline"), -1);
+            else W.ComputePipelineRelease(pipeline);
+            W.ShaderModuleRelease(module);
+        });
+    }
+    return rc < 0 ? -1 : checked(c, total);
+}
