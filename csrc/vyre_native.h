@@ -64,6 +64,17 @@ uint32_t vn_library_version(void);
 /* The version the headers were compiled for, encoded as wgpuGetVersion encodes. */
 uint32_t vn_expected_version(void);
 
+/* ---- log (csrc/log.c) ------------------------------------------------------ */
+
+/* Route wgpu-native's log into a bounded ring (256 messages; the oldest is dropped when
+ * full) at `level`: 0 off, 1 error, 2 warn, 3 info, 4 debug, 5 trace. */
+vn_status vn_log_start(int level);
+vn_status vn_log_set_level(int level);
+/* Take the oldest message: 1 with its level and text, or 0 when none came within
+ * timeout_s. *dropped gets how many were dropped since the last call. Blocks (call it
+ * with the GIL released, as cffi does). */
+int vn_log_next(double timeout_s, int *level, char *out, size_t capacity, uint64_t *dropped);
+
 /* ---- device (csrc/device.c) ----------------------------------------------- */
 
 typedef enum vn_power_preference {

@@ -612,7 +612,7 @@ LAYERS = [
     ["_native", "_version", "_typing"],
     ["errors"],
     ["_handles"],
-    ["_marshal"],
+    ["_marshal", "_log"],
     ["_lib"],
     ["reflect", "debug"],
     ["submission", "readback"],
