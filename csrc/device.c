@@ -282,10 +282,10 @@ vn_status vn_device_check(const vn_device *device, const char *what) {
     return VN_OK;
 }
 
-static vn_status finish_device(vn_device *dev, vn_device **out);
+static vn_status finish_device(vn_device *dev, const char *required_features, vn_device **out);
 
 vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, const char *backend,
-                           vn_device **out) {
+                           const char *required_features, vn_device **out) {
     vn_status st = vn_require_library();
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_create: out is NULL. Fix: pass a result pointer.");
@@ -323,7 +323,7 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
         }
         dev->adapter = adapters[adapter_index];
         release_adapters(adapters, n, dev->adapter);
-        return finish_device(dev, out);
+        return finish_device(dev, required_features, out);
     }
     WGPURequestAdapterOptions opts = WGPU_REQUEST_ADAPTER_OPTIONS_INIT;
     opts.powerPreference = power_preference == VN_POWER_LOW    ? WGPUPowerPreference_LowPower
@@ -364,12 +364,12 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
                        wanted, power_name(power_preference), areq.message[0] ? areq.message : "none offered");
     }
     dev->adapter = areq.adapter;
-    return finish_device(dev, out);
+    return finish_device(dev, required_features, out);
 }
 
 /* With dev->adapter chosen: read its info and limits and request the device. On
  * failure dev is released. */
-static vn_status finish_device(vn_device *dev, vn_device **out) {
+static vn_status finish_device(vn_device *dev, const char *required_features, vn_device **out) {
     vn_describe_adapter(dev->adapter, &dev->info);
 
     /* The adapter's own limits, not WebGPU's defaults: a 1 GiB storage buffer must
@@ -386,13 +386,20 @@ static vn_status finish_device(vn_device *dev, vn_device **out) {
     WGPUDeviceDescriptor ddesc = WGPU_DEVICE_DESCRIPTOR_INIT;
     ddesc.label = vn_sv("vyre_native");
     ddesc.requiredLimits = &limits;
-    /* Timestamps where the adapter has them: replays can then report GPU time. */
-    WGPUFeatureName timestamp_feature = WGPUFeatureName_TimestampQuery;
-    if (wgpu.AdapterHasFeature(dev->adapter, timestamp_feature)) {
-        ddesc.requiredFeatureCount = 1;
-        ddesc.requiredFeatures = &timestamp_feature;
-        dev->timestamps = true;
+    /* The compute features the adapter offers (timestamps among them: replays can then
+     * report GPU time), and what the caller requires. */
+    WGPUFeatureName features[VN_MAX_DEVICE_FEATURES];
+    size_t feature_count;
+    vn_status st = vn_features_choose(dev->adapter, dev->info.name, required_features, features,
+                                      VN_MAX_DEVICE_FEATURES, &feature_count);
+    if (st != VN_OK) {
+        vn_device_unref(dev);
+        return st;
     }
+    ddesc.requiredFeatureCount = feature_count;
+    ddesc.requiredFeatures = features;
+    for (size_t i = 0; i < feature_count; i++)
+        if (features[i] == WGPUFeatureName_TimestampQuery) dev->timestamps = true;
     ddesc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
     ddesc.deviceLostCallbackInfo.callback = on_device_lost;
     ddesc.deviceLostCallbackInfo.userdata1 = dev;
@@ -469,6 +476,19 @@ static vn_status device_get_limits(const vn_device *device, vn_limits *out) {
 
 vn_status vn_device_get_limits(const vn_device *device, vn_limits *out) {
     VN_CALL1(device_get_limits(device, out), device, VN_KIND_DEVICE);
+}
+
+static vn_status device_get_features(const vn_device *device, char *out, size_t capacity) {
+    vn_status st = vn_device_check(device, "vn_device_get_features");
+    if (st != VN_OK) return st;
+    if (out == NULL || capacity == 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_get_features: no output buffer. Fix: pass one.");
+    vn_describe_device_features(device->device, out, capacity);
+    return VN_OK;
+}
+
+vn_status vn_device_get_features(const vn_device *device, char *out, size_t capacity) {
+    VN_CALL1(device_get_features(device, out, capacity), device, VN_KIND_DEVICE);
 }
 
 int vn_device_has_timestamps(const vn_device *device) {

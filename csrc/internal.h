@@ -160,8 +160,9 @@ void vn_unacquire_all(const void *const *handles, size_t n);
  * locks further down the list; two locks of one rank are never held together,
  * except object locks, which an operation over several objects takes in ascending
  * object id with each object once (vn_device_submit). No lock is held when a call
- * returns to Python, none while a wgpu callback could need it (callbacks take no
- * lock), and none across vn_release (a destroy takes its owner's locks).
+ * returns to Python, and none across vn_release (a destroy takes its owner's locks).
+ * wgpu callbacks take none of ranks 1-6, so none can wait on a lock its own thread
+ * holds; the log callback takes only the leaf 7.
  *
  *   1. object locks: vn_sequence.lock, vn_submission.lock
  *   2. vn_device.submit_lock (the life lock; read by submits and mapped reads,
@@ -170,6 +171,8 @@ void vn_unacquire_all(const void *const *handles, size_t n);
  *   4. vn_device.pipelines_lock (the device's pipeline list)
  *   5. vn_bind_cache.lock (one pipeline's bind groups)
  *   6. vn_device.staging_lock (the readback staging ring)
+ *   7. the log ring's lock (log.c): taken by wgpu's log callback on any thread,
+ *      inside any of the above; nothing is taken or called under it
  *
  * One exception, documented in docs/LOCKING.md: vn_pending_read_map returns with
  * the life lock (2) held for reading until vn_pending_read_unmap. */
@@ -231,6 +234,13 @@ void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out);
  * adapter's features as space-separated names (unknown ones as hex) into out. */
 const char *vn_feature_name(uint32_t id);
 void vn_describe_features(WGPUAdapter adapter, char *out, size_t capacity);
+void vn_describe_device_features(WGPUDevice device, char *out, size_t capacity);
+/* The features a new device requests: `required` (space-separated names; unknown ->
+ * VN_ERROR_INVALID_ARGUMENT, not on the adapter -> VN_ERROR_UNSUPPORTED naming them all)
+ * and every compute feature the adapter offers. At most `capacity` into out. */
+#define VN_MAX_DEVICE_FEATURES 96
+vn_status vn_features_choose(WGPUAdapter adapter, const char *adapter_name, const char *required,
+                             WGPUFeatureName *out, size_t capacity, size_t *count);
 void vn_device_unref(vn_device *device);
 /* VN_OK, VN_ERROR_RELEASED (closed) or VN_ERROR_DEVICE_LOST, with a message naming `what`. */
 vn_status vn_device_check(const vn_device *device, const char *what);

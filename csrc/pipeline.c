@@ -67,6 +67,53 @@ static void pipeline_free(vn_pipeline *p) {
     free(p);
 }
 
+static uint64_t mul_saturating(uint64_t a, uint64_t b) {
+    return (a != 0 && b > UINT64_MAX / a) ? UINT64_MAX : a * b;
+}
+
+/* The one check of a compute entry point against the device's workgroup limits,
+ * whether literals or overrides decide the sizes. */
+static vn_status check_workgroup(const vn_device *device, const vn_pipeline_desc *desc) {
+    const uint64_t *wg = desc->workgroup_size;
+    const WGPULimits *lim = &device->limits;
+    const char *entry = desc->entry_point;
+    if (wg[0] != 0 || wg[1] != 0 || wg[2] != 0) {
+        const uint32_t dim_limit[3] = {lim->maxComputeWorkgroupSizeX, lim->maxComputeWorkgroupSizeY,
+                                       lim->maxComputeWorkgroupSizeZ};
+        for (int i = 0; i < 3; i++) {
+            if (wg[i] == 0)
+                return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                               "entry point `%s` has workgroup size (%llu, %llu, %llu), with a 0. Fix: make every "
+                               "dimension at least 1.", entry, (unsigned long long)wg[0], (unsigned long long)wg[1],
+                               (unsigned long long)wg[2]);
+            if (wg[i] > dim_limit[i])
+                return vn_fail(VN_ERROR_SHADER,
+                               "entry point `%s` has @workgroup_size(%llu, %llu, %llu): %c = %llu is above this "
+                               "device's max_compute_workgroup_size_%c of %u. Fix: lower @workgroup_size (or the "
+                               "override values it is computed from) to at most %u in %c.",
+                               entry, (unsigned long long)wg[0], (unsigned long long)wg[1], (unsigned long long)wg[2],
+                               "xyz"[i], (unsigned long long)wg[i], "xyz"[i], dim_limit[i], dim_limit[i], "xyz"[i]);
+        }
+        uint64_t invocations = mul_saturating(mul_saturating(wg[0], wg[1]), wg[2]);
+        if (invocations > lim->maxComputeInvocationsPerWorkgroup)
+            return vn_fail(VN_ERROR_SHADER,
+                           "entry point `%s` has @workgroup_size(%llu, %llu, %llu), %llu invocations per workgroup, "
+                           "above this device's max_compute_invocations_per_workgroup of %u. Fix: lower "
+                           "@workgroup_size (or the override values it is computed from) so that x * y * z <= %u.",
+                           entry, (unsigned long long)wg[0], (unsigned long long)wg[1], (unsigned long long)wg[2],
+                           (unsigned long long)invocations, lim->maxComputeInvocationsPerWorkgroup,
+                           lim->maxComputeInvocationsPerWorkgroup);
+    }
+    if (desc->workgroup_storage_size > lim->maxComputeWorkgroupStorageSize)
+        return vn_fail(VN_ERROR_SHADER,
+                       "entry point `%s` uses %llu bytes of var<workgroup> memory (each variable rounded up to 16 "
+                       "bytes), above this device's max_compute_workgroup_storage_size of %u bytes. Fix: shrink its "
+                       "var<workgroup> arrays (or the override values that size them) to fit in %u bytes.",
+                       entry, (unsigned long long)desc->workgroup_storage_size, lim->maxComputeWorkgroupStorageSize,
+                       lim->maxComputeWorkgroupStorageSize);
+    return VN_OK;
+}
+
 static vn_status check_desc(const vn_device *device, const vn_pipeline_desc *desc) {
     if (desc->entry_point == NULL || desc->entry_point[0] == '\0')
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "the entry point name is empty. Fix: name the @compute function.");
@@ -109,7 +156,7 @@ static vn_status check_desc(const vn_device *device, const vn_pipeline_desc *des
                            "var<storage, read>, or compile with preserve=[\"%s\"].",
                            b->name ? b->name : "?", b->group, b->binding, b->name ? b->name : "?");
     }
-    return VN_OK;
+    return check_workgroup(device, desc);
 }
 
 static WGPUBufferBindingType binding_type(vn_binding_kind kind) {

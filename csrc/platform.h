@@ -75,11 +75,13 @@ void vn_file_close(vn_file *file);
 typedef struct { void *opaque; } vn_mutex;
 typedef struct { void *opaque; } vn_rwlock;
 typedef struct { void *opaque; } vn_once;
+typedef struct { void *opaque; } vn_cond; /* CONDITION_VARIABLE */
 #define VN_ONCE_INIT {0}
 #else
 typedef pthread_mutex_t vn_mutex;
 typedef pthread_rwlock_t vn_rwlock;
 typedef pthread_once_t vn_once;
+typedef pthread_cond_t vn_cond;
 #define VN_ONCE_INIT PTHREAD_ONCE_INIT
 #endif
 
@@ -94,6 +96,13 @@ void vn_rwlock_read_lock(vn_rwlock *l);
 void vn_rwlock_read_unlock(vn_rwlock *l);
 void vn_rwlock_write_lock(vn_rwlock *l);
 void vn_rwlock_write_unlock(vn_rwlock *l);
+
+/* A condition variable used with a vn_mutex. vn_cond_wait_ns waits at most about `ns`
+ * nanoseconds (spurious wake-ups happen: callers re-check their condition). */
+void vn_cond_init(vn_cond *c);
+void vn_cond_destroy(vn_cond *c);
+void vn_cond_wait_ns(vn_cond *c, vn_mutex *m, uint64_t ns);
+void vn_cond_broadcast(vn_cond *c);
 
 /* Run fn exactly once per `once`, however many threads call; every caller returns
  * after fn has finished. */

@@ -94,6 +94,20 @@ void vn_rwlock_write_unlock(vn_rwlock *l) { pthread_rwlock_unlock(l); }
 
 void vn_once_run(vn_once *once, void (*fn)(void)) { pthread_once(once, fn); }
 
+/* Timed waits are relative: on the realtime clock (the portable default) a clock step
+ * only lengthens or shortens one bounded wait, and callers loop and re-check anyway. */
+void vn_cond_init(vn_cond *c) { pthread_cond_init(c, NULL); }
+void vn_cond_destroy(vn_cond *c) { pthread_cond_destroy(c); }
+void vn_cond_broadcast(vn_cond *c) { pthread_cond_broadcast(c); }
+void vn_cond_wait_ns(vn_cond *c, vn_mutex *m, uint64_t ns) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t total = (uint64_t)ts.tv_nsec + ns % 1000000000u;
+    ts.tv_sec += (time_t)(ns / 1000000000u + total / 1000000000u);
+    ts.tv_nsec = (long)(total % 1000000000u);
+    pthread_cond_timedwait(c, m, &ts);
+}
+
 uint64_t vn_monotonic_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -128,6 +128,16 @@ void vn_file_close(vn_file *file) {
 
 /* SRWLOCKs need no destruction and, unlike CRITICAL_SECTIONs, are not recursive:
  * the same contract as a default pthread mutex. */
+_Static_assert(sizeof(vn_cond) == sizeof(CONDITION_VARIABLE) && _Alignof(vn_cond) == _Alignof(CONDITION_VARIABLE),
+               "vn_cond must match CONDITION_VARIABLE");
+void vn_cond_init(vn_cond *c) { InitializeConditionVariable((PCONDITION_VARIABLE)c); }
+void vn_cond_destroy(vn_cond *c) { (void)c; /* nothing to free */ }
+void vn_cond_broadcast(vn_cond *c) { WakeAllConditionVariable((PCONDITION_VARIABLE)c); }
+void vn_cond_wait_ns(vn_cond *c, vn_mutex *m, uint64_t ns) {
+    uint64_t ms = (ns + 999999u) / 1000000u;
+    SleepConditionVariableSRW((PCONDITION_VARIABLE)c, (PSRWLOCK)m, ms > 0xFFFFFFFEu ? 0xFFFFFFFEu : (DWORD)ms, 0);
+}
+
 void vn_mutex_init(vn_mutex *m) { InitializeSRWLock((PSRWLOCK)m); }
 void vn_mutex_destroy(vn_mutex *m) { (void)m; }
 void vn_mutex_lock(vn_mutex *m) { AcquireSRWLockExclusive((PSRWLOCK)m); }

@@ -251,6 +251,15 @@ vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
     VN_CALL1(buffer_read_async(buffer, out), buffer, VN_KIND_BUFFER);
 }
 
+static int pending_read_done(vn_pending_read *r) {
+    if (r->finished) return 1;
+    if (!atomic_load(&r->done) && vn_device_check(r->device, "PendingRead.done") == VN_OK)
+        wgpu.DevicePoll(r->device->device, 0, NULL);
+    return atomic_load(&r->done);
+}
+
+int vn_pending_read_done(vn_pending_read *r) { VN_GET(int, pending_read_done(r), 0, r, VN_KIND_PENDING_READ); }
+
 uint64_t vn_pending_read_len(const vn_pending_read *r) { VN_GET(uint64_t, r->nbytes, 0, r, VN_KIND_PENDING_READ); }
 
 static vn_status pending_read_map(vn_pending_read *r, const void **data) {

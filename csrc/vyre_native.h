@@ -44,7 +44,8 @@ typedef enum vn_status {
     VN_ERROR_NOT_SUBMITTED = 11,    /* output read before the recording was replayed */
     VN_ERROR_TIMEOUT = 12,          /* a wait ran past its timeout */
     VN_ERROR_INTERNAL = 13,         /* an unexpected failure */
-    VN_ERROR_WRONG_TYPE = 14        /* an argument of the wrong type */
+    VN_ERROR_WRONG_TYPE = 14,       /* an argument of the wrong type */
+    VN_ERROR_UNSUPPORTED = 15       /* the adapter lacks a feature the call needs */
 } vn_status;
 
 typedef struct vn_device vn_device;
@@ -66,6 +67,17 @@ vn_status vn_library_load(const char *path);
 uint32_t vn_library_version(void);
 /* The version the headers were compiled for, encoded as wgpuGetVersion encodes. */
 uint32_t vn_expected_version(void);
+
+/* ---- log (csrc/log.c) ------------------------------------------------------ */
+
+/* Route wgpu-native's log into a bounded ring (256 messages; the oldest is dropped when
+ * full) at `level`: 0 off, 1 error, 2 warn, 3 info, 4 debug, 5 trace. */
+vn_status vn_log_start(int level);
+vn_status vn_log_set_level(int level);
+/* Take the oldest message: 1 with its level and text, or 0 when none came within
+ * timeout_s. *dropped gets how many were dropped since the last call. Blocks (call it
+ * with the GIL released, as cffi does). */
+int vn_log_next(double timeout_s, int *level, char *out, size_t capacity, uint64_t *dropped);
 
 /* ---- device (csrc/device.c) ----------------------------------------------- */
 
@@ -114,7 +126,14 @@ typedef struct vn_limits {
  * otherwise the adapter at that index of vn_enumerate_adapters(backend) (power_preference
  * ignored). */
 vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, const char *backend,
-                           vn_device **out);
+                           const char *required_features, vn_device **out);
+/* The device's features as space-separated names (see vn_device_info.features). Every
+ * device requests the compute features its adapter offers (shader-f16, subgroups,
+ * subgroup, subgroup-barrier, shader-f64, shader-int64, shader-float32-atomic, the int64
+ * atomics, timestamp-query, immediates, pipeline-cache) plus required_features (the same
+ * names, space-separated; NULL for none): an unknown name is VN_ERROR_INVALID_ARGUMENT, one
+ * the adapter lacks VN_ERROR_UNSUPPORTED naming every missing one. */
+vn_status vn_device_get_features(const vn_device *device, char *out, size_t capacity);
 /* Describe up to `capacity` adapters of `backend` (as for vn_device_create) into out;
  * *count gets how many exist. */
 vn_status vn_enumerate_adapters(const char *backend, vn_device_info *out, size_t capacity, size_t *count);
@@ -193,7 +212,7 @@ typedef struct vn_binding_desc {
 } vn_binding_desc;
 
 typedef struct vn_constant {
-    const char *name;    /* a WGSL `override` name */
+    const char *name;    /* WebGPU's key: an @id(n) override's is "n", any other's its name */
     double value;
 } vn_constant;
 
@@ -206,6 +225,13 @@ typedef struct vn_pipeline_desc {
     int32_t indirect_binding;         /* index into bindings of the indirect-args buffer, -1: none */
     uint64_t indirect_offset;         /* byte offset of the three u32 counts */
     uint32_t cache_capacity;          /* bind-group LRU entries, 0: 256 */
+    /* The entry point's @workgroup_size and bytes of var<workgroup> memory (WebGPU's
+     * sum: each variable rounded up to 16), with the override values applied, checked
+     * against the device's limits here: wgpu-native checks neither once overrides
+     * decide them, and a GPU runs past its limits or loses the device. All three
+     * sizes 0: not checked. */
+    uint64_t workgroup_size[3];
+    uint64_t workgroup_storage_size;
 } vn_pipeline_desc;
 
 vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipeline_desc *desc,
@@ -366,6 +392,9 @@ vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count,
  * and return at once; many may be in flight. */
 vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out);
 uint64_t vn_pending_read_len(const vn_pending_read *read);
+/* 1 once the read's data is in its staging buffer (finishing it will not wait), else 0.
+ * Never blocks: it only polls the device. */
+int vn_pending_read_done(vn_pending_read *read);
 /* Wait for the copy, then copy byte_len bytes into dst (capacity >= byte_len).
  * A read can be finished once; later calls fail with VN_ERROR_ALREADY_SUBMITTED. */
 vn_status vn_pending_read_finish(vn_pending_read *read, void *dst, uint64_t capacity);

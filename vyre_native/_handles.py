@@ -57,7 +57,7 @@ class Handle:
         """Drop this handle's native object now (idempotent). Later use raises ReleasedError."""
         self._ptr = None
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -16,6 +16,7 @@ import sys
 import threading
 from typing import Any
 
+from . import _log
 from ._marshal import to_path
 from ._native import ffi, lib
 from .errors import LibraryError, raise_for
@@ -61,5 +62,6 @@ def load_library() -> Any:
         if not _loaded:
             path = library_path()
             check(lib.vn_library_load(to_path(path, "WGPU_LIB_PATH")))
+            _log.start()
             _loaded = True
     return lib

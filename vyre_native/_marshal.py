@@ -24,6 +24,9 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
+from numpy.typing import NDArray
+
 from ._handles import Handle
 from ._native import ffi, lib
 from .errors import InvalidArgumentError, ReleasedError, WrongTypeError
@@ -31,6 +34,7 @@ from .errors import InvalidArgumentError, ReleasedError, WrongTypeError
 __all__ = [
     "U32_MAX",
     "U64_MAX",
+    "new_array",
     "to_bool",
     "to_choice",
     "to_constants",
@@ -234,7 +238,8 @@ def _number(value: Any, what: str) -> float | int | bool:
 
 
 def to_constants(value: Any) -> dict[str, float | int | bool]:
-    """``constants=``: override names (text) to finite numbers or bools; None is none."""
+    """``constants=``: override keys (text: a name, or an @id(n) override's "n") to finite
+    numbers or bools; None is none. Which keys the module has is reflection's to check."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -242,7 +247,12 @@ def to_constants(value: Any) -> dict[str, float | int | bool]:
     out: dict[str, float | int | bool] = {}
     for key, item in value.items():
         if not isinstance(key, str):
-            raise wrong_type("constants key", key, "a str", "name each override by its WGSL name.")
+            raise wrong_type(
+                "constants key",
+                key,
+                "a str",
+                "name each override by its WGSL name, an @id(n) override also by 'n'.",
+            )
         to_utf8(key, "constants key")
         out[key] = _number(item, f"constants[{key!r}]")
     return out
@@ -412,3 +422,43 @@ def to_destination(out: Any, n: int, what: str) -> tuple[Any, int]:
                 f"view first, or pass a bytearray of exactly {n} bytes, or a numpy array."
             ) from None
     return to_writable(out, what)
+
+
+def new_array(dtype: Any, shape: Any, nbytes: int, what: str) -> NDArray[Any]:
+    """A new writable C-contiguous numpy array of ``dtype`` and ``shape`` that holds
+    exactly ``nbytes`` (the readback fills it with one copy); ``shape=None`` is 1-D."""
+    if dtype is None:
+        raise WrongTypeError(
+            f"{what}: shape={_shown(shape)} was given without a dtype. Fix: pass dtype too, e.g. dtype=numpy.float32."
+        )
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as err:
+        raise WrongTypeError(
+            f"{what}: dtype={_shown(dtype)} is not a numpy dtype ({err}). Fix: pass e.g. numpy.float32 or 'u4'."
+        ) from None
+    if dt.hasobject or dt.itemsize == 0:
+        raise WrongTypeError(
+            f"{what}: dtype {dt} holds {'Python objects' if dt.hasobject else 'nothing'}, not data. "
+            "Fix: pass a numeric or plain structured dtype, e.g. numpy.float32."
+        )
+    if shape is None:
+        if nbytes % dt.itemsize:
+            raise InvalidArgumentError(
+                f"{what}: {nbytes} bytes are not a whole number of {dt} items ({dt.itemsize} bytes each). "
+                "Fix: pass a dtype whose size divides the byte length."
+            )
+        dims: tuple[int, ...] = (nbytes // dt.itemsize,)
+    else:
+        seq = (shape,) if not isinstance(shape, Iterable) else tuple(shape)
+        dims = tuple(
+            to_int(d, f"{what} shape[{i}]", 0, I64_MAX, "a non-negative size") for i, d in enumerate(seq)
+        )
+        count = math.prod(dims)
+        if count * dt.itemsize != nbytes:
+            raise InvalidArgumentError(
+                f"{what}: shape {dims} of {dt} is {count * dt.itemsize} bytes, but the data is {nbytes} bytes. "
+                f"Fix: pass a shape of {nbytes // dt.itemsize if nbytes % dt.itemsize == 0 else 'a matching'} "
+                "items in all, or shape=None for a 1-D array."
+            )
+    return np.empty(dims, dtype=dt)

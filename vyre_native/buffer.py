@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, overload
+
+from numpy.typing import NDArray
 
 from ._handles import Handle
 from ._lib import check, ffi, lib
-from ._marshal import to_destination, to_readable, to_u64
+from ._marshal import new_array, to_destination, to_readable, to_u64
+from ._typing import DTypeLike, ShapeLike
 from .readback import PendingRead, read_async
 
 if TYPE_CHECKING:
@@ -82,9 +85,24 @@ class Buffer(Handle):
         src, nbytes = to_readable(data, "Buffer.write")
         check(lib.vn_buffer_write(ptr, to_u64(offset, "Buffer.write offset"), src, nbytes))
 
-    def read(self) -> bytes:
-        """The buffer's ``byte_len`` bytes, after all work submitted before the call."""
-        return self.read_async().result()
+    @overload
+    def read(self, dtype: None = None, shape: None = None) -> bytes: ...
+    @overload
+    def read(self, dtype: DTypeLike, shape: ShapeLike | None = None) -> NDArray[Any]: ...
+    def read(
+        self, dtype: DTypeLike | None = None, shape: ShapeLike | None = None
+    ) -> bytes | NDArray[Any]:
+        """The buffer's ``byte_len`` bytes, after all work submitted before the call.
+
+        With ``dtype`` (and optionally ``shape``), a new writable numpy array instead,
+        filled with one copy out of the staging memory; a shape that does not cover the
+        byte length exactly is an ``InvalidArgumentError``.
+        """
+        if dtype is None and shape is None:
+            return self.read_async().result()
+        arr = new_array(dtype, shape, self.byte_len, "Buffer.read")
+        self.read_into(arr)
+        return arr
 
     def read_async(self) -> PendingRead:
         """Start reading the buffer back; returns a ``vn.PendingRead`` (``.result()`` completes it)."""

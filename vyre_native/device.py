@@ -8,7 +8,18 @@ from typing import Any, ClassVar
 
 from ._handles import Handle
 from ._lib import check, ffi, lib, load_library
-from ._marshal import to_choice, to_int, to_list, to_ptr, to_readable, to_timing, to_u64, to_usage, to_utf8
+from ._marshal import (
+    to_choice,
+    to_int,
+    to_list,
+    to_ptr,
+    to_readable,
+    to_str_tuple,
+    to_timing,
+    to_u64,
+    to_usage,
+    to_utf8,
+)
 from .buffer import Buffer, BufferUsage
 from .pipeline import Pipeline
 from .replay import Recording
@@ -82,21 +93,30 @@ class Device(Handle):
     _wgpu_device: Any
     _info: dict[str, str]
     _limits: dict[str, int]
+    _features: frozenset[str]
 
     #: ``Device.from_wgpu(gpu_device)``: interop with wgpu-py, installed by
     #: vyre_native.interop, which sits above this module.
     from_wgpu: ClassVar[Callable[[Any], Device]]
 
     def __init__(
-        self, power_preference: str | None = None, adapter: int | None = None, backend: str | None = None
+        self,
+        power_preference: str | None = None,
+        adapter: int | None = None,
+        backend: str | None = None,
+        required_features: Iterable[str] = (),
     ) -> None:
         self._ptr = None  # a closed device until the C one exists
         power = to_choice(power_preference, "power_preference", _POWER)
         index = -1 if adapter is None else to_int(adapter, "adapter", 0, _I32_MAX, "an int32_t")
         name = _backend_arg(backend)
+        # C knows the names and checks them against the adapter: one space-separated string.
+        required = to_utf8(
+            " ".join(to_str_tuple(required_features, "required_features")), "required_features"
+        )
         load_library()
         out = ffi.new("vn_device **")
-        check(lib.vn_device_create(power, index, name, out))
+        check(lib.vn_device_create(power, index, name, required, out))
         self._init_native(out[0])
 
     def _init_native(self, raw: Any) -> None:
@@ -107,6 +127,9 @@ class Device(Handle):
         limits = ffi.new("vn_limits *")
         check(lib.vn_device_get_limits(raw, limits))
         self._limits = {name: int(getattr(limits, name)) for name in _LIMIT_FIELDS}
+        names = ffi.new("char[]", 4096)
+        check(lib.vn_device_get_features(raw, names, len(names)))
+        self._features = frozenset(ffi.string(names).decode().split())
 
     @classmethod
     def _from_native(cls, raw: Any) -> Device:
@@ -121,6 +144,13 @@ class Device(Handle):
         """Adapter description: name, vendor, backend, adapter_type, driver."""
         self._live()
         return dict(self._info)
+
+    @property
+    def features(self) -> frozenset[str]:
+        """The device's features by name ("shader-f16", "subgroup", "timestamp-query", ...):
+        every compute feature the adapter offers, and ``required_features``."""
+        self._live()
+        return self._features
 
     @property
     def limits(self) -> dict[str, int]:

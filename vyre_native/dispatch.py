@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
+
+from numpy.typing import NDArray
 
 from ._handles import Handle
 from ._lib import check, ffi, lib
-from ._marshal import to_destination, to_index
+from ._marshal import new_array, to_destination, to_index
+from ._typing import DTypeLike, ShapeLike
 from .readback import mapped_bytes
 
 if TYPE_CHECKING:
@@ -61,12 +64,28 @@ class PrerecordedDispatch(Handle):
         index: int = self._index[0]
         return index
 
-    def read_output(self, index: int) -> bytes:
+    @overload
+    def read_output(self, index: int, dtype: None = None, shape: None = None) -> bytes: ...
+    @overload
+    def read_output(
+        self, index: int, dtype: DTypeLike, shape: ShapeLike | None = None
+    ) -> NDArray[Any]: ...
+    def read_output(
+        self, index: int, dtype: DTypeLike | None = None, shape: ShapeLike | None = None
+    ) -> bytes | NDArray[Any]:
         """Output ``index``'s bytes, once this recording's own submission has completed.
 
-        One copy, from the staging buffer into the new ``bytes``; ``read_output_into``
-        fills memory you already have and is the path for repeated reads.
+        One copy, from the staging buffer into the new ``bytes``; with ``dtype`` (and
+        ``shape``) into a new writable numpy array instead. ``read_output_into`` fills
+        memory you already have and is the path for repeated reads.
         """
+        if dtype is not None or shape is not None:
+            ptr = self._live()
+            length = ffi.new("uint64_t *")
+            check(lib.vn_dispatch_output_len(ptr, to_index(index, "output index"), length))
+            arr = new_array(dtype, shape, int(length[0]), "read_output")
+            self.read_output_into(index, arr)
+            return arr
         out = ffi.new("vn_pending_read **")
         check(lib.vn_dispatch_read_output_async(self._live(), to_index(index, "output index"), out))
         read = ffi.gc(out[0], lib.vn_pending_read_release)

@@ -116,6 +116,12 @@ class WrongTypeError(VyreError, TypeError):
     code = lib.VN_ERROR_WRONG_TYPE
 
 
+class UnsupportedError(VyreError):
+    """The adapter lacks a feature the call needs (``required_features``, immediates, ...)."""
+
+    code = lib.VN_ERROR_UNSUPPORTED
+
+
 _BY_CODE: dict[int, type[VyreError]] = {
     cls.code: cls
     for cls in (
@@ -133,6 +139,7 @@ _BY_CODE: dict[int, type[VyreError]] = {
         WaitTimeoutError,
         InternalError,
         WrongTypeError,
+        UnsupportedError,
     )
 }
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from collections.abc import Generator
+from typing import Any, overload
+
+from numpy.typing import NDArray
 
 from ._handles import Handle
 from ._lib import check, ffi, lib
-from ._marshal import to_destination
+from ._marshal import new_array, to_destination
+from ._typing import DTypeLike, ShapeLike
 
 _CHAR_P = ffi.typeof("char *")
 
@@ -41,9 +46,30 @@ class PendingRead(Handle):
         self.byte_len = int(lib.vn_pending_read_len(raw))
         return self
 
-    def result(self) -> bytes:
-        """The bytes, once the read completes (one copy out of the staging buffer)."""
-        return mapped_bytes(self._live())
+    @property
+    def done(self) -> bool:
+        """True once the data is back (``result()`` will not wait). Never blocks."""
+        return bool(lib.vn_pending_read_done(self._live()))
+
+    def __await__(self) -> Generator[Any, None, bytes]:
+        """``data = await pending``: the bytes, waited for on a worker thread (the C wait
+        releases the GIL), so the event loop's thread never blocks or spins."""
+        return asyncio.to_thread(self.result).__await__()
+
+    @overload
+    def result(self, dtype: None = None, shape: None = None) -> bytes: ...
+    @overload
+    def result(self, dtype: DTypeLike, shape: ShapeLike | None = None) -> NDArray[Any]: ...
+    def result(
+        self, dtype: DTypeLike | None = None, shape: ShapeLike | None = None
+    ) -> bytes | NDArray[Any]:
+        """The bytes, once the read completes (one copy out of the staging buffer); with
+        ``dtype`` (and ``shape``) a new writable numpy array, as ``Buffer.read`` gives."""
+        if dtype is None and shape is None:
+            return mapped_bytes(self._live())
+        arr = new_array(dtype, shape, self.byte_len, "PendingRead.result")
+        self.result_into(arr)
+        return arr
 
     def result_into(self, out: Any) -> int:
         """Fill ``out`` as ``read_output_into`` does; returns the bytes written."""

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
+
+from numpy.typing import NDArray
 
 from ._handles import Handle
 from ._lib import check, ffi, lib
 from ._marshal import to_index, to_timing, to_u32
+from ._typing import DTypeLike, ShapeLike
 from .buffer import Buffer
 from .readback import PendingRead
 from .submission import Submission
@@ -63,9 +66,18 @@ class Recording(Handle):
         lib.vn_buffer_release(buf[0])  # the reference C gave; self._outputs holds the handle
         return self._outputs[i]
 
-    def read_output(self, index: int) -> bytes:
-        """Output ``index`` after all work submitted so far (every replay) completes."""
-        return self._output(index).read()
+    @overload
+    def read_output(self, index: int, dtype: None = None, shape: None = None) -> bytes: ...
+    @overload
+    def read_output(
+        self, index: int, dtype: DTypeLike, shape: ShapeLike | None = None
+    ) -> NDArray[Any]: ...
+    def read_output(
+        self, index: int, dtype: DTypeLike | None = None, shape: ShapeLike | None = None
+    ) -> bytes | NDArray[Any]:
+        """Output ``index`` after all work submitted so far (every replay) completes:
+        bytes, or with ``dtype`` (and ``shape``) a new writable numpy array."""
+        return self._output(index).read(dtype, shape)
 
     def read_output_into(self, index: int, out: Any) -> int:
         return self._output(index).read_into(out)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Generator
 from typing import Any
 
 from ._handles import Handle
@@ -30,6 +32,17 @@ class Submission(Handle):
     def done(self) -> bool:
         """True once the GPU has finished this submission's work. Never blocks."""
         return bool(lib.vn_submission_done(self._live()))
+
+    def __await__(self) -> Generator[Any, None, Submission]:
+        """``await submission`` (e.g. ``await rec.replay()``): completes when the GPU has
+        finished the work, waited for on a worker thread (the C wait releases the GIL),
+        so the event loop's thread never blocks or spins. Gives the submission back."""
+
+        def wait() -> Submission:
+            self.wait()
+            return self
+
+        return asyncio.to_thread(wait).__await__()
 
     def wait(self, timeout: float | None = None) -> None:
         """Block (GIL released) until the work completes; TimeoutError after ``timeout`` seconds."""
