@@ -99,17 +99,8 @@ def test_replay_n_raw_c(benchmark, cfloor, rounds):
         lambda n, s: lib.floor_encode_n_submit(ctx, REPLAY_N, n, s),
         rounds.burst,
         1,
+        per_sample=REPLAY_N,
     )
-    _per_dispatch(benchmark, REPLAY_N)
-
-
-def _per_dispatch(benchmark, per_round: int) -> None:
-    """The floor times one submit of `per_round` operations per sample: report per op."""
-    info = benchmark.extra_info
-    for key in ("per_op_ns", "per_op_ns_median", "per_op_ns_min"):
-        if key in info:
-            info[key] /= per_round
-    info["ops_per_sample"] = per_round
 
 
 # ---- a sequence of 1000 dispatches: one pass, one submit --------------------------------
@@ -171,8 +162,8 @@ def test_sequence_1000_raw_c(benchmark, cfloor, rounds):
         lambda n, s: lib.floor_one_pass(ctx, SEQUENCE_LEN, 0, n, s),
         rounds.burst,
         1,
+        per_sample=SEQUENCE_LEN,
     )
-    _per_dispatch(benchmark, SEQUENCE_LEN)
 
 
 @pytest.mark.benchmark(group="sequence_1000_wait")
@@ -204,8 +195,8 @@ def test_sequence_1000_wait_raw_c(benchmark, cfloor, rounds):
         lambda n, s: lib.floor_one_pass(ctx, SEQUENCE_LEN, 1, n, s),
         rounds.burst,
         1,
+        per_sample=SEQUENCE_LEN,
     )
-    _per_dispatch(benchmark, SEQUENCE_LEN)
 
 
 # ---- 16 x 4 MiB readbacks in flight at once ----------------------------------------------

@@ -35,11 +35,23 @@ static void usage_names(uint64_t bits, char *buf, size_t cap) {
     if (used == 0) snprintf(buf, cap, "none");
 }
 
+/* Check handle h for binding b and, when it is a live buffer, retain it (whatever
+ * the checks after that say: the caller releases what it took on any failure). */
 static vn_status check_handle(const vn_pipeline *p, const vn_binding *b, const vn_buffer *h, const char *role,
-                              size_t role_index) {
+                              size_t role_index, bool *held) {
+    *held = false;
     if (h == NULL)
         return vn_fail(VN_ERROR_BINDING, "%s %zu for @group(%u) @binding(%u) `%s` is NULL. Fix: pass a live Buffer.",
                        role, role_index, b->group, b->binding, b->name);
+    if (!vn_is(h, VN_KIND_BUFFER)) {
+        char fn[96];
+        snprintf(fn, sizeof fn, "%s %zu for @group(%u) @binding(%u) `%s`", role, role_index, b->group, b->binding,
+                 b->name);
+        return vn_handle_error(h, VN_KIND_BUFFER, fn);
+    }
+    /* Held from here: by the call while resolving, then by the recording. */
+    vn_retain((vn_object *)h);
+    *held = true;
     if (h->device != p->device)
         return vn_fail(VN_ERROR_BINDING,
                        "%s %zu (buffer %llu) for @group(%u) @binding(%u) `%s` belongs to another device. Fix: "
@@ -107,15 +119,42 @@ void vn_bound_release(vn_bound *bound) {
         free(bound->buffers);
     }
     free(bound->outputs);
+    free(bound->immediates);
     if (bound->pipeline != NULL) vn_pipeline_release(bound->pipeline);
     memset(bound, 0, sizeof *bound);
 }
 
-vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t input_count, vn_buffer *const *outputs,
-                           size_t output_count, vn_buffer *params, uint32_t x, uint32_t y, uint32_t z, vn_bound *out) {
-    memset(out, 0, sizeof *out);
-    if (p == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pipeline is NULL. Fix: pass a live Pipeline.");
+/* The dispatch's var<immediate> data against the pipeline's: exactly immediate_size
+ * bytes, copied into the bound dispatch (a replay re-encodes from the copy). */
+static vn_status take_immediates(const vn_pipeline *p, const void *immediates, size_t len, vn_bound *out) {
+    if (len > 0 && immediates == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "immediates_len is %zu but immediates is NULL. Fix: pass the bytes.", len);
+    if (p->immediate_size == 0 && len > 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%zu bytes of immediates were passed, but the entry point declares no var<immediate> data "
+                       "(immediate_size 0). Fix: pass immediates=None, or declare e.g. `var<immediate> k: u32;` and "
+                       "use it in the entry point.", len);
+    if (len != p->immediate_size)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "immediates has %zu bytes, but the entry point's var<immediate> data is %u bytes "
+                       "(pipeline.immediate_size). Fix: pass exactly %u bytes of immediates, laid out as the WGSL "
+                       "type declares (e.g. numpy.array([...], numpy.uint32).tobytes()).",
+                       len, p->immediate_size, p->immediate_size);
+    if (len == 0) return VN_OK;
+    out->immediates = malloc(len);
+    if (out->immediates == NULL)
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not copy %zu bytes of immediates. Fix: free host memory.", len);
+    memcpy(out->immediates, immediates, len);
+    out->immediate_len = (uint32_t)len;
+    return VN_OK;
+}
+
+static vn_status bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t input_count, vn_buffer *const *outputs,
+                               size_t output_count, vn_buffer *params, const void *immediates, size_t immediates_len,
+                               uint32_t x, uint32_t y, uint32_t z, vn_bound *out) {
     vn_status st = vn_device_check(p->device, "recording a dispatch");
+    if (st != VN_OK) return st;
+    st = take_immediates(p, immediates, immediates_len, out);
     if (st != VN_OK) return st;
     if ((input_count && inputs == NULL) || (output_count && outputs == NULL))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "handle counts are non-zero but the arrays are NULL. Fix: pass the handles.");
@@ -135,9 +174,12 @@ vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t inpu
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate binding tables. Fix: free host memory.");
     }
     /* The seed's rule: outputs take the next output handle, the first uniform
-     * takes params when given, everything else the next input handle. */
+     * takes params when given, everything else the next input handle. Each handle
+     * is retained as it is taken (bound[i] non-NULL: held), so a release on another
+     * thread cannot free it while it is checked; on success the references are the
+     * recording's. Handles no binding takes are never read. */
     size_t next_in = 0, next_out = 0, n_outs = 0;
-    bool params_used = false;
+    bool params_used = false, held = false;
     for (size_t i = 0; i < n && st == VN_OK; i++) {
         const vn_binding *b = &p->bindings[i];
         if (b->kind == VN_BINDING_STORAGE_READ_WRITE) {
@@ -148,14 +190,14 @@ vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t inpu
                              b->group, b->binding, b->name, kind_name(b->kind), next_out, output_count);
                 break;
             }
-            bound[i] = outputs[next_out];
-            st = check_handle(p, b, bound[i], "output", next_out);
+            st = check_handle(p, b, outputs[next_out], "output", next_out, &held);
+            bound[i] = held ? outputs[next_out] : NULL;
             next_out++;
             outs[n_outs++] = bound[i];
         } else if (b->kind == VN_BINDING_UNIFORM && params != NULL && !params_used) {
-            bound[i] = params;
+            st = check_handle(p, b, params, "params", 0, &held);
+            bound[i] = held ? params : NULL;
             params_used = true;
-            st = check_handle(p, b, bound[i], "params", 0);
         } else {
             if (next_in >= input_count) {
                 st = vn_fail(VN_ERROR_BINDING,
@@ -165,8 +207,8 @@ vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t inpu
                              params != NULL ? " and every uniform after the first" : " and uniform");
                 break;
             }
-            bound[i] = inputs[next_in];
-            st = check_handle(p, b, bound[i], "input", next_in);
+            st = check_handle(p, b, inputs[next_in], "input", next_in, &held);
+            bound[i] = held ? inputs[next_in] : NULL;
             next_in++;
         }
     }
@@ -218,14 +260,15 @@ vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t inpu
         st = check_indirect(p, indirect);
     }
     if (st != VN_OK) {
+        for (size_t i = 0; i < n; i++)
+            if (bound[i] != NULL) vn_buffer_release(bound[i]);
         free(bound);
         free(outs);
         return st;
     }
 
-    /* Everything checks out: take references so the recording keeps its buffers. */
+    /* Everything checks out: the recording keeps the pipeline and the buffers. */
     vn_pipeline_retain(p);
-    for (size_t i = 0; i < n; i++) vn_buffer_retain(bound[i]);
     out->pipeline = p;
     out->buffers = bound;
     out->buffer_count = n;
@@ -261,6 +304,22 @@ vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t inpu
     return st;
 }
 
+vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t input_count, vn_buffer *const *outputs,
+                           size_t output_count, vn_buffer *params, const void *immediates, size_t immediates_len,
+                           uint32_t x, uint32_t y, uint32_t z, vn_bound *out) {
+    memset(out, 0, sizeof *out);
+    if (p == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pipeline is NULL. Fix: pass a live Pipeline.");
+    vn_status st = bound_resolve(p, inputs, input_count, outputs, output_count, params, immediates, immediates_len, x,
+                                 y, z, out);
+    if (st == VN_OK) return VN_OK;
+    free(out->immediates); /* a failure before the bound owned anything else */
+    memset(out, 0, sizeof *out);
+    /* Every message of the binding rules names the pipeline, by its label. */
+    char prefix[200];
+    snprintf(prefix, sizeof prefix, "pipeline `%s`: ", p->label);
+    return vn_fail_prefixed(st, prefix);
+}
+
 bool vn_bound_clears(const vn_bound *bound) {
     for (size_t i = 0; i < bound->buffer_count; i++) {
         const vn_binding *b = &bound->pipeline->bindings[i];
@@ -292,6 +351,7 @@ void vn_bound_dispatch_in_pass(const vn_bound *bound, WGPUComputePassEncoder pas
         wgpu.ComputePassEncoderSetBindGroup(pass, g, bound->groups[g], 0, NULL);
         if (g < 8) state->groups[g] = bound->groups[g];
     }
+    if (bound->immediate_len > 0) wgpu.ComputePassEncoderSetImmediates(pass, 0, bound->immediates, bound->immediate_len);
     if (bound->indirect != NULL)
         wgpu.ComputePassEncoderDispatchWorkgroupsIndirect(pass, bound->indirect->buffer, bound->indirect_offset);
     else if (bound->x && bound->y && bound->z)

@@ -58,7 +58,7 @@ static bool destroyed_already(vn_device *device, WGPUBuffer buffer) {
     return destroyed;
 }
 
-vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, int mapped, vn_buffer **out) {
+static vn_status buffer_adopt(vn_device *device, uintptr_t buffer, int mapped, vn_buffer **out) {
     vn_status st = vn_device_check(device, "adopting a buffer");
     if (st != VN_OK) return st;
     if (out == NULL || !buffer)
@@ -90,17 +90,17 @@ vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, int mapped, vn_bu
                        "wgpu-native would abort the process on submitting work that uses it. Fix: adopt a live "
                        "buffer.", (unsigned long long)size);
     }
-    atomic_init(&b->refs, 1);
     atomic_init(&b->foreign, mapped ? VN_FOREIGN_MAPPED : VN_FOREIGN_USABLE);
-    vn_device_retain(device);
-    b->device = device;
-    b->identity = vn_next_identity();
-    vn_live_add(VN_LIVE_BUFFER, 1);
+    vn_buffer_init(b, device);
     *out = b;
     return VN_OK;
 }
 
-vn_status vn_buffer_export(vn_buffer *buffer, uintptr_t *out) {
+vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, int mapped, vn_buffer **out) {
+    VN_CALL1(buffer_adopt(device, buffer, mapped, out), device, VN_KIND_DEVICE);
+}
+
+static vn_status buffer_export(vn_buffer *buffer, uintptr_t *out) {
     vn_status st = vn_buffer_check(buffer, "buffer.to_wgpu");
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_export: out is NULL. Fix: pass a result pointer.");
@@ -109,8 +109,11 @@ vn_status vn_buffer_export(vn_buffer *buffer, uintptr_t *out) {
     return VN_OK;
 }
 
-vn_foreign_state vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state state) {
-    if (buffer == NULL) return VN_FOREIGN_DESTROYED;
+vn_status vn_buffer_export(vn_buffer *buffer, uintptr_t *out) {
+    VN_CALL1(buffer_export(buffer, out), buffer, VN_KIND_BUFFER);
+}
+
+static vn_foreign_state set_foreign_state(vn_buffer *buffer, vn_foreign_state state) {
     if (state != VN_FOREIGN_USABLE && state != VN_FOREIGN_MAPPED && state != VN_FOREIGN_DESTROYED)
         state = VN_FOREIGN_DESTROYED; /* an unknown report: refuse the buffer rather than trust it */
     /* The write side of the life lock: every submit reads its buffers' states under the
@@ -122,6 +125,10 @@ vn_foreign_state vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state
     if (before != VN_FOREIGN_DESTROYED) atomic_store(&buffer->foreign, (int)state);
     vn_rwlock_write_unlock(&buffer->device->submit_lock);
     return before;
+}
+
+vn_foreign_state vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state state) {
+    VN_GET(vn_foreign_state, set_foreign_state(buffer, state), VN_FOREIGN_DESTROYED, buffer, VN_KIND_BUFFER);
 }
 
 vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const char *what) {
@@ -154,7 +161,7 @@ vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_
 }
 
 void vn_device_destroy_shared(vn_device *device, const char *reason) {
-    if (device == NULL) return;
+    if (vn_acquire(device, VN_KIND_DEVICE, __func__) != VN_OK) return;
     /* As vn_device_destroy (and whether or not this layer closed the device): under the
      * write side of the life lock no submit of ours is between its check and its queue
      * call, and none starts afterwards without seeing `lost`; under the scope lock no
@@ -166,12 +173,10 @@ void vn_device_destroy_shared(vn_device *device, const char *reason) {
     wgpu.DeviceDestroy(device->device);
     vn_mutex_unlock(&device->scope_lock);
     vn_rwlock_write_unlock(&device->submit_lock);
+    vn_unacquire(device);
 }
 
-void vn_buffer_retain_for_watch(vn_buffer *buffer) {
-    if (buffer != NULL) vn_buffer_retain(buffer);
-}
+/* A new reference is what acquiring takes: the watcher keeps it. */
+void vn_buffer_retain_for_watch(vn_buffer *buffer) { (void)vn_acquire(buffer, VN_KIND_BUFFER, __func__); }
 
-void vn_device_retain_for_watch(vn_device *device) {
-    if (device != NULL) vn_device_retain(device);
-}
+void vn_device_retain_for_watch(vn_device *device) { (void)vn_acquire(device, VN_KIND_DEVICE, __func__); }

@@ -9,8 +9,12 @@
  * the message of the last failure on the calling thread is vn_last_error(), of the
  * form "<what happened, with values>. Fix: <remedy>". Handles are opaque,
  * reference-counted objects; *_release drops the caller's reference, and an object
- * stays alive while anything recorded on it still needs it. No function aborts
- * the process on bad input.
+ * stays alive while anything recorded on it still needs it. Every function checks
+ * that each handle it is given is a live object of its kind (VN_ERROR_WRONG_TYPE,
+ * VN_ERROR_RELEASED otherwise) and holds a reference on it until it returns, so a
+ * release on another thread never frees it mid-call; the caller must hold its own
+ * reference when it calls (docs/LOCKING.md). No function aborts the process on bad
+ * input.
  */
 #ifndef VYRE_NATIVE_H
 #define VYRE_NATIVE_H
@@ -53,6 +57,10 @@ typedef struct vn_pending_read vn_pending_read;
 
 /* The message of the last failure on this thread ("" when none). */
 const char *vn_last_error(void);
+/* 1 when the last failure on this thread points into WGSL source (a ShaderError from
+ * the compiler): *line and *column get its 1-based line and column (in characters),
+ * as the message shows them; else 0. */
+int vn_last_error_position(uint32_t *line, uint32_t *column);
 
 /* ---- library (csrc/loader.c) ---------------------------------------------- */
 
@@ -113,6 +121,7 @@ typedef struct vn_limits {
     uint32_t max_compute_workgroup_size_y;
     uint32_t max_compute_workgroup_size_z;
     uint32_t max_compute_workgroups_per_dimension;
+    uint32_t max_immediate_size;    /* bytes of var<immediate> data; 0 without the feature */
 } vn_limits;
 
 /* backend: NULL for the platform's primary backends (Vulkan, Metal, DX12; never wgpu's
@@ -208,7 +217,7 @@ typedef struct vn_binding_desc {
 } vn_binding_desc;
 
 typedef struct vn_constant {
-    const char *name;    /* a WGSL `override` name */
+    const char *name;    /* WebGPU's key: an @id(n) override's is "n", any other's its name */
     double value;
 } vn_constant;
 
@@ -221,6 +230,18 @@ typedef struct vn_pipeline_desc {
     int32_t indirect_binding;         /* index into bindings of the indirect-args buffer, -1: none */
     uint64_t indirect_offset;         /* byte offset of the three u32 counts */
     uint32_t cache_capacity;          /* bind-group LRU entries, 0: 256 */
+    /* The entry point's @workgroup_size and bytes of var<workgroup> memory (WebGPU's
+     * sum: each variable rounded up to 16), with the override values applied, checked
+     * against the device's limits here: wgpu-native checks neither once overrides
+     * decide them, and a GPU runs past its limits or loses the device. All three
+     * sizes 0: not checked. */
+    uint64_t workgroup_size[3];
+    uint64_t workgroup_storage_size;
+    /* Bytes of the entry point's var<immediate> data (its type's size rounded up to 4),
+     * 0: none. Declared in the pipeline layout; needs the device's "immediates" feature
+     * (else VN_ERROR_UNSUPPORTED) and at most its maxImmediateSize. Every dispatch of
+     * the pipeline then takes exactly this many bytes of immediates. */
+    uint32_t immediate_size;
 } vn_pipeline_desc;
 
 vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipeline_desc *desc,
@@ -242,11 +263,14 @@ void vn_pipeline_release(vn_pipeline *pipeline);
 /* Resolve handles against the pipeline's bindings (outputs take the next output,
  * the first uniform takes params when not NULL, everything else the next input),
  * validate each, take bind groups from the pipeline's cache, and encode: clears
- * of non-preserved outputs, one compute pass, a direct or indirect dispatch. */
+ * of non-preserved outputs, one compute pass, a direct or indirect dispatch.
+ * immediates: the var<immediate> data of the dispatch, exactly the pipeline's
+ * immediate_size bytes (NULL and 0 for a pipeline without); copied, so the caller's
+ * memory is free once the call returns. */
 vn_status vn_dispatch_record(vn_pipeline *pipeline,
                              vn_buffer *const *inputs, size_t input_count,
                              vn_buffer *const *outputs, size_t output_count,
-                             vn_buffer *params,
+                             vn_buffer *params, const void *immediates, size_t immediates_len,
                              uint32_t x, uint32_t y, uint32_t z,
                              vn_dispatch **out);
 /* Submit the recorded command buffer; exactly one call ever succeeds. */
@@ -339,13 +363,14 @@ void vn_submission_release(vn_submission *submission);
 typedef struct vn_recording vn_recording;
 typedef struct vn_sequence vn_sequence;
 
-/* Same binding rules, checks and clears as vn_dispatch_record, but nothing is
- * encoded yet: each replay re-encodes from the held pipeline and bind groups,
- * inside error scopes, and submits only a cleanly encoded command buffer. */
+/* Same binding rules, checks, clears and immediates as vn_dispatch_record, but
+ * nothing is encoded yet: each replay re-encodes from the held pipeline, bind groups
+ * and immediates (copied here), inside error scopes, and submits only a cleanly
+ * encoded command buffer. */
 vn_status vn_recording_create(vn_pipeline *pipeline,
                               vn_buffer *const *inputs, size_t input_count,
                               vn_buffer *const *outputs, size_t output_count,
-                              vn_buffer *params,
+                              vn_buffer *params, const void *immediates, size_t immediates_len,
                               uint32_t x, uint32_t y, uint32_t z,
                               vn_recording **out);
 /* Encode n launches into one command buffer and submit it once. Without outputs to
@@ -359,11 +384,14 @@ void vn_recording_release(vn_recording *recording);
 
 vn_status vn_sequence_create(vn_device *device, vn_sequence **out);
 /* Append a dispatch. clear_outputs: clear its non-preserved outputs right before
- * it (as a recording does); 0 leaves them as the previous steps left them. */
+ * it (as a recording does); 0 leaves them as the previous steps left them. Each step
+ * keeps its own copy of its immediates (as for vn_dispatch_record), set right before
+ * its dispatch: per-step values with no buffer and no bind-group change. */
 vn_status vn_sequence_add(vn_sequence *sequence, vn_pipeline *pipeline,
                           vn_buffer *const *inputs, size_t input_count,
                           vn_buffer *const *outputs, size_t output_count,
-                          vn_buffer *params, uint32_t x, uint32_t y, uint32_t z,
+                          vn_buffer *params, const void *immediates, size_t immediates_len,
+                          uint32_t x, uint32_t y, uint32_t z,
                           int clear_outputs);
 /* Append a GPU copy of nbytes (UINT64_MAX: as much as fits from the offsets). */
 vn_status vn_sequence_copy(vn_sequence *sequence, vn_buffer *src, vn_buffer *dst, uint64_t nbytes,

@@ -43,7 +43,7 @@
     X(CommandEncoderBeginComputePass) X(CommandEncoderFinish) X(CommandEncoderRelease) \
     X(ComputePassEncoderSetPipeline) X(ComputePassEncoderSetBindGroup)                 \
     X(ComputePassEncoderDispatchWorkgroups) X(ComputePassEncoderEnd)                   \
-    X(ComputePassEncoderRelease) X(CommandBufferRelease)
+    X(ComputePassEncoderRelease) X(CommandBufferRelease) X(QueueWriteBuffer)
 
 static struct {
 #define FLOOR_FIELD(name) __typeof__(wgpu##name) *name;
@@ -754,4 +754,54 @@ int64_t floor_read_parts(floor_ctx *c, uint32_t parts, uint64_t n, int64_t *samp
         }
     }
     return checked(c, total);
+}
+
+/* ---- upload ------------------------------------------------------------------------ */
+
+/* 13. write `nbytes` of host memory into the big readback source with
+ * wgpuQueueWriteBuffer, and wait until the queue has done it (an empty submit, then
+ * a blocking poll): what buffer.write + wait_idle and wgpu-py's write_buffer + wait
+ * cost. */
+int64_t floor_write(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n, int64_t *samples) {
+    if (nbytes > c->read_bytes[1]) {
+        fail("floor_write: %llu bytes, the floor's big buffer holds %llu", (unsigned long long)nbytes,
+             (unsigned long long)c->read_bytes[1]);
+        return -1;
+    }
+    int64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        TIMED(i, {
+            W.QueueWriteBuffer(c->queue, c->read_src[1], 0, host, (size_t)nbytes);
+            W.QueueSubmitForIndex(c->queue, 0, NULL);
+            drain(c);
+        });
+    }
+    return checked(c, total);
+}
+
+/* ---- compile ------------------------------------------------------------------------ */
+
+/* 15. compile `wgsl` into a shader module and a compute pipeline with an automatic
+ * layout, then release both: what dev.compile and wgpu-py's create_shader_module +
+ * create_compute_pipeline cost (the caller varies the source so no cache answers). */
+int64_t floor_compile(floor_ctx *c, const char *wgsl, uint64_t n, int64_t *samples) {
+    int64_t total = 0;
+    int rc = 0;
+    for (uint64_t i = 0; i < n && rc == 0; i++) {
+        TIMED(i, {
+            WGPUShaderSourceWGSL src = WGPU_SHADER_SOURCE_WGSL_INIT;
+            src.code = sv(wgsl);
+            WGPUShaderModuleDescriptor smd = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
+            smd.nextInChain = &src.chain;
+            WGPUShaderModule module = W.DeviceCreateShaderModule(c->device, &smd);
+            WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
+            pd.compute.module = module;
+            pd.compute.entryPoint = sv("main");
+            WGPUComputePipeline pipeline = W.DeviceCreateComputePipeline(c->device, &pd);
+            if (pipeline == NULL) rc = (fail("floor_compile: no pipeline"), -1);
+            else W.ComputePipelineRelease(pipeline);
+            W.ShaderModuleRelease(module);
+        });
+    }
+    return rc < 0 ? -1 : checked(c, total);
 }
