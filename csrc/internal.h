@@ -311,6 +311,10 @@ typedef struct vn_submit_guard {
 /* vn_submit_begin, then guard->check (guard may be NULL) with the lock held; on
  * failure nothing is held. */
 vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard);
+/* The guard's check now (VN_OK for NULL). Work that encodes before it submits calls it
+ * first too: refused at once, it encodes nothing (a command buffer finished and never
+ * submitted is memory wgpu-native 29 does not reclaim); the check under the lock decides. */
+vn_status vn_submit_guard_check(const vn_submit_guard *guard);
 /* VN_OK, or VN_ERROR_BINDING naming `what` when one of the buffers is mapped or
  * destroyed by wgpu-py (submitting it would abort the process). Call under the life lock. */
 vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const char *what);

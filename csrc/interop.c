@@ -152,10 +152,14 @@ vn_status vn_buffer_submittable(const void *buffer) {
     return vn_buffers_submittable(&b, 1, "reading a buffer back");
 }
 
+vn_status vn_submit_guard_check(const vn_submit_guard *guard) {
+    return guard == NULL || guard->check == NULL ? VN_OK : guard->check(guard->arg);
+}
+
 vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard) {
     vn_status st = vn_submit_begin(device, what);
-    if (st != VN_OK || guard == NULL || guard->check == NULL) return st;
-    st = guard->check(guard->arg);
+    if (st != VN_OK) return st;
+    st = vn_submit_guard_check(guard);
     if (st != VN_OK) vn_submit_end(device);
     return st;
 }

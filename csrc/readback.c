@@ -115,7 +115,8 @@ static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, con
     r->device = dev;
     r->nbytes = nbytes;
     uint64_t padded = vn_pad4(nbytes);
-    vn_status st = staging_acquire(dev, padded, &r->staging);
+    vn_status st = vn_submit_guard_check(guard); /* refused now: nothing encoded */
+    if (st == VN_OK) st = staging_acquire(dev, padded, &r->staging);
     if (st != VN_OK) return st;
 
     /* Encode inside error scopes and submit only a command buffer that encoded

@@ -129,7 +129,9 @@ typedef struct encoder_job {
  * wgpu-native aborts the process on submitting an invalid one. */
 static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const void *what, uint32_t n,
                                    vn_timing_mode mode, const char *label, vn_submission **out) {
+    const vn_submit_guard guard = {job->submittable, what};
     vn_status st = vn_device_check(dev, label);
+    if (st == VN_OK) st = vn_submit_guard_check(&guard);
     if (st != VN_OK) return st;
     vn_timing timing;
     memset(&timing, 0, sizeof timing);
@@ -161,7 +163,6 @@ static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const
         vn_timing_release(&timing);
         return st;
     }
-    const vn_submit_guard guard = {job->submittable, what};
     return vn_submit_tracked(dev, cb, label, &timing, &guard, out);
 }
 
