@@ -364,3 +364,14 @@ def test_wgpu_py_buffers_vyre_native_never_saw_map_and_destroy_as_before(fresh_g
     np.testing.assert_array_equal(np.frombuffer(gb.read_mapped(), np.float32), np.arange(4, dtype=np.float32))
     gb.unmap()
     gb.destroy()
+
+
+def test_an_adopted_device_goes_with_its_wgpu_py_device() -> None:
+    gc.collect()
+    before = vn.debug.live_objects()["devices"]
+    gpu_device = wgpu.gpu.request_adapter_sync().request_device_sync()
+    dev = vn.Device.from_wgpu(gpu_device)
+    dev.upload(b"abcd").to_wgpu()
+    del dev, gpu_device
+    gc.collect()
+    assert vn.debug.live_objects()["devices"] == before
