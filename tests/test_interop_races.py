@@ -271,6 +271,48 @@ report({"unexpected": unexpected[:5], "seen": sorted(seen)})
     assert {"ok", "lost"} <= set(res["seen"]) <= {"ok", "destroyed", "lost"}, res
 
 
+def test_adopting_while_wgpu_py_maps_on_another_thread_never_leaves_a_mapped_buffer_usable() -> None:
+    # The watch is registered before wgpu-py's map state is read, so each map either
+    # shows in that state or waits for the adoption and reports to it.
+    res = run(
+        """
+n = 120
+usage = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
+theirs = [gd.create_buffer(size=256, usage=usage) for _ in range(n)]
+ours, unexpected = [None] * n, []
+barrier = threading.Barrier(2)
+
+def adopt():
+    for i in range(n):
+        barrier.wait()
+        try:
+            ours[i] = vn.Buffer.from_wgpu(theirs[i])
+        except BaseException as e:
+            unexpected.append(repr(e))
+
+def map_them():
+    for i in range(n):
+        barrier.wait()
+        theirs[i].map_async(READ)
+
+threads = [threading.Thread(target=adopt), threading.Thread(target=map_them)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(120)
+results = []
+for b in ours:
+    s = d.sequence()
+    s.copy(src, b)
+    results.append(outcome(s.replay))
+report({"unexpected": unexpected[:5], "results": results})
+"""
+    )
+    assert res["unexpected"] == [], res["unexpected"]
+    for r in res["results"]:
+        check_outcome(r, vn.BindingError, "mapped")
+
+
 # ---- one owner per wgpu-py object, from any number of threads
 
 

@@ -56,16 +56,20 @@ class _DeviceWatch:
     """The C device shared with one wgpu-py GPUDevice.
 
     Kept in that GPUDevice's ``__dict__`` (so it lives as long as wgpu-py can call
-    ``destroy`` on it) and, weakly, in ``_devices``. It holds a C reference of its own:
-    the C device outlives its ``vn.Device`` handle while recordings, reads or a new
+    ``destroy`` on it) and, weakly, in ``_devices``. ``native`` is a C reference of its
+    own: the C device outlives its ``vn.Device`` handle while recordings, reads or a new
     handle (``from_wgpu`` again) still use it, and a destroy must reach it then too.
+    ``lock`` orders adopting it with wgpu-py's destroy: the watch is registered before
+    the device is adopted, so a destroy either comes first (and adoption sees it) or
+    waits for the adoption and reaches the new C device.
     """
 
-    __slots__ = ("__weakref__", "device", "native")
+    __slots__ = ("__weakref__", "device", "lock", "native")
 
-    def __init__(self, native: Any) -> None:
-        self.native = native
+    def __init__(self) -> None:
+        self.native: Any = None  # None until adopted
         self.device: weakref.ref[Device] | None = None
+        self.lock = threading.Lock()
 
 
 class _BufferWatch:
@@ -74,14 +78,15 @@ class _BufferWatch:
     Kept in the ``__dict__`` of each wgpu-py GPUBuffer of that handle (the adopted one,
     the ones ``to_wgpu`` made) and, weakly, in ``_buffers``: while any of them lives,
     the handle is alive (so its address names only it) and wgpu-py can map or destroy
-    it. ``lock`` orders this handle's map, unmap and destroy with their reports.
+    it. ``lock`` orders this handle's adoption, map, unmap and destroy with their
+    reports, as ``_DeviceWatch.lock`` does for a device.
     """
 
     __slots__ = ("__weakref__", "device", "lock", "native", "wrappers")
 
-    def __init__(self, native: Any, device: Any) -> None:
-        self.native = native
-        self.device = device  # the C device (cdata) it was adopted or made on
+    def __init__(self) -> None:
+        self.native: Any = None  # the C buffer (a reference of its own), None until adopted
+        self.device: Any = None  # the C device it was adopted or made on
         self.lock = threading.Lock()
         self.wrappers: list[weakref.ref[Any]] = []
 
@@ -154,6 +159,8 @@ def _install_hooks(api: Any) -> None:
         if watch is None:
             return buffer_map(buffer, *args)
         with watch.lock:
+            if watch.native is None:  # its adoption failed
+                return buffer_map(buffer, *args)
             # Mapped from now on: a pending map aborts a submit as a finished one does.
             before = lib.vn_buffer_set_foreign_state(watch.native, _MAPPED)
             try:
@@ -170,7 +177,8 @@ def _install_hooks(api: Any) -> None:
             return buffer_unmap(buffer)
         with watch.lock:
             result = buffer_unmap(buffer)
-            lib.vn_buffer_set_foreign_state(watch.native, _USABLE)
+            if watch.native is not None:
+                lib.vn_buffer_set_foreign_state(watch.native, _USABLE)
             return result
 
     def wgpuBufferDestroy(buffer: Any) -> Any:
@@ -178,17 +186,21 @@ def _install_hooks(api: Any) -> None:
         if watch is None:
             return buffer_destroy(buffer)
         with watch.lock:
-            lib.vn_buffer_set_foreign_state(watch.native, _DESTROYED)
+            if watch.native is not None:
+                lib.vn_buffer_set_foreign_state(watch.native, _DESTROYED)
             return buffer_destroy(buffer)
 
     def wgpuDeviceDestroy(device: Any) -> Any:
         watch = _devices.get(device) if _devices else None
         if watch is None:
             return device_destroy(device)
-        # wgpuDeviceDestroy fires no lost callback, and a submit of ours racing it would
-        # abort: the C layer destroys the device itself, under its own locks.
-        lib.vn_device_destroy_shared(watch.native, b"destroyed through wgpu-py (GPUDevice.destroy())")
-        return None
+        with watch.lock:
+            if watch.native is None:
+                return device_destroy(device)
+            # wgpuDeviceDestroy fires no lost callback, and a submit of ours racing it
+            # would abort: the C layer destroys the device itself, under its own locks.
+            lib.vn_device_destroy_shared(watch.native, b"destroyed through wgpu-py (GPUDevice.destroy())")
+            return None
 
     for hook in (wgpuBufferMapAsync, wgpuBufferUnmap, wgpuBufferDestroy, wgpuDeviceDestroy):
         setattr(libf, hook.__name__, hook)
@@ -223,38 +235,38 @@ def _device_locked(wffi: Any, api: Any, gpu_device: Any) -> tuple[Device, _Devic
     """The vn.Device of ``gpu_device`` and its watch; the caller holds ``_lock``."""
     key = gpu_device._internal
     watch = _devices.get(key)
-    if watch is not None:
-        existing = watch.device() if watch.device is not None else None
-        if existing is not None and not existing.released:
-            return existing, watch
-    if watch is None or _is_closed(watch.native):
-        # First use, or its vn.Device was closed (and everything made on it with it):
-        # a new C device, which the watch follows from now on.
-        out = ffi.new("vn_device **")
-        check(
-            lib.vn_device_adopt(
-                _address(wffi, api.get_wgpu_instance()),
-                _address(wffi, gpu_device.adapter._internal),
-                _address(wffi, key),
-                _address(wffi, gpu_device.queue._internal),
-                out,
+    if watch is None:
+        watch = _DeviceWatch()
+        gpu_device.__dict__["_vn_watch"] = watch
+        _devices[key] = watch
+    existing = watch.device() if watch.device is not None else None
+    if existing is not None and not existing.released:
+        return existing, watch
+    with watch.lock:
+        if watch.native is None or _is_closed(watch.native):
+            # First use, or its vn.Device was closed (and everything made on it with
+            # it): a new C device, which the watch follows from now on.
+            out = ffi.new("vn_device **")
+            check(
+                lib.vn_device_adopt(
+                    _address(wffi, api.get_wgpu_instance()),
+                    _address(wffi, gpu_device.adapter._internal),
+                    _address(wffi, key),
+                    _address(wffi, gpu_device.queue._internal),
+                    out,
+                )
             )
-        )
-        native = ffi.gc(out[0], lib.vn_device_release)
-        if gpu_device._poller is None:
-            # wgpu-py destroyed it before its calls were watched (its destroy() stops the
-            # device's poller and forgets it): lost from the start.
-            lib.vn_device_destroy_shared(native, b"destroyed through wgpu-py (GPUDevice.destroy())")
-        if watch is None:
-            watch = _DeviceWatch(native)
-            gpu_device.__dict__["_vn_watch"] = watch
-            _devices[key] = watch
-        else:
+            native = ffi.gc(out[0], lib.vn_device_release)
+            if gpu_device._poller is None:
+                # wgpu-py destroyed it before this watch was registered (its destroy()
+                # stops the device's poller and forgets it): lost from the start.
+                lib.vn_device_destroy_shared(native, b"destroyed through wgpu-py (GPUDevice.destroy())")
             watch.native = native
-    # A handle of its own on the watched C device (the last handle was collected, not
-    # closed: recordings or reads may still use that C device, so it stays the one).
-    lib.vn_device_retain_for_watch(watch.native)
-    device = Device._from_native(ffi.cast("vn_device *", watch.native))
+        # A handle of its own on the watched C device (the last handle was collected,
+        # not closed: recordings or reads may still use that C device, so it stays the one).
+        lib.vn_device_retain_for_watch(watch.native)
+        raw = ffi.cast("vn_device *", watch.native)
+    device = Device._from_native(raw)
     device._wgpu_device = gpu_device
     watch.device = weakref.ref(device)
     return device, watch
@@ -263,20 +275,13 @@ def _device_locked(wffi: Any, api: Any, gpu_device: Any) -> tuple[Device, _Devic
 # ---- buffers -------------------------------------------------------------------------
 
 
-def _buffer_watch(key: Any, native: Any, device: _DeviceWatch) -> _BufferWatch:
-    """The watch of handle ``key``, made for the C buffer ``native`` when there is none
-    (or the one there is was made on a device that has been closed since); under ``_lock``."""
+def _buffer_watch(key: Any) -> _BufferWatch:
+    """The watch of buffer handle ``key``, registered (not yet adopted) if there is none;
+    under ``_lock``. The caller keeps it alive (``_attach``)."""
     watch = _buffers.get(key)
-    if watch is not None and watch.device is device.native:
-        return watch
-    lib.vn_buffer_retain_for_watch(native)
-    watched = ffi.gc(ffi.cast("vn_buffer *", native), lib.vn_buffer_release)
     if watch is None:
-        watch = _BufferWatch(watched, device.native)
+        watch = _BufferWatch()
         _buffers[key] = watch
-    else:
-        with watch.lock:
-            watch.native, watch.device = watched, device.native
     return watch
 
 
@@ -302,16 +307,20 @@ def buffer_from_wgpu(gpu_buffer: Any) -> Buffer:
     with _lock:
         device, device_watch = _device_locked(wffi, api, gpu_buffer._device)
         key = gpu_buffer._internal
-        watch = _buffers.get(key)
-        if watch is None or watch.device is not device_watch.native:
-            out = ffi.new("vn_buffer **")
-            mapped = str(gpu_buffer.map_state) != "unmapped"  # a pending map aborts a submit too
-            check(lib.vn_buffer_adopt(device._live(), _address(wffi, key), mapped, out))
-            adopted = ffi.gc(out[0], lib.vn_buffer_release)
-            watch = _buffer_watch(key, adopted, device_watch)
+        # Registered before wgpu-py's map state is read: a map on another thread either
+        # set that state first, or finds the watch and waits for its lock.
+        watch = _buffer_watch(key)
         _attach(watch, gpu_buffer)
-        lib.vn_buffer_retain_for_watch(watch.native)
-        return Buffer._adopt(device, ffi.cast("vn_buffer *", watch.native))
+        with watch.lock:
+            if watch.native is None or watch.device is not device_watch.native:
+                # First adoption, or the last one was on a device closed since.
+                out = ffi.new("vn_buffer **")
+                mapped = str(gpu_buffer.map_state) != "unmapped"  # a pending map aborts a submit too
+                check(lib.vn_buffer_adopt(device._live(), _address(wffi, key), mapped, out))
+                watch.native, watch.device = ffi.gc(out[0], lib.vn_buffer_release), device_watch.native
+            lib.vn_buffer_retain_for_watch(watch.native)
+            raw = ffi.cast("vn_buffer *", watch.native)
+        return Buffer._adopt(device, raw)
 
 
 def buffer_to_wgpu(buffer: Buffer) -> Any:
@@ -332,7 +341,12 @@ def buffer_to_wgpu(buffer: Buffer) -> Any:
         address = ffi.new("uintptr_t *")
         check(lib.vn_buffer_export(native, address))  # a new reference, for a new wgpu-py object
         internal = wffi.cast("WGPUBuffer", address[0])
-        watch = _buffer_watch(internal, native, device_watch)
+        watch = _buffer_watch(internal)
+        with watch.lock:  # wgpu-py has no object of it before this call returns one
+            if watch.native is None or watch.device is not device_watch.native:
+                lib.vn_buffer_retain_for_watch(native)
+                watch.native = ffi.gc(ffi.cast("vn_buffer *", native), lib.vn_buffer_release)
+                watch.device = device_watch.native
         for ref in watch.wrappers:
             existing = ref()
             if existing is not None and existing._internal is not None:
