@@ -114,26 +114,65 @@ vn_status vn_buffer_describe(const vn_buffer *buffer, vn_buffer_desc *out) {
     return VN_OK;
 }
 
-vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes) {
-    vn_status st = vn_buffer_check(buffer, "buffer.write");
+vn_status vn_view_resolve(const vn_view *view, const char *what, vn_view *out) {
+    if (view == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%s: the view is NULL. Fix: pass a buffer or a view.", what);
+    vn_status st = vn_buffer_check(view->buffer, what);
     if (st != VN_OK) return st;
+    const vn_buffer *b = view->buffer;
+    uint64_t offset = view->offset, len = b->byte_len;
+    if (offset > len || (view->size != UINT64_MAX && view->size > len - offset))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s: a view of %llu bytes at offset %llu runs past the end of buffer %llu, which has %llu bytes. "
+                       "Fix: keep offset + nbytes within the buffer's byte_len.", what,
+                       (unsigned long long)(view->size == UINT64_MAX ? 0 : view->size), (unsigned long long)offset,
+                       (unsigned long long)b->identity, (unsigned long long)len);
+    uint64_t size = view->size == UINT64_MAX ? len - offset : view->size;
+    if (view->size == 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s: a view of 0 bytes (at offset %llu of buffer %llu) has nothing to bind, copy or read. Fix: "
+                       "pass nbytes >= 1.", what, (unsigned long long)offset, (unsigned long long)b->identity);
+    if (offset % 4 != 0 || (size % 4 != 0 && offset + size != len))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s: a view of %llu bytes at offset %llu of buffer %llu: GPU bindings and copies address whole "
+                       "4-byte words, so the offset must be a multiple of 4, and so must the size unless the view "
+                       "ends the buffer. Fix: align offset and nbytes to 4 bytes.", what, (unsigned long long)size,
+                       (unsigned long long)offset, (unsigned long long)b->identity);
+    out->buffer = view->buffer;
+    out->offset = offset;
+    out->size = size;
+    return VN_OK;
+}
+
+vn_status vn_view_check(const vn_view *view, vn_view *resolved) {
+    vn_view local;
+    return vn_view_resolve(view, "buffer.view", resolved != NULL ? resolved : &local);
+}
+
+vn_status vn_view_write(const vn_view *view, uint64_t offset, const void *data, uint64_t nbytes) {
+    vn_view v;
+    vn_status st = vn_view_resolve(view, "write", &v);
+    if (st != VN_OK) return st;
+    vn_buffer *buffer = v.buffer;
     if (!(buffer->usage & VN_USAGE_COPY_DST))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
                        "buffer.write: buffer %llu has usage 0x%llx without COPY_DST. Fix: create it with "
                        "vn.BufferUsage.COPY_DST (the default usage has it).",
                        (unsigned long long)buffer->identity, (unsigned long long)buffer->usage);
-    if (offset > buffer->byte_len || nbytes > buffer->byte_len - offset)
+    if (offset > v.size || nbytes > v.size - offset)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.write of %llu bytes at offset %llu runs past the buffer's %llu bytes. Fix: write at "
-                       "most byte_len - offset bytes.",
-                       (unsigned long long)nbytes, (unsigned long long)offset, (unsigned long long)buffer->byte_len);
+                       "buffer.write of %llu bytes at offset %llu runs past the %s's %llu bytes. Fix: write at "
+                       "most %s - offset bytes.",
+                       (unsigned long long)nbytes, (unsigned long long)offset,
+                       v.size == buffer->byte_len ? "buffer" : "view", (unsigned long long)v.size,
+                       v.size == buffer->byte_len ? "byte_len" : "nbytes");
+    offset += v.offset;
     bool ends_buffer = offset + nbytes == buffer->byte_len;
     if (offset % 4 != 0 || (nbytes % 4 != 0 && !ends_buffer))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
                        "buffer.write of %llu bytes at offset %llu: GPU copies move whole 4-byte words, so the offset "
                        "must be a multiple of 4 and so must the length unless the write ends the buffer. Fix: align "
                        "offset and length to 4 bytes.",
-                       (unsigned long long)nbytes, (unsigned long long)offset);
+                       (unsigned long long)nbytes, (unsigned long long)(offset - v.offset));
     if (nbytes == 0) return VN_OK;
     if (data == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "buffer.write: data is NULL. Fix: pass the bytes to write.");
     uint64_t whole = nbytes & ~(uint64_t)3;
@@ -150,23 +189,41 @@ vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, 
     return vn_scope_end(dev, "buffer.write", VN_ERROR_VALIDATION, "check offset, length and usage.");
 }
 
-vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity) {
-    vn_status st = vn_buffer_check(buffer, "buffer.read");
-    if (st == VN_OK) st = vn_buffers_submittable(&buffer, 1, "buffer.read()");
+vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes) {
+    vn_view whole = {buffer, 0, UINT64_MAX};
+    return vn_view_write(&whole, offset, data, nbytes);
+}
+
+vn_status vn_view_readable(const vn_view *view, const char *what, vn_view *out) {
+    vn_status st = vn_view_resolve(view, what, out);
+    if (st == VN_OK) st = vn_buffers_submittable(&out->buffer, 1, what);
     if (st != VN_OK) return st;
-    if (!(buffer->usage & VN_USAGE_COPY_SRC))
+    if (!(out->buffer->usage & VN_USAGE_COPY_SRC))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.read: buffer %llu has usage 0x%llx without COPY_SRC, so it cannot be copied out. Fix: "
+                       "%s: buffer %llu has usage 0x%llx without COPY_SRC, so it cannot be copied out. Fix: "
                        "create it with vn.BufferUsage.COPY_SRC (the default usage has it).",
-                       (unsigned long long)buffer->identity, (unsigned long long)buffer->usage);
-    if (capacity < buffer->byte_len)
+                       what, (unsigned long long)out->buffer->identity, (unsigned long long)out->buffer->usage);
+    return VN_OK;
+}
+
+vn_status vn_view_read(const vn_view *view, void *dst, uint64_t capacity) {
+    vn_view v;
+    vn_status st = vn_view_readable(view, "buffer.read", &v);
+    if (st != VN_OK) return st;
+    if (capacity < v.size)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.read into %llu bytes, but the buffer holds %llu. Fix: pass a destination of at least "
+                       "buffer.read into %llu bytes, but the %s holds %llu. Fix: pass a destination of at least "
                        "%llu bytes.",
-                       (unsigned long long)capacity, (unsigned long long)buffer->byte_len,
-                       (unsigned long long)buffer->byte_len);
-    if (buffer->byte_len == 0) return VN_OK;
-    return vn_readback(buffer->device, buffer->buffer, buffer->byte_len, dst);
+                       (unsigned long long)capacity, v.size == v.buffer->byte_len ? "buffer" : "view",
+                       (unsigned long long)v.size, (unsigned long long)v.size);
+    if (v.size == 0) return VN_OK;
+    if (dst == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "buffer.read: destination is NULL. Fix: pass a writable buffer.");
+    return vn_readback(v.buffer->device, v.buffer->buffer, v.offset, v.size, dst);
+}
+
+vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity) {
+    vn_view whole = {buffer, 0, UINT64_MAX};
+    return vn_view_read(&whole, dst, capacity);
 }
 
 void vn_buffer_release(vn_buffer *buffer) {

@@ -107,8 +107,8 @@ static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u
     atomic_store(&r->done, 1);
 }
 
-/* Queue the copy into a staging buffer and its map; return at once. */
-static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, vn_pending_read *r) {
+/* Queue the copy of nbytes from offset into a staging buffer, and its map; return at once. */
+static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_t nbytes, vn_pending_read *r) {
     memset(r, 0, sizeof *r);
     r->device = dev;
     r->nbytes = nbytes;
@@ -120,7 +120,7 @@ static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, vn_
      * cleanly: wgpu-native aborts the process on submitting an invalid one. */
     vn_scope_begin(dev);
     WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
-    wgpu.CommandEncoderCopyBufferToBuffer(enc, src, 0, r->staging->buffer, 0, padded);
+    wgpu.CommandEncoderCopyBufferToBuffer(enc, src, offset, r->staging->buffer, 0, padded);
     WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
     wgpu.CommandEncoderRelease(enc);
     st = vn_scope_end(dev, "encoding a readback copy", VN_ERROR_VALIDATION,
@@ -211,36 +211,35 @@ static vn_status read_finish(vn_pending_read *r, void *dst) {
     return VN_OK;
 }
 
-vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t nbytes, void *dst) {
+vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_t nbytes, void *dst) {
     vn_pending_read r;
-    vn_status st = read_begin(dev, src, nbytes, &r);
+    vn_status st = read_begin(dev, src, offset, nbytes, &r);
     if (st != VN_OK) return st;
     return read_finish(&r, dst);
 }
 
-vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
-    vn_status st = vn_buffer_check(buffer, "buffer.read_async");
-    if (st != VN_OK) return st;
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_read_async: out is NULL. Fix: pass a result pointer.");
+vn_status vn_view_read_async(const vn_view *view, vn_pending_read **out) {
+    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_view_read_async: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
-    st = vn_buffers_submittable(&buffer, 1, "read_async()");
+    vn_view v;
+    vn_status st = vn_view_readable(view, "read_async()", &v);
     if (st != VN_OK) return st;
-    if (!(buffer->usage & VN_USAGE_COPY_SRC))
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "read_async: buffer %llu has usage 0x%llx without COPY_SRC, so it cannot be copied out. Fix: "
-                       "create it with vn.BufferUsage.COPY_SRC (the default usage has it).",
-                       (unsigned long long)buffer->identity, (unsigned long long)buffer->usage);
     vn_pending_read *r = malloc(sizeof *r);
     if (r == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a pending read. Fix: free host memory.");
-    st = read_begin(buffer->device, buffer->buffer, buffer->byte_len, r);
+    st = read_begin(v.buffer->device, v.buffer->buffer, v.offset, v.size, r);
     if (st != VN_OK) {
         free(r);
         return st;
     }
-    vn_device_retain(buffer->device);
+    vn_device_retain(v.buffer->device);
     vn_live_add(VN_LIVE_PENDING_READ, 1);
     *out = r;
     return VN_OK;
+}
+
+vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
+    vn_view whole = {buffer, 0, UINT64_MAX};
+    return vn_view_read_async(&whole, out);
 }
 
 int vn_pending_read_done(vn_pending_read *r) {
