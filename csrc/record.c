@@ -162,7 +162,8 @@ vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms, con
         if (b->kind == VN_BINDING_STORAGE_READ_WRITE) outs[n_out++] = whole;
         else ins[n_in++] = whole;
     }
-    vn_dispatch_args args = {VN_BIND_POSITIONAL, ins, n_in, outs, n_out, NULL, NULL, NULL, 0, NULL, 0, x, y, z};
+    vn_dispatch_args args = {.forms = VN_BIND_POSITIONAL, .x = x, .y = y, .z = z,
+                             .inputs = ins, .input_count = n_in, .outputs = outs, .output_count = n_out};
     if (st == VN_OK) st = vn_dispatch_record(pipeline, &args, out);
     /* The dispatch took its own references to the buffers it binds. */
     for (size_t i = 0; i < n_made; i++) vn_buffer_release(made[i]);

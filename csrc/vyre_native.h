@@ -294,17 +294,18 @@ typedef enum vn_bind_form {
  * x, y, z are ignored by an indirect dispatch. */
 typedef struct vn_dispatch_args {
     uint32_t forms;                  /* vn_bind_form bits */
+    uint32_t x, y, z;
     const vn_view *inputs;
     size_t input_count;
     const vn_view *outputs;
     size_t output_count;
     const vn_view *params;           /* NULL: none */
+    /* What most dispatches leave zero comes last (a short initializer suffices). */
     const char *const *names;        /* the named form: names[i] binds named[i] */
     const vn_view *named;
     size_t named_count;
     const vn_view *indirect;         /* NULL: direct, or the pipeline's compiled indirect binding */
     uint64_t indirect_offset;
-    uint32_t x, y, z;
 } vn_dispatch_args;
 
 /* Resolve args against the pipeline's bindings, validate each, take bind groups from

@@ -57,7 +57,7 @@ __all__ = [
     "to_usage",
     "to_utf8",
     "to_view",
-    "to_view_array",
+    "to_views",
     "to_workgroups",
     "to_writable",
     "wrong_type",
@@ -377,21 +377,17 @@ def to_view(value: Any, what: str, buffer_cls: type[Handle], view_cls: type[Any]
     return to_ptr(value, buffer_cls, what), 0, U64_MAX
 
 
-def to_view_array(
-    values: Any, what: str, buffer_cls: type[Handle], view_cls: type[Any]
-) -> tuple[Any, int, list[Any]]:
-    """A C ``vn_view[]`` of the buffers and views in ``values``, its length, and what the
-    caller keeps referenced until the C call returns (the pointers' owners: a C array holds
-    no reference, and a ``release()`` on another thread must not free an object mid-call)."""
+def to_views(values: Any, what: str, buffer_cls: type[Handle], view_cls: type[Any]) -> list[View]:
+    """The C views of the buffers and views in ``values``, for a ``vn_view[]``. The caller
+    keeps the list referenced until the C call returns: it holds the pointers' owners (a C
+    array holds no reference, and a ``release()`` on another thread must not free an
+    object mid-call)."""
     if type(values) is list or type(values) is tuple:
-        fast: list[View | None] = [
-            (h._ptr, 0, U64_MAX) if type(h) is buffer_cls and h._ptr is not None else None for h in values
-        ]
+        fast = [(h._ptr, 0, U64_MAX) if type(h) is buffer_cls and h._ptr is not None else None for h in values]
         if None not in fast:
-            return (ffi.new("vn_view[]", fast) if fast else ffi.NULL), len(fast), fast
+            return fast  # type: ignore[return-value]  # no None in it
     items = to_list(values, what, f"a list of vn.{buffer_cls._kind} or vn.BufferView")
-    views = [to_view(h, f"{what}[{i}]", buffer_cls, view_cls) for i, h in enumerate(items)]
-    return (ffi.new("vn_view[]", views) if views else ffi.NULL), len(views), views
+    return [to_view(h, f"{what}[{i}]", buffer_cls, view_cls) for i, h in enumerate(items)]
 
 
 def to_named(value: Any, what: str) -> list[tuple[bytes, Any]]:

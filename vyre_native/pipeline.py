@@ -18,7 +18,7 @@ from ._marshal import (
     to_u64,
     to_utf8,
     to_view,
-    to_view_array,
+    to_views,
     to_workgroups,
     wrong_type,
 )
@@ -39,6 +39,8 @@ _KIND_CODES = {
 _CACHE_FIELDS = tuple(name for name, _ in ffi.typeof("vn_cache_stats").fields)
 _U64_MAX = 0xFFFFFFFFFFFFFFFF
 _POSITIONAL, _NAMED = int(lib.VN_BIND_POSITIONAL), int(lib.VN_BIND_NAMED)
+_VIEWS = ffi.typeof("vn_view[]")
+_ARGS = ffi.typeof("vn_dispatch_args *")
 _LINE = re.compile(r"wgsl:(\d+):(\d+)")
 
 
@@ -57,31 +59,37 @@ def dispatch_args(
     (the positional rule or the names), whether both forms were used, and whether each
     view fits, is C's to check: this only converts what was given."""
     x, y, z = to_workgroups(workgroups)
+    # inputs, outputs and params share one C array (the hot path: one allocation)
+    views = to_views(inputs, "inputs", Buffer, BufferView)
+    n_in = len(views)
+    views += to_views(outputs, "outputs", Buffer, BufferView)
+    n_out = len(views) - n_in
+    if params is not None:
+        views.append(to_view(params, "params", Buffer, BufferView))
+    # the positional form is used when it passes anything (the defaults, empty, pass nothing)
+    forms = _POSITIONAL if views else 0
+    array = ffi.new(_VIEWS, views) if views else ffi.NULL
+    ins, outs = (array, array + n_in) if n_in or n_out else (ffi.NULL, ffi.NULL)
+    par = array + n_in + n_out if params is not None else ffi.NULL
+    pinned: list[Any] = [array, views]
+    fields = [forms, x, y, z, ins, n_in, outs, n_out, par]  # the rest of the struct is zero
+    if bind is None and indirect is None:
+        return ffi.new(_ARGS, fields), pinned
     names_c = named = ind = ffi.NULL
     n_named = offset = 0
-    ins, n_in, in_owners = to_view_array(inputs, "inputs", Buffer, BufferView)
-    outs, n_out, out_owners = to_view_array(outputs, "outputs", Buffer, BufferView)
-    par = ffi.NULL if params is None else ffi.new("vn_view *", to_view(params, "params", Buffer, BufferView))
-    # the positional form is used when it passes anything (empty lists, the defaults, pass nothing)
-    forms = _POSITIONAL if n_in or n_out or params is not None else 0
-    pinned: list[Any] = [ins, in_owners, outs, out_owners]
     if bind is not None:
-        forms |= _NAMED
+        fields[0] |= _NAMED
         pairs = to_named(bind, "bind")
         keys = [ffi.new("char[]", name) for name, _ in pairs]
         names_c = ffi.new("char *[]", keys or 1)
-        views = [to_view(item, f"bind[{name.decode()!r}]", Buffer, BufferView) for name, item in pairs]
-        named, n_named = ffi.new("vn_view[]", views or 1), len(views)
-        pinned += (keys, names_c, named, views)
+        given = [to_view(item, f"bind[{name.decode()!r}]", Buffer, BufferView) for name, item in pairs]
+        named, n_named = ffi.new(_VIEWS, given or 1), len(given)
+        pinned += (keys, names_c, named, given)
     if indirect is not None:
         view, offset = to_indirect(indirect, Buffer, BufferView)
         ind = ffi.new("vn_view *", view)
-    pinned += (par, ind)
-    args = ffi.new(
-        "vn_dispatch_args *",
-        [forms, ins, n_in, outs, n_out, par, names_c, named, n_named, ind, offset, x, y, z],
-    )
-    return args, pinned
+        pinned.append(ind)
+    return ffi.new(_ARGS, [*fields, names_c, named, n_named, ind, offset]), pinned
 
 
 class Pipeline(Handle):
