@@ -68,15 +68,22 @@ void vn_binding_list(const vn_pipeline *p, bool (*filter)(const vn_binding *), c
     if (used == 0) snprintf(buf, cap, "none");
 }
 
-/* Check view `src` for binding b; *v gets it resolved. */
-static vn_status check_view(const vn_pipeline *p, const vn_binding *b, const vn_source *src, vn_view *v) {
+/* Check view `src` for binding b; *v gets it resolved and, when its buffer is a live
+ * buffer, *held is set and the buffer retained (whatever the checks after that say: the
+ * caller releases what it took on any failure). */
+static vn_status check_view(const vn_pipeline *p, const vn_binding *b, const vn_source *src, vn_view *v, bool *held) {
     char role[160], what[96];
     source_label(src, b, role, sizeof role);
+    *held = false;
     if (src->view->buffer == NULL)
         return vn_fail(VN_ERROR_BINDING, "%s for @group(%u) @binding(%u) `%s` is NULL. Fix: pass a live Buffer.",
                        role, b->group, b->binding, b->name);
-    vn_status st = vn_view_resolve(src->view, role, v);
+    char fn[224];
+    snprintf(fn, sizeof fn, "%s for @group(%u) @binding(%u) `%s`", role, b->group, b->binding, b->name);
+    /* Held from here: by the call while resolving, then by the recording. */
+    vn_status st = vn_view_acquire(src->view, fn, v);
     if (st != VN_OK) return st;
+    *held = true;
     const vn_buffer *h = v->buffer;
     view_label(v, what, sizeof what);
     if (h->device != p->device)
@@ -330,16 +337,23 @@ void vn_bound_release(vn_bound *bound) {
     if (bound->indirect != NULL) vn_buffer_release(bound->indirect);
     free(bound->views);
     free(bound->outputs);
+    free(bound->immediates);
     if (bound->pipeline != NULL) vn_pipeline_release(bound->pipeline);
     memset(bound, 0, sizeof *bound);
 }
 
-/* Which view binds each binding, each checked, and the indirect counts' view. */
+/* Which view binds each binding, each checked, and the indirect counts' view. Every
+ * buffer taken is retained as it is taken (views[i].buffer, indirect->buffer non-NULL:
+ * held), so a release on another thread cannot free it while it is checked. */
 static vn_status resolve_views(vn_pipeline *p, const vn_dispatch_args *a, vn_source *src, vn_view *views,
                                vn_view *indirect, uint64_t *indirect_offset) {
     vn_status st = vn_check_forms(a->forms);
     if (st == VN_OK) st = (a->forms & VN_BIND_NAMED) ? assign_named(p, a, src) : assign_positional(p, a, src);
-    for (size_t i = 0; i < p->binding_count && st == VN_OK; i++) st = check_view(p, &p->bindings[i], &src[i], &views[i]);
+    for (size_t i = 0; i < p->binding_count && st == VN_OK; i++) {
+        bool held = false;
+        st = check_view(p, &p->bindings[i], &src[i], &views[i], &held);
+        if (!held) views[i].buffer = NULL;
+    }
     if (st != VN_OK) return st;
     if (a->indirect != NULL) {
         if (p->indirect_binding >= 0)
@@ -350,26 +364,58 @@ static vn_status resolve_views(vn_pipeline *p, const vn_dispatch_args *a, vn_sou
                            (unsigned long long)p->indirect_offset);
         if (a->indirect->buffer == NULL)
             return vn_fail(VN_ERROR_BINDING, "the indirect buffer is NULL. Fix: pass indirect=(buffer, offset).");
-        st = vn_view_resolve(a->indirect, "indirect", indirect);
-        if (st == VN_OK) st = check_indirect(p, "indirect=", indirect, a->indirect_offset);
+        st = vn_view_acquire(a->indirect, "indirect buffer", indirect);
+        if (st != VN_OK) {
+            indirect->buffer = NULL;
+            return st;
+        }
+        st = check_indirect(p, "indirect=", indirect, a->indirect_offset);
         *indirect_offset = a->indirect_offset;
     } else if (p->indirect_binding >= 0) {
-        *indirect = views[p->indirect_binding];
+        const vn_view *v = &views[p->indirect_binding];
         *indirect_offset = p->indirect_offset;
         char role[160];
         snprintf(role, sizeof role, "`%s`", p->bindings[p->indirect_binding].name);
-        st = check_indirect(p, role, indirect, p->indirect_offset);
+        st = check_indirect(p, role, v, p->indirect_offset);
+        if (st == VN_OK) {
+            vn_buffer_retain(v->buffer); /* the bound dispatch's own reference, as for any indirect buffer */
+            *indirect = *v;
+        }
     }
     if (st == VN_OK)
         st = check_aliasing(p, views, a->indirect != NULL ? indirect->buffer : NULL);
     return st;
 }
 
-vn_status vn_bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bound *out) {
-    memset(out, 0, sizeof *out);
-    if (p == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pipeline is NULL. Fix: pass a live Pipeline.");
-    if (a == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "the dispatch arguments are NULL. Fix: pass them.");
+/* The dispatch's var<immediate> data against the pipeline's: exactly immediate_size
+ * bytes, copied into the bound dispatch (a replay re-encodes from the copy). */
+static vn_status take_immediates(const vn_pipeline *p, const void *immediates, size_t len, vn_bound *out) {
+    if (len > 0 && immediates == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "immediates_len is %zu but immediates is NULL. Fix: pass the bytes.", len);
+    if (p->immediate_size == 0 && len > 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%zu bytes of immediates were passed, but the entry point declares no var<immediate> data "
+                       "(immediate_size 0). Fix: pass immediates=None, or declare e.g. `var<immediate> k: u32;` and "
+                       "use it in the entry point.", len);
+    if (len != p->immediate_size)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "immediates has %zu bytes, but the entry point's var<immediate> data is %u bytes "
+                       "(pipeline.immediate_size). Fix: pass exactly %u bytes of immediates, laid out as the WGSL "
+                       "type declares (e.g. numpy.array([...], numpy.uint32).tobytes()).",
+                       len, p->immediate_size, p->immediate_size);
+    if (len == 0) return VN_OK;
+    out->immediates = malloc(len);
+    if (out->immediates == NULL)
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not copy %zu bytes of immediates. Fix: free host memory.", len);
+    memcpy(out->immediates, immediates, len);
+    out->immediate_len = (uint32_t)len;
+    return VN_OK;
+}
+
+static vn_status bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bound *out) {
     vn_status st = vn_device_check(p->device, "recording a dispatch");
+    if (st != VN_OK) return st;
+    st = take_immediates(p, a->immediates, a->immediates_len, out);
     if (st != VN_OK) return st;
     bool indirect_dispatch = a->indirect != NULL || p->indirect_binding >= 0;
     uint32_t max_wg = p->device->limits.maxComputeWorkgroupsPerDimension;
@@ -396,20 +442,22 @@ vn_status vn_bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bound *
     st = resolve_views(p, a, src, views, &indirect, &indirect_offset);
     free(src);
     if (st != VN_OK) {
+        for (size_t i = 0; i < n; i++)
+            if (views[i].buffer != NULL) vn_buffer_release(views[i].buffer);
+        if (indirect.buffer != NULL) vn_buffer_release(indirect.buffer);
         free(views);
         free(bound);
         free(outs);
         return st;
     }
 
-    /* Everything checks out: take references so the recording keeps its buffers. */
+    /* Everything checks out: the recording keeps the pipeline, the buffers and the
+     * indirect buffer (the references taken while checking). */
     vn_pipeline_retain(p);
     size_t n_outs = 0;
     for (size_t i = 0; i < n; i++) {
         bound[i] = views[i].buffer;
-        vn_buffer_retain(bound[i]);
         if (p->bindings[i].kind == VN_BINDING_STORAGE_READ_WRITE) outs[n_outs++] = views[i];
-        out->adopted = out->adopted || bound[i]->adopted;
     }
     out->pipeline = p;
     out->buffers = bound;
@@ -420,12 +468,8 @@ vn_status vn_bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bound *
     out->x = a->x;
     out->y = a->y;
     out->z = a->z;
-    if (indirect.buffer != NULL) {
-        vn_buffer_retain(indirect.buffer);
-        out->indirect = indirect.buffer;
-        out->indirect_offset = indirect.offset + indirect_offset;
-        out->adopted = out->adopted || indirect.buffer->adopted;
-    }
+    out->indirect = indirect.buffer;
+    out->indirect_offset = indirect.offset + indirect_offset;
     out->group_count = p->group_count;
     out->groups = calloc(p->group_count ? p->group_count : 1, sizeof *out->groups);
     if (out->groups == NULL) {
@@ -448,6 +492,26 @@ vn_status vn_bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bound *
         for (size_t i = 0; i < n; i++) vn_bind_cache_forget(&p->cache, bound[i]->identity);
         vn_bound_release(out);
     }
+    return st;
+}
+
+vn_status vn_bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bound *out) {
+    memset(out, 0, sizeof *out);
+    if (p == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pipeline is NULL. Fix: pass a live Pipeline.");
+    if (a == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "the dispatch arguments are NULL. Fix: pass them.");
+    vn_status st = bound_resolve(p, a, out);
+    if (st == VN_OK) return VN_OK;
+    free(out->immediates); /* a failure before the bound owned anything else */
+    memset(out, 0, sizeof *out);
+    /* Every message of the binding rules names the pipeline, by its label. */
+    char prefix[200];
+    snprintf(prefix, sizeof prefix, "pipeline `%s`: ", p->label);
+    return vn_fail_prefixed(st, prefix);
+}
+
+vn_status vn_bound_submittable(const vn_bound *bound, const char *what) {
+    vn_status st = vn_buffers_submittable(bound->buffers, bound->buffer_count, what);
+    if (st == VN_OK && bound->indirect != NULL) st = vn_buffers_submittable(&bound->indirect, 1, what);
     return st;
 }
 
@@ -483,6 +547,7 @@ void vn_bound_dispatch_in_pass(const vn_bound *bound, WGPUComputePassEncoder pas
         wgpu.ComputePassEncoderSetBindGroup(pass, g, bound->groups[g], 0, NULL);
         if (g < 8) state->groups[g] = bound->groups[g];
     }
+    if (bound->immediate_len > 0) wgpu.ComputePassEncoderSetImmediates(pass, 0, bound->immediates, bound->immediate_len);
     if (bound->indirect != NULL)
         wgpu.ComputePassEncoderDispatchWorkgroupsIndirect(pass, bound->indirect->buffer, bound->indirect_offset);
     else if (bound->x && bound->y && bound->z)

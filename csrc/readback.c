@@ -88,6 +88,7 @@ void vn_staging_free_all(vn_device *dev) {
 }
 
 struct vn_pending_read {
+    vn_object obj; /* VN_KIND_PENDING_READ (a blocking read's record on the stack has none) */
     vn_device *device;
     vn_staging *staging;
     uint64_t nbytes;
@@ -108,8 +109,9 @@ static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u
 }
 
 /* Queue the copy of nbytes from offset into a staging buffer, and its map; return at once. */
-static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_t nbytes, vn_pending_read *r) {
-    memset(r, 0, sizeof *r);
+static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_t nbytes,
+                            const vn_submit_guard *guard, vn_pending_read *r) {
+    memset(r, 0, sizeof *r); /* the header too: vn_buffer_read_async sets it after */
     r->device = dev;
     r->nbytes = nbytes;
     uint64_t padded = vn_pad4(nbytes);
@@ -125,7 +127,7 @@ static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t offset, uin
     wgpu.CommandEncoderRelease(enc);
     st = vn_scope_end(dev, "encoding a readback copy", VN_ERROR_VALIDATION,
                       "read only buffers with COPY_SRC usage, on the device that made them.");
-    if (st == VN_OK) st = vn_submit_begin(dev, "reading back");
+    if (st == VN_OK) st = vn_submit_begin_guarded(dev, "reading back", guard);
     if (st != VN_OK) {
         wgpu.CommandBufferRelease(cb);
         staging_return(dev, r->staging);
@@ -211,30 +213,51 @@ static vn_status read_finish(vn_pending_read *r, void *dst) {
     return VN_OK;
 }
 
-vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_t nbytes, void *dst) {
+vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_t nbytes, void *dst,
+                      const vn_submit_guard *guard) {
     vn_pending_read r;
-    vn_status st = read_begin(dev, src, offset, nbytes, &r);
+    vn_status st = read_begin(dev, src, offset, nbytes, guard, &r);
     if (st != VN_OK) return st;
     return read_finish(&r, dst);
 }
 
-vn_status vn_view_read_async(const vn_view *view, vn_pending_read **out) {
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_view_read_async: out is NULL. Fix: pass a result pointer.");
-    *out = NULL;
-    vn_view v;
-    vn_status st = vn_view_readable(view, "read_async()", &v);
+static void pending_read_destroy(vn_object *object);
+
+/* An asynchronous read of the resolved view v (its buffer held). */
+static vn_status view_read_async(const vn_view *v, vn_pending_read **out) {
+    vn_buffer *buffer = v->buffer;
+    vn_status st = vn_view_readable(v, "read_async");
     if (st != VN_OK) return st;
     vn_pending_read *r = malloc(sizeof *r);
     if (r == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a pending read. Fix: free host memory.");
-    st = read_begin(v.buffer->device, v.buffer->buffer, v.offset, v.size, r);
+    const vn_submit_guard guard = {vn_buffer_submittable, buffer};
+    st = read_begin(buffer->device, buffer->buffer, v->offset, v->size, &guard, r);
     if (st != VN_OK) {
         free(r);
         return st;
     }
-    vn_device_retain(v.buffer->device);
+    vn_object_init(&r->obj, VN_KIND_PENDING_READ, pending_read_destroy);
+    vn_device_retain(buffer->device);
     vn_live_add(VN_LIVE_PENDING_READ, 1);
     *out = r;
     return VN_OK;
+}
+
+/* The read of a view an entry point holds (vn_dispatch_read_output_async too). */
+vn_status vn_view_read_async_held(const vn_view *v, vn_pending_read **out) {
+    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "read_async: out is NULL. Fix: pass a result pointer.");
+    *out = NULL;
+    vn_status st = vn_buffer_check(v->buffer, "buffer.read_async");
+    return st != VN_OK ? st : view_read_async(v, out);
+}
+
+vn_status vn_view_read_async(const vn_view *view, vn_pending_read **out) {
+    vn_view v;
+    vn_status st = vn_view_acquire(view, "buffer.read_async", &v);
+    if (st != VN_OK) return st;
+    st = vn_view_read_async_held(&v, out);
+    vn_unacquire(v.buffer);
+    return st;
 }
 
 vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
@@ -242,19 +265,20 @@ vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
     return vn_view_read_async(&whole, out);
 }
 
-int vn_pending_read_done(vn_pending_read *r) {
-    if (r == NULL) return 0;
+static int pending_read_done(vn_pending_read *r) {
     if (r->finished) return 1;
     if (!atomic_load(&r->done) && vn_device_check(r->device, "PendingRead.done") == VN_OK)
         wgpu.DevicePoll(r->device->device, 0, NULL);
     return atomic_load(&r->done);
 }
 
-uint64_t vn_pending_read_len(const vn_pending_read *r) { return r == NULL ? 0 : r->nbytes; }
+int vn_pending_read_done(vn_pending_read *r) { VN_GET(int, pending_read_done(r), 0, r, VN_KIND_PENDING_READ); }
 
-vn_status vn_pending_read_map(vn_pending_read *r, const void **data) {
-    if (r == NULL || data == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pending_read_map: NULL argument. Fix: pass a read and a result.");
+uint64_t vn_pending_read_len(const vn_pending_read *r) { VN_GET(uint64_t, r->nbytes, 0, r, VN_KIND_PENDING_READ); }
+
+static vn_status pending_read_map(vn_pending_read *r, const void **data) {
+    if (data == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pending_read_map: data is NULL. Fix: pass a result pointer.");
     *data = NULL;
     if (r->finished)
         return vn_fail(VN_ERROR_ALREADY_SUBMITTED, "this asynchronous read was already completed. Fix: start a new "
@@ -264,12 +288,17 @@ vn_status vn_pending_read_map(vn_pending_read *r, const void **data) {
     return st;
 }
 
-void vn_pending_read_unmap(vn_pending_read *r) {
-    if (r != NULL && r->mapped != NULL) read_unmap(r);
+vn_status vn_pending_read_map(vn_pending_read *r, const void **data) {
+    VN_CALL1(pending_read_map(r, data), r, VN_KIND_PENDING_READ);
 }
 
-vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
-    if (r == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pending read is NULL. Fix: pass a live read.");
+void vn_pending_read_unmap(vn_pending_read *r) {
+    if (vn_acquire(r, VN_KIND_PENDING_READ, __func__) != VN_OK) return;
+    if (r->mapped != NULL) read_unmap(r);
+    vn_unacquire(r);
+}
+
+static vn_status pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
     if (r->finished)
         return vn_fail(VN_ERROR_ALREADY_SUBMITTED, "this asynchronous read was already completed. Fix: start a new "
                        "read_async() for each result.");
@@ -282,8 +311,14 @@ vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacit
     return read_finish(r, dst);
 }
 
-void vn_pending_read_release(vn_pending_read *r) {
-    if (r == NULL) return;
+vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
+    VN_CALL1(pending_read_finish(r, dst, capacity), r, VN_KIND_PENDING_READ);
+}
+
+void vn_pending_read_release(vn_pending_read *r) { vn_release_handle(r, VN_KIND_PENDING_READ); }
+
+static void pending_read_destroy(vn_object *object) {
+    vn_pending_read *r = (vn_pending_read *)object;
     if (r->mapped != NULL) read_unmap(r);
     if (!r->finished) read_finish(r, NULL);
     vn_device_unref(r->device);

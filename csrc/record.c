@@ -12,14 +12,22 @@
 enum { DISPATCH_RECORDED = 0, DISPATCH_SUBMITTING = 1, DISPATCH_SUBMITTED = 2 };
 
 struct vn_dispatch {
-    atomic_long refs;
+    vn_object obj; /* VN_KIND_DISPATCH */
     vn_bound bound;
     WGPUCommandBuffer command_buffer; /* NULL once submitted */
     atomic_int state;
     uint64_t submission_index;
 };
 
-vn_status vn_dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_dispatch **out) {
+static void dispatch_destroy(vn_object *object) {
+    vn_dispatch *d = (vn_dispatch *)object;
+    if (d->command_buffer != NULL) wgpu.CommandBufferRelease(d->command_buffer);
+    vn_bound_release(&d->bound);
+    free(d);
+    vn_live_add(VN_LIVE_DISPATCH, -1);
+}
+
+static vn_status dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_dispatch **out) {
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_record: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
     vn_dispatch *d = calloc(1, sizeof *d);
@@ -33,11 +41,15 @@ vn_status vn_dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *args
     /* Encoded inside error scopes; a command buffer whose encoding failed is
      * dropped here and never reaches the queue, where wgpu-native would abort. */
     vn_scope_begin(dev);
-    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
+    WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
+    ed.label = vn_sv(pipeline->label);
+    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, &ed);
     vn_bound_encode(&d->bound, enc, NULL);
     WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
     wgpu.CommandEncoderRelease(enc);
-    st = vn_scope_end(dev, "recording the dispatch", VN_ERROR_VALIDATION,
+    char what[300];
+    snprintf(what, sizeof what, "recording a dispatch of pipeline `%s`", pipeline->label);
+    st = vn_scope_end(dev, what, VN_ERROR_VALIDATION,
                       "check the buffers against the shader's declared types and the workgroup counts.");
     if (st != VN_OK) {
         if (cb != NULL) wgpu.CommandBufferRelease(cb);
@@ -45,7 +57,7 @@ vn_status vn_dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *args
         free(d);
         return st;
     }
-    atomic_init(&d->refs, 1);
+    vn_object_init(&d->obj, VN_KIND_DISPATCH, dispatch_destroy);
     atomic_init(&d->state, DISPATCH_RECORDED);
     d->command_buffer = cb;
     vn_live_add(VN_LIVE_DISPATCH, 1);
@@ -53,12 +65,18 @@ vn_status vn_dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *args
     return VN_OK;
 }
 
-vn_status vn_dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
-    if (d == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "dispatch is NULL. Fix: pass a live PrerecordedDispatch.");
+vn_status vn_dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_dispatch **out) {
+    VN_CALL1(dispatch_record(pipeline, args, out), pipeline, VN_KIND_PIPELINE);
+}
+
+static vn_status dispatch_submittable(const void *dispatch) {
+    return vn_bound_submittable(&((const vn_dispatch *)dispatch)->bound, "replay()");
+}
+
+static vn_status dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
     vn_device *dev = d->bound.pipeline->device;
-    vn_status st = VN_OK;
-    if (d->bound.adopted) st = vn_buffers_submittable(d->bound.buffers, d->bound.buffer_count, "replay()");
-    if (st == VN_OK) st = vn_submit_begin(dev, "replaying a pre-recorded dispatch");
+    const vn_submit_guard guard = {dispatch_submittable, d};
+    vn_status st = vn_submit_begin_guarded(dev, "replaying a pre-recorded dispatch", &guard);
     if (st != VN_OK) return st;
     /* Exactly one caller wins the exchange, however many threads race here. */
     int expected = DISPATCH_RECORDED;
@@ -80,14 +98,24 @@ vn_status vn_dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
     return VN_OK;
 }
 
+vn_status vn_dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
+    VN_CALL1(dispatch_replay(d, submission_index), d, VN_KIND_DISPATCH);
+}
+
 /* A read_write binding that is not preserved: a borrowed dispatch allocates it. */
 static bool allocated_output(const vn_binding *b) { return b->kind == VN_BINDING_STORAGE_READ_WRITE && !b->preserve; }
 
 static bool host_binding(const vn_binding *b) { return !allocated_output(b); }
 
-/* The counts a borrowed dispatch needs, checked before any buffer is made. */
+/* The counts a borrowed dispatch needs, checked before any buffer is made; host_of[i]
+ * gets the host buffer of binding i (SIZE_MAX for an allocated output). */
 static vn_status check_borrowed(const vn_pipeline *p, bool named, const char *const *names, size_t host_count,
                                 const uint64_t *output_sizes, size_t output_size_count, size_t *host_of) {
+    if (p->immediate_size > 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "pipeline `%s` declares %u bytes of var<immediate> data, which a borrowed dispatch does not "
+                       "take. Fix: upload the buffers (device.upload) and use prerecord_persistent_dispatch(..., "
+                       "immediates=...) or record(..., immediates=...).", p->label, p->immediate_size);
     size_t outputs = 0;
     for (size_t i = 0; i < p->binding_count; i++) outputs += allocated_output(&p->bindings[i]);
     char list[1024];
@@ -119,13 +147,12 @@ static vn_status check_borrowed(const vn_pipeline *p, bool named, const char *co
     return VN_OK;
 }
 
-vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms, const void *const *host,
-                                      const uint64_t *host_lens, const char *const *names, size_t host_count,
-                                      const uint64_t *output_sizes, size_t output_size_count, uint32_t x, uint32_t y,
-                                      uint32_t z, vn_dispatch **out) {
+static vn_status dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms, const void *const *host,
+                                          const uint64_t *host_lens, const char *const *names, size_t host_count,
+                                          const uint64_t *output_sizes, size_t output_size_count, uint32_t x,
+                                          uint32_t y, uint32_t z, vn_dispatch **out) {
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_record_borrowed: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
-    if (pipeline == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pipeline is NULL. Fix: pass a live Pipeline.");
     if (host_count > 0 && (host == NULL || host_lens == NULL))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "host_count is %zu but the host arrays are NULL. Fix: pass them.", host_count);
     vn_status st = vn_device_check(pipeline->device, "recording a borrowed dispatch");
@@ -162,9 +189,10 @@ vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms, con
         if (b->kind == VN_BINDING_STORAGE_READ_WRITE) outs[n_out++] = whole;
         else ins[n_in++] = whole;
     }
+    /* A borrowed dispatch takes no immediates: check_borrowed refused a pipeline with some. */
     vn_dispatch_args args = {.forms = VN_BIND_POSITIONAL, .x = x, .y = y, .z = z,
                              .inputs = ins, .input_count = n_in, .outputs = outs, .output_count = n_out};
-    if (st == VN_OK) st = vn_dispatch_record(pipeline, &args, out);
+    if (st == VN_OK) st = dispatch_record(pipeline, &args, out);
     /* The dispatch took its own references to the buffers it binds. */
     for (size_t i = 0; i < n_made; i++) vn_buffer_release(made[i]);
     free(made);
@@ -174,7 +202,18 @@ vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms, con
     return st;
 }
 
-size_t vn_dispatch_output_count(const vn_dispatch *d) { return d == NULL ? 0 : d->bound.output_count; }
+vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms, const void *const *host,
+                                      const uint64_t *host_lens, const char *const *names, size_t host_count,
+                                      const uint64_t *output_sizes, size_t output_size_count, uint32_t x, uint32_t y,
+                                      uint32_t z, vn_dispatch **out) {
+    VN_CALL1(dispatch_record_borrowed(pipeline, forms, host, host_lens, names, host_count, output_sizes,
+                                      output_size_count, x, y, z, out),
+             pipeline, VN_KIND_PIPELINE);
+}
+
+size_t vn_dispatch_output_count(const vn_dispatch *d) {
+    VN_GET(size_t, d->bound.output_count, 0, d, VN_KIND_DISPATCH);
+}
 
 static vn_status output_at(const vn_dispatch *d, int64_t index, const vn_view **out) {
     if (index < 0 || (uint64_t)index >= d->bound.output_count)
@@ -186,21 +225,23 @@ static vn_status output_at(const vn_dispatch *d, int64_t index, const vn_view **
     return VN_OK;
 }
 
-vn_status vn_dispatch_output_len(const vn_dispatch *d, int64_t index, uint64_t *out) {
-    if (d == NULL || out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_output_len: NULL argument. Fix: pass a dispatch and a result.");
+static vn_status dispatch_output_len(const vn_dispatch *d, int64_t index, uint64_t *out) {
+    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_output_len: out is NULL. Fix: pass a result pointer.");
     const vn_view *v = NULL;
     vn_status st = output_at(d, index, &v);
     if (st == VN_OK) *out = v->size;
     return st;
 }
 
-/* The output buffer, once the checks every read makes have passed. */
+vn_status vn_dispatch_output_len(const vn_dispatch *d, int64_t index, uint64_t *out) {
+    VN_CALL1(dispatch_output_len(d, index, out), d, VN_KIND_DISPATCH);
+}
+
+/* The output as bound, once the checks every read makes have passed. */
 static vn_status readable_output(vn_dispatch *d, int64_t index, const vn_view **out) {
-    if (d == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "dispatch is NULL. Fix: pass a live PrerecordedDispatch.");
     vn_status st = output_at(d, index, out);
     if (st != VN_OK) return st;
-    vn_view checked;
-    st = vn_view_readable(*out, "reading an output", &checked);
+    st = vn_device_check((*out)->buffer->device, "reading an output");
     if (st != VN_OK) return st;
     /* Reading before replay would return whatever the buffer held: refuse instead. */
     if (atomic_load(&d->state) != DISPATCH_SUBMITTED)
@@ -210,15 +251,20 @@ static vn_status readable_output(vn_dispatch *d, int64_t index, const vn_view **
     return VN_OK;
 }
 
-vn_status vn_dispatch_read_output_async(vn_dispatch *d, int64_t index, vn_pending_read **out) {
+static vn_status dispatch_read_output_async(vn_dispatch *d, int64_t index, vn_pending_read **out) {
     const vn_view *v = NULL;
     vn_status st = readable_output(d, index, &v);
     if (st != VN_OK) return st;
-    /* The copy is queued after this dispatch's submission, so it sees its results. */
-    return vn_view_read_async(v, out);
+    /* The copy is queued after this dispatch's submission, so it sees its results. The
+     * dispatch holds the buffer for the call. */
+    return vn_view_read_async_held(v, out);
 }
 
-vn_status vn_dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint64_t capacity, uint64_t *written) {
+vn_status vn_dispatch_read_output_async(vn_dispatch *d, int64_t index, vn_pending_read **out) {
+    VN_CALL1(dispatch_read_output_async(d, index, out), d, VN_KIND_DISPATCH);
+}
+
+static vn_status dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint64_t capacity, uint64_t *written) {
     if (written != NULL) *written = 0;
     const vn_view *v = NULL;
     vn_status st = readable_output(d, index, &v);
@@ -233,17 +279,16 @@ vn_status vn_dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint
         if (dst == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "destination is NULL. Fix: pass a writable buffer.");
         /* The readback's copy is queued after this dispatch's submission, so its
          * completion implies the dispatch's. */
-        st = vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst);
+        const vn_submit_guard guard = {vn_buffer_submittable, v->buffer};
+        st = vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard);
         if (st != VN_OK) return st;
     }
     if (written != NULL) *written = v->size;
     return VN_OK;
 }
 
-void vn_dispatch_release(vn_dispatch *d) {
-    if (d == NULL || atomic_fetch_sub(&d->refs, 1) != 1) return;
-    if (d->command_buffer != NULL) wgpu.CommandBufferRelease(d->command_buffer);
-    vn_bound_release(&d->bound);
-    free(d);
-    vn_live_add(VN_LIVE_DISPATCH, -1);
+vn_status vn_dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint64_t capacity, uint64_t *written) {
+    VN_CALL1(dispatch_read_output(d, index, dst, capacity, written), d, VN_KIND_DISPATCH);
 }
+
+void vn_dispatch_release(vn_dispatch *d) { vn_release_handle(d, VN_KIND_DISPATCH); }

@@ -11,7 +11,7 @@
 #include "internal.h"
 
 struct vn_recording {
-    atomic_long refs;
+    vn_object obj; /* VN_KIND_RECORDING */
     vn_bound bound;
     bool clears;
 };
@@ -28,7 +28,7 @@ typedef struct vn_step {
 } vn_step;
 
 struct vn_sequence {
-    atomic_long refs;
+    vn_object obj; /* VN_KIND_SEQUENCE; obj.id orders its lock among others' (vn_device_submit) */
     vn_device *device;
     vn_mutex lock; /* add/copy/clear against a replay on another thread */
     vn_step *steps;
@@ -121,8 +121,8 @@ static void encode_sequence(const vn_sequence *s, WGPUCommandEncoder enc, uint32
 typedef struct encoder_job {
     uint32_t (*passes)(const void *what, uint32_t n, const vn_timing *t);
     void (*encode)(const void *what, WGPUCommandEncoder enc, uint32_t n, vn_timing *t);
-    /* VN_OK when no buffer it uses is mapped or destroyed by the binding it was
-     * adopted from (submitting one would abort the process). */
+    /* VN_OK when no buffer it uses is mapped or destroyed by wgpu-py (submitting one
+     * would abort the process); checked under the life lock, right before the submit. */
     vn_status (*submittable)(const void *what);
 } encoder_job;
 
@@ -131,7 +131,6 @@ typedef struct encoder_job {
 static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const void *what, uint32_t n,
                                    vn_timing_mode mode, const char *label, vn_submission **out) {
     vn_status st = vn_device_check(dev, label);
-    if (st == VN_OK) st = job->submittable(what);
     if (st != VN_OK) return st;
     vn_timing timing;
     memset(&timing, 0, sizeof timing);
@@ -149,7 +148,9 @@ static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const
         }
     }
     vn_scope_begin(dev);
-    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
+    WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
+    ed.label = vn_sv(label);
+    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, &ed);
     job->encode(what, enc, n, &timing);
     vn_timing_resolve(&timing, enc);
     WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
@@ -161,7 +162,8 @@ static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const
         vn_timing_release(&timing);
         return st;
     }
-    return vn_submit_tracked(dev, cb, label, &timing, out);
+    const vn_submit_guard guard = {job->submittable, what};
+    return vn_submit_tracked(dev, cb, label, &timing, &guard, out);
 }
 
 static uint32_t recording_passes_cb(const void *r, uint32_t n, const vn_timing *t) { return recording_passes(r, n, t); }
@@ -172,11 +174,8 @@ static uint32_t sequence_passes_cb(const void *s, uint32_t n, const vn_timing *t
 static void encode_sequence_cb(const void *s, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
     encode_sequence(s, enc, n, t);
 }
-static vn_status bound_submittable(const vn_bound *b, const char *what) {
-    return b->adopted ? vn_buffers_submittable(b->buffers, b->buffer_count, what) : VN_OK;
-}
 static vn_status recording_submittable(const void *r) {
-    return bound_submittable(&((const vn_recording *)r)->bound, "Recording.replay()");
+    return vn_bound_submittable(&((const vn_recording *)r)->bound, "Recording.replay()");
 }
 static vn_status sequence_submittable(const void *what) {
     const vn_sequence *s = what;
@@ -184,7 +183,7 @@ static vn_status sequence_submittable(const void *what) {
     for (size_t i = 0; i < s->count && st == VN_OK; i++) {
         const vn_step *step = &s->steps[i];
         if (step->kind == STEP_DISPATCH) {
-            st = bound_submittable(&step->bound, "Sequence.replay()");
+            st = vn_bound_submittable(&step->bound, "Sequence.replay()");
         } else {
             vn_buffer *const ends[2] = {step->src, step->dst};
             st = vn_buffers_submittable(step->src != NULL ? ends : ends + 1, step->src != NULL ? 2 : 1,
@@ -198,7 +197,14 @@ static const encoder_job sequence_job = {sequence_passes_cb, encode_sequence_cb,
 
 /* ---- recordings ------------------------------------------------------------------ */
 
-vn_status vn_recording_create(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_recording **out) {
+static void recording_destroy(vn_object *object) {
+    vn_recording *r = (vn_recording *)object;
+    vn_bound_release(&r->bound);
+    free(r);
+    vn_live_add(VN_LIVE_RECORDING, -1);
+}
+
+static vn_status recording_create(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_recording **out) {
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_create: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
     vn_recording *r = calloc(1, sizeof *r);
@@ -214,10 +220,14 @@ vn_status vn_recording_create(vn_pipeline *pipeline, const vn_dispatch_args *arg
         free(r);
         return st;
     }
-    atomic_init(&r->refs, 1);
+    vn_object_init(&r->obj, VN_KIND_RECORDING, recording_destroy);
     vn_live_add(VN_LIVE_RECORDING, 1);
     *out = r;
     return VN_OK;
+}
+
+vn_status vn_recording_create(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_recording **out) {
+    VN_CALL1(recording_create(pipeline, args, out), pipeline, VN_KIND_PIPELINE);
 }
 
 static vn_status check_count(uint32_t n, const char *what) {
@@ -226,20 +236,28 @@ static vn_status check_count(uint32_t n, const char *what) {
     return VN_OK;
 }
 
-vn_status vn_recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing, vn_submission **out) {
-    if (r == NULL || out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_replay: NULL argument. Fix: pass a recording and a result.");
+static vn_status recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing, vn_submission **out) {
+    if (out == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_replay: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
     vn_status st = check_count(n, "Recording");
     if (st != VN_OK) return st;
-    return encode_and_submit(r->bound.pipeline->device, &recording_job, r, n, timing, "replaying a recording", out);
+    char label[300];
+    snprintf(label, sizeof label, "replaying a recording of pipeline `%s`", r->bound.pipeline->label);
+    return encode_and_submit(r->bound.pipeline->device, &recording_job, r, n, timing, label, out);
 }
 
-size_t vn_recording_output_count(const vn_recording *r) { return r == NULL ? 0 : r->bound.output_count; }
+vn_status vn_recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing, vn_submission **out) {
+    VN_CALL1(recording_replay(r, n, timing, out), r, VN_KIND_RECORDING);
+}
 
-vn_status vn_recording_output(const vn_recording *r, int64_t index, vn_view *out) {
-    if (r == NULL || out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_output: NULL argument. Fix: pass a recording and a result.");
+size_t vn_recording_output_count(const vn_recording *r) {
+    VN_GET(size_t, r->bound.output_count, 0, r, VN_KIND_RECORDING);
+}
+
+static vn_status recording_output(const vn_recording *r, int64_t index, vn_view *out) {
+    if (out == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_output: out is NULL. Fix: pass a result pointer.");
     if (index < 0 || (uint64_t)index >= r->bound.output_count)
         return vn_fail(VN_ERROR_OUTPUT_INDEX,
                        "output index %lld is out of range for a recording with %zu output(s). Fix: pass an index "
@@ -250,28 +268,33 @@ vn_status vn_recording_output(const vn_recording *r, int64_t index, vn_view *out
     return VN_OK;
 }
 
-void vn_recording_release(vn_recording *r) {
-    if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1) return;
-    vn_bound_release(&r->bound);
-    free(r);
-    vn_live_add(VN_LIVE_RECORDING, -1);
+vn_status vn_recording_output(const vn_recording *r, int64_t index, vn_view *out) {
+    VN_CALL1(recording_output(r, index, out), r, VN_KIND_RECORDING);
 }
+
+void vn_recording_release(vn_recording *r) { vn_release_handle(r, VN_KIND_RECORDING); }
 
 /* ---- sequences ------------------------------------------------------------------- */
 
-vn_status vn_sequence_create(vn_device *device, vn_sequence **out) {
+static void sequence_destroy(vn_object *object);
+
+static vn_status sequence_create(vn_device *device, vn_sequence **out) {
     vn_status st = vn_device_check(device, "creating a sequence");
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_sequence_create: out is NULL. Fix: pass a result pointer.");
     vn_sequence *s = calloc(1, sizeof *s);
     if (s == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a sequence. Fix: free host memory.");
-    atomic_init(&s->refs, 1);
+    vn_object_init(&s->obj, VN_KIND_SEQUENCE, sequence_destroy);
     vn_mutex_init(&s->lock);
     vn_device_retain(device);
     s->device = device;
     vn_live_add(VN_LIVE_SEQUENCE, 1);
     *out = s;
     return VN_OK;
+}
+
+vn_status vn_sequence_create(vn_device *device, vn_sequence **out) {
+    VN_CALL1(sequence_create(device, out), device, VN_KIND_DEVICE);
 }
 
 static vn_status push_step(vn_sequence *s, const vn_step *step) {
@@ -286,9 +309,9 @@ static vn_status push_step(vn_sequence *s, const vn_step *step) {
     return VN_OK;
 }
 
-vn_status vn_sequence_add(vn_sequence *s, vn_pipeline *pipeline, const vn_dispatch_args *args, int clear_outputs) {
-    if (s == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "sequence is NULL. Fix: pass a live Sequence.");
-    if (pipeline != NULL && pipeline->device != s->device)
+static vn_status sequence_add(vn_sequence *s, vn_pipeline *pipeline, const vn_dispatch_args *args,
+                              int clear_outputs) {
+    if (pipeline->device != s->device)
         return vn_fail(VN_ERROR_BINDING, "the pipeline belongs to another device than the sequence. Fix: compile it on "
                        "the sequence's device.");
     vn_step step;
@@ -304,11 +327,12 @@ vn_status vn_sequence_add(vn_sequence *s, vn_pipeline *pipeline, const vn_dispat
     return st;
 }
 
-/* The view resolved into *v, on the sequence's device, with usage `need`. */
-static vn_status check_sequence_view(const vn_sequence *s, const vn_view *view, const char *role, uint64_t need,
-                                     vn_view *v) {
-    vn_status st = vn_view_resolve(view, role, v);
-    if (st != VN_OK) return st;
+vn_status vn_sequence_add(vn_sequence *s, vn_pipeline *pipeline, const vn_dispatch_args *args, int clear_outputs) {
+    VN_CALL2(sequence_add(s, pipeline, args, clear_outputs), s, VN_KIND_SEQUENCE, pipeline, VN_KIND_PIPELINE);
+}
+
+/* The view (resolved, its buffer held) is on the sequence's device, with usage `need`. */
+static vn_status check_sequence_view(const vn_sequence *s, const vn_view *v, const char *role, uint64_t need) {
     const vn_buffer *b = v->buffer;
     if (b->device != s->device)
         return vn_fail(VN_ERROR_BINDING, "%s (buffer %llu) belongs to another device than the sequence. Fix: create it on "
@@ -320,18 +344,17 @@ static vn_status check_sequence_view(const vn_sequence *s, const vn_view *view, 
     return VN_OK;
 }
 
-/* The GPU extent of a resolved view: its size padded to 4 (a view that is not a
+/* The GPU extent of a resolved view: its size padded to 4 (a view whose size is not a
  * multiple of 4 ends its buffer, so the padding is the allocation's own). */
 static uint64_t extent(const vn_view *v) { return vn_pad4(v->size); }
 
-vn_status vn_sequence_copy(vn_sequence *s, const vn_view *src_view, const vn_view *dst_view, uint64_t nbytes,
-                           uint64_t src_offset, uint64_t dst_offset) {
-    if (s == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "sequence is NULL. Fix: pass a live Sequence.");
-    vn_view src, dst;
-    vn_status st = check_sequence_view(s, src_view, "copy source", VN_USAGE_COPY_SRC, &src);
-    if (st == VN_OK) st = check_sequence_view(s, dst_view, "copy destination", VN_USAGE_COPY_DST, &dst);
+/* A copy between resolved views whose buffers the call holds. */
+static vn_status sequence_copy(vn_sequence *s, const vn_view *src, const vn_view *dst, uint64_t nbytes,
+                               uint64_t src_offset, uint64_t dst_offset) {
+    vn_status st = check_sequence_view(s, src, "copy source", VN_USAGE_COPY_SRC);
+    if (st == VN_OK) st = check_sequence_view(s, dst, "copy destination", VN_USAGE_COPY_DST);
     if (st != VN_OK) return st;
-    uint64_t src_len = extent(&src), dst_len = extent(&dst);
+    uint64_t src_len = extent(src), dst_len = extent(dst);
     if (src_offset > src_len || dst_offset > dst_len)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copy offsets %llu (source of %llu bytes) and %llu (destination of %llu "
                        "bytes) must lie inside the buffers. Fix: pass smaller offsets.",
@@ -350,51 +373,85 @@ vn_status vn_sequence_copy(vn_sequence *s, const vn_view *src_view, const vn_vie
                        "or the destination (%llu bytes from offset %llu). Fix: copy fewer bytes.",
                        (unsigned long long)nbytes, (unsigned long long)src_len, (unsigned long long)src_offset,
                        (unsigned long long)dst_len, (unsigned long long)dst_offset);
-    if (src.buffer == dst.buffer)
+    if (src->buffer == dst->buffer)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "a copy from buffer %llu to itself is not allowed by WebGPU (not even "
                        "between two views of it). Fix: copy through a second buffer.",
-                       (unsigned long long)src.buffer->identity);
+                       (unsigned long long)src->buffer->identity);
     vn_step step;
     memset(&step, 0, sizeof step);
     step.kind = STEP_COPY;
-    step.src = src.buffer;
-    step.dst = dst.buffer;
+    step.src = src->buffer;
+    step.dst = dst->buffer;
     step.nbytes = nbytes;
-    step.src_offset = src.offset + src_offset;
-    step.dst_offset = dst.offset + dst_offset;
+    step.src_offset = src->offset + src_offset;
+    step.dst_offset = dst->offset + dst_offset;
     vn_mutex_lock(&s->lock);
     st = push_step(s, &step);
     vn_mutex_unlock(&s->lock);
     if (st == VN_OK) {
-        vn_buffer_retain(src.buffer);
-        vn_buffer_retain(dst.buffer);
+        vn_buffer_retain(src->buffer);
+        vn_buffer_retain(dst->buffer);
     }
     return st;
 }
 
-vn_status vn_sequence_clear(vn_sequence *s, const vn_view *view) {
-    if (s == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "sequence is NULL. Fix: pass a live Sequence.");
-    vn_view v;
-    vn_status st = check_sequence_view(s, view, "cleared buffer", VN_USAGE_COPY_DST, &v);
+vn_status vn_sequence_copy(vn_sequence *s, const vn_view *src_view, const vn_view *dst_view, uint64_t nbytes,
+                           uint64_t src_offset, uint64_t dst_offset) {
+    vn_status st = vn_acquire(s, VN_KIND_SEQUENCE, __func__);
+    if (st != VN_OK) return st;
+    vn_view src, dst = {NULL, 0, 0};
+    st = vn_view_acquire(src_view, "copy source", &src);
+    if (st == VN_OK) st = vn_view_acquire(dst_view, "copy destination", &dst);
+    if (st == VN_OK) st = sequence_copy(s, &src, &dst, nbytes, src_offset, dst_offset);
+    if (dst.buffer != NULL) vn_unacquire(dst.buffer);
+    if (src.buffer != NULL) vn_unacquire(src.buffer);
+    vn_unacquire(s);
+    return st;
+}
+
+/* A clear of the resolved view v, whose buffer the call holds. */
+static vn_status sequence_clear(vn_sequence *s, const vn_view *v) {
+    vn_status st = check_sequence_view(s, v, "cleared buffer", VN_USAGE_COPY_DST);
     if (st != VN_OK) return st;
     vn_step step;
     memset(&step, 0, sizeof step);
     step.kind = STEP_CLEAR;
-    step.dst = v.buffer;
-    step.dst_offset = v.offset;
-    step.nbytes = extent(&v);
+    step.dst = v->buffer;
+    step.dst_offset = v->offset;
+    step.nbytes = extent(v);
     vn_mutex_lock(&s->lock);
     st = push_step(s, &step);
     vn_mutex_unlock(&s->lock);
-    if (st == VN_OK) vn_buffer_retain(v.buffer);
+    if (st == VN_OK) vn_buffer_retain(v->buffer);
     return st;
 }
 
-size_t vn_sequence_length(const vn_sequence *s) { return s == NULL ? 0 : s->count; }
+vn_status vn_sequence_clear(vn_sequence *s, const vn_view *view) {
+    vn_status st = vn_acquire(s, VN_KIND_SEQUENCE, __func__);
+    if (st != VN_OK) return st;
+    vn_view v;
+    st = vn_view_acquire(view, "cleared buffer", &v);
+    if (st == VN_OK) {
+        st = sequence_clear(s, &v);
+        vn_unacquire(v.buffer);
+    }
+    vn_unacquire(s);
+    return st;
+}
 
-vn_status vn_sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, vn_submission **out) {
-    if (s == NULL || out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_sequence_replay: NULL argument. Fix: pass a sequence and a result.");
+size_t vn_sequence_length(const vn_sequence *s) {
+    if (vn_acquire(s, VN_KIND_SEQUENCE, __func__) != VN_OK) return 0;
+    vn_sequence *seq = (vn_sequence *)s;
+    vn_mutex_lock(&seq->lock); /* an add on another thread may be growing it */
+    size_t n = seq->count;
+    vn_mutex_unlock(&seq->lock);
+    vn_unacquire(s);
+    return n;
+}
+
+static vn_status sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, vn_submission **out) {
+    if (out == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_sequence_replay: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
     vn_status st = check_count(n, "Sequence");
     if (st != VN_OK) return st;
@@ -408,8 +465,14 @@ vn_status vn_sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, 
     return st;
 }
 
-void vn_sequence_release(vn_sequence *s) {
-    if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1) return;
+vn_status vn_sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, vn_submission **out) {
+    VN_CALL1(sequence_replay(s, n, timing, out), s, VN_KIND_SEQUENCE);
+}
+
+void vn_sequence_release(vn_sequence *s) { vn_release_handle(s, VN_KIND_SEQUENCE); }
+
+static void sequence_destroy(vn_object *object) {
+    vn_sequence *s = (vn_sequence *)object;
     for (size_t i = 0; i < s->count; i++) {
         vn_step *st = &s->steps[i];
         if (st->kind == STEP_DISPATCH) vn_bound_release(&st->bound);
@@ -460,17 +523,87 @@ static vn_status batch_submittable(const void *what) {
 
 static const encoder_job batch_job = {batch_passes, encode_batch, batch_submittable};
 
-/* True when work[i] is a sequence not listed earlier: a sequence submitted twice in
- * one batch is locked once (its mutex is not recursive). */
-static bool first_mention(const vn_work *work, size_t i) {
-    if (work[i].sequence == NULL) return false;
-    for (size_t j = 0; j < i; j++)
-        if (work[j].sequence == work[i].sequence) return false;
-    return true;
+/* Lock order for a batch: its sequences' locks, each once, in ascending object id
+ * (internal.h, "Lock order"), so submit([a, b]) and submit([b, a]) on two threads
+ * take them in the same order. `seqs` gets the distinct sequences, sorted; returns
+ * how many. */
+static int by_id(const void *a, const void *b) {
+    uint64_t x = (*(vn_sequence *const *)a)->obj.id, y = (*(vn_sequence *const *)b)->obj.id;
+    return (x > y) - (x < y);
 }
 
-vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
-                           vn_submission **out) {
+static size_t distinct_sequences(const vn_work *work, size_t count, vn_sequence **seqs) {
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++)
+        if (work[i].sequence != NULL) seqs[n++] = work[i].sequence;
+    qsort(seqs, n, sizeof *seqs, by_id);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (kept == 0 || seqs[kept - 1] != seqs[i]) seqs[kept++] = seqs[i];
+    return kept;
+}
+
+static void unacquire_work(const vn_work *work, size_t count) {
+    for (size_t i = 0; i < count; i++)
+        vn_unacquire(work[i].recording != NULL ? (const void *)work[i].recording : (const void *)work[i].sequence);
+}
+
+/* Acquire (check the kind and retain for the call) every item, in place: the batch
+ * needs no list of its own, whatever its length. On failure none stays held. */
+static vn_status acquire_work(const vn_work *work, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        const vn_work *w = &work[i];
+        const void *item = w->recording != NULL ? (const void *)w->recording : (const void *)w->sequence;
+        vn_kind kind = w->recording != NULL ? VN_KIND_RECORDING : VN_KIND_SEQUENCE;
+        if ((w->recording == NULL) != (w->sequence == NULL) && vn_is(item, kind)) {
+            vn_retain((vn_object *)item);
+            continue;
+        }
+        vn_status st;
+        if ((w->recording == NULL) == (w->sequence == NULL)) {
+            st = vn_fail(VN_ERROR_INVALID_ARGUMENT, "work item %zu must be exactly one recording or sequence. Fix: "
+                         "pass vn.Recording or vn.Sequence objects.", i);
+        } else {
+            char fn[64];
+            snprintf(fn, sizeof fn, "device.submit work item %zu", i);
+            st = vn_handle_error(item, kind, fn);
+        }
+        unacquire_work(work, i);
+        return st;
+    }
+    return VN_OK;
+}
+
+/* With every item held: check devices, lock the sequences in order, encode, submit. */
+static vn_status submit_held(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
+                             vn_submission **out) {
+    size_t sequences = 0;
+    for (size_t i = 0; i < count; i++) {
+        const vn_work *w = &work[i];
+        vn_device *owner = w->recording ? w->recording->bound.pipeline->device : w->sequence->device;
+        if (owner != device)
+            return vn_fail(VN_ERROR_BINDING, "work item %zu belongs to another device. Fix: submit it on its own device.", i);
+        sequences += w->sequence != NULL;
+    }
+    /* Sequences are locked for the encode so a concurrent add cannot move their steps.
+     * Their list lives on the stack for the usual few; a batch of many sequences pays
+     * one allocation, of at most `count` pointers (the caller's own array is larger). */
+    vn_sequence *stack_seqs[16];
+    vn_sequence **seqs = sequences <= 16 ? stack_seqs : malloc(sequences * sizeof *seqs);
+    if (seqs == NULL)
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate the lock list of %zu sequences. Fix: free host "
+                       "memory, or submit fewer sequences at once.", sequences);
+    size_t locked = distinct_sequences(work, count, seqs);
+    for (size_t i = 0; i < locked; i++) vn_mutex_lock(&seqs[i]->lock);
+    batch b = {work, count};
+    vn_status st = encode_and_submit(device, &batch_job, &b, 1, timing, "device.submit", out);
+    for (size_t i = locked; i-- > 0;) vn_mutex_unlock(&seqs[i]->lock);
+    if (seqs != stack_seqs) free(seqs);
+    return st;
+}
+
+static vn_status device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
+                               vn_submission **out) {
     vn_status st = vn_device_check(device, "device.submit");
     if (st != VN_OK) return st;
     if (out == NULL || (count > 0 && work == NULL))
@@ -478,21 +611,15 @@ vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count,
     *out = NULL;
     if (count == 0)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "device.submit([]): nothing to submit. Fix: pass recordings or sequences.");
-    for (size_t i = 0; i < count; i++) {
-        const vn_work *w = &work[i];
-        if ((w->recording == NULL) == (w->sequence == NULL))
-            return vn_fail(VN_ERROR_INVALID_ARGUMENT, "work item %zu must be exactly one recording or sequence. Fix: pass "
-                           "vn.Recording or vn.Sequence objects.", i);
-        vn_device *owner = w->recording ? w->recording->bound.pipeline->device : w->sequence->device;
-        if (owner != device)
-            return vn_fail(VN_ERROR_BINDING, "work item %zu belongs to another device. Fix: submit it on its own device.", i);
-    }
-    /* Sequences are locked for the encode so a concurrent add cannot move their steps. */
-    for (size_t i = 0; i < count; i++)
-        if (first_mention(work, i)) vn_mutex_lock(&work[i].sequence->lock);
-    batch b = {work, count};
-    st = encode_and_submit(device, &batch_job, &b, 1, timing, "device.submit", out);
-    for (size_t i = count; i-- > 0;)
-        if (first_mention(work, i)) vn_mutex_unlock(&work[i].sequence->lock);
+    st = acquire_work(work, count);
+    if (st != VN_OK) return st;
+    st = submit_held(device, work, count, timing, out);
+    /* After every lock is released: this may drop an item's last reference. */
+    unacquire_work(work, count);
     return st;
+}
+
+vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
+                           vn_submission **out) {
+    VN_CALL1(device_submit(device, work, count, timing, out), device, VN_KIND_DEVICE);
 }

@@ -231,3 +231,23 @@ def test_a_bind_key_that_is_not_a_str_raises_wrong_type_error(device: vn.Device,
 def test_a_bind_value_that_is_not_a_buffer_raises_wrong_type_error(double: vn.Pipeline) -> None:
     with pytest.raises(vn.WrongTypeError, match=r"bind\['inp'\].*Fix:"):
         double.record(bind={"inp": b"bytes", "out": b"bytes"})  # type: ignore[dict-item]
+
+
+def test_named_bindings_take_immediates_too(device: vn.Device) -> None:
+    if "immediates" not in device.features:
+        pytest.skip(f"adapter {device.info['name']} has no immediates")
+    prog = device.compile(
+        """
+var<immediate> k: u32;
+@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x < arrayLength(&acc)) { acc[gid.x] = acc[gid.x] + k; }
+}
+""",
+        preserve=["acc"],
+    )
+    acc = device.upload(np.arange(N, dtype=np.uint32))
+    rec = prog.record(immediates=np.uint32(7).tobytes(), bind={"acc": acc})
+    rec.replay(2).wait()
+    np.testing.assert_array_equal(acc.read(np.uint32), np.arange(N) + 14)

@@ -22,7 +22,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,7 +39,6 @@ __all__ = [
     "to_choice",
     "to_constants",
     "to_destination",
-    "to_handle_array",
     "to_index",
     "to_indirect",
     "to_int",
@@ -47,7 +46,6 @@ __all__ = [
     "to_named",
     "to_path",
     "to_ptr",
-    "to_ptr_or_null",
     "to_readable",
     "to_seconds",
     "to_str_tuple",
@@ -66,8 +64,6 @@ __all__ = [
 U32_MAX = 0xFFFFFFFF
 U64_MAX = 0xFFFFFFFFFFFFFFFF
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
-
-H = TypeVar("H", bound=Handle)
 
 
 def _shown(value: Any) -> str:
@@ -337,25 +333,6 @@ def to_ptr(handle: Any, cls: type[Handle] | tuple[type[Handle], ...], what: str)
     raise wrong_type(what, handle, _class_names(cls), f"pass {_class_names(cls)}.")
 
 
-def to_ptr_or_null(handle: Any, cls: type[Handle], what: str) -> Any:
-    """``to_ptr``, with None as NULL."""
-    return ffi.NULL if handle is None else to_ptr(handle, cls, what)
-
-
-def to_handle_array(handles: Any, cls: type[H], what: str, ctype: Any) -> tuple[Any, int, list[Any]]:
-    """A C array (of ``ctype``) of the handles' pointers, its length, and the pointers'
-    owners, which the caller keeps referenced until the C call returns: a C array holds
-    no reference, and a ``release()`` on another thread must not free an object mid-call.
-    """
-    if type(handles) is list or type(handles) is tuple:
-        ptrs = [h._ptr if type(h) is cls else None for h in handles]
-        if None not in ptrs:
-            return (ffi.new(ctype, ptrs) if ptrs else ffi.NULL), len(ptrs), ptrs
-    items = to_list(handles, what, f"a list of vn.{cls._kind}")
-    ptrs = [to_ptr(h, cls, f"{what}[{i}]") for i, h in enumerate(items)]
-    return (ffi.new(ctype, ptrs) if ptrs else ffi.NULL), len(ptrs), ptrs
-
-
 # ---- buffers and views: the C vn_view {buffer, offset, size} --------------------------------------
 #
 # A Buffer is the view {buffer, 0, UINT64_MAX} ("to the end"); a BufferView carries the offset
@@ -383,7 +360,9 @@ def to_views(values: Any, what: str, buffer_cls: type[Handle], view_cls: type[An
     array holds no reference, and a ``release()`` on another thread must not free an
     object mid-call)."""
     if type(values) is list or type(values) is tuple:
-        fast = [(h._ptr, 0, U64_MAX) if type(h) is buffer_cls and h._ptr is not None else None for h in values]
+        fast = [
+            (h._ptr, 0, U64_MAX) if type(h) is buffer_cls and h._ptr is not None else None for h in values
+        ]
         if None not in fast:
             return fast  # type: ignore[return-value]  # no None in it
     items = to_list(values, what, f"a list of vn.{buffer_cls._kind} or vn.BufferView")

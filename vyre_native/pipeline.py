@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -41,23 +40,30 @@ _U64_MAX = 0xFFFFFFFFFFFFFFFF
 _POSITIONAL, _NAMED = int(lib.VN_BIND_POSITIONAL), int(lib.VN_BIND_NAMED)
 _VIEWS = ffi.typeof("vn_view[]")
 _ARGS = ffi.typeof("vn_dispatch_args *")
-_LINE = re.compile(r"wgsl:(\d+):(\d+)")
 
 
 def _shader_error(err: ShaderError) -> ShaderError:
-    """The compiler's message as a ShaderError, with the first line it names."""
-    text = str(err)
-    found = _LINE.search(text)
-    return ShaderError(text, err.code, line=int(found.group(1)) if found else None)
+    """The compiler's error as a ShaderError with the line and column C found in it
+    (this thread's last error is still the failed call's)."""
+    line, column = ffi.new("uint32_t *"), ffi.new("uint32_t *")
+    if not lib.vn_last_error_position(line, column):
+        return err
+    return ShaderError(str(err), err.code, line=int(line[0]), column=int(column[0]))
 
 
 def dispatch_args(
-    inputs: Any, outputs: Any, params: Any, workgroups: Any, bind: Any = None, indirect: Any = None
+    inputs: Any,
+    outputs: Any,
+    params: Any,
+    workgroups: Any,
+    immediates: Any = None,
+    bind: Any = None,
+    indirect: Any = None,
 ) -> tuple[Any, list[Any]]:
     """The C ``vn_dispatch_args`` of one dispatch, and the objects its pointers name,
     which the caller keeps until its C call returns. Which view goes to which binding
-    (the positional rule or the names), whether both forms were used, and whether each
-    view fits, is C's to check: this only converts what was given."""
+    (the positional rule or the names), whether both forms were used, whether each view
+    fits, and the immediates' size, are C's to check: this only converts what was given."""
     x, y, z = to_workgroups(workgroups)
     # inputs, outputs and params share one C array (the hot path: one allocation)
     views = to_views(inputs, "inputs", Buffer, BufferView)
@@ -73,8 +79,10 @@ def dispatch_args(
     par = array + n_in + n_out if params is not None else ffi.NULL
     pinned: list[Any] = [array, views]
     fields = [forms, x, y, z, ins, n_in, outs, n_out, par]  # the rest of the struct is zero
-    if bind is None and indirect is None:
+    if bind is None and indirect is None and immediates is None:
         return ffi.new(_ARGS, fields), pinned
+    imm, n_imm = (ffi.NULL, 0) if immediates is None else to_readable(immediates, "immediates")
+    pinned.append(imm)
     names_c = named = ind = ffi.NULL
     n_named = offset = 0
     if bind is not None:
@@ -89,7 +97,7 @@ def dispatch_args(
         view, offset = to_indirect(indirect, Buffer, BufferView)
         ind = ffi.new("vn_view *", view)
         pinned.append(ind)
-    return ffi.new(_ARGS, [*fields, names_c, named, n_named, ind, offset]), pinned
+    return ffi.new(_ARGS, [*fields, imm, n_imm, names_c, named, n_named, ind, offset]), pinned
 
 
 class Pipeline(Handle):
@@ -108,6 +116,10 @@ class Pipeline(Handle):
     bindings: list[Binding]
     entry_point: str
     workgroup_size: tuple[int, int, int] | None
+    #: bytes of the entry point's ``var<immediate>`` data (its type's size rounded up to
+    #: 4), 0 when it declares none: each dispatch then takes exactly this many bytes
+    #: as ``immediates=``
+    immediate_size: int
 
     @classmethod
     def _compile(
@@ -172,6 +184,7 @@ class Pipeline(Handle):
                 # 64 bits saturates: it is far past any limit either way)
                 "workgroup_size": [min(d, _U64_MAX) for d in module.workgroup_size],
                 "workgroup_storage_size": min(module.workgroup_storage_size, _U64_MAX),
+                "immediate_size": module.immediate_size,
             },
         )
         out = ffi.new("vn_pipeline **")
@@ -186,11 +199,17 @@ class Pipeline(Handle):
         self.bindings = list(bindings)
         self.entry_point = entry_point
         self.workgroup_size = module.workgroup_size
+        self.immediate_size = module.immediate_size
         return self
 
     @property
     def device(self) -> Device:
         return self._device
+
+    @property
+    def label(self) -> str:
+        """The pipeline's label in wgpu and in every message about it: its entry point."""
+        return self.entry_point
 
     def __repr__(self) -> str:
         return f"<vn.Pipeline {self.entry_point} bindings={len(self.bindings)}>"
@@ -207,6 +226,7 @@ class Pipeline(Handle):
         outputs: Sequence[Bindable] = (),
         params: Bindable | None = None,
         workgroups: Sequence[int] = (1, 1, 1),
+        immediates: Any = None,
         *,
         bind: Mapping[str, Bindable] | None = None,
         indirect: tuple[Bindable, int] | None = None,
@@ -221,11 +241,13 @@ class Pipeline(Handle):
         size, device, offset alignment); bind groups come from this pipeline's cache;
         non-preserved outputs are cleared on the GPU before the dispatch.
         ``indirect=(buffer, offset)`` dispatches with the three u32 workgroup counts at
-        that offset of any buffer with INDIRECT usage, bound or not. Costs one C call:
-        resolution, bind groups and encoding happen there.
+        that offset of any buffer with INDIRECT usage, bound or not. ``immediates``: a
+        bytes-like object of exactly ``immediate_size`` bytes, the entry point's
+        ``var<immediate>`` data for this dispatch (copied; None when it declares none).
+        Costs one C call: resolution, bind groups and encoding happen there.
         """
         ptr = self._live()
-        args, pinned = dispatch_args(inputs, outputs, params, workgroups, bind, indirect)
+        args, pinned = dispatch_args(inputs, outputs, params, workgroups, immediates, bind, indirect)
         out = ffi.new("vn_dispatch **")
         check(lib.vn_dispatch_record(ptr, args, out))
         del pinned  # held until the call returned
@@ -237,17 +259,19 @@ class Pipeline(Handle):
         outputs: Sequence[Bindable] = (),
         params: Bindable | None = None,
         workgroups: Sequence[int] = (1, 1, 1),
+        immediates: Any = None,
         *,
         bind: Mapping[str, Bindable] | None = None,
         indirect: tuple[Bindable, int] | None = None,
     ) -> Recording:
         """A replayable ``vn.Recording``: same rules and checks as ``prerecord_persistent_dispatch``.
 
-        Resolution, validation and bind groups happen here, once; each
-        ``replay(n)`` is then one C call that encodes and submits.
+        Resolution, validation and bind groups happen here, once, and ``immediates``
+        are copied here; each ``replay(n)`` is then one C call that encodes (setting
+        the same immediates for every launch) and submits.
         """
         ptr = self._live()
-        args, pinned = dispatch_args(inputs, outputs, params, workgroups, bind, indirect)
+        args, pinned = dispatch_args(inputs, outputs, params, workgroups, immediates, bind, indirect)
         out = ffi.new("vn_recording **")
         check(lib.vn_recording_create(ptr, args, out))
         del pinned  # held until the call returned

@@ -50,14 +50,20 @@ class Sequence(Handle):
         params: Bindable | None = None,
         workgroups: SequenceABC[int] = (1, 1, 1),
         clear_outputs: bool = True,
+        immediates: Any = None,
         *,
         bind: Mapping[str, Bindable] | None = None,
         indirect: tuple[Bindable, int] | None = None,
     ) -> Sequence:
         """Append a dispatch (same binding rules and checks as ``prerecord_persistent_dispatch``,
-        ``bind=`` and ``indirect=`` too: the counts may come from a buffer an earlier step wrote)."""
+        ``bind=`` and ``indirect=`` too: the counts may come from a buffer an earlier step wrote).
+
+        ``immediates``: this step's own ``var<immediate>`` data (exactly
+        ``pipeline.immediate_size`` bytes, copied): per-step values with no uniform
+        buffer and no bind-group change between steps.
+        """
         ptr = self._live()
-        args, pinned = dispatch_args(inputs, outputs, params, workgroups, bind, indirect)
+        args, pinned = dispatch_args(inputs, outputs, params, workgroups, immediates, bind, indirect)
         pipe = to_ptr(pipeline, Pipeline, "Sequence.add pipeline")
         check(lib.vn_sequence_add(ptr, pipe, args, to_bool(clear_outputs, "clear_outputs")))
         del pinned  # held until the call returned
