@@ -65,14 +65,15 @@ def test_an_exported_buffer_mapped_by_wgpu_py_is_refused_until_unmapped() -> Non
 grb.map_sync(READ)
 gwb.map_sync(WRITE)
 out = {"sequence": outcome(lambda: seq.replay().wait()), "submit": outcome(lambda: d.submit([seq]).wait()),
-       "read": outcome(wb.read), "read_async": outcome(lambda: wb.read_async().result())}
+       "read": outcome(wb.read), "read_async": outcome(lambda: wb.read_async().result()),
+       "view_read": outcome(lambda: wb.view(16, 32).read())}
 grb.unmap()
 gwb.unmap()
 out["after_unmap"] = outcome(lambda: (seq.replay().wait(), wb.read()))
 report(out)
 """
     )
-    for how in ("sequence", "submit", "read", "read_async"):
+    for how in ("sequence", "submit", "read", "read_async", "view_read"):
         check_outcome(res[how], vn.BindingError, "mapped", "wgpu-py", "unmap")
     assert res["after_unmap"]["ok"], res["after_unmap"]
 
