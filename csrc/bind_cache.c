@@ -63,7 +63,13 @@ static void remove_at(vn_bind_cache *cache, uint32_t i) {
 
 vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, vn_buffer *const *buffers, uint32_t count,
                             WGPUBindGroup *out) {
-    vn_bind_cache *cache = &pipeline->cache;
+    return vn_bind_cache_fetch(&pipeline->cache, pipeline->device->device, pipeline->layouts[group], pipeline->bindings,
+                               pipeline->binding_count, group, buffers, count, out);
+}
+
+vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindGroupLayout layout,
+                              const vn_binding *bindings, size_t binding_count, uint32_t group,
+                              vn_buffer *const *buffers, uint32_t count, WGPUBindGroup *out) {
     uint64_t stack_key[32];
     uint64_t *key = 2 * count <= 32 ? stack_key : malloc(2 * count * sizeof *key);
     if (key == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a bind-group key. Fix: free host memory.");
@@ -100,20 +106,20 @@ vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, vn_buffer *co
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate bind-group entries. Fix: free host memory.");
     }
     uint32_t n = 0;
-    for (size_t i = 0; i < pipeline->binding_count; i++) {
-        if (pipeline->bindings[i].group != group) continue;
+    for (size_t i = 0; i < binding_count; i++) {
+        if (bindings[i].group != group) continue;
         WGPUBindGroupEntry e = WGPU_BIND_GROUP_ENTRY_INIT;
-        e.binding = pipeline->bindings[i].binding;
+        e.binding = bindings[i].binding;
         e.buffer = buffers[n]->buffer;
         e.offset = 0;
         e.size = buffers[n]->allocation_len;
         entries[n++] = e;
     }
     WGPUBindGroupDescriptor desc = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
-    desc.layout = pipeline->layouts[group];
+    desc.layout = layout;
     desc.entryCount = n;
     desc.entries = entries;
-    WGPUBindGroup bg = wgpu.DeviceCreateBindGroup(pipeline->device->device, &desc);
+    WGPUBindGroup bg = wgpu.DeviceCreateBindGroup(device, &desc);
     if (entries != stack_entries) free(entries);
     if (bg == NULL) {
         if (key != stack_key) free(key);

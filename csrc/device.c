@@ -220,6 +220,7 @@ void vn_device_retain(vn_device *device) { atomic_fetch_add(&device->refs, 1); }
 
 void vn_device_unref(vn_device *device) {
     if (device == NULL || atomic_fetch_sub(&device->refs, 1) != 1) return;
+    vn_fill_release(device);
     vn_staging_free_all(device);
     if (device->queue) wgpu.QueueRelease(device->queue);
     if (device->device) wgpu.DeviceRelease(device->device);
