@@ -42,12 +42,21 @@ static const char FILL_WGSL[] =
 
 enum {
     WORKGROUP_SIZE = 256,
-    /* Enough workgroups to fill every multiprocessor of a large GPU several times
-     * over; bigger buffers loop. */
-    MAX_GROUPS = 4096,
+    /* One element per invocation up to 65535 workgroups (256 MiB of quads), the
+     * most one dimension allows; bigger buffers loop. On the H200 a 64 MiB fill took
+     * 21.2 µs with 16384 or 65535 workgroups against 22.1 with 1024 or 4096. */
+    MAX_GROUPS = 65535,
     WORDS = 0,
     QUADS = 1
 };
+
+/* Where clear_buffer is kept. On a CPU adapter (Mesa's lavapipe) clear_buffer is a
+ * memset (10-20 GB/s on one core) while a fill dispatch stores lane by lane (1.5-3
+ * GB/s), so above a few KiB the fill's extra GPU time, paid on the same cores, passes
+ * the 5-10 µs of host time a pass break costs there: measured on lavapipe, to
+ * completion, 16 KiB was about even and 64 KiB lost by 2x. On a GPU both write at
+ * memory bandwidth, so every bindable buffer is filled (see the README's Benchmarks). */
+static const uint64_t CPU_ADAPTER_FILL_MAX_BYTES = 16 << 10;
 
 const char *vn_debug_fill_wgsl(void) { return FILL_WGSL; }
 
@@ -128,7 +137,8 @@ static vn_status fill_get(vn_device *dev, vn_fill **out) {
     }
     uint32_t per_dimension = dev->limits.maxComputeWorkgroupsPerDimension;
     f->max_groups = per_dimension != 0 && per_dimension < MAX_GROUPS ? per_dimension : MAX_GROUPS;
-    f->max_bytes = dev->limits.maxStorageBufferBindingSize;
+    f->max_bytes = strcmp(dev->info.adapter_type, "CPU") == 0 ? CPU_ADAPTER_FILL_MAX_BYTES
+                                                               : dev->limits.maxStorageBufferBindingSize;
     atomic_store_explicit(&dev->fill, f, memory_order_release);
     *out = f;
     return VN_OK;
