@@ -12,10 +12,9 @@ import importlib.util
 import os
 import pathlib
 import shutil
-import statistics
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -205,23 +204,45 @@ def wgpu_wait(wgx: Any) -> None:
         wgx.queue.on_submitted_work_done_sync()
 
 
+def _per_operation(benchmark: Any, seconds: Iterable[float]) -> Any:
+    """Replace the benchmark's samples with per-operation ones, so that pytest-benchmark's
+    own table and JSON speak per operation on every row (a round of many operations,
+    or of one C call doing many, would otherwise read that many times slower)."""
+    from pytest_benchmark.stats import Stats
+
+    per_op = Stats()
+    for s in seconds:
+        per_op.update(s)
+    benchmark.stats.stats = per_op
+    return per_op
+
+
+def _per_op_info(info: dict[str, Any], s: Any, nbytes: int | None) -> None:
+    info["per_op_ns_median"] = s.median * 1e9
+    info["per_op_ns_min"] = s.min * 1e9
+    info["per_op_ns_q1"] = s.q1 * 1e9
+    info["per_op_ns_q3"] = s.q3 * 1e9
+    if nbytes:
+        info["bytes"] = nbytes
+        info["gb_per_s"] = nbytes / info["per_op_ns"]
+
+
 def record_python(
     benchmark: Any, way: str, operation: str, nbytes: int | None = None, ops_per_round: int = 1, **extra: Any
 ) -> None:
     """extra_info for a vyre_native or wgpu-py benchmark (one call per round, or
-    ``ops_per_round`` operations in one timed round)."""
+    ``ops_per_round`` operations in one timed round: each round then counts as its
+    per-operation average)."""
     info = benchmark.extra_info
     info.update(way=way, operation=operation, ops_per_round=ops_per_round, **extra)
     stats = getattr(benchmark, "stats", None)
     if stats is None:  # --benchmark-disable
         return
     s = stats.stats
-    info["per_op_ns"] = s.mean * 1e9 / ops_per_round
-    info["per_op_ns_median"] = s.median * 1e9 / ops_per_round
-    info["per_op_ns_min"] = s.min * 1e9 / ops_per_round
-    if nbytes:
-        info["bytes"] = nbytes
-        info["gb_per_s"] = nbytes / info["per_op_ns"]
+    if ops_per_round != 1:
+        s = _per_operation(benchmark, [d / ops_per_round for d in s.data])
+    info["per_op_ns"] = s.mean * 1e9
+    _per_op_info(info, s, nbytes)
 
 
 def run_floor(
@@ -232,15 +253,18 @@ def run_floor(
     ops: int,
     rounds: int,
     nbytes: int | None = None,
+    per_sample: int = 1,
     **extra: Any,
 ) -> None:
     """Time a raw-C entry point: each round is one C call doing ``ops`` operations.
+    Where one C sample covers ``per_sample`` operations (a submit of 1000 dispatches),
+    every figure is divided by it.
 
     ``call(n, samples)`` runs the operation n times in C and returns the total ns;
-    C times each operation on its own into ``samples``. pytest-benchmark's own
-    columns for these rows are per round (``ops`` operations plus one cffi call);
-    the per-operation figures are ``extra_info["per_op_ns"]`` (mean),
-    ``per_op_ns_median`` and ``per_op_ns_min``, from the C timings.
+    C times each operation on its own into ``samples``, and those per-operation
+    samples replace pytest-benchmark's per-round ones (its table then reads per
+    operation, as every other row does). ``extra_info["per_op_ns"]`` is the mean from
+    the C totals, the median, min and quartiles come from the C samples.
     """
     ffi = floor.ffi
     buf = ffi.new("int64_t[]", ops)
@@ -255,22 +279,12 @@ def run_floor(
     benchmark.pedantic(target, rounds=rounds, iterations=1, warmup_rounds=0)
     info = benchmark.extra_info
     info.update(way="raw-C", operation=operation, ops_per_round=ops, **extra)
-    if totals:
-        info["per_op_ns"] = sum(totals) / (ops * len(totals))
-        info["per_op_ns_median"] = float(statistics.median(samples))
-        info["per_op_ns_min"] = float(min(samples))
-        if nbytes:
-            info["bytes"] = nbytes
-            info["gb_per_s"] = nbytes / info["per_op_ns"]
-
-
-def per_dispatch(benchmark: Any, per_round: int) -> None:
-    """The floor times one submit of `per_round` operations per sample: report per op."""
-    info = benchmark.extra_info
-    for key in ("per_op_ns", "per_op_ns_median", "per_op_ns_min"):
-        if key in info:
-            info[key] /= per_round
-    info["ops_per_sample"] = per_round
+    if per_sample != 1:
+        info["ops_per_sample"] = per_sample
+    if totals and getattr(benchmark, "stats", None) is not None:
+        s = _per_operation(benchmark, [ns * 1e-9 / per_sample for ns in samples])
+        info["per_op_ns"] = sum(totals) / (ops * len(totals) * per_sample)
+        _per_op_info(info, s, nbytes)
 
 
 def sequence_operation(benchmark: Any, operation: str, wait: bool) -> str:
@@ -326,8 +340,15 @@ def bench_floor_sequence(
     """The raw-C floor of the same: each sample one submit of SEQUENCE_LEN steps;
     ``call(wait, n, samples)``."""
     operation = sequence_operation(benchmark, operation, wait)
-    run_floor(benchmark, floor, operation, lambda n, s: call(int(wait), n, s), rounds.burst, 1)
-    per_dispatch(benchmark, SEQUENCE_LEN)
+    run_floor(
+        benchmark,
+        floor,
+        operation,
+        lambda n, s: call(int(wait), n, s),
+        rounds.burst,
+        1,
+        per_sample=SEQUENCE_LEN,
+    )
 
 
 def bench_wgpu_encode_submit(benchmark: Any, wgx: Any, rounds: Rounds, operation: str) -> None:
@@ -381,6 +402,8 @@ int64_t floor_replay_wait(floor_ctx *c, uint64_t n, int64_t *samples);
 int64_t floor_encode_submit(floor_ctx *c, uint64_t n, int64_t *samples);
 int64_t floor_read(floor_ctx *c, int which, uint64_t n, int reuse, int64_t *samples);
 int64_t floor_borrowed(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n, int64_t *samples);
+int64_t floor_write(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n, int64_t *samples);
+int64_t floor_compile(floor_ctx *c, const char *wgsl, uint64_t n, int64_t *samples);
 int floor_result(floor_ctx *c, void *dst, uint64_t nbytes);
 int64_t floor_memcpy(floor_ctx *c, uint64_t n);
 int64_t floor_encode_n_submit(floor_ctx *c, uint32_t launches, uint64_t n, int64_t *samples);

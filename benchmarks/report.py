@@ -60,6 +60,10 @@ OPERATIONS: dict[str, str] = {
     "sequence_1000_clear_naive": "1000 clearing steps, clear_buffer + pass each (host)",
     "clear_64MiB_gpu": "clear 64 MiB between two dispatches (GPU time)",
     "async_read_16x4MiB": "16 x 4 MiB readbacks in flight",
+    "write_64MiB": "write 64 MiB + wait",
+    "compile": "compile WGSL into a pipeline",
+    "multi_device_one": "compute unit, one device",
+    "multi_device_two": "compute unit, two devices / two threads",
 }
 
 _STAT_KEYS = {"mean": "per_op_ns", "median": "per_op_ns_median", "min": "per_op_ns_min"}
@@ -144,6 +148,15 @@ def _without_samples(raw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def raw_info(raw: dict[str, Any], operation: str) -> dict[str, Any] | None:
+    """The extra_info of the vyre_native benchmark of an operation, if it ran."""
+    for b in raw.get("benchmarks", []):
+        info = b.get("extra_info") or {}
+        if info.get("operation") == operation and info.get("way") == "vyre_native":
+            return dict(info)
+    return None
+
+
 def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = False) -> dict[str, Any]:
     """The report (what --json writes) from pytest-benchmark's JSON."""
     key = _STAT_KEYS[stat]
@@ -161,6 +174,8 @@ def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = F
             "mean_us": None if info.get("per_op_ns") is None else info["per_op_ns"] / 1e3,
             "median_us": None if info.get("per_op_ns_median") is None else info["per_op_ns_median"] / 1e3,
             "min_us": None if info.get("per_op_ns_min") is None else info["per_op_ns_min"] / 1e3,
+            "q1_us": None if info.get("per_op_ns_q1") is None else info["per_op_ns_q1"] / 1e3,
+            "q3_us": None if info.get("per_op_ns_q3") is None else info["per_op_ns_q3"] / 1e3,
             "gb_per_s": None if per_op is None or not info.get("bytes") else info["bytes"] / per_op,
             "test": b.get("fullname") or b.get("name"),
             "rounds": b["stats"].get("rounds"),
@@ -277,6 +292,13 @@ def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = F
                 pick("async_read_16x4MiB", "vyre_native"), pick("read_output_into_64MiB", "vyre_native")
             ),
         },
+    }
+    two = by_id.get("multi_device_two", {}).get("detail", {}).get("vyre_native", {})
+    targets["multi_device"] = {
+        "what": "throughput of two devices from two threads / one device (target >= 1.8 with two adapters)",
+        "speedup": ratio(pick("multi_device_one", "vyre_native"), pick("multi_device_two", "vyre_native")),
+        "distinct_adapters": (raw_info(raw, "multi_device_two") or {}).get("distinct_adapters"),
+        "detail": two.get("test"),
     }
     return {
         "format": "vyre_native.bench/1",
@@ -419,12 +441,29 @@ def format_table(report: dict[str, Any]) -> str:
             f"  16 x 4 MiB in flight: {_us(ar['total_us'])} µs vs one 64 MiB read_output_into "
             f"{_us(ar['one_64MiB_us'])} µs = {_x(ar['ratio'])}"
         ),
+        (
+            f"  two devices from two threads vs one: {_x(t['multi_device']['speedup'])} the throughput "
+            f"({'two adapters' if t['multi_device']['distinct_adapters'] else 'one adapter shared'})"
+        ),
     ]
     return "\n".join(lines)
 
 
+def _ratio_bars(row: dict[str, Any], way: str) -> tuple[float, float, float] | None:
+    """(ratio, low, high) of a way's per-operation time to raw C's: the statistic's ratio,
+    and its spread over rounds (the way's interquartile range over raw C's statistic)."""
+    c = row["per_op_us"]["raw-C"]
+    cell = row["detail"].get(way) or {}
+    v = row["per_op_us"][way]
+    if not c or not v:
+        return None
+    q1, q3 = cell.get("q1_us"), cell.get("q3_us")
+    return v / c, (q1 / c if q1 else v / c), (q3 / c if q3 else v / c)
+
+
 def draw_chart(report: dict[str, Any], path: pathlib.Path) -> str:
-    """A grouped bar chart (log scale) of per-operation µs; returns a one-line note."""
+    """Per operation, each way's time as a ratio to raw C's (1.0 = the floor), on a
+    linear scale with the spread over rounds; returns a one-line note."""
     try:
         import matplotlib  # type: ignore[import-not-found, unused-ignore]
 
@@ -432,28 +471,50 @@ def draw_chart(report: dict[str, Any], path: pathlib.Path) -> str:
         import matplotlib.pyplot as plt  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         return "chart: skipped (matplotlib is not installed; pip install matplotlib to get one)"
-    rows = report["operations"]
+    rows = [r for r in report["operations"] if r["per_op_us"]["raw-C"]]
     if not rows:
-        return "chart: skipped (no results)"
-    colors = {"vyre_native": "#1f77b4", "wgpu-py": "#ff7f0e", "raw-C": "#2ca02c"}
-    fig, ax = plt.subplots(figsize=(10, 0.55 * len(rows) + 1.8))
-    height = 0.26
-    for k, way in enumerate(WAYS):
-        ys = [i + (k - 1) * height for i in range(len(rows))]
-        xs = [r["per_op_us"][way] or 0 for r in rows]
-        ax.barh(ys, xs, height=height, label=way, color=colors[way])
+        return "chart: skipped (no operation has a raw-C row)"
+    colors = {"vyre_native": "#1f77b4", "wgpu-py": "#ff7f0e"}
+    bars = {way: [_ratio_bars(r, way) for r in rows] for way in colors}
+    vn_high = max((b[2] for b in bars["vyre_native"] if b), default=1.0)
+    limit = max(4.0, 1.25 * vn_high)  # wgpu-py runs to tens of x: clip it and print its value
+    fig, ax = plt.subplots(figsize=(10, 0.5 * len(rows) + 2.2))
+    height = 0.38
+    for k, (way, color) in enumerate(colors.items()):
+        for i, b in enumerate(bars[way]):
+            if b is None:
+                continue
+            y = i + (k - 0.5) * height
+            ratio, low, high = b
+            ax.barh(y, min(ratio, limit), height=height, color=color, label=way if i == 0 else None)
+            if ratio <= limit:
+                ax.errorbar(
+                    ratio,
+                    y,
+                    xerr=[[ratio - low], [max(0.0, min(high, limit) - ratio)]],
+                    fmt="none",
+                    ecolor="black",
+                    elinewidth=0.8,
+                    capsize=2,
+                )
+            else:
+                ax.text(limit, y, f" {ratio:.0f}x", va="center", ha="right", fontsize=8, color="white")
+    ax.axvline(1.0, color="#2ca02c", linewidth=1.5, label="raw C (the floor)")
+    ax.set_xlim(0, limit)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([r["label"] for r in rows])
     ax.invert_yaxis()
-    ax.set_xscale("log")
-    ax.set_xlabel(f"µs per operation ({report['statistic']}, log scale; shorter is faster)")
+    ax.set_xlabel(
+        f"time per operation / raw C's ({report['statistic']}); whiskers: interquartile range over rounds"
+    )
     m = report["machine"]
     ax.set_title(
-        f"vyre_native vs wgpu-py vs raw C: {m['adapter']} ({m['backend']}), {m['date']}", fontsize=10
+        f"vyre_native and wgpu-py against raw C: {m['adapter']} ({m['backend']}), {m['date']}", fontsize=10
     )
-    ax.legend(loc="lower right")
-    ax.grid(axis="x", which="both", alpha=0.3)
-    fig.tight_layout()
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return f"chart: {path}"

@@ -26,7 +26,6 @@ from harness import (
     bench_vn_sequence,
     bench_wgpu_encode_submit,
     bench_wgpu_sequence,
-    per_dispatch,
     record_python,
     run_floor,
     wgpu_wait,
@@ -106,8 +105,8 @@ def test_replay_n_raw_c(benchmark, cfloor, rounds):
         lambda n, s: lib.floor_fill_in_pass(ctx, REPLAY_N, 0, n, s),
         rounds.burst,
         1,
+        per_sample=REPLAY_N,
     )
-    per_dispatch(benchmark, REPLAY_N)
 
 
 # ---- a sequence of 1000 dispatches: one pass, one submit --------------------------------

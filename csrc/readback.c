@@ -88,6 +88,7 @@ void vn_staging_free_all(vn_device *dev) {
 }
 
 struct vn_pending_read {
+    vn_object obj; /* VN_KIND_PENDING_READ (a blocking read's record on the stack has none) */
     vn_device *device;
     vn_staging *staging;
     uint64_t nbytes;
@@ -109,7 +110,7 @@ static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u
 
 /* Queue the copy into a staging buffer and its map; return at once. */
 static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, vn_pending_read *r) {
-    memset(r, 0, sizeof *r);
+    memset(r, 0, sizeof *r); /* the header too: vn_buffer_read_async sets it after */
     r->device = dev;
     r->nbytes = nbytes;
     uint64_t padded = vn_pad4(nbytes);
@@ -218,7 +219,9 @@ vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t nbytes, void *dst
     return read_finish(&r, dst);
 }
 
-vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
+static void pending_read_destroy(vn_object *object);
+
+static vn_status buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
     vn_status st = vn_buffer_check(buffer, "buffer.read_async");
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_read_async: out is NULL. Fix: pass a result pointer.");
@@ -237,25 +240,31 @@ vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
         free(r);
         return st;
     }
+    vn_object_init(&r->obj, VN_KIND_PENDING_READ, pending_read_destroy);
     vn_device_retain(buffer->device);
     vn_live_add(VN_LIVE_PENDING_READ, 1);
     *out = r;
     return VN_OK;
 }
 
-int vn_pending_read_done(vn_pending_read *r) {
-    if (r == NULL) return 0;
+vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
+    VN_CALL1(buffer_read_async(buffer, out), buffer, VN_KIND_BUFFER);
+}
+
+static int pending_read_done(vn_pending_read *r) {
     if (r->finished) return 1;
     if (!atomic_load(&r->done) && vn_device_check(r->device, "PendingRead.done") == VN_OK)
         wgpu.DevicePoll(r->device->device, 0, NULL);
     return atomic_load(&r->done);
 }
 
-uint64_t vn_pending_read_len(const vn_pending_read *r) { return r == NULL ? 0 : r->nbytes; }
+int vn_pending_read_done(vn_pending_read *r) { VN_GET(int, pending_read_done(r), 0, r, VN_KIND_PENDING_READ); }
 
-vn_status vn_pending_read_map(vn_pending_read *r, const void **data) {
-    if (r == NULL || data == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pending_read_map: NULL argument. Fix: pass a read and a result.");
+uint64_t vn_pending_read_len(const vn_pending_read *r) { VN_GET(uint64_t, r->nbytes, 0, r, VN_KIND_PENDING_READ); }
+
+static vn_status pending_read_map(vn_pending_read *r, const void **data) {
+    if (data == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pending_read_map: data is NULL. Fix: pass a result pointer.");
     *data = NULL;
     if (r->finished)
         return vn_fail(VN_ERROR_ALREADY_SUBMITTED, "this asynchronous read was already completed. Fix: start a new "
@@ -265,12 +274,17 @@ vn_status vn_pending_read_map(vn_pending_read *r, const void **data) {
     return st;
 }
 
-void vn_pending_read_unmap(vn_pending_read *r) {
-    if (r != NULL && r->mapped != NULL) read_unmap(r);
+vn_status vn_pending_read_map(vn_pending_read *r, const void **data) {
+    VN_CALL1(pending_read_map(r, data), r, VN_KIND_PENDING_READ);
 }
 
-vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
-    if (r == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pending read is NULL. Fix: pass a live read.");
+void vn_pending_read_unmap(vn_pending_read *r) {
+    if (vn_acquire(r, VN_KIND_PENDING_READ, __func__) != VN_OK) return;
+    if (r->mapped != NULL) read_unmap(r);
+    vn_unacquire(r);
+}
+
+static vn_status pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
     if (r->finished)
         return vn_fail(VN_ERROR_ALREADY_SUBMITTED, "this asynchronous read was already completed. Fix: start a new "
                        "read_async() for each result.");
@@ -283,8 +297,14 @@ vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacit
     return read_finish(r, dst);
 }
 
-void vn_pending_read_release(vn_pending_read *r) {
-    if (r == NULL) return;
+vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
+    VN_CALL1(pending_read_finish(r, dst, capacity), r, VN_KIND_PENDING_READ);
+}
+
+void vn_pending_read_release(vn_pending_read *r) { vn_release_handle(r, VN_KIND_PENDING_READ); }
+
+static void pending_read_destroy(vn_object *object) {
+    vn_pending_read *r = (vn_pending_read *)object;
     if (r->mapped != NULL) read_unmap(r);
     if (!r->finished) read_finish(r, NULL);
     vn_device_unref(r->device);

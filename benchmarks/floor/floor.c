@@ -43,10 +43,10 @@
     X(CommandEncoderBeginComputePass) X(CommandEncoderFinish) X(CommandEncoderRelease) \
     X(ComputePassEncoderSetPipeline) X(ComputePassEncoderSetBindGroup)                 \
     X(ComputePassEncoderDispatchWorkgroups) X(ComputePassEncoderEnd)                   \
-    X(ComputePassEncoderRelease) X(CommandBufferRelease) X(AdapterHasFeature)             \
-    X(DeviceCreateBindGroupLayout) X(DeviceCreatePipelineLayout) X(PipelineLayoutRelease) \
-    X(DeviceCreateQuerySet) X(QuerySetRelease) X(CommandEncoderResolveQuerySet)        \
-    X(QueueGetTimestampPeriod)
+    X(ComputePassEncoderRelease) X(CommandBufferRelease) X(QueueWriteBuffer)           \
+    X(AdapterHasFeature) X(DeviceCreateBindGroupLayout) X(DeviceCreatePipelineLayout)  \
+    X(PipelineLayoutRelease) X(DeviceCreateQuerySet) X(QuerySetRelease)                \
+    X(CommandEncoderResolveQuerySet) X(QueueGetTimestampPeriod)
 
 static struct {
 #define FLOOR_FIELD(name) __typeof__(wgpu##name) *name;
@@ -855,6 +855,56 @@ int64_t floor_read_parts(floor_ctx *c, uint32_t parts, uint64_t n, int64_t *samp
     return checked(c, total);
 }
 
+/* ---- upload ------------------------------------------------------------------------ */
+
+/* 13. write `nbytes` of host memory into the big readback source with
+ * wgpuQueueWriteBuffer, and wait until the queue has done it (an empty submit, then
+ * a blocking poll): what buffer.write + wait_idle and wgpu-py's write_buffer + wait
+ * cost. */
+int64_t floor_write(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n, int64_t *samples) {
+    if (nbytes > c->read_bytes[1]) {
+        fail("floor_write: %llu bytes, the floor's big buffer holds %llu", (unsigned long long)nbytes,
+             (unsigned long long)c->read_bytes[1]);
+        return -1;
+    }
+    int64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        TIMED(i, {
+            W.QueueWriteBuffer(c->queue, c->read_src[1], 0, host, (size_t)nbytes);
+            W.QueueSubmitForIndex(c->queue, 0, NULL);
+            drain(c);
+        });
+    }
+    return checked(c, total);
+}
+
+/* ---- compile ------------------------------------------------------------------------ */
+
+/* 15. compile `wgsl` into a shader module and a compute pipeline with an automatic
+ * layout, then release both: what dev.compile and wgpu-py's create_shader_module +
+ * create_compute_pipeline cost (the caller varies the source so no cache answers). */
+int64_t floor_compile(floor_ctx *c, const char *wgsl, uint64_t n, int64_t *samples) {
+    int64_t total = 0;
+    int rc = 0;
+    for (uint64_t i = 0; i < n && rc == 0; i++) {
+        TIMED(i, {
+            WGPUShaderSourceWGSL src = WGPU_SHADER_SOURCE_WGSL_INIT;
+            src.code = sv(wgsl);
+            WGPUShaderModuleDescriptor smd = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
+            smd.nextInChain = &src.chain;
+            WGPUShaderModule module = W.DeviceCreateShaderModule(c->device, &smd);
+            WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
+            pd.compute.module = module;
+            pd.compute.entryPoint = sv("main");
+            WGPUComputePipeline pipeline = W.DeviceCreateComputePipeline(c->device, &pd);
+            if (pipeline == NULL) rc = (fail("floor_compile: no pipeline"), -1);
+            else W.ComputePipelineRelease(pipeline);
+            W.ShaderModuleRelease(module);
+        });
+    }
+    return rc < 0 ? -1 : checked(c, total);
+}
+
 /* ---- clears inside the pass: vyre_native's zero fill --------------------------------- */
 
 /* Make the fill pipelines from vyre_native's own fill WGSL (vn.debug.fill_wgsl()),
@@ -909,7 +959,7 @@ int floor_fill_setup(floor_ctx *c, const char *fill_wgsl) {
     return 0;
 }
 
-/* 12. `steps` steps in ONE compute pass, one submit, each as a sequence step that
+/* 16. `steps` steps in ONE compute pass, one submit, each as a sequence step that
  * clears its output: set the fill pipeline and its bind group, dispatch the fill,
  * set the kernel's pipeline and bind group, dispatch: the floor of a vyre_native
  * sequence whose steps clear their outputs (clear_outputs=True, the default). */
@@ -947,7 +997,7 @@ static void timed_pass(floor_ctx *c, WGPUCommandEncoder enc, uint32_t begin, uin
     W.ComputePassEncoderRelease(pass);
 }
 
-/* 13. GPU time (timestamps, ns) of zeroing the big readback source (64 MiB) between
+/* 17. GPU time (timestamps, ns) of zeroing the big readback source (64 MiB) between
  * two launch-kernel dispatches, as a vyre_native sequence [dispatch, clear(big),
  * dispatch] replayed with timing=True measures it (the first pass's start to the last
  * pass's end): how = 0, clear_buffer between the two dispatches' passes; 1, the fill
