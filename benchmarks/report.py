@@ -491,7 +491,8 @@ def draw_chart(report: dict[str, Any], path: pathlib.Path) -> str:
                 ax.errorbar(
                     ratio,
                     y,
-                    xerr=[[ratio - low], [max(0.0, min(high, limit) - ratio)]],
+                    # a skewed row's mean can sit below its first quartile
+                    xerr=[[max(0.0, ratio - low)], [max(0.0, min(high, limit) - ratio)]],
                     fmt="none",
                     ecolor="black",
                     elinewidth=0.8,

@@ -54,8 +54,10 @@ enum {
  * memset (10-20 GB/s on one core) while a fill dispatch stores lane by lane (1.5-3
  * GB/s), so above a few KiB the fill's extra GPU time, paid on the same cores, passes
  * the 5-10 µs of host time a pass break costs there: measured on lavapipe, to
- * completion, 16 KiB was about even and 64 KiB lost by 2x. On a GPU both write at
- * memory bandwidth, so every bindable buffer is filled (see the README's Benchmarks). */
+ * completion, 16 KiB was about even and 64 KiB lost by 2x. On a GPU every bindable
+ * buffer is filled: on the H200 a 64 MiB fill took about half clear_buffer's GPU
+ * time, and from 256 B to 64 MiB fills won on the host and to completion (the
+ * README's Benchmarks). */
 static const uint64_t CPU_ADAPTER_FILL_MAX_BYTES = 16 << 10;
 
 const char *vn_debug_fill_wgsl(void) { return FILL_WGSL; }
