@@ -83,6 +83,14 @@ OPERATIONS: dict[str, tuple[str, str]] = {
         "sequence of 1000, per dispatch (done)",
         "one of 1000 dispatches in one pass, submit + wait",
     ),
+    "sequence_1000_immediates": (
+        "sequence of 1000, per-step immediates",
+        "one of 1000 dispatches in one pass, each setting its own var<immediate> scalar",
+    ),
+    "sequence_1000_uniforms": (
+        "sequence of 1000, per-step uniform buffers",
+        "one of 1000 dispatches in one pass, each binding its own uniform buffer",
+    ),
     "sequence_1000_clear": (
         "sequence of 1000 clearing, per step (host)",
         "one of 1000 steps that clear their output (fill in the one pass), one submit",

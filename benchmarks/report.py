@@ -55,6 +55,8 @@ OPERATIONS: dict[str, str] = {
     "replay_n": "Recording.replay(64), per launch",
     "sequence_1000": "sequence of 1000, per dispatch (host)",
     "sequence_1000_wait": "sequence of 1000, per dispatch (done)",
+    "sequence_1000_immediates": "sequence of 1000, per-step immediates",
+    "sequence_1000_uniforms": "sequence of 1000, per-step uniform buffers",
     "sequence_1000_clear": "sequence of 1000 clearing, per step (host)",
     "sequence_1000_clear_wait": "sequence of 1000 clearing, per step (done)",
     "sequence_1000_clear_naive": "1000 clearing steps, clear_buffer + pass each (host)",

@@ -64,11 +64,11 @@ static void remove_at(vn_bind_cache *cache, uint32_t i) {
 vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, vn_buffer *const *buffers, uint32_t count,
                             WGPUBindGroup *out) {
     return vn_bind_cache_fetch(&pipeline->cache, pipeline->device->device, pipeline->layouts[group], pipeline->bindings,
-                               pipeline->binding_count, group, buffers, count, out);
+                               pipeline->binding_count, pipeline->label, group, buffers, count, out);
 }
 
 vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindGroupLayout layout,
-                              const vn_binding *bindings, size_t binding_count, uint32_t group,
+                              const vn_binding *bindings, size_t binding_count, const char *owner, uint32_t group,
                               vn_buffer *const *buffers, uint32_t count, WGPUBindGroup *out) {
     uint64_t stack_key[32];
     uint64_t *key = 2 * count <= 32 ? stack_key : malloc(2 * count * sizeof *key);
@@ -115,7 +115,10 @@ vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindG
         e.size = buffers[n]->allocation_len;
         entries[n++] = e;
     }
+    char label[240];
+    snprintf(label, sizeof label, "%s @group(%u)", owner, group);
     WGPUBindGroupDescriptor desc = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
+    desc.label = vn_sv(label);
     desc.layout = layout;
     desc.entryCount = n;
     desc.entries = entries;

@@ -472,6 +472,7 @@ static vn_status device_get_limits(const vn_device *device, vn_limits *out) {
     out->max_compute_workgroup_size_y = l->maxComputeWorkgroupSizeY;
     out->max_compute_workgroup_size_z = l->maxComputeWorkgroupSizeZ;
     out->max_compute_workgroups_per_dimension = l->maxComputeWorkgroupsPerDimension;
+    out->max_immediate_size = l->maxImmediateSize == WGPU_LIMIT_U32_UNDEFINED ? 0 : l->maxImmediateSize;
     return VN_OK;
 }
 

@@ -159,7 +159,8 @@ vn_status vn_clear_plan(vn_device *dev, vn_buffer *buffer, vn_clear *out) {
     if (buffer->allocation_len > f->max_bytes) return VN_OK;
     uint32_t v = buffer->allocation_len % 16 == 0 ? QUADS : WORDS;
     vn_buffer *const one[1] = {buffer};
-    st = vn_bind_cache_fetch(&f->cache, dev->device, f->layouts[v], f->bindings, 2, v, one, 1, &out->group);
+    st = vn_bind_cache_fetch(&f->cache, dev->device, f->layouts[v], f->bindings, 2, "vyre_native zero fill", v, one, 1,
+                             &out->group);
     if (st != VN_OK) return st;
     uint64_t elements = buffer->allocation_len / (v == QUADS ? 16 : 4);
     uint64_t groups = (elements + WORKGROUP_SIZE - 1) / WORKGROUP_SIZE;

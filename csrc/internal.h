@@ -42,6 +42,11 @@ bool vn_library_file_check(const char *path, uint64_t *size, char *why, size_t c
  * return `code`, so call sites read `return vn_fail(...)`. */
 vn_status vn_fail(vn_status code, const char *fmt, ...) VN_PRINTF_LIKE(2, 3);
 void vn_clear_error(void);
+/* After vn_fail: the failure points at WGSL line and column (vn_last_error_position). */
+void vn_set_error_position(uint32_t line, uint32_t column);
+/* Put `prefix` before this thread's last message (keeping its position) and return
+ * `code`: "pipeline `main`: " before what a shared helper reported. */
+vn_status vn_fail_prefixed(vn_status code, const char *prefix);
 /* wgpu's WGPUStringView as a C string into buf (always terminated). */
 void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap);
 
@@ -165,8 +170,9 @@ void vn_unacquire_all(const void *const *handles, size_t n);
  * holds; the log callback takes only the leaf 7.
  *
  *   1. object locks: vn_sequence.lock, vn_submission.lock
- *   2. vn_device.submit_lock (the life lock; read by submits and mapped reads,
- *      written by destroy and mark_lost)
+ *   2. vn_device.submit_lock (the life lock; read by submits, which check their
+ *      shared buffers under it, and mapped reads; written by destroy,
+ *      vn_device_destroy_shared and vn_buffer_set_foreign_state)
  *   3. vn_device.scope_lock (error scopes: push, work, pop)
  *   4. vn_device.pipelines_lock (the device's pipeline list)
  *   5. vn_bind_cache.lock (one pipeline's bind groups, or the device's zero-fill ones)
@@ -176,6 +182,16 @@ void vn_unacquire_all(const void *const *handles, size_t n);
  *
  * One exception, documented in docs/LOCKING.md: vn_pending_read_map returns with
  * the life lock (2) held for reading until vn_pending_read_unmap. */
+/* ---- diagnostics (diagnostics.c) ------------------------------------------------ */
+
+/* After shader creation failed with `code`: rewrite the last error as "<what, at line
+ * L, column C>\n<source line>\n<caret>\nFix: ..." with its position set
+ * (vn_last_error_position); var<immediate> on a device without the feature becomes
+ * VN_ERROR_UNSUPPORTED. Returns the resulting code. */
+vn_status vn_shader_diagnose(vn_device *device, const char *wgsl, size_t wgsl_len, vn_status code);
+/* VN_ERROR_UNSUPPORTED: "<what>, but this device lacks ... immediates", then `shown` (a
+ * source excerpt, or NULL) and the Fix that fits (the adapter offers it or not). */
+vn_status vn_immediates_unsupported(const vn_device *device, const char *what, const char *shown);
 
 /* ---- live-object counters (debug.c) ---------------------------------------- */
 
@@ -280,13 +296,30 @@ struct vn_buffer {
     uint64_t allocation_len;
     uint64_t usage;
     uint64_t identity;     /* the allocation identity: obj.id */
-    bool adopted;          /* made by another binding (vn_buffer_adopt) */
-    atomic_int foreign;    /* vn_foreign_state, for adopted buffers */
+    /* vn_foreign_state: what wgpu-py did to it, when it shares it (interop.c). Written
+     * under the device's life lock for writing, read by submits under it for reading. */
+    atomic_int foreign;
 };
 
-/* VN_OK, or VN_ERROR_BINDING when one of the buffers is mapped or destroyed by the
- * binding it was adopted from (submitting it would abort the process). */
+/* ---- what a submit re-checks under the life lock (interop.c) ------------------- */
+
+/* A check a submit makes while it holds the device's life lock for reading, right
+ * before its queue call: that wgpu-py has not mapped or destroyed a buffer the work
+ * uses. wgpu-py's map and destroy change that state under the write side, so the
+ * check and the submit are one step for them (vn_buffer_set_foreign_state). */
+typedef struct vn_submit_guard {
+    vn_status (*check)(const void *arg);
+    const void *arg;
+} vn_submit_guard;
+
+/* vn_submit_begin, then guard->check (guard may be NULL) with the lock held; on
+ * failure nothing is held. */
+vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard);
+/* VN_OK, or VN_ERROR_BINDING naming `what` when one of the buffers is mapped or
+ * destroyed by wgpu-py (submitting it would abort the process). Call under the life lock. */
 vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const char *what);
+/* A guard check over one vn_buffer (arg), for readbacks. */
+vn_status vn_buffer_submittable(const void *buffer);
 
 void vn_buffer_retain(vn_buffer *buffer);
 /* The header, identity, device reference and live count of a new buffer record. */
@@ -297,8 +330,9 @@ vn_status vn_buffer_check(const vn_buffer *buffer, const char *what);
 /* ---- readback (readback.c) ---------------------------------------------------- */
 
 /* Copy `nbytes` of `src` (which has COPY_SRC usage and an allocation of at least
- * round_up(nbytes, 4) bytes) into dst, after all work submitted before the call. */
-vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t nbytes, void *dst);
+ * round_up(nbytes, 4) bytes) into dst, after all work submitted before the call. The
+ * copy's submit checks `guard` under the life lock (NULL for the layer's own buffers). */
+vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t nbytes, void *dst, const vn_submit_guard *guard);
 void vn_staging_free_all(vn_device *device);
 
 /* GPU timing of one encode: a query set, the passes it times, and where the
@@ -323,11 +357,11 @@ void vn_timing_release(vn_timing *timing);
  * pass in per-dispatch mode; ns holds 1 + passes values); *count gets how many. */
 vn_status vn_timing_read(vn_device *device, vn_timing *timing, uint64_t *ns, size_t *count);
 
-/* Submit one finished command buffer (holding the submit lock) and track its
- * completion; *out gets a submission the caller owns, which takes over the timing
- * resources (timing may be NULL). Releases cb. */
+/* Submit one finished command buffer (holding the submit lock, after `guard`'s check
+ * under it; guard may be NULL) and track its completion; *out gets a submission the
+ * caller owns, which takes over the timing resources (timing may be NULL). Releases cb. */
 vn_status vn_submit_tracked(vn_device *device, WGPUCommandBuffer cb, const char *what, vn_timing *timing,
-                            vn_submission **out);
+                            const vn_submit_guard *guard, vn_submission **out);
 
 /* ---- pipelines and the bind-group cache (pipeline.c, bind_cache.c) ---------- */
 
@@ -375,6 +409,8 @@ struct vn_pipeline {
     size_t binding_count;
     int32_t indirect_binding;
     uint64_t indirect_offset;
+    uint32_t immediate_size;    /* bytes of var<immediate> data each dispatch takes, 0: none */
+    char *label;                /* the entry point: wgpu's label, and what messages call it */
     vn_bind_cache cache;
     struct vn_pipeline *next, *prev; /* device->pipelines, under pipelines_lock */
 };
@@ -389,9 +425,10 @@ void vn_bind_cache_destroy(vn_bind_cache *cache);
 vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, vn_buffer *const *buffers,
                             uint32_t count, WGPUBindGroup *out);
 /* The same for any cache: `group` keys the entry and selects, from `bindings`, the
- * binding numbers of its entries; the group is made with `layout` on `device`. */
+ * binding numbers of its entries; the group is made with `layout` on `device` and
+ * labelled "<owner> @group(<group>)". */
 vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindGroupLayout layout,
-                              const vn_binding *bindings, size_t binding_count, uint32_t group,
+                              const vn_binding *bindings, size_t binding_count, const char *owner, uint32_t group,
                               vn_buffer *const *buffers, uint32_t count, WGPUBindGroup *out);
 /* Drop every cached bind group that binds the buffer of `identity` (on its release). */
 void vn_bind_cache_forget(vn_bind_cache *cache, uint64_t identity);
@@ -421,13 +458,17 @@ typedef struct vn_bound {
     uint32_t x, y, z;
     vn_buffer *indirect;   /* borrowed from buffers, NULL for a direct dispatch */
     uint64_t indirect_offset;
-    bool adopted;          /* some buffer is adopted: check vn_buffers_submittable */
+    uint8_t *immediates;   /* the dispatch's own copy of its var<immediate> data, or NULL */
+    uint32_t immediate_len;
     size_t clear_count;
     vn_clear *clears;      /* one per non-preserved output, output order */
 } vn_bound;
 
+/* Failures name the pipeline ("pipeline `main`: ..."). immediates: exactly the
+ * pipeline's immediate_size bytes (NULL and 0 without), copied into out. */
 vn_status vn_bound_resolve(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
                            vn_buffer *const *outputs, size_t output_count, vn_buffer *params,
+                           const void *immediates, size_t immediates_len,
                            uint32_t x, uint32_t y, uint32_t z, vn_bound *out);
 /* Per-dispatch timing gives every dispatch a pass of its own, and its clears go
  * outside the timed passes (clear_buffer), so each time is the dispatch's alone. */
@@ -440,7 +481,8 @@ static inline bool vn_bound_clears(const vn_bound *bound) { return bound->clear_
 /* True when some clear of the bound dispatch is a clear_buffer, which ends the pass. */
 bool vn_bound_clears_outside(const vn_bound *bound, const vn_timing *timing);
 /* Inside an open compute pass: set pipeline and bind groups where they differ from
- * *state (updated), then dispatch. */
+ * *state (updated), the dispatch's immediates (always: each step may carry its own),
+ * then dispatch. */
 typedef struct vn_pass_state {
     WGPUComputePipeline pipeline;
     WGPUBindGroup groups[8];

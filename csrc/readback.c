@@ -109,7 +109,8 @@ static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u
 }
 
 /* Queue the copy into a staging buffer and its map; return at once. */
-static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, vn_pending_read *r) {
+static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, const vn_submit_guard *guard,
+                            vn_pending_read *r) {
     memset(r, 0, sizeof *r); /* the header too: vn_buffer_read_async sets it after */
     r->device = dev;
     r->nbytes = nbytes;
@@ -126,7 +127,7 @@ static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, vn_
     wgpu.CommandEncoderRelease(enc);
     st = vn_scope_end(dev, "encoding a readback copy", VN_ERROR_VALIDATION,
                       "read only buffers with COPY_SRC usage, on the device that made them.");
-    if (st == VN_OK) st = vn_submit_begin(dev, "reading back");
+    if (st == VN_OK) st = vn_submit_begin_guarded(dev, "reading back", guard);
     if (st != VN_OK) {
         wgpu.CommandBufferRelease(cb);
         staging_return(dev, r->staging);
@@ -212,9 +213,9 @@ static vn_status read_finish(vn_pending_read *r, void *dst) {
     return VN_OK;
 }
 
-vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t nbytes, void *dst) {
+vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t nbytes, void *dst, const vn_submit_guard *guard) {
     vn_pending_read r;
-    vn_status st = read_begin(dev, src, nbytes, &r);
+    vn_status st = read_begin(dev, src, nbytes, guard, &r);
     if (st != VN_OK) return st;
     return read_finish(&r, dst);
 }
@@ -226,8 +227,6 @@ static vn_status buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_read_async: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
-    st = vn_buffers_submittable(&buffer, 1, "read_async()");
-    if (st != VN_OK) return st;
     if (!(buffer->usage & VN_USAGE_COPY_SRC))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
                        "read_async: buffer %llu has usage 0x%llx without COPY_SRC, so it cannot be copied out. Fix: "
@@ -235,7 +234,8 @@ static vn_status buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
                        (unsigned long long)buffer->identity, (unsigned long long)buffer->usage);
     vn_pending_read *r = malloc(sizeof *r);
     if (r == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a pending read. Fix: free host memory.");
-    st = read_begin(buffer->device, buffer->buffer, buffer->byte_len, r);
+    const vn_submit_guard guard = {vn_buffer_submittable, buffer};
+    st = read_begin(buffer->device, buffer->buffer, buffer->byte_len, &guard, r);
     if (st != VN_OK) {
         free(r);
         return st;

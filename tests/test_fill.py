@@ -238,6 +238,33 @@ def test_the_fill_kernel_zeroes_every_word_at_the_workgroup_counts_it_is_dispatc
     buf.release()
 
 
+def test_steps_with_immediates_read_cleared_outputs_and_their_own_immediates(device: vn.Device) -> None:
+    """A fill dispatch (another pipeline, no immediates) between steps that each set
+    their own immediates: each step still sees its immediate and a cleared output."""
+    if "immediates" not in device.features:
+        pytest.skip(f"adapter {device.info['name']} has no immediates")
+    prog = device.compile(
+        """
+var<immediate> k: u32;
+@group(0) @binding(0) var<storage, read_write> scratch: array<u32>;
+@group(0) @binding(1) var<storage, read_write> acc: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i < arrayLength(&acc)) { scratch[i] = scratch[i] + k; acc[i] = acc[i] + scratch[i]; }
+}
+""",
+        preserve=["acc"],
+    )
+    scratch, acc = device.alloc(4 * 64), device.alloc(4 * 64)
+    seq = device.sequence()
+    for k in range(1, 11):
+        seq.add(prog, [], [scratch, acc], immediates=np.uint32(k).tobytes())
+    seq.replay().wait()
+    assert np.all(acc.read(np.uint32) == 55)  # scratch cleared each step: acc gains exactly k
+    assert np.all(scratch.read(np.uint32) == 10)
+
+
 # ---- what is not cleared ------------------------------------------------------------------------
 
 
