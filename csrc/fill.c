@@ -54,7 +54,8 @@ enum {
  * memset (10-20 GB/s on one core) while a fill dispatch stores lane by lane (1.5-3
  * GB/s), so above a few KiB the fill's extra GPU time, paid on the same cores, passes
  * the 5-10 µs of host time a pass break costs there: measured on lavapipe, to
- * completion, 16 KiB was about even and 64 KiB lost by 2x. On a GPU every bindable
+ * completion, 4 KiB was even, 16 KiB within the noise (0-10 µs a step lost) and
+ * 64 KiB lost by 2x. On a GPU every bindable
  * buffer is filled: on the H200 a 64 MiB fill took about half clear_buffer's GPU
  * time, and from 256 B to 64 MiB fills won on the host and to completion (the
  * README's Benchmarks). */
