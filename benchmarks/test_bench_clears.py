@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import statistics
 
-import numpy as np
 import pytest
 from harness import BIG_READ, SEQUENCE_LEN, bench_floor_sequence, run_floor
 
@@ -57,10 +56,7 @@ def test_clear_64MiB_gpu_vyre_native(benchmark, vnx, rounds):
     time from the first pass's start to the last pass's end (floor_clear_gpu's shape)."""
     if not vnx.dev.timestamps:
         pytest.skip("the adapter has no timestamp queries")
-    # the floor's buffer: the same usage, and its pages already touched (the floor reads
-    # it back in other rows; a CPU adapter's fresh allocation faults them in on first use)
-    usage = vnx.vn.BufferUsage.STORAGE | vnx.vn.BufferUsage.COPY_SRC | vnx.vn.BufferUsage.COPY_DST
-    big = vnx.dev.upload(np.ones(BIG_READ // 4, np.uint32), usage=usage)
+    big = vnx.big  # the floor's usage, made at session start as the floor's is
     seq = vnx.dev.sequence()
     seq.add(vnx.prog, [vnx.a], [vnx.o], workgroups=(1, 1, 1), clear_outputs=False)
     seq.clear(big)
@@ -76,7 +72,6 @@ def test_clear_64MiB_gpu_vyre_native(benchmark, vnx, rounds):
 
     benchmark.pedantic(target, rounds=rounds.big_read, warmup_rounds=3)
     _record_gpu(benchmark, "vyre_native", times[3:])
-    big.release()
 
 
 @pytest.mark.benchmark(group="clear_64MiB_gpu")

@@ -147,23 +147,28 @@ static vn_status fill_get(vn_device *dev, vn_fill **out) {
     return VN_OK;
 }
 
-vn_status vn_clear_plan(vn_device *dev, vn_buffer *buffer, vn_clear *out) {
+vn_status vn_clear_plan(vn_device *dev, const vn_view *view, vn_clear *out) {
     memset(out, 0, sizeof *out);
-    out->buffer = buffer;
-    /* A fill binds the whole allocation as storage: without STORAGE usage, or above
-     * the binding or fill limits, the clear stays a clear_buffer. */
-    if (!(buffer->usage & VN_USAGE_STORAGE) || buffer->allocation_len > dev->limits.maxStorageBufferBindingSize)
+    out->view = *view;
+    uint64_t bytes = vn_pad4(view->size);
+    /* A fill binds the range as storage: without STORAGE usage, at an offset a storage
+     * binding cannot start at, or above the binding or fill limits, the clear stays a
+     * clear_buffer (which needs only 4-byte alignment). */
+    uint64_t align = dev->limits.minStorageBufferOffsetAlignment ? dev->limits.minStorageBufferOffsetAlignment : 256;
+    if (!(view->buffer->usage & VN_USAGE_STORAGE) || view->offset % align != 0 ||
+        bytes > dev->limits.maxStorageBufferBindingSize)
         return VN_OK;
     vn_fill *f = NULL;
     vn_status st = fill_get(dev, &f);
     if (st != VN_OK) return st;
-    if (buffer->allocation_len > f->max_bytes) return VN_OK;
-    uint32_t v = buffer->allocation_len % 16 == 0 ? QUADS : WORDS;
-    vn_buffer *const one[1] = {buffer};
-    st = vn_bind_cache_fetch(&f->cache, dev->device, f->layouts[v], f->bindings, 2, "vyre_native zero fill", v, one, 1,
-                             &out->group);
+    if (bytes > f->max_bytes) return VN_OK;
+    uint32_t v = bytes % 16 == 0 ? QUADS : WORDS;
+    vn_view bound = *view;
+    bound.size = bytes;
+    st = vn_bind_cache_fetch(&f->cache, dev->device, f->layouts[v], f->bindings, 2, "vyre_native zero fill", v, &bound,
+                             1, &out->group);
     if (st != VN_OK) return st;
-    uint64_t elements = buffer->allocation_len / (v == QUADS ? 16 : 4);
+    uint64_t elements = bytes / (v == QUADS ? 16 : 4);
     uint64_t groups = (elements + WORKGROUP_SIZE - 1) / WORKGROUP_SIZE;
     out->workgroups = groups < f->max_groups ? (uint32_t)groups : f->max_groups;
     out->pipeline = f->pipelines[v];
@@ -179,7 +184,7 @@ void vn_clear_release(vn_clear *clear) {
 }
 
 void vn_clear_encode_outside(const vn_clear *clear, WGPUCommandEncoder encoder) {
-    wgpu.CommandEncoderClearBuffer(encoder, clear->buffer->buffer, 0, clear->buffer->allocation_len);
+    wgpu.CommandEncoderClearBuffer(encoder, clear->view.buffer->buffer, clear->view.offset, vn_pad4(clear->view.size));
 }
 
 void vn_clear_fill_in_pass(const vn_clear *clear, WGPUComputePassEncoder pass, vn_pass_state *state) {

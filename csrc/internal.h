@@ -326,13 +326,27 @@ void vn_buffer_retain(vn_buffer *buffer);
 void vn_buffer_init(vn_buffer *buffer, vn_device *device);
 /* VN_OK or why the buffer cannot be used (device closed or lost). */
 vn_status vn_buffer_check(const vn_buffer *buffer, const char *what);
+/* vn_view_check's rules, with `what` (the argument, e.g. "input 0") in the message:
+ * *out gets the view with its size resolved. The view's buffer must be held (acquired). */
+vn_status vn_view_resolve(const vn_view *view, const char *what, vn_view *out);
+/* At an entry point: check that the view's buffer is a live buffer, retain it for the
+ * call (as vn_acquire does; `what` names it in the message), and resolve the view into
+ * *out. On failure nothing is held and out->buffer is NULL; on success the caller
+ * releases out->buffer (vn_buffer_release) when done, or keeps the reference. */
+vn_status vn_view_acquire(const vn_view *view, const char *what, vn_view *out);
+/* The view can be read back: COPY_SRC usage (the readback's submit checks the rest). */
+vn_status vn_view_readable(const vn_view *view, const char *what);
+/* vn_view_read_async of a resolved view whose buffer the caller holds. */
+vn_status vn_view_read_async_held(const vn_view *view, vn_pending_read **out);
 
 /* ---- readback (readback.c) ---------------------------------------------------- */
 
-/* Copy `nbytes` of `src` (which has COPY_SRC usage and an allocation of at least
- * round_up(nbytes, 4) bytes) into dst, after all work submitted before the call. The
- * copy's submit checks `guard` under the life lock (NULL for the layer's own buffers). */
-vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t nbytes, void *dst, const vn_submit_guard *guard);
+/* Copy `nbytes` of `src` from `offset` (4-aligned; src has COPY_SRC usage and an
+ * allocation of at least offset + round_up(nbytes, 4) bytes) into dst, after all work
+ * submitted before the call. The copy's submit checks `guard` under the life lock (NULL
+ * for the layer's own buffers). */
+vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t offset, uint64_t nbytes, void *dst,
+                      const vn_submit_guard *guard);
 void vn_staging_free_all(vn_device *device);
 
 /* GPU timing of one encode: a query set, the passes it times, and where the
@@ -384,8 +398,8 @@ typedef struct vn_binding {
 typedef struct vn_bind_cache_entry {
     uint64_t hash;
     uint32_t group;
-    uint32_t key_len;   /* number of (identity, size) pairs */
-    uint64_t *key;      /* 2 * key_len words */
+    uint32_t key_len;   /* number of bound views */
+    uint64_t *key;      /* (identity, offset, padded size) per view: 3 * key_len words */
     WGPUBindGroup bind_group;
     uint64_t last_used;
 } vn_bind_cache_entry;
@@ -419,57 +433,72 @@ void vn_pipeline_retain(vn_pipeline *pipeline);
 
 vn_status vn_bind_cache_init(vn_bind_cache *cache, uint32_t capacity);
 void vn_bind_cache_destroy(vn_bind_cache *cache);
-/* A bind group for `group` of `pipeline` binding `buffers` (one per entry of the
- * group, in binding order), from the cache or created; the caller gets its own
- * reference. Must run inside vn_scope_begin/end. */
-vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, vn_buffer *const *buffers,
+/* A bind group for `group` of `pipeline` binding `views` (resolved: one per entry of the
+ * group, in binding order; each binds its offset and its size padded to 4), from the
+ * cache or created; the caller gets its own reference. Must run inside
+ * vn_scope_begin/end. */
+vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, const vn_view *views,
                             uint32_t count, WGPUBindGroup *out);
 /* The same for any cache: `group` keys the entry and selects, from `bindings`, the
  * binding numbers of its entries; the group is made with `layout` on `device` and
  * labelled "<owner> @group(<group>)". */
 vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindGroupLayout layout,
                               const vn_binding *bindings, size_t binding_count, const char *owner, uint32_t group,
-                              vn_buffer *const *buffers, uint32_t count, WGPUBindGroup *out);
+                              const vn_view *views, uint32_t count, WGPUBindGroup *out);
 /* Drop every cached bind group that binds the buffer of `identity` (on its release). */
 void vn_bind_cache_forget(vn_bind_cache *cache, uint64_t identity);
 void vn_device_forget_buffer(vn_device *device, uint64_t identity);
 
 /* ---- bound dispatch state (bind.c) -------------------------------------------- */
 
-/* Handles resolved against a pipeline's bindings, validated, with bind groups: all
- * that encoding one dispatch needs. Holds a reference on everything it names. */
-/* How one buffer is zeroed before a dispatch (fill.c): a fill dispatch inside the
+/* How one buffer range is zeroed before a dispatch (fill.c): a fill dispatch inside the
  * compute pass, or, where pipeline is NULL, clear_buffer outside it. */
 typedef struct vn_clear {
-    vn_buffer *buffer;             /* borrowed: whoever holds the clear holds the buffer */
+    vn_view view;                  /* what is zeroed: [offset, offset + pad4(size)) of the
+                                    * buffer, borrowed (whoever holds the clear holds it) */
     WGPUComputePipeline pipeline;  /* the device's fill pipeline (borrowed), or NULL */
     WGPUBindGroup group;           /* the clear's own reference; NULL with pipeline NULL */
     uint32_t workgroups;           /* of the fill dispatch */
 } vn_clear;
 
+/* Handles resolved against a pipeline's bindings, validated, with bind groups: all
+ * that encoding one dispatch needs. Holds a reference on everything it names. */
 typedef struct vn_bound {
     vn_pipeline *pipeline;
     uint32_t group_count;
     WGPUBindGroup *groups;
     size_t buffer_count;
     vn_buffer **buffers;   /* one per binding, binding order */
+    vn_view *views;        /* one per binding: its buffer (held by buffers), offset, size */
     size_t output_count;
-    vn_buffer **outputs;   /* output order (borrowed from buffers) */
+    vn_view *outputs;      /* the read_write bindings' views, output order */
     uint32_t x, y, z;
-    vn_buffer *indirect;   /* borrowed from buffers, NULL for a direct dispatch */
-    uint64_t indirect_offset;
+    vn_buffer *indirect;   /* its own reference; NULL for a direct dispatch */
+    uint64_t indirect_offset; /* from the start of the buffer */
     uint8_t *immediates;   /* the dispatch's own copy of its var<immediate> data, or NULL */
     uint32_t immediate_len;
     size_t clear_count;
     vn_clear *clears;      /* one per non-preserved output, output order */
 } vn_bound;
 
-/* Failures name the pipeline ("pipeline `main`: ..."). immediates: exactly the
- * pipeline's immediate_size bytes (NULL and 0 without), copied into out. */
-vn_status vn_bound_resolve(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                           vn_buffer *const *outputs, size_t output_count, vn_buffer *params,
-                           const void *immediates, size_t immediates_len,
-                           uint32_t x, uint32_t y, uint32_t z, vn_bound *out);
+/* The binding rule's one owner: args (vn_dispatch_args' rules) resolved against the
+ * pipeline's bindings and checked, with bind groups; immediates copied. Failures name
+ * the pipeline ("pipeline `main`: ..."). */
+vn_status vn_bound_resolve(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_bound *out);
+/* vn_buffers_submittable over every buffer the bound dispatch uses (its bindings' and
+ * its indirect buffer). Call under the life lock. */
+vn_status vn_bound_submittable(const vn_bound *bound, const char *what);
+/* VN_ERROR_BINDING when `forms` (vn_bind_form bits) names both forms. */
+vn_status vn_check_forms(uint32_t forms);
+/* The named form's matching: index_of[j] (binding_count entries) gets the index into
+ * names of the name of binding j, or SIZE_MAX for a binding `takes` refuses. A name that
+ * is no binding, one `takes` refuses (the message says it `not_taken`), one repeated,
+ * or a binding `takes` accepts left unnamed is VN_ERROR_BINDING listing the bindings. */
+vn_status vn_match_names(const vn_pipeline *p, const char *const *names, size_t count,
+                         bool (*takes)(const vn_binding *), const char *not_taken, size_t *index_of);
+/* "`x` (@group(0) @binding(0) var<storage, read>), ..." of the bindings `filter` accepts
+ * (all when NULL), or "none". */
+void vn_binding_list(const vn_pipeline *p, bool (*filter)(const vn_binding *), char *buf, size_t cap);
 /* Per-dispatch timing gives every dispatch a pass of its own, and its clears go
  * outside the timed passes (clear_buffer), so each time is the dispatch's alone. */
 static inline bool vn_timing_splits(const vn_timing *t) { return t != NULL && t->mode == VN_TIMING_PER_DISPATCH; }
@@ -497,10 +526,11 @@ void vn_bound_release(vn_bound *bound);
 
 /* ---- the built-in zero fill (fill.c) ------------------------------------------ */
 
-/* Plan how `buffer` is zeroed: a fill dispatch where the buffer can be bound as
- * storage and is no larger than the device's fill limit, else clear_buffer. Runs
- * inside vn_scope_begin/end (it may make the fill pipelines and a bind group). */
-vn_status vn_clear_plan(vn_device *device, vn_buffer *buffer, vn_clear *out);
+/* Plan how the resolved `view` is zeroed: a fill dispatch where its range can be bound
+ * as storage (STORAGE usage, the offset aligned for a storage binding, the size within
+ * the binding limit) and is no larger than the device's fill limit, else clear_buffer.
+ * Runs inside vn_scope_begin/end (it may make the fill pipelines and a bind group). */
+vn_status vn_clear_plan(vn_device *device, const vn_view *view, vn_clear *out);
 void vn_clear_release(vn_clear *clear);
 /* Whether the clear is a clear_buffer outside the pass (always, when timing splits). */
 static inline bool vn_clear_outside(const vn_clear *clear, const vn_timing *timing) {

@@ -125,6 +125,20 @@ def test_sequence_clear_zeroes_a_buffer_without_storage_usage(device: vn.Device,
     _expect(out, 2, 2)
 
 
+@pytest.mark.parametrize("nbytes", [20, 48, 1024])
+def test_sequence_clear_of_an_aligned_view_zeroes_only_its_range(device: vn.Device, nbytes: int) -> None:
+    """An offset a storage binding can start at: filled inside the pass."""
+    align = device.limits["min_storage_buffer_offset_alignment"]
+    buf = device.upload(np.full((2 * align + nbytes) // 4, 9, np.uint32))
+    seq = device.sequence()
+    seq.clear(buf.view(align, nbytes))
+    seq.replay().wait()
+    words = buf.read(np.uint32)
+    first, last = align // 4, (align + nbytes) // 4
+    assert not np.any(words[first:last])
+    assert np.all(words[:first] == 9) and np.all(words[last:] == 9)
+
+
 # ---- recordings and pre-recorded dispatches ----------------------------------------------------
 
 

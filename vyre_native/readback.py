@@ -84,3 +84,10 @@ def read_async(buffer_ptr: Any) -> PendingRead:
     out = ffi.new("vn_pending_read **")
     check(lib.vn_buffer_read_async(buffer_ptr, out))
     return PendingRead._adopt(out[0])
+
+
+def read_view_async(view: Any) -> PendingRead:
+    """Start reading a C view (``vn_view *``) back: only its range."""
+    out = ffi.new("vn_pending_read **")
+    check(lib.vn_view_read_async(view, out))
+    return PendingRead._adopt(out[0])
