@@ -49,6 +49,17 @@ BURST = DRAIN_EVERY
 
 WAYS = ("vyre_native", "wgpu-py", "raw-C")
 
+
+def fill_dispatch(nbytes: int, max_per_dimension: int) -> tuple[int, int]:
+    """How vyre_native's zero fill (vn.debug.fill_wgsl(), csrc/fill.c) clears a buffer
+    of ``nbytes`` (a multiple of 4): (entry point: 0 ``fill_words``, 1 ``fill_quads``
+    where nbytes is a multiple of 16; workgroups of 256, at most 65535 or the device's
+    per-dimension limit). floor.c's fill_plan is the same rule in C."""
+    variant = 1 if nbytes % 16 == 0 else 0
+    elements = nbytes // (16 if variant else 4)
+    return variant, min(-(-elements // 256), 65535, max_per_dimension)
+
+
 #: operation id -> (table label, what one operation is)
 OPERATIONS: dict[str, tuple[str, str]] = {
     "prerecord_hit": ("pre-record, bind-group cache hit", "record one dispatch with the same buffers"),
@@ -80,6 +91,19 @@ OPERATIONS: dict[str, tuple[str, str]] = {
         "sequence of 1000, per-step uniform buffers",
         "one of 1000 dispatches in one pass, each binding its own uniform buffer",
     ),
+    "sequence_1000_clear": (
+        "sequence of 1000 clearing, per step (host)",
+        "one of 1000 steps that clear their output (fill in the one pass), one submit",
+    ),
+    "sequence_1000_clear_wait": (
+        "sequence of 1000 clearing, per step (done)",
+        "one of 1000 clearing steps in one pass, submit + wait",
+    ),
+    "sequence_1000_clear_naive": (
+        "1000 clearing steps, clear_buffer + pass each (host)",
+        "one of 1000 steps written clear_buffer + pass + dispatch, one submit",
+    ),
+    "clear_64MiB_gpu": ("clear 64 MiB between two dispatches (GPU time)", "GPU time by timestamps"),
     "async_read_16x4MiB": ("16 x 4 MiB readbacks in flight", "64 MiB read back as 16 slices at once"),
 }
 
@@ -271,12 +295,76 @@ def run_floor(
         _per_op_info(info, s, nbytes)
 
 
+def sequence_operation(benchmark: Any, operation: str, wait: bool) -> str:
+    """The operation (and benchmark group) of a sequence row: ``operation`` for the host
+    cost, ``operation + "_wait"`` to completion."""
+    name = operation + ("_wait" if wait else "")
+    benchmark.group = name
+    return name
+
+
+def bench_vn_sequence(benchmark: Any, vnx: Any, rounds: Rounds, seq: Any, operation: str, wait: bool) -> None:
+    """One replay of a vyre_native sequence of SEQUENCE_LEN steps per round: host cost
+    (the drain untimed), or with ``wait`` to completion; reported per step."""
+    operation = sequence_operation(benchmark, operation, wait)
+    if wait:
+        benchmark.pedantic(lambda: seq.replay().wait(), rounds=rounds.burst, warmup_rounds=1)
+    else:
+        benchmark.pedantic(
+            seq.replay, setup=Drainer(vnx.dev.wait_idle, every=1), rounds=rounds.burst, warmup_rounds=1
+        )
+        vnx.dev.wait_idle()
+    record_python(benchmark, "vyre_native", operation, ops_per_round=SEQUENCE_LEN)
+
+
+def bench_wgpu_sequence(
+    benchmark: Any, wgx: Any, rounds: Rounds, submit: Callable[[], None], operation: str, wait: bool
+) -> None:
+    """The same through wgpu-py: ``submit`` encodes and submits SEQUENCE_LEN steps."""
+    operation = sequence_operation(benchmark, operation, wait)
+    if wait:
+
+        def target() -> None:
+            submit()
+            wgpu_wait(wgx)
+
+        benchmark.pedantic(target, rounds=rounds.burst, warmup_rounds=1)
+    else:
+        benchmark.pedantic(
+            submit, setup=Drainer(lambda: wgpu_wait(wgx), every=1), rounds=rounds.burst, warmup_rounds=1
+        )
+        wgpu_wait(wgx)
+    record_python(benchmark, "wgpu-py", operation, ops_per_round=SEQUENCE_LEN)
+
+
+def bench_floor_sequence(
+    benchmark: Any,
+    floor: Floor,
+    rounds: Rounds,
+    operation: str,
+    wait: bool,
+    call: Callable[[int, int, Any], int],
+) -> None:
+    """The raw-C floor of the same: each sample one submit of SEQUENCE_LEN steps;
+    ``call(wait, n, samples)``."""
+    operation = sequence_operation(benchmark, operation, wait)
+    run_floor(
+        benchmark,
+        floor,
+        operation,
+        lambda n, s: call(int(wait), n, s),
+        rounds.burst,
+        1,
+        per_sample=SEQUENCE_LEN,
+    )
+
+
 def bench_wgpu_encode_submit(benchmark: Any, wgx: Any, rounds: Rounds, operation: str) -> None:
     """wgpu-py encoding and submitting one dispatch per round (what vyre_native records)."""
-    encode, group, o, queue = wgx.encode, wgx.group, wgx.o, wgx.queue
+    encode, group, fill, queue = wgx.encode, wgx.group, wgx.fill, wgx.queue
 
     def target() -> None:
-        queue.submit([encode(group, o)])
+        queue.submit([encode(group, fill)])
 
     benchmark.pedantic(
         target,
@@ -313,6 +401,7 @@ const char *floor_adapter_name(floor_ctx *c);
 const char *floor_backend(floor_ctx *c);
 const char *floor_driver(floor_ctx *c);
 uint32_t floor_library_version(void);
+int floor_timestamps(floor_ctx *c);
 int64_t floor_prerecord_hit(floor_ctx *c, uint64_t n, int64_t *samples);
 int64_t floor_prerecord_miss(floor_ctx *c, uint64_t n, int64_t *samples);
 int64_t floor_replay(floor_ctx *c, uint64_t n, int64_t *samples);
@@ -328,6 +417,9 @@ int64_t floor_memcpy(floor_ctx *c, uint64_t n);
 int64_t floor_encode_n_submit(floor_ctx *c, uint32_t launches, uint64_t n, int64_t *samples);
 int64_t floor_one_pass(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, int64_t *samples);
 int64_t floor_read_parts(floor_ctx *c, uint32_t parts, uint64_t n, int64_t *samples);
+int floor_fill_setup(floor_ctx *c, const char *fill_wgsl);
+int64_t floor_fill_in_pass(floor_ctx *c, uint32_t steps, int wait, uint64_t n, int64_t *samples);
+int64_t floor_clear_gpu(floor_ctx *c, int how, uint64_t n, int64_t *samples);
 """
 
 _LIB_NAMES = {
@@ -454,6 +546,13 @@ def build_floor(build_dir: pathlib.Path) -> Floor | FloorUnavailable:
         return FloorUnavailable(
             "floor_create failed: " + ffi.string(lib.floor_last_error()).decode("utf-8", "replace")
         )
+    # The clears-in-pass rows dispatch vyre_native's own zero-fill kernel.
+    from vyre_native.debug import fill_wgsl
+
+    if lib.floor_fill_setup(ctx, fill_wgsl().encode()) != 0:
+        reason = ffi.string(lib.floor_last_error()).decode("utf-8", "replace")
+        lib.floor_destroy(ctx)
+        return FloorUnavailable(f"floor_fill_setup failed: {reason}")
     return Floor(ffi, lib, ctx, str(so_path), compiler)
 
 

@@ -57,6 +57,10 @@ OPERATIONS: dict[str, str] = {
     "sequence_1000_wait": "sequence of 1000, per dispatch (done)",
     "sequence_1000_immediates": "sequence of 1000, per-step immediates",
     "sequence_1000_uniforms": "sequence of 1000, per-step uniform buffers",
+    "sequence_1000_clear": "sequence of 1000 clearing, per step (host)",
+    "sequence_1000_clear_wait": "sequence of 1000 clearing, per step (done)",
+    "sequence_1000_clear_naive": "1000 clearing steps, clear_buffer + pass each (host)",
+    "clear_64MiB_gpu": "clear 64 MiB between two dispatches (GPU time)",
     "async_read_16x4MiB": "16 x 4 MiB readbacks in flight",
     "write_64MiB": "write 64 MiB + wait",
     "compile": "compile WGSL into a pipeline",
@@ -65,6 +69,9 @@ OPERATIONS: dict[str, str] = {
 }
 
 _STAT_KEYS = {"mean": "per_op_ns", "median": "per_op_ns_median", "min": "per_op_ns_min"}
+#: extra_info figures a row carries into the report (the 64 MiB clear's raw-C fill and
+#: its two dispatches alone, in ns)
+_EXTRA_KEYS = ("fill_ns_median", "no_clear_ns_median")
 
 
 # ---- running the suite ----------------------------------------------------------------------
@@ -175,6 +182,7 @@ def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = F
             "test": b.get("fullname") or b.get("name"),
             "rounds": b["stats"].get("rounds"),
             "ops_per_round": info.get("ops_per_round", 1),
+            "extra": {k: info[k] for k in _EXTRA_KEYS if k in info},
         }
     machine = _machine(raw)
     order = [op for op in OPERATIONS if op in cells] + sorted(op for op in cells if op not in OPERATIONS)
@@ -254,6 +262,30 @@ def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = F
                 pick("encode_submit", "wgpu-py"), pick("sequence_1000", "vyre_native")
             ),
         },
+        "sequence_1000_clear": {
+            "what": "per step in a 1000-step sequence that clears its outputs (the default): host and to "
+            "completion vs raw C's fill-in-pass floor (targets <= 1.25), and vs the same sequence with "
+            "clear_outputs=False and the naive raw-C clear_buffer + pass per step",
+            "vyre_native_us": pick("sequence_1000_clear", "vyre_native"),
+            "raw_c_us": pick("sequence_1000_clear", "raw-C"),
+            "ratio": ratio(pick("sequence_1000_clear", "vyre_native"), pick("sequence_1000_clear", "raw-C")),
+            "done_us": pick("sequence_1000_clear_wait", "vyre_native"),
+            "raw_c_done_us": pick("sequence_1000_clear_wait", "raw-C"),
+            "done_ratio": ratio(
+                pick("sequence_1000_clear_wait", "vyre_native"), pick("sequence_1000_clear_wait", "raw-C")
+            ),
+            "no_clear_us": pick("sequence_1000", "vyre_native"),
+            "raw_c_naive_us": pick("sequence_1000_clear_naive", "raw-C"),
+        },
+        "clear_64MiB_gpu": {
+            "what": "GPU time of clearing 64 MiB between two dispatches: vyre_native's clear (a fill in the "
+            "pass, or clear_buffer where the fill loses) / raw-C clear_buffer (target <= 1.2)",
+            "vyre_native_us": pick("clear_64MiB_gpu", "vyre_native"),
+            "raw_c_clear_buffer_us": pick("clear_64MiB_gpu", "raw-C"),
+            "ratio": ratio(pick("clear_64MiB_gpu", "vyre_native"), pick("clear_64MiB_gpu", "raw-C")),
+            "raw_c_fill_us": _extra_us(by_id, "clear_64MiB_gpu", "fill_ns_median"),
+            "raw_c_no_clear_us": _extra_us(by_id, "clear_64MiB_gpu", "no_clear_ns_median"),
+        },
         "async_read_16x4MiB": {
             "what": "16 x 4 MiB readbacks in flight, total / one 64 MiB read_output_into (target <= 1.2)",
             "total_us": pick("async_read_16x4MiB", "vyre_native"),
@@ -279,6 +311,16 @@ def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = F
         "targets": targets,
         "pytest_benchmark": raw if keep_samples else _without_samples(raw),
     }
+
+
+def _extra_us(by_id: dict[str, Any], op: str, key: str) -> float | None:
+    """A raw-C row's extra_info figure (ns) in µs, or None."""
+    row = by_id.get(op)
+    if row is None:
+        return None
+    test = (row["detail"].get("raw-C") or {}).get("extra") or {}
+    value = test.get(key)
+    return None if value is None else float(value) / 1e3
 
 
 def _us(v: float | None) -> str:
@@ -359,6 +401,7 @@ def format_table(report: dict[str, Any]) -> str:
     t = report["targets"]
     rep, rd, rr = t["replay_vs_raw_c_submit"], t["read_output_into_64MiB"], t["record_replay_vs_wgpu_py"]
     rc, sq, ar = t["recording_replay_vs_raw_c"], t["sequence_1000"], t["async_read_16x4MiB"]
+    sc, cg = t["sequence_1000_clear"], t["clear_64MiB_gpu"]
     lines += [
         "",
         "targets:",
@@ -384,6 +427,17 @@ def format_table(report: dict[str, Any]) -> str:
             f"  sequence of 1000: {_us(sq['vyre_native_us'])} µs a dispatch (raw C {_us(sq['raw_c_us'])}: "
             f"{_x(sq['ratio'])}); to completion {_us(sq['done_us'])} (raw C {_us(sq['raw_c_done_us'])}); "
             f"wgpu-py encode + submit per dispatch / it: {_x(sq['vs_wgpu_py_encode_submit'])}"
+        ),
+        (
+            f"  sequence of 1000 clearing steps: {_us(sc['vyre_native_us'])} µs a step (raw C fill in the pass "
+            f"{_us(sc['raw_c_us'])}: {_x(sc['ratio'])}); to completion {_us(sc['done_us'])} (raw C "
+            f"{_us(sc['raw_c_done_us'])}: {_x(sc['done_ratio'])}); clear_outputs=False {_us(sc['no_clear_us'])}, "
+            f"raw C clear_buffer + pass per step {_us(sc['raw_c_naive_us'])}"
+        ),
+        (
+            f"  clearing 64 MiB, GPU time: vyre_native {_us(cg['vyre_native_us'])} µs vs raw-C clear_buffer "
+            f"{_us(cg['raw_c_clear_buffer_us'])} = {_x(cg['ratio'])} (raw C fill {_us(cg['raw_c_fill_us'])}, "
+            f"the two dispatches alone {_us(cg['raw_c_no_clear_us'])})"
         ),
         (
             f"  16 x 4 MiB in flight: {_us(ar['total_us'])} µs vs one 64 MiB read_output_into "
@@ -439,7 +493,8 @@ def draw_chart(report: dict[str, Any], path: pathlib.Path) -> str:
                 ax.errorbar(
                     ratio,
                     y,
-                    xerr=[[ratio - low], [max(0.0, min(high, limit) - ratio)]],
+                    # a skewed row's mean can sit below its first quartile
+                    xerr=[[max(0.0, ratio - low)], [max(0.0, min(high, limit) - ratio)]],
                     fmt="none",
                     ecolor="black",
                     elinewidth=0.8,

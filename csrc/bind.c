@@ -330,6 +330,10 @@ void vn_bound_release(vn_bound *bound) {
             }
         free(bound->groups);
     }
+    if (bound->clears != NULL) { /* before the buffers they name */
+        for (size_t i = 0; i < bound->clear_count; i++) vn_clear_release(&bound->clears[i]);
+        free(bound->clears);
+    }
     if (bound->buffers != NULL) {
         for (size_t i = 0; i < bound->buffer_count; i++) vn_buffer_release(bound->buffers[i]);
         free(bound->buffers);
@@ -472,7 +476,11 @@ static vn_status bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bou
     out->indirect_offset = indirect.offset + indirect_offset;
     out->group_count = p->group_count;
     out->groups = calloc(p->group_count ? p->group_count : 1, sizeof *out->groups);
-    if (out->groups == NULL) {
+    /* Outputs start at zero unless they are preserved in/out state. */
+    size_t clears = 0;
+    for (size_t i = 0; i < n; i++) clears += p->bindings[i].kind == VN_BINDING_STORAGE_READ_WRITE && !p->bindings[i].preserve;
+    out->clears = clears ? calloc(clears, sizeof *out->clears) : NULL;
+    if (out->groups == NULL || (clears && out->clears == NULL)) {
         vn_bound_release(out);
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate bind-group slots. Fix: free host memory.");
     }
@@ -484,12 +492,20 @@ static vn_status bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bou
         st = vn_bind_cache_get(p, g, views + first, (uint32_t)count, &out->groups[g]);
         first += count;
     }
+    for (size_t i = 0; i < n && st == VN_OK; i++) {
+        if (p->bindings[i].kind != VN_BINDING_STORAGE_READ_WRITE || p->bindings[i].preserve) continue;
+        st = vn_clear_plan(p->device, &views[i], &out->clears[out->clear_count]);
+        if (st == VN_OK) out->clear_count++;
+    }
     vn_status scope = vn_scope_end(p->device, "creating bind groups", VN_ERROR_VALIDATION,
                                    "check that each buffer fits its binding (size and usage).");
     if (st == VN_OK) st = scope;
     if (st != VN_OK) {
-        /* A group that failed validation may sit in the cache as an invalid object. */
-        for (size_t i = 0; i < n; i++) vn_bind_cache_forget(&p->cache, bound[i]->identity);
+        /* A group that failed validation may sit in a cache as an invalid object. */
+        for (size_t i = 0; i < n; i++) {
+            vn_bind_cache_forget(&p->cache, bound[i]->identity);
+            vn_fill_forget(p->device, bound[i]->identity);
+        }
         vn_bound_release(out);
     }
     return st;
@@ -515,22 +531,21 @@ vn_status vn_bound_submittable(const vn_bound *bound, const char *what) {
     return st;
 }
 
-bool vn_bound_clears(const vn_bound *bound) {
-    for (size_t i = 0; i < bound->buffer_count; i++) {
-        const vn_binding *b = &bound->pipeline->bindings[i];
-        if (b->kind == VN_BINDING_STORAGE_READ_WRITE && !b->preserve) return true;
-    }
+bool vn_bound_clears_outside(const vn_bound *bound, const vn_timing *timing) {
+    for (size_t i = 0; i < bound->clear_count; i++)
+        if (vn_clear_outside(&bound->clears[i], timing)) return true;
     return false;
 }
 
-void vn_bound_encode_clears(const vn_bound *bound, WGPUCommandEncoder encoder) {
-    /* Outputs start at zero unless they are preserved in/out state. */
-    for (size_t i = 0; i < bound->buffer_count; i++) {
-        const vn_binding *b = &bound->pipeline->bindings[i];
-        if (b->kind == VN_BINDING_STORAGE_READ_WRITE && !b->preserve)
-            wgpu.CommandEncoderClearBuffer(encoder, bound->views[i].buffer->buffer, bound->views[i].offset,
-                                           vn_pad4(bound->views[i].size));
-    }
+void vn_bound_encode_clears(const vn_bound *bound, WGPUCommandEncoder encoder, const vn_timing *timing) {
+    for (size_t i = 0; i < bound->clear_count; i++)
+        if (vn_clear_outside(&bound->clears[i], timing)) vn_clear_encode_outside(&bound->clears[i], encoder);
+}
+
+void vn_bound_fill_in_pass(const vn_bound *bound, WGPUComputePassEncoder pass, vn_pass_state *state,
+                           const vn_timing *timing) {
+    for (size_t i = 0; i < bound->clear_count; i++)
+        if (!vn_clear_outside(&bound->clears[i], timing)) vn_clear_fill_in_pass(&bound->clears[i], pass, state);
 }
 
 void vn_bound_dispatch_in_pass(const vn_bound *bound, WGPUComputePassEncoder pass, vn_pass_state *state) {
@@ -555,10 +570,11 @@ void vn_bound_dispatch_in_pass(const vn_bound *bound, WGPUComputePassEncoder pas
 }
 
 void vn_bound_encode(const vn_bound *bound, WGPUCommandEncoder encoder, vn_timing *timing) {
-    vn_bound_encode_clears(bound, encoder);
+    vn_bound_encode_clears(bound, encoder, timing);
     WGPUComputePassEncoder pass = vn_begin_pass(encoder, timing);
     vn_pass_state state;
     memset(&state, 0, sizeof state);
+    vn_bound_fill_in_pass(bound, pass, &state, timing);
     vn_bound_dispatch_in_pass(bound, pass, &state);
     wgpu.ComputePassEncoderEnd(pass);
     wgpu.ComputePassEncoderRelease(pass);

@@ -67,7 +67,13 @@ static void remove_at(vn_bind_cache *cache, uint32_t i) {
 
 vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, const vn_view *views, uint32_t count,
                             WGPUBindGroup *out) {
-    vn_bind_cache *cache = &pipeline->cache;
+    return vn_bind_cache_fetch(&pipeline->cache, pipeline->device->device, pipeline->layouts[group], pipeline->bindings,
+                               pipeline->binding_count, pipeline->label, group, views, count, out);
+}
+
+vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindGroupLayout layout,
+                              const vn_binding *bindings, size_t binding_count, const char *owner, uint32_t group,
+                              const vn_view *views, uint32_t count, WGPUBindGroup *out) {
     uint64_t stack_key[3 * 16];
     uint64_t *key = count <= 16 ? stack_key : malloc(VN_KEY_WORDS * count * sizeof *key);
     if (key == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a bind-group key. Fix: free host memory.");
@@ -105,23 +111,23 @@ vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, const vn_view
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate bind-group entries. Fix: free host memory.");
     }
     uint32_t n = 0;
-    for (size_t i = 0; i < pipeline->binding_count; i++) {
-        if (pipeline->bindings[i].group != group) continue;
+    for (size_t i = 0; i < binding_count; i++) {
+        if (bindings[i].group != group) continue;
         WGPUBindGroupEntry e = WGPU_BIND_GROUP_ENTRY_INIT;
-        e.binding = pipeline->bindings[i].binding;
+        e.binding = bindings[i].binding;
         e.buffer = views[n].buffer->buffer;
         e.offset = views[n].offset;
         e.size = vn_pad4(views[n].size);
         entries[n++] = e;
     }
     char label[240];
-    snprintf(label, sizeof label, "%s @group(%u)", pipeline->label, group);
+    snprintf(label, sizeof label, "%s @group(%u)", owner, group);
     WGPUBindGroupDescriptor desc = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
     desc.label = vn_sv(label);
-    desc.layout = pipeline->layouts[group];
+    desc.layout = layout;
     desc.entryCount = n;
     desc.entries = entries;
-    WGPUBindGroup bg = wgpu.DeviceCreateBindGroup(pipeline->device->device, &desc);
+    WGPUBindGroup bg = wgpu.DeviceCreateBindGroup(device, &desc);
     if (entries != stack_entries) free(entries);
     if (bg == NULL) {
         if (key != stack_key) free(key);

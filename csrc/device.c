@@ -254,6 +254,7 @@ static void free_scope_results(vn_device *device);
 
 static void device_destroy(vn_object *object) {
     vn_device *device = (vn_device *)object;
+    vn_fill_release(device);
     vn_staging_free_all(device);
     if (device->queue) wgpu.QueueRelease(device->queue);
     if (device->device) wgpu.DeviceRelease(device->device);

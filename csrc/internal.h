@@ -175,7 +175,7 @@ void vn_unacquire_all(const void *const *handles, size_t n);
  *      vn_device_destroy_shared and vn_buffer_set_foreign_state)
  *   3. vn_device.scope_lock (error scopes: push, work, pop)
  *   4. vn_device.pipelines_lock (the device's pipeline list)
- *   5. vn_bind_cache.lock (one pipeline's bind groups)
+ *   5. vn_bind_cache.lock (one pipeline's bind groups, or the device's zero-fill ones)
  *   6. vn_device.staging_lock (the readback staging ring)
  *   7. the log ring's lock (log.c): taken by wgpu's log callback on any thread,
  *      inside any of the above; nothing is taken or called under it
@@ -240,6 +240,10 @@ struct vn_device {
     /* Live pipelines, so a buffer's release can purge bind groups naming it. */
     vn_mutex pipelines_lock;
     struct vn_pipeline *pipelines;
+
+    /* The built-in zero fill (fill.c): made on first use under scope_lock, then
+     * fixed until the device is freed. */
+    _Atomic(struct vn_fill *) fill;
 };
 
 void vn_device_retain(vn_device *device);
@@ -439,11 +443,27 @@ void vn_bind_cache_destroy(vn_bind_cache *cache);
  * vn_scope_begin/end. */
 vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, const vn_view *views,
                             uint32_t count, WGPUBindGroup *out);
+/* The same for any cache: `group` keys the entry and selects, from `bindings`, the
+ * binding numbers of its entries; the group is made with `layout` on `device` and
+ * labelled "<owner> @group(<group>)". */
+vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindGroupLayout layout,
+                              const vn_binding *bindings, size_t binding_count, const char *owner, uint32_t group,
+                              const vn_view *views, uint32_t count, WGPUBindGroup *out);
 /* Drop every cached bind group that binds the buffer of `identity` (on its release). */
 void vn_bind_cache_forget(vn_bind_cache *cache, uint64_t identity);
 void vn_device_forget_buffer(vn_device *device, uint64_t identity);
 
 /* ---- bound dispatch state (bind.c) -------------------------------------------- */
+
+/* How one buffer range is zeroed before a dispatch (fill.c): a fill dispatch inside the
+ * compute pass, or, where pipeline is NULL, clear_buffer outside it. */
+typedef struct vn_clear {
+    vn_view view;                  /* what is zeroed: [offset, offset + pad4(size)) of the
+                                    * buffer, borrowed (whoever holds the clear holds it) */
+    WGPUComputePipeline pipeline;  /* the device's fill pipeline (borrowed), or NULL */
+    WGPUBindGroup group;           /* the clear's own reference; NULL with pipeline NULL */
+    uint32_t workgroups;           /* of the fill dispatch */
+} vn_clear;
 
 /* Handles resolved against a pipeline's bindings, validated, with bind groups: all
  * that encoding one dispatch needs. Holds a reference on everything it names. */
@@ -461,6 +481,8 @@ typedef struct vn_bound {
     uint64_t indirect_offset; /* from the start of the buffer */
     uint8_t *immediates;   /* the dispatch's own copy of its var<immediate> data, or NULL */
     uint32_t immediate_len;
+    size_t clear_count;
+    vn_clear *clears;      /* one per non-preserved output, output order */
 } vn_bound;
 
 /* The binding rule's one owner: args (vn_dispatch_args' rules) resolved against the
@@ -481,10 +503,16 @@ vn_status vn_match_names(const vn_pipeline *p, const char *const *names, size_t 
 /* "`x` (@group(0) @binding(0) var<storage, read>), ..." of the bindings `filter` accepts
  * (all when NULL), or "none". */
 void vn_binding_list(const vn_pipeline *p, bool (*filter)(const vn_binding *), char *buf, size_t cap);
-/* Clears of the non-preserved outputs, then one compute pass with the dispatch. */
+/* Per-dispatch timing gives every dispatch a pass of its own, and its clears go
+ * outside the timed passes (clear_buffer), so each time is the dispatch's alone. */
+static inline bool vn_timing_splits(const vn_timing *t) { return t != NULL && t->mode == VN_TIMING_PER_DISPATCH; }
+/* One compute pass with the non-preserved outputs' clears and the dispatch; clears
+ * that need clear_buffer (all of them when timing splits) go before the pass. */
 void vn_bound_encode(const vn_bound *bound, WGPUCommandEncoder encoder, vn_timing *timing);
 /* True when encoding the bound dispatch clears at least one output. */
-bool vn_bound_clears(const vn_bound *bound);
+static inline bool vn_bound_clears(const vn_bound *bound) { return bound->clear_count > 0; }
+/* True when some clear of the bound dispatch is a clear_buffer, which ends the pass. */
+bool vn_bound_clears_outside(const vn_bound *bound, const vn_timing *timing);
 /* Inside an open compute pass: set pipeline and bind groups where they differ from
  * *state (updated), the dispatch's immediates (always: each step may carry its own),
  * then dispatch. */
@@ -493,8 +521,31 @@ typedef struct vn_pass_state {
     WGPUBindGroup groups[8];
 } vn_pass_state;
 void vn_bound_dispatch_in_pass(const vn_bound *bound, WGPUComputePassEncoder pass, vn_pass_state *state);
-void vn_bound_encode_clears(const vn_bound *bound, WGPUCommandEncoder encoder);
+/* Outside a pass: the clears that go there (see vn_bound_clears_outside). */
+void vn_bound_encode_clears(const vn_bound *bound, WGPUCommandEncoder encoder, const vn_timing *timing);
+/* Inside an open pass: the fill dispatches of the clears that go there. */
+void vn_bound_fill_in_pass(const vn_bound *bound, WGPUComputePassEncoder pass, vn_pass_state *state,
+                           const vn_timing *timing);
 void vn_bound_release(vn_bound *bound);
+
+/* ---- the built-in zero fill (fill.c) ------------------------------------------ */
+
+/* Plan how the resolved `view` is zeroed: a fill dispatch where its range can be bound
+ * as storage (STORAGE usage, the offset aligned for a storage binding, the size within
+ * the binding limit) and is no larger than the device's fill limit, else clear_buffer.
+ * Runs inside vn_scope_begin/end (it may make the fill pipelines and a bind group). */
+vn_status vn_clear_plan(vn_device *device, const vn_view *view, vn_clear *out);
+void vn_clear_release(vn_clear *clear);
+/* Whether the clear is a clear_buffer outside the pass (always, when timing splits). */
+static inline bool vn_clear_outside(const vn_clear *clear, const vn_timing *timing) {
+    return clear->pipeline == NULL || vn_timing_splits(timing);
+}
+void vn_clear_encode_outside(const vn_clear *clear, WGPUCommandEncoder encoder);
+void vn_clear_fill_in_pass(const vn_clear *clear, WGPUComputePassEncoder pass, vn_pass_state *state);
+/* On a buffer's release: drop the fill bind group naming it. */
+void vn_fill_forget(vn_device *device, uint64_t identity);
+/* On the device's last release: free its fill pipelines and bind groups. */
+void vn_fill_release(vn_device *device);
 
 /* ---- small helpers ------------------------------------------------------------ */
 

@@ -356,4 +356,5 @@ void vn_device_forget_buffer(vn_device *device, uint64_t identity) {
     vn_mutex_lock(&device->pipelines_lock);
     for (vn_pipeline *p = device->pipelines; p != NULL; p = p->next) vn_bind_cache_forget(&p->cache, identity);
     vn_mutex_unlock(&device->pipelines_lock);
+    vn_fill_forget(device, identity);
 }

@@ -13,7 +13,6 @@
 struct vn_recording {
     vn_object obj; /* VN_KIND_RECORDING */
     vn_bound bound;
-    bool clears;
 };
 
 enum step_kind { STEP_DISPATCH, STEP_COPY, STEP_CLEAR };
@@ -25,6 +24,7 @@ typedef struct vn_step {
     vn_buffer *src, *dst; /* STEP_COPY (src, dst), STEP_CLEAR (dst); referenced */
     /* STEP_COPY: nbytes from src_offset to dst_offset; STEP_CLEAR: nbytes from dst_offset */
     uint64_t nbytes, src_offset, dst_offset;
+    vn_clear clear;       /* STEP_CLEAR: a fill in the pass, or clear_buffer */
 } vn_step;
 
 struct vn_sequence {
@@ -37,20 +37,25 @@ struct vn_sequence {
 
 /* ---- encoding ----------------------------------------------------------------- */
 
-/* Per-dispatch timing gives every dispatch a pass of its own. */
-static bool split_passes(const vn_timing *t) { return t != NULL && t->mode == VN_TIMING_PER_DISPATCH; }
+/* With nothing to clear outside a pass, all n launches share one pass: each is its
+ * fills (if it clears) and its dispatch; state is set only when it changes. */
+static bool recording_shares_pass(const vn_recording *r, const vn_timing *t) {
+    return !vn_timing_splits(t) && !vn_bound_clears_outside(&r->bound, t);
+}
 
 static uint32_t recording_passes(const vn_recording *r, uint32_t n, const vn_timing *t) {
-    return r->clears || split_passes(t) ? n : 1;
+    return recording_shares_pass(r, t) ? 1 : n;
 }
 
 static void encode_recording(const vn_recording *r, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
-    if (!r->clears && !split_passes(t)) {
-        /* Nothing to clear: all n launches share one pass; state is set once. */
+    if (recording_shares_pass(r, t)) {
         WGPUComputePassEncoder pass = vn_begin_pass(enc, t);
         vn_pass_state state;
         memset(&state, 0, sizeof state);
-        for (uint32_t i = 0; i < n; i++) vn_bound_dispatch_in_pass(&r->bound, pass, &state);
+        for (uint32_t i = 0; i < n; i++) {
+            vn_bound_fill_in_pass(&r->bound, pass, &state, t);
+            vn_bound_dispatch_in_pass(&r->bound, pass, &state);
+        }
         wgpu.ComputePassEncoderEnd(pass);
         wgpu.ComputePassEncoderRelease(pass);
         return;
@@ -65,6 +70,16 @@ static void end_pass(WGPUComputePassEncoder *pass) {
     *pass = NULL;
 }
 
+/* True when the step encodes commands outside a compute pass (copies, clear_buffer
+ * clears), which end the open pass. */
+static bool step_ends_pass(const vn_step *st, const vn_timing *t) {
+    switch (st->kind) {
+    case STEP_DISPATCH: return st->clear_outputs && vn_bound_clears_outside(&st->bound, t);
+    case STEP_CLEAR: return vn_clear_outside(&st->clear, t);
+    default: return true;
+    }
+}
+
 /* The passes encode_sequence opens: the same walk without encoding, so a timed
  * replay can size its query set before it starts. */
 static uint32_t sequence_passes(const vn_sequence *s, uint32_t n, const vn_timing *t) {
@@ -73,10 +88,10 @@ static uint32_t sequence_passes(const vn_sequence *s, uint32_t n, const vn_timin
     for (uint32_t rep = 0; rep < n; rep++) {
         for (size_t i = 0; i < s->count; i++) {
             const vn_step *st = &s->steps[i];
-            if (st->kind != STEP_DISPATCH || (st->clear_outputs && vn_bound_clears(&st->bound))) open = false;
-            if (st->kind != STEP_DISPATCH) continue;
+            if (step_ends_pass(st, t)) open = false;
+            if (st->kind == STEP_COPY || (st->kind == STEP_CLEAR && vn_clear_outside(&st->clear, t))) continue;
             if (!open) passes++;
-            open = !split_passes(t);
+            open = !vn_timing_splits(t);
         }
     }
     return passes > UINT32_MAX ? UINT32_MAX : (uint32_t)passes;
@@ -88,28 +103,32 @@ static void encode_sequence(const vn_sequence *s, WGPUCommandEncoder enc, uint32
     for (uint32_t rep = 0; rep < n; rep++) {
         for (size_t i = 0; i < s->count; i++) {
             const vn_step *st = &s->steps[i];
+            if (step_ends_pass(st, t)) end_pass(&pass);
             switch (st->kind) {
             case STEP_DISPATCH:
-                /* Clears are encoder commands: they end the pass before them. */
-                if (st->clear_outputs && vn_bound_clears(&st->bound)) {
-                    end_pass(&pass);
-                    vn_bound_encode_clears(&st->bound, enc);
+                if (st->clear_outputs) vn_bound_encode_clears(&st->bound, enc, t);
+                if (pass == NULL) {
+                    pass = vn_begin_pass(enc, t);
+                    memset(&state, 0, sizeof state);
+                }
+                if (st->clear_outputs) vn_bound_fill_in_pass(&st->bound, pass, &state, t);
+                vn_bound_dispatch_in_pass(&st->bound, pass, &state);
+                if (vn_timing_splits(t)) end_pass(&pass);
+                break;
+            case STEP_COPY:
+                wgpu.CommandEncoderCopyBufferToBuffer(enc, st->src->buffer, st->src_offset, st->dst->buffer,
+                                                      st->dst_offset, st->nbytes);
+                break;
+            case STEP_CLEAR:
+                if (vn_clear_outside(&st->clear, t)) {
+                    vn_clear_encode_outside(&st->clear, enc);
+                    break;
                 }
                 if (pass == NULL) {
                     pass = vn_begin_pass(enc, t);
                     memset(&state, 0, sizeof state);
                 }
-                vn_bound_dispatch_in_pass(&st->bound, pass, &state);
-                if (split_passes(t)) end_pass(&pass);
-                break;
-            case STEP_COPY:
-                end_pass(&pass);
-                wgpu.CommandEncoderCopyBufferToBuffer(enc, st->src->buffer, st->src_offset, st->dst->buffer,
-                                                      st->dst_offset, st->nbytes);
-                break;
-            case STEP_CLEAR:
-                end_pass(&pass);
-                wgpu.CommandEncoderClearBuffer(enc, st->dst->buffer, st->dst_offset, st->nbytes);
+                vn_clear_fill_in_pass(&st->clear, pass, &state);
                 break;
             }
         }
@@ -216,7 +235,6 @@ static vn_status recording_create(vn_pipeline *pipeline, const vn_dispatch_args 
      * checks cannot see (a shader type larger than its buffer) surfaces at the first
      * replay as a ValidationError, with nothing submitted. */
     vn_status st = vn_bound_resolve(pipeline, args, &r->bound);
-    if (st == VN_OK) r->clears = vn_bound_clears(&r->bound);
     if (st != VN_OK) {
         free(r);
         return st;
@@ -420,11 +438,23 @@ static vn_status sequence_clear(vn_sequence *s, const vn_view *v) {
     step.dst = v->buffer;
     step.dst_offset = v->offset;
     step.nbytes = extent(v);
-    vn_mutex_lock(&s->lock);
-    st = push_step(s, &step);
-    vn_mutex_unlock(&s->lock);
-    if (st == VN_OK) vn_buffer_retain(v->buffer);
-    return st;
+    vn_scope_begin(s->device);
+    st = vn_clear_plan(s->device, v, &step.clear);
+    vn_status scope = vn_scope_end(s->device, "planning a clear", VN_ERROR_VALIDATION,
+                                   "check the buffer's usage and size.");
+    if (st == VN_OK) st = scope;
+    if (st == VN_OK) {
+        vn_mutex_lock(&s->lock);
+        st = push_step(s, &step);
+        vn_mutex_unlock(&s->lock);
+    }
+    if (st != VN_OK) {
+        vn_fill_forget(s->device, v->buffer->identity); /* a group that failed validation may be cached */
+        vn_clear_release(&step.clear);
+        return st;
+    }
+    vn_buffer_retain(v->buffer);
+    return VN_OK;
 }
 
 vn_status vn_sequence_clear(vn_sequence *s, const vn_view *view) {
@@ -477,6 +507,7 @@ static void sequence_destroy(vn_object *object) {
     for (size_t i = 0; i < s->count; i++) {
         vn_step *st = &s->steps[i];
         if (st->kind == STEP_DISPATCH) vn_bound_release(&st->bound);
+        vn_clear_release(&st->clear);
         if (st->src != NULL) vn_buffer_release(st->src);
         if (st->dst != NULL) vn_buffer_release(st->dst);
     }

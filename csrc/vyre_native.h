@@ -510,6 +510,12 @@ typedef struct vn_live_counts {
 } vn_live_counts;
 
 void vn_debug_live_counts(vn_live_counts *out);
+/* The WGSL of the built-in zero fill (csrc/fill.c) that clears outputs inside the
+ * compute pass: entry points fill_words (array<u32> at @binding(0)) and fill_quads
+ * (array<vec4<u32>> at @binding(1), for sizes that are multiples of 16), both
+ * @workgroup_size(256), one dispatch of min(ceil(elements / 256), 65535) workgroups.
+ * For the benchmarks' raw-C floor, which dispatches the same kernel. */
+const char *vn_debug_fill_wgsl(void);
 
 /* VN_CDEF_END */
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ._lib import ffi, lib
 
-__all__ = ["live_objects"]
+__all__ = ["fill_wgsl", "live_objects"]
 
 _FIELDS = tuple(name for name, _ in ffi.typeof("vn_live_counts").fields)
 
@@ -19,3 +19,13 @@ def live_objects() -> dict[str, int]:
     counts = ffi.new("vn_live_counts *")
     lib.vn_debug_live_counts(counts)
     return {name: int(getattr(counts, name)) for name in _FIELDS}
+
+
+def fill_wgsl() -> str:
+    """The WGSL of the built-in zero fill that clears outputs inside the compute pass.
+
+    Entry points ``fill_words`` (``array<u32>`` at ``@binding(0)``) and ``fill_quads``
+    (``array<vec4<u32>>`` at ``@binding(1)``, for sizes that are multiples of 16), both
+    ``@workgroup_size(256)``; the benchmarks' raw-C floor dispatches the same kernel.
+    """
+    return str(ffi.string(lib.vn_debug_fill_wgsl()).decode("ascii"))
