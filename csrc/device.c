@@ -58,6 +58,7 @@ static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStr
 
 void vn_device_init_locks(vn_device *dev) {
     atomic_init(&dev->refs, 1);
+    atomic_init(&dev->staging_pinned, 0);
     vn_mutex_init(&dev->scope_lock);
     vn_rwlock_init(&dev->submit_lock);
     vn_mutex_init(&dev->staging_lock);
@@ -438,6 +439,13 @@ vn_status vn_device_wait_idle(vn_device *device) {
     return vn_device_wait(device, 0);
 }
 
+/* Under the life lock held for writing. */
+static void destroy_gpu_device(vn_device *device) {
+    vn_mutex_lock(&device->scope_lock);
+    wgpu.DeviceDestroy(device->device);
+    vn_mutex_unlock(&device->scope_lock);
+}
+
 vn_status vn_device_destroy(vn_device *device) {
     vn_status st = vn_device_check(device, "device.destroy");
     if (st != VN_OK) return st;
@@ -446,11 +454,23 @@ vn_status vn_device_destroy(vn_device *device) {
     vn_rwlock_write_lock(&device->submit_lock);
     snprintf(device->lost_reason, sizeof device->lost_reason, "destroyed by Device.destroy()");
     atomic_store(&device->lost, 1);
-    vn_mutex_lock(&device->scope_lock);
-    wgpu.DeviceDestroy(device->device);
-    vn_mutex_unlock(&device->scope_lock);
+    /* Destroying the GPU device frees every buffer's memory, the mapped memory of a
+     * pinned staging buffer too, which a zero-copy array still reads: with pins alive,
+     * only the flag is set now (every call already fails as on a destroyed device) and
+     * the last unpin destroys it (vn_device_destroy_deferred). */
+    if (atomic_load(&device->staging_pinned) > 0) device->destroy_deferred = true;
+    else destroy_gpu_device(device);
     vn_rwlock_write_unlock(&device->submit_lock);
     return VN_OK;
+}
+
+void vn_device_destroy_deferred(vn_device *device) {
+    vn_rwlock_write_lock(&device->submit_lock);
+    if (device->destroy_deferred && atomic_load(&device->staging_pinned) == 0) {
+        device->destroy_deferred = false;
+        destroy_gpu_device(device);
+    }
+    vn_rwlock_write_unlock(&device->submit_lock);
 }
 
 vn_status vn_submit_begin(vn_device *device, const char *what) {

@@ -43,7 +43,7 @@ void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap);
 enum vn_live_kind {
     VN_LIVE_DEVICE, VN_LIVE_BUFFER, VN_LIVE_SHADER, VN_LIVE_PIPELINE, VN_LIVE_DISPATCH,
     VN_LIVE_BIND_GROUP, VN_LIVE_STAGING, VN_LIVE_RECORDING, VN_LIVE_SEQUENCE, VN_LIVE_SUBMISSION,
-    VN_LIVE_PENDING_READ, VN_LIVE_KIND_COUNT
+    VN_LIVE_PENDING_READ, VN_LIVE_MAPPING, VN_LIVE_KIND_COUNT
 };
 void vn_live_add(enum vn_live_kind kind, int64_t delta);
 
@@ -79,6 +79,16 @@ struct vn_device {
     vn_mutex staging_lock;
     vn_staging *staging_free;
     size_t staging_free_count;
+    /* Staging buffers pinned mapped by a vn_mapping (a zero-copy read): destroying the
+     * device would free the memory a caller still reads, so while any is pinned
+     * vn_device_destroy only marks the device lost and sets destroy_deferred, and the
+     * last unpin destroys it (vn_device_destroy_deferred). Both change under the life
+     * lock: pinned for reading, destroy_deferred for writing. */
+    atomic_long staging_pinned;
+    bool destroy_deferred;
+    /* Made by another binding (interop.c), which destroys it when it likes: no staging
+     * buffer of it stays mapped outside a C call. */
+    bool foreign_owner;
 
     /* Live pipelines, so a buffer's release can purge bind groups naming it. */
     vn_mutex pipelines_lock;
@@ -111,6 +121,10 @@ vn_status vn_device_check(const vn_device *device, const char *what);
  * own message, and `fix`. */
 void vn_scope_begin(vn_device *device);
 vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation_code, const char *fix);
+
+/* The last pinned staging buffer of a device whose destroy was deferred is gone:
+ * destroy it now. Called by the unpin, never while holding the life lock. */
+void vn_device_destroy_deferred(vn_device *device);
 
 /* Take the life lock for reading and check the device; on VN_OK the caller
  * submits or reads a mapped range, then calls vn_submit_end. On failure nothing is
@@ -151,7 +165,8 @@ vn_status vn_buffer_check(const vn_buffer *buffer, const char *what);
 /* ---- readback (readback.c) ---------------------------------------------------- */
 
 /* Copy `nbytes` of `src` (which has COPY_SRC usage and an allocation of at least
- * round_up(nbytes, 4) bytes) into dst, after all work submitted before the call. */
+ * round_up(nbytes, 4) bytes) into dst, after all work submitted before the call: the
+ * readback primitive's copying form (the pinning form is vn_pending_read_pin). */
 vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t nbytes, void *dst);
 void vn_staging_free_all(vn_device *device);
 

@@ -20,6 +20,7 @@ vn_status vn_device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t devic
     vn_device *dev = calloc(1, sizeof *dev);
     if (dev == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a device record. Fix: free host memory.");
     vn_device_init_locks(dev);
+    dev->foreign_owner = true; /* its owner destroys it when it likes: no pins (readback.c) */
     dev->instance = (WGPUInstance)instance;
     dev->adapter = (WGPUAdapter)adapter;
     dev->device = (WGPUDevice)device;

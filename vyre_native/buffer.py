@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from numpy.typing import NDArray
 
@@ -12,7 +12,7 @@ from ._handles import Handle
 from ._lib import check, ffi, lib
 from ._marshal import new_array, to_destination, to_readable, to_u64
 from ._typing import DTypeLike, ShapeLike
-from .readback import PendingRead, read_async
+from .readback import PendingRead, complete, layout, read_async, start, want_copy
 
 if TYPE_CHECKING:
     from .device import Device
@@ -86,23 +86,38 @@ class Buffer(Handle):
         check(lib.vn_buffer_write(ptr, to_u64(offset, "Buffer.write offset"), src, nbytes))
 
     @overload
-    def read(self, dtype: None = None, shape: None = None) -> bytes: ...
+    def read(self, dtype: None = None, shape: None = None, *, copy: Literal[True] = True) -> bytes: ...
     @overload
-    def read(self, dtype: DTypeLike, shape: ShapeLike | None = None) -> NDArray[Any]: ...
+    def read(self, dtype: None = None, shape: None = None, *, copy: Literal[False]) -> memoryview: ...
+    @overload
+    def read(self, dtype: None = None, shape: None = None, *, copy: bool) -> bytes | memoryview: ...
+    @overload
     def read(
-        self, dtype: DTypeLike | None = None, shape: ShapeLike | None = None
-    ) -> bytes | NDArray[Any]:
+        self, dtype: DTypeLike, shape: ShapeLike | None = None, *, copy: bool = True
+    ) -> NDArray[Any]: ...
+    def read(
+        self, dtype: DTypeLike | None = None, shape: ShapeLike | None = None, *, copy: bool = True
+    ) -> bytes | memoryview | NDArray[Any]:
         """The buffer's ``byte_len`` bytes, after all work submitted before the call.
 
         With ``dtype`` (and optionally ``shape``), a new writable numpy array instead,
         filled with one copy out of the staging memory; a shape that does not cover the
         byte length exactly is an ``InvalidArgumentError``.
+
+        ``copy=False``: no copy. A read-only numpy array (with ``dtype``; else a read-only
+        memoryview of the bytes) over the mapped staging memory itself, which stays mapped
+        and pinned, and is never reused, until that array and every view of it are gone.
+        Costs the GPU copy and the map; reading the array then reads that memory.
         """
-        if dtype is None and shape is None:
-            return self.read_async().result()
-        arr = new_array(dtype, shape, self.byte_len, "Buffer.read")
-        self.read_into(arr)
-        return arr
+        ptr = self._live()
+        if want_copy(copy, "Buffer.read copy"):
+            if dtype is None and shape is None:
+                return complete(start(ptr), None, True)
+            arr = new_array(dtype, shape, self.byte_len, "Buffer.read")
+            self.read_into(arr)
+            return arr
+        form = layout(dtype, shape, self.byte_len, "Buffer.read")
+        return complete(start(ptr), form, False)
 
     def read_async(self) -> PendingRead:
         """Start reading the buffer back; returns a ``vn.PendingRead`` (``.result()`` completes it)."""
