@@ -35,11 +35,23 @@ static void usage_names(uint64_t bits, char *buf, size_t cap) {
     if (used == 0) snprintf(buf, cap, "none");
 }
 
+/* Check handle h for binding b and, when it is a live buffer, retain it (whatever
+ * the checks after that say: the caller releases what it took on any failure). */
 static vn_status check_handle(const vn_pipeline *p, const vn_binding *b, const vn_buffer *h, const char *role,
-                              size_t role_index) {
+                              size_t role_index, bool *held) {
+    *held = false;
     if (h == NULL)
         return vn_fail(VN_ERROR_BINDING, "%s %zu for @group(%u) @binding(%u) `%s` is NULL. Fix: pass a live Buffer.",
                        role, role_index, b->group, b->binding, b->name);
+    if (!vn_is(h, VN_KIND_BUFFER)) {
+        char fn[96];
+        snprintf(fn, sizeof fn, "%s %zu for @group(%u) @binding(%u) `%s`", role, role_index, b->group, b->binding,
+                 b->name);
+        return vn_handle_error(h, VN_KIND_BUFFER, fn);
+    }
+    /* Held from here: by the call while resolving, then by the recording. */
+    vn_retain((vn_object *)h);
+    *held = true;
     if (h->device != p->device)
         return vn_fail(VN_ERROR_BINDING,
                        "%s %zu (buffer %llu) for @group(%u) @binding(%u) `%s` belongs to another device. Fix: "
@@ -135,9 +147,12 @@ vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t inpu
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate binding tables. Fix: free host memory.");
     }
     /* The seed's rule: outputs take the next output handle, the first uniform
-     * takes params when given, everything else the next input handle. */
+     * takes params when given, everything else the next input handle. Each handle
+     * is retained as it is taken (bound[i] non-NULL: held), so a release on another
+     * thread cannot free it while it is checked; on success the references are the
+     * recording's. Handles no binding takes are never read. */
     size_t next_in = 0, next_out = 0, n_outs = 0;
-    bool params_used = false;
+    bool params_used = false, held = false;
     for (size_t i = 0; i < n && st == VN_OK; i++) {
         const vn_binding *b = &p->bindings[i];
         if (b->kind == VN_BINDING_STORAGE_READ_WRITE) {
@@ -148,14 +163,14 @@ vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t inpu
                              b->group, b->binding, b->name, kind_name(b->kind), next_out, output_count);
                 break;
             }
-            bound[i] = outputs[next_out];
-            st = check_handle(p, b, bound[i], "output", next_out);
+            st = check_handle(p, b, outputs[next_out], "output", next_out, &held);
+            bound[i] = held ? outputs[next_out] : NULL;
             next_out++;
             outs[n_outs++] = bound[i];
         } else if (b->kind == VN_BINDING_UNIFORM && params != NULL && !params_used) {
-            bound[i] = params;
+            st = check_handle(p, b, params, "params", 0, &held);
+            bound[i] = held ? params : NULL;
             params_used = true;
-            st = check_handle(p, b, bound[i], "params", 0);
         } else {
             if (next_in >= input_count) {
                 st = vn_fail(VN_ERROR_BINDING,
@@ -165,8 +180,8 @@ vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t inpu
                              params != NULL ? " and every uniform after the first" : " and uniform");
                 break;
             }
-            bound[i] = inputs[next_in];
-            st = check_handle(p, b, bound[i], "input", next_in);
+            st = check_handle(p, b, inputs[next_in], "input", next_in, &held);
+            bound[i] = held ? inputs[next_in] : NULL;
             next_in++;
         }
     }
@@ -218,14 +233,15 @@ vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t inpu
         st = check_indirect(p, indirect);
     }
     if (st != VN_OK) {
+        for (size_t i = 0; i < n; i++)
+            if (bound[i] != NULL) vn_buffer_release(bound[i]);
         free(bound);
         free(outs);
         return st;
     }
 
-    /* Everything checks out: take references so the recording keeps its buffers. */
+    /* Everything checks out: the recording keeps the pipeline and the buffers. */
     vn_pipeline_retain(p);
-    for (size_t i = 0; i < n; i++) vn_buffer_retain(bound[i]);
     out->pipeline = p;
     out->buffers = bound;
     out->buffer_count = n;

@@ -5,22 +5,36 @@
 
 #include "internal.h"
 
-/* Allocation identity: monotonic and never reused, unlike an address, so a cache
- * keyed by it cannot hand out a bind group that names a freed buffer's successor. */
-static atomic_ullong next_identity = 1;
-
 static const uint64_t known_usage = 0x3ff;
 
-uint64_t vn_next_identity(void) { return atomic_fetch_add(&next_identity, 1); }
+void vn_buffer_retain(vn_buffer *buffer) { vn_retain(&buffer->obj); }
 
-void vn_buffer_retain(vn_buffer *buffer) { atomic_fetch_add(&buffer->refs, 1); }
+static void buffer_destroy(vn_object *object) {
+    vn_buffer *buffer = (vn_buffer *)object;
+    /* Cached bind groups naming this buffer would keep its memory alive; drop them. */
+    vn_device_forget_buffer(buffer->device, buffer->identity);
+    wgpu.BufferRelease(buffer->buffer);
+    vn_device_unref(buffer->device);
+    free(buffer);
+    vn_live_add(VN_LIVE_BUFFER, -1);
+}
+
+void vn_buffer_init(vn_buffer *buffer, vn_device *device) {
+    vn_object_init(&buffer->obj, VN_KIND_BUFFER, buffer_destroy);
+    /* The allocation identity is the object's id: monotonic, never an address. */
+    buffer->identity = buffer->obj.id;
+    vn_device_retain(device);
+    buffer->device = device;
+    vn_live_add(VN_LIVE_BUFFER, 1);
+}
 
 vn_status vn_buffer_check(const vn_buffer *buffer, const char *what) {
     if (buffer == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%s: buffer is NULL. Fix: pass a live Buffer.", what);
     return vn_device_check(buffer->device, what);
 }
 
-vn_status vn_buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage, const void *data, vn_buffer **out) {
+static vn_status buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage, const void *data,
+                               vn_buffer **out) {
     vn_status st = vn_device_check(device, "creating a buffer");
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_create: out is NULL. Fix: pass a result pointer.");
@@ -91,22 +105,22 @@ vn_status vn_buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage,
         free(buf);
         return st;
     }
-    atomic_init(&buf->refs, 1);
-    vn_device_retain(device);
-    buf->device = device;
+    vn_buffer_init(buf, device);
     buf->buffer = handle;
     buf->byte_len = byte_len;
     buf->allocation_len = allocation_len;
     buf->usage = usage;
-    buf->identity = vn_next_identity();
-    vn_live_add(VN_LIVE_BUFFER, 1);
     *out = buf;
     return VN_OK;
 }
 
-vn_status vn_buffer_describe(const vn_buffer *buffer, vn_buffer_desc *out) {
-    if (buffer == NULL || out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_describe: NULL argument. Fix: pass a buffer and a result.");
+vn_status vn_buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage, const void *data, vn_buffer **out) {
+    VN_CALL1(buffer_create(device, byte_len, usage, data, out), device, VN_KIND_DEVICE);
+}
+
+static vn_status buffer_describe(const vn_buffer *buffer, vn_buffer_desc *out) {
+    if (out == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_describe: out is NULL. Fix: pass a result pointer.");
     out->byte_len = buffer->byte_len;
     out->allocation_len = buffer->allocation_len;
     out->usage = buffer->usage;
@@ -114,7 +128,11 @@ vn_status vn_buffer_describe(const vn_buffer *buffer, vn_buffer_desc *out) {
     return VN_OK;
 }
 
-vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes) {
+vn_status vn_buffer_describe(const vn_buffer *buffer, vn_buffer_desc *out) {
+    VN_CALL1(buffer_describe(buffer, out), buffer, VN_KIND_BUFFER);
+}
+
+static vn_status buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes) {
     vn_status st = vn_buffer_check(buffer, "buffer.write");
     if (st != VN_OK) return st;
     if (!(buffer->usage & VN_USAGE_COPY_DST))
@@ -150,7 +168,11 @@ vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, 
     return vn_scope_end(dev, "buffer.write", VN_ERROR_VALIDATION, "check offset, length and usage.");
 }
 
-vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity) {
+vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes) {
+    VN_CALL1(buffer_write(buffer, offset, data, nbytes), buffer, VN_KIND_BUFFER);
+}
+
+static vn_status buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity) {
     vn_status st = vn_buffer_check(buffer, "buffer.read");
     if (st == VN_OK) st = vn_buffers_submittable(&buffer, 1, "buffer.read()");
     if (st != VN_OK) return st;
@@ -169,12 +191,8 @@ vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity) {
     return vn_readback(buffer->device, buffer->buffer, buffer->byte_len, dst);
 }
 
-void vn_buffer_release(vn_buffer *buffer) {
-    if (buffer == NULL || atomic_fetch_sub(&buffer->refs, 1) != 1) return;
-    /* Cached bind groups naming this buffer would keep its memory alive; drop them. */
-    vn_device_forget_buffer(buffer->device, buffer->identity);
-    wgpu.BufferRelease(buffer->buffer);
-    vn_device_unref(buffer->device);
-    free(buffer);
-    vn_live_add(VN_LIVE_BUFFER, -1);
+vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity) {
+    VN_CALL1(buffer_read(buffer, dst, capacity), buffer, VN_KIND_BUFFER);
 }
+
+void vn_buffer_release(vn_buffer *buffer) { vn_release_handle(buffer, VN_KIND_BUFFER); }

@@ -22,8 +22,27 @@ bool vn_process_until(WGPUInstance instance, WGPUDevice device, atomic_int *flag
     return true;
 }
 
+/* A record a callback fills while a waiter waits for it, up to a deadline. A waiter
+ * that gives up must not leave the callback a dead frame to write into, so the record
+ * is on the heap and `state` says who frees it: the callback completes it (PENDING ->
+ * DONE) or the waiter abandons it (PENDING -> ABANDONED), and whichever of the two
+ * exchanges finds the other's mark is the last user and frees it. */
+enum { REQUEST_PENDING = 0, REQUEST_DONE = 1, REQUEST_ABANDONED = 2 };
+
+/* In a callback, after filling the record: mark it done; true when its waiter had
+ * already given up, so the callback must free it. */
+static bool request_complete(atomic_int *state) {
+    return atomic_exchange(state, REQUEST_DONE) == REQUEST_ABANDONED;
+}
+
+/* In a waiter whose wait timed out: true when the callback came after all (the record
+ * is the waiter's to read and free); false when the callback will free it. */
+static bool request_abandon(atomic_int *state) {
+    return atomic_exchange(state, REQUEST_ABANDONED) == REQUEST_DONE;
+}
+
 struct adapter_request {
-    atomic_int done;
+    atomic_int state;
     WGPURequestAdapterStatus status;
     WGPUAdapter adapter;
     char message[512];
@@ -36,11 +55,12 @@ static void on_adapter(WGPURequestAdapterStatus status, WGPUAdapter adapter, WGP
     req->status = status;
     req->adapter = adapter;
     vn_string_view_copy(message, req->message, sizeof req->message);
-    atomic_store(&req->done, 1);
+    /* Abandoned: an adapter that came too late is leaked (callbacks call no wgpu). */
+    if (request_complete(&req->state)) free(req);
 }
 
 struct device_request {
-    atomic_int done;
+    atomic_int state;
     WGPURequestDeviceStatus status;
     WGPUDevice device;
     char message[512];
@@ -53,11 +73,19 @@ static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStr
     req->status = status;
     req->device = device;
     vn_string_view_copy(message, req->message, sizeof req->message);
-    atomic_store(&req->done, 1);
+    if (request_complete(&req->state)) free(req);
 }
 
+/* Wait for a request record's callback; false (the record then belongs to the
+ * callback, which frees it) when it did not come within limit_s. */
+static bool request_wait(WGPUInstance instance, WGPUDevice device, atomic_int *state, double limit_s) {
+    return vn_process_until(instance, device, state, limit_s) || request_abandon(state);
+}
+
+static void device_destroy(vn_object *object);
+
 void vn_device_init_locks(vn_device *dev) {
-    atomic_init(&dev->refs, 1);
+    vn_object_init(&dev->obj, VN_KIND_DEVICE, device_destroy);
     atomic_init(&dev->staging_pinned, 0);
     vn_mutex_init(&dev->scope_lock);
     vn_rwlock_init(&dev->submit_lock);
@@ -217,10 +245,16 @@ vn_status vn_enumerate_adapters(const char *backend, vn_device_info *out, size_t
 
 /* ---- lifetime -------------------------------------------------------------------- */
 
-void vn_device_retain(vn_device *device) { atomic_fetch_add(&device->refs, 1); }
+void vn_device_retain(vn_device *device) { vn_retain(&device->obj); }
 
 void vn_device_unref(vn_device *device) {
-    if (device == NULL || atomic_fetch_sub(&device->refs, 1) != 1) return;
+    if (device != NULL) vn_release(&device->obj);
+}
+
+static void free_scope_results(vn_device *device);
+
+static void device_destroy(vn_object *object) {
+    vn_device *device = (vn_device *)object;
     vn_staging_free_all(device);
     if (device->queue) wgpu.QueueRelease(device->queue);
     if (device->device) wgpu.DeviceRelease(device->device);
@@ -230,6 +264,7 @@ void vn_device_unref(vn_device *device) {
     vn_rwlock_destroy(&device->submit_lock);
     vn_mutex_destroy(&device->staging_lock);
     vn_mutex_destroy(&device->pipelines_lock);
+    free_scope_results(device);
     free(device);
     vn_live_add(VN_LIVE_DEVICE, -1);
 }
@@ -295,17 +330,24 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
     opts.powerPreference = power_preference == VN_POWER_LOW    ? WGPUPowerPreference_LowPower
                            : power_preference == VN_POWER_HIGH ? WGPUPowerPreference_HighPerformance
                                                                : WGPUPowerPreference_Undefined;
-    struct adapter_request areq = {0};
+    struct adapter_request *pending = calloc(1, sizeof *pending);
+    if (pending == NULL) {
+        vn_device_unref(dev);
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate an adapter request. Fix: free host memory.");
+    }
     WGPURequestAdapterCallbackInfo acb = WGPU_REQUEST_ADAPTER_CALLBACK_INFO_INIT;
     acb.mode = WGPUCallbackMode_AllowProcessEvents;
     acb.callback = on_adapter;
-    acb.userdata1 = &areq;
+    acb.userdata1 = pending;
     wgpu.InstanceRequestAdapter(dev->instance, &opts, acb);
-    if (!vn_process_until(dev->instance, NULL, &areq.done, 60.0)) {
+    if (!request_wait(dev->instance, NULL, &pending->state, 60.0)) {
         vn_device_unref(dev);
         return vn_fail(VN_ERROR_TIMEOUT, "requesting an adapter (power preference %s) did not finish in 60 s. "
                        "Fix: check the Vulkan driver installation.", power_name(power_preference));
     }
+    struct adapter_request areq;
+    memcpy(&areq, pending, sizeof areq); /* the callback is done with it */
+    free(pending);
     if (areq.status != WGPURequestAdapterStatus_Success || areq.adapter == NULL) {
         vn_device_unref(dev);
         size_t len = strlen(areq.message);
@@ -335,8 +377,10 @@ static vn_status finish_device(vn_device *dev, const char *required_features, vn
      * bind wherever the hardware allows it. */
     WGPULimits limits = WGPU_LIMITS_INIT;
     if (wgpu.AdapterGetLimits(dev->adapter, &limits) != WGPUStatus_Success) {
+        vn_status st = vn_fail(VN_ERROR_INTERNAL, "could not read the limits of adapter '%s'. Fix: update the GPU "
+                               "driver.", dev->info.name);
         vn_device_unref(dev);
-        return vn_fail(VN_ERROR_INTERNAL, "could not read the limits of adapter '%s'. Fix: update the GPU driver.", dev->info.name);
+        return st;
     }
     limits.nextInChain = NULL;
 
@@ -362,20 +406,31 @@ static vn_status finish_device(vn_device *dev, const char *required_features, vn
     ddesc.deviceLostCallbackInfo.userdata1 = dev;
     ddesc.uncapturedErrorCallbackInfo.callback = on_uncaptured_error;
     ddesc.uncapturedErrorCallbackInfo.userdata1 = dev;
-    struct device_request dreq = {0};
+    struct device_request *pending = calloc(1, sizeof *pending);
+    if (pending == NULL) {
+        vn_device_unref(dev);
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a device request. Fix: free host memory.");
+    }
     WGPURequestDeviceCallbackInfo dcb = WGPU_REQUEST_DEVICE_CALLBACK_INFO_INIT;
     dcb.mode = WGPUCallbackMode_AllowProcessEvents;
     dcb.callback = on_device;
-    dcb.userdata1 = &dreq;
+    dcb.userdata1 = pending;
     wgpu.AdapterRequestDevice(dev->adapter, &ddesc, dcb);
-    if (!vn_process_until(dev->instance, NULL, &dreq.done, 60.0)) {
+    if (!request_wait(dev->instance, NULL, &pending->state, 60.0)) {
+        /* The message names the adapter: written before dev goes. */
+        vn_status st = vn_fail(VN_ERROR_TIMEOUT, "requesting a device from adapter '%s' did not finish in 60 s. "
+                               "Fix: check the GPU driver.", dev->info.name);
         vn_device_unref(dev);
-        return vn_fail(VN_ERROR_TIMEOUT, "requesting a device from adapter '%s' did not finish in 60 s. Fix: check the GPU driver.", dev->info.name);
+        return st;
     }
+    struct device_request dreq;
+    memcpy(&dreq, pending, sizeof dreq); /* the callback is done with it */
+    free(pending);
     if (dreq.status != WGPURequestDeviceStatus_Success || dreq.device == NULL) {
+        vn_status st = vn_fail(VN_ERROR_INTERNAL, "adapter '%s' refused to create a device: %s. Fix: update the GPU "
+                               "driver.", dev->info.name, dreq.message);
         vn_device_unref(dev);
-        return vn_fail(VN_ERROR_INTERNAL, "adapter '%s' refused to create a device: %s. Fix: update the GPU driver.",
-                       dev->info.name, dreq.message);
+        return st;
     }
     dev->device = dreq.device;
     dev->queue = wgpu.DeviceGetQueue(dev->device);
@@ -387,14 +442,18 @@ static vn_status finish_device(vn_device *dev, const char *required_features, vn
     return VN_OK;
 }
 
-vn_status vn_device_get_info(const vn_device *device, vn_device_info *out) {
+static vn_status device_get_info(const vn_device *device, vn_device_info *out) {
     vn_status st = vn_device_check(device, "device.info");
     if (st != VN_OK) return st;
     *out = device->info;
     return VN_OK;
 }
 
-vn_status vn_device_get_limits(const vn_device *device, vn_limits *out) {
+vn_status vn_device_get_info(const vn_device *device, vn_device_info *out) {
+    VN_CALL1(device_get_info(device, out), device, VN_KIND_DEVICE);
+}
+
+static vn_status device_get_limits(const vn_device *device, vn_limits *out) {
     vn_status st = vn_device_check(device, "device.limits");
     if (st != VN_OK) return st;
     const WGPULimits *l = &device->limits;
@@ -416,7 +475,11 @@ vn_status vn_device_get_limits(const vn_device *device, vn_limits *out) {
     return VN_OK;
 }
 
-vn_status vn_device_get_features(const vn_device *device, char *out, size_t capacity) {
+vn_status vn_device_get_limits(const vn_device *device, vn_limits *out) {
+    VN_CALL1(device_get_limits(device, out), device, VN_KIND_DEVICE);
+}
+
+static vn_status device_get_features(const vn_device *device, char *out, size_t capacity) {
     vn_status st = vn_device_check(device, "vn_device_get_features");
     if (st != VN_OK) return st;
     if (out == NULL || capacity == 0)
@@ -425,7 +488,13 @@ vn_status vn_device_get_features(const vn_device *device, char *out, size_t capa
     return VN_OK;
 }
 
-int vn_device_has_timestamps(const vn_device *device) { return device != NULL && device->timestamps; }
+vn_status vn_device_get_features(const vn_device *device, char *out, size_t capacity) {
+    VN_CALL1(device_get_features(device, out, capacity), device, VN_KIND_DEVICE);
+}
+
+int vn_device_has_timestamps(const vn_device *device) {
+    VN_GET(int, device->timestamps, 0, device, VN_KIND_DEVICE);
+}
 
 vn_status vn_device_wait(vn_device *device, uint64_t index) {
     WGPUSubmissionIndex idx = index;
@@ -433,11 +502,13 @@ vn_status vn_device_wait(vn_device *device, uint64_t index) {
     return vn_device_check(device, "waiting for submitted work");
 }
 
-vn_status vn_device_wait_idle(vn_device *device) {
+static vn_status device_wait_idle(vn_device *device) {
     vn_status st = vn_device_check(device, "device.wait_idle");
     if (st != VN_OK) return st;
     return vn_device_wait(device, 0);
 }
+
+vn_status vn_device_wait_idle(vn_device *device) { VN_CALL1(device_wait_idle(device), device, VN_KIND_DEVICE); }
 
 /* Under the life lock held for writing. */
 static void destroy_gpu_device(vn_device *device) {
@@ -446,7 +517,7 @@ static void destroy_gpu_device(vn_device *device) {
     vn_mutex_unlock(&device->scope_lock);
 }
 
-vn_status vn_device_destroy(vn_device *device) {
+static vn_status device_destroy_now(vn_device *device) {
     vn_status st = vn_device_check(device, "device.destroy");
     if (st != VN_OK) return st;
     /* Exclusive: no submit is between its check and its queue call while the
@@ -463,6 +534,8 @@ vn_status vn_device_destroy(vn_device *device) {
     vn_rwlock_write_unlock(&device->submit_lock);
     return VN_OK;
 }
+
+vn_status vn_device_destroy(vn_device *device) { VN_CALL1(device_destroy_now(device), device, VN_KIND_DEVICE); }
 
 void vn_device_destroy_deferred(vn_device *device) {
     vn_rwlock_write_lock(&device->submit_lock);
@@ -483,19 +556,27 @@ vn_status vn_submit_begin(vn_device *device, const char *what) {
 void vn_submit_end(vn_device *device) { vn_rwlock_read_unlock(&device->submit_lock); }
 
 void vn_device_close(vn_device *device) {
-    if (device != NULL) atomic_store(&device->closed, 1);
+    if (vn_acquire(device, VN_KIND_DEVICE, __func__) != VN_OK) return;
+    atomic_store(&device->closed, 1);
+    vn_unacquire(device);
 }
 
-void vn_device_release(vn_device *device) { vn_device_unref(device); }
+void vn_device_release(vn_device *device) { vn_release_handle(device, VN_KIND_DEVICE); }
 
 /* ---- error scopes ------------------------------------------------------------------ */
 
-struct scope_result {
-    atomic_int done;
+/* What one pop reports: a request record (see request_complete), owned by the device
+ * between pops so the encoding path allocates nothing. */
+struct vn_scope_result {
+    atomic_int state;
     WGPUPopErrorScopeStatus status;
     WGPUErrorType type;
     char message[1536];
 };
+
+static void free_scope_results(vn_device *device) {
+    for (int i = 0; i < 2; i++) free(device->scope_results[i]);
+}
 
 /* wgpu's messages open with "Validation Error\n\nCaused by:\n" and end in blank
  * lines; keep what follows (the call, the cause, naga's source excerpt). */
@@ -513,11 +594,12 @@ static void tidy_message(char *msg) {
 static void on_pop(WGPUPopErrorScopeStatus status, WGPUErrorType type, WGPUStringView message, void *userdata1,
                    void *userdata2) {
     (void)userdata2;
-    struct scope_result *r = userdata1;
+    struct vn_scope_result *r = userdata1;
+    if (r == NULL) return; /* popped without a record (host memory ran out) */
     r->status = status;
     r->type = type;
     vn_string_view_copy(message, r->message, sizeof r->message);
-    atomic_store(&r->done, 1);
+    if (request_complete(&r->state)) free(r);
 }
 
 void vn_scope_begin(vn_device *device) {
@@ -538,26 +620,37 @@ static vn_status error_status(WGPUErrorType type, vn_status validation_code) {
 }
 
 vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation_code, const char *fix) {
-    struct scope_result results[2];
-    memset(results, 0, sizeof results);
+    /* The device's two records, reused under scope_lock; a pop whose callback did not
+     * come in time leaves its record to the callback, and the slot gets a new one. */
+    struct vn_scope_result **results = device->scope_results;
+    bool done[2] = {false, false}, recorded = true;
     for (int i = 0; i < 2; i++) {
+        if (results[i] == NULL) results[i] = malloc(sizeof *results[i]);
+        if (results[i] != NULL) memset(results[i], 0, sizeof *results[i]);
+        recorded = recorded && results[i] != NULL;
         WGPUPopErrorScopeCallbackInfo cb = WGPU_POP_ERROR_SCOPE_CALLBACK_INFO_INIT;
         cb.mode = WGPUCallbackMode_AllowProcessEvents;
         cb.callback = on_pop;
-        cb.userdata1 = &results[i];
+        cb.userdata1 = results[i]; /* NULL: popped all the same, its report dropped */
         wgpu.DevicePopErrorScope(device->device, cb);
-        vn_process_until(device->instance, NULL, &results[i].done, 10.0);
+        if (results[i] == NULL) continue;
+        done[i] = request_wait(device->instance, NULL, &results[i]->state, 10.0);
+        if (!done[i]) results[i] = NULL;
     }
-    vn_mutex_unlock(&device->scope_lock);
-    for (int i = 0; i < 2; i++) {
-        struct scope_result *r = &results[i];
-        if (!atomic_load(&r->done)) continue;
+    /* Read before unlocking: the records are the next scope's once the lock is free. */
+    vn_status st = recorded ? VN_OK
+                            : vn_fail(VN_ERROR_OUT_OF_MEMORY, "%s: no host memory for its error report. Fix: free "
+                                      "host memory.", what);
+    for (int i = 0; i < 2 && st == VN_OK; i++) {
+        struct vn_scope_result *r = results[i];
+        if (!done[i]) continue;
         if (r->status == WGPUPopErrorScopeStatus_Success && r->type != WGPUErrorType_NoError && r->type != 0) {
             tidy_message(r->message);
-            return vn_fail(error_status(r->type, validation_code),
-                           "%s failed: %s. Fix: %s", what, r->message, fix);
+            st = vn_fail(error_status(r->type, validation_code), "%s failed: %s. Fix: %s", what, r->message, fix);
         }
     }
+    vn_mutex_unlock(&device->scope_lock);
+    if (st != VN_OK) return st;
     if (uncaptured.type != WGPUErrorType_NoError && uncaptured.type != 0) {
         WGPUErrorType t = uncaptured.type;
         tidy_message(uncaptured.message);

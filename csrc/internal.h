@@ -29,6 +29,13 @@ extern struct vn_wgpu_table wgpu;
 /* VN_OK when the library is loaded, else the load's status with its message. */
 vn_status vn_require_library(void);
 
+/* library_file.c: true when `path` is a regular file holding a whole shared library of
+ * this platform's format and architecture, every segment and header table its header
+ * names inside the file (a truncated one would fault inside the system loader);
+ * otherwise false with the reason in why. *size gets the file's size (UINT64_MAX when
+ * it could not be opened). */
+bool vn_library_file_check(const char *path, uint64_t *size, char *why, size_t cap);
+
 /* ---- errors (error.c) ------------------------------------------------------ */
 
 /* Record `code` and a printf-formatted message as this thread's last error and
@@ -37,6 +44,137 @@ vn_status vn_fail(vn_status code, const char *fmt, ...) VN_PRINTF_LIKE(2, 3);
 void vn_clear_error(void);
 /* wgpu's WGPUStringView as a C string into buf (always terminated). */
 void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap);
+
+/* ---- the object header (object.c) -------------------------------------------
+ *
+ * Every object behind a public handle starts with a vn_object: a kind tag, a
+ * reference count, its destroy function and a monotonic id. Entry points check the
+ * tag (wrong kinds and destroyed objects are typed errors, never a read of another
+ * kind's fields) and hold a reference for the length of the call, so a release on
+ * another thread can never free an object mid-call: the caller's own reference
+ * keeps it alive until the entry point has taken one of its own (the precondition
+ * of every handle argument, as in any reference-counted C API; Python keeps the
+ * handle's cdata referenced for the call). The last release poisons the tag
+ * (VN_KIND_DEAD) before destroying, so a stale pointer whose memory has not been
+ * reused reads as released (as SQLite's sqlite3SafetyCheckOk reads a closed
+ * connection). A retain/release pair is two atomics and no allocation. */
+
+typedef enum vn_kind {
+    VN_KIND_DEAD = 0x766e0000,      /* "vn" + 0: destroyed */
+    VN_KIND_DEVICE = 0x766e0001,
+    VN_KIND_BUFFER = 0x766e0002,
+    VN_KIND_SHADER = 0x766e0003,
+    VN_KIND_PIPELINE = 0x766e0004,
+    VN_KIND_DISPATCH = 0x766e0005,
+    VN_KIND_RECORDING = 0x766e0006,
+    VN_KIND_SEQUENCE = 0x766e0007,
+    VN_KIND_SUBMISSION = 0x766e0008,
+    VN_KIND_PENDING_READ = 0x766e0009,
+    VN_KIND_MAPPING = 0x766e000a
+} vn_kind;
+
+typedef struct vn_object {
+    atomic_uint kind;                         /* a vn_kind; VN_KIND_DEAD once destroyed */
+    atomic_long refs;
+    void (*destroy)(struct vn_object *self);  /* frees the object: runs once, at the last release */
+    uint64_t id;                              /* monotonic per process, never reused */
+} vn_object;
+
+/* A fresh object of `kind`: one reference (the creator's), the next id. */
+void vn_object_init(vn_object *object, vn_kind kind, void (*destroy)(vn_object *));
+static inline void vn_retain(vn_object *object) {
+    atomic_fetch_add_explicit(&object->refs, 1, memory_order_relaxed);
+}
+/* Drop one reference; the last poisons the tag and destroys. Call it with no lock
+ * held: a destroy takes the locks its object's owner takes (see "Lock order"). */
+void vn_release(vn_object *object);
+/* The next id of the process-wide sequence (objects and buffer identities). */
+uint64_t vn_next_identity(void);
+
+/* The cold path of vn_acquire: the status and message for a NULL, destroyed or
+ * wrong-kind handle, naming the entry point `fn`. */
+vn_status vn_handle_error(const void *handle, vn_kind kind, const char *fn);
+/* True when `handle` is a live object of `kind` (no reference taken). */
+static inline bool vn_is(const void *handle, vn_kind kind) {
+    return handle != NULL &&
+           atomic_load_explicit(&((const vn_object *)handle)->kind, memory_order_relaxed) == (unsigned)kind;
+}
+/* At an entry point: check that `handle` is a live object of `kind` and retain it
+ * for the call (the entry point releases it before returning). */
+static inline vn_status vn_acquire(const void *handle, vn_kind kind, const char *fn) {
+    if (!vn_is(handle, kind)) return vn_handle_error(handle, kind, fn);
+    vn_retain((vn_object *)handle);
+    return VN_OK;
+}
+static inline void vn_unacquire(const void *handle) { vn_release((vn_object *)handle); }
+/* The public release of a handle: drops the caller's reference when `handle` is a
+ * live object of `kind`; anything else (NULL, released, another kind) is ignored,
+ * since a release has no status to report it with. */
+static inline void vn_release_handle(const void *handle, vn_kind kind) {
+    if (vn_is(handle, kind)) vn_release((vn_object *)handle);
+}
+
+/* Several handles at once: acquire handles[0..n) as kinds[0..n); on failure none
+ * stays held. */
+vn_status vn_acquire_all(const void *const *handles, const vn_kind *kinds, size_t n, const char *fn);
+void vn_unacquire_all(const void *const *handles, size_t n);
+
+/* The body of an entry point that takes handles: acquire each (handle, kind) pair,
+ * run `call` with them held, release them, return call's status. So every entry
+ * point is its public wrapper, one line, over a static body that may then use its
+ * handles freely. */
+#define VN_CALL1(call, h1, k1)                                                           \
+    do {                                                                                 \
+        vn_status vn_call_st_ = vn_acquire((h1), (k1), __func__);                         \
+        if (vn_call_st_ != VN_OK) return vn_call_st_;                                     \
+        vn_call_st_ = (call);                                                            \
+        vn_unacquire(h1);                                                                \
+        return vn_call_st_;                                                              \
+    } while (0)
+#define VN_CALL_N_(call, n, handles, kinds)                                              \
+    do {                                                                                 \
+        const void *const *vn_call_h_ = (handles);                                       \
+        vn_status vn_call_st_ = vn_acquire_all(vn_call_h_, (kinds), (n), __func__);       \
+        if (vn_call_st_ != VN_OK) return vn_call_st_;                                     \
+        vn_call_st_ = (call);                                                            \
+        vn_unacquire_all(vn_call_h_, (n));                                               \
+        return vn_call_st_;                                                              \
+    } while (0)
+#define VN_CALL2(call, h1, k1, h2, k2) \
+    VN_CALL_N_(call, 2, ((const void *const[]){(h1), (h2)}), ((const vn_kind[]){(k1), (k2)}))
+#define VN_CALL3(call, h1, k1, h2, k2, h3, k3) \
+    VN_CALL_N_(call, 3, ((const void *const[]){(h1), (h2), (h3)}), ((const vn_kind[]){(k1), (k2), (k3)}))
+
+/* The body of a getter that reads `expr` of one handle: `fallback` (the error then in
+ * vn_last_error) when the handle is no live object of the kind. */
+#define VN_GET(type, expr, fallback, h1, k1)                                             \
+    do {                                                                                 \
+        if (vn_acquire((h1), (k1), __func__) != VN_OK) return (fallback);                 \
+        type vn_get_value_ = (expr);                                                     \
+        vn_unacquire(h1);                                                                \
+        return vn_get_value_;                                                            \
+    } while (0)
+
+/* ---- lock order --------------------------------------------------------------
+ *
+ * Every lock of the C layer, outermost first. A thread holding one may take only
+ * locks further down the list; two locks of one rank are never held together,
+ * except object locks, which an operation over several objects takes in ascending
+ * object id with each object once (vn_device_submit). No lock is held when a call
+ * returns to Python, and none across vn_release (a destroy takes its owner's locks).
+ * wgpu callbacks take none of ranks 1-6, so none can wait on a lock its own thread
+ * holds; the log callback takes only the leaf 7.
+ *
+ *   1. object locks: vn_sequence.lock, vn_submission.lock
+ *   2. vn_device.submit_lock (the life lock; read by submits, mapped-range reads,
+ *      pins and unpins; written by destroy, a deferred destroy and mark_lost)
+ *   3. vn_device.scope_lock (error scopes: push, work, pop)
+ *   4. vn_device.pipelines_lock (the device's pipeline list)
+ *   5. vn_bind_cache.lock (one pipeline's bind groups)
+ *   6. vn_device.staging_lock (the readback staging ring)
+ *   7. the log ring's lock (log.c): taken by wgpu's log callback on any thread,
+ *      inside any of the above; nothing is taken or called under it
+ */
 
 /* ---- live-object counters (debug.c) ---------------------------------------- */
 
@@ -52,7 +190,7 @@ void vn_live_add(enum vn_live_kind kind, int64_t delta);
 typedef struct vn_staging vn_staging;
 
 struct vn_device {
-    atomic_long refs;
+    vn_object obj; /* first, as in every handle's object: VN_KIND_DEVICE */
     atomic_int closed; /* vn_device_close called: calls fail with VN_ERROR_RELEASED */
     atomic_int lost;   /* destroyed or lost: calls fail with VN_ERROR_DEVICE_LOST */
     WGPUInstance instance;
@@ -68,6 +206,8 @@ struct vn_device {
     /* Error scopes are a stack per device: one thread at a time pushes, works and
      * pops, so another thread's error never lands in this thread's scope. */
     vn_mutex scope_lock;
+    /* The two pops' reports, reused under scope_lock (device.c). */
+    struct vn_scope_result *scope_results[2];
 
     /* The device's life lock. Submitting to a destroyed device, or reading the
      * mapped range of a buffer it destroyed, aborts the process inside wgpu-native,
@@ -142,13 +282,13 @@ vn_status vn_device_wait(vn_device *device, uint64_t index);
 /* ---- buffers (buffer.c) ----------------------------------------------------- */
 
 struct vn_buffer {
-    atomic_long refs;
+    vn_object obj; /* VN_KIND_BUFFER */
     vn_device *device;
     WGPUBuffer buffer;
     uint64_t byte_len;
     uint64_t allocation_len;
     uint64_t usage;
-    uint64_t identity;
+    uint64_t identity;     /* the allocation identity: obj.id */
     bool adopted;          /* made by another binding (vn_buffer_adopt) */
     atomic_int foreign;    /* vn_foreign_state, for adopted buffers */
 };
@@ -158,7 +298,8 @@ struct vn_buffer {
 vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const char *what);
 
 void vn_buffer_retain(vn_buffer *buffer);
-uint64_t vn_next_identity(void);
+/* The header, identity, device reference and live count of a new buffer record. */
+void vn_buffer_init(vn_buffer *buffer, vn_device *device);
 /* VN_OK or why the buffer cannot be used (device closed or lost). */
 vn_status vn_buffer_check(const vn_buffer *buffer, const char *what);
 
@@ -201,7 +342,7 @@ vn_status vn_submit_tracked(vn_device *device, WGPUCommandBuffer cb, const char 
 /* ---- pipelines and the bind-group cache (pipeline.c, bind_cache.c) ---------- */
 
 struct vn_shader {
-    atomic_long refs;
+    vn_object obj; /* VN_KIND_SHADER */
     vn_device *device;
     WGPUShaderModule module;
 };
@@ -235,7 +376,7 @@ typedef struct vn_bind_cache {
 } vn_bind_cache;
 
 struct vn_pipeline {
-    atomic_long refs;
+    vn_object obj; /* VN_KIND_PIPELINE */
     vn_device *device;
     WGPUComputePipeline pipeline;
     WGPUBindGroupLayout *layouts;

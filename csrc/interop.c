@@ -44,7 +44,7 @@ vn_status vn_device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t devic
     return VN_OK;
 }
 
-vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, vn_buffer **out) {
+static vn_status buffer_adopt(vn_device *device, uintptr_t buffer, vn_buffer **out) {
     vn_status st = vn_device_check(device, "adopting a buffer");
     if (st != VN_OK) return st;
     if (out == NULL || !buffer)
@@ -67,18 +67,18 @@ vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, vn_buffer **out) 
                        "the wgpu buffer has %llu bytes, not a positive multiple of 4, which binding and clearing need. "
                        "Fix: create it with a size rounded up to 4 bytes.", (unsigned long long)size);
     }
-    atomic_init(&b->refs, 1);
     atomic_init(&b->foreign, VN_FOREIGN_USABLE);
     b->adopted = true;
-    vn_device_retain(device);
-    b->device = device;
-    b->identity = vn_next_identity();
-    vn_live_add(VN_LIVE_BUFFER, 1);
+    vn_buffer_init(b, device);
     *out = b;
     return VN_OK;
 }
 
-vn_status vn_buffer_export(vn_buffer *buffer, uintptr_t *out) {
+vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, vn_buffer **out) {
+    VN_CALL1(buffer_adopt(device, buffer, out), device, VN_KIND_DEVICE);
+}
+
+static vn_status buffer_export(vn_buffer *buffer, uintptr_t *out) {
     vn_status st = vn_buffer_check(buffer, "buffer.to_wgpu");
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_export: out is NULL. Fix: pass a result pointer.");
@@ -87,11 +87,15 @@ vn_status vn_buffer_export(vn_buffer *buffer, uintptr_t *out) {
     return VN_OK;
 }
 
+vn_status vn_buffer_export(vn_buffer *buffer, uintptr_t *out) {
+    VN_CALL1(buffer_export(buffer, out), buffer, VN_KIND_BUFFER);
+}
+
 void vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state state) {
-    if (buffer == NULL || !buffer->adopted) return;
+    if (vn_acquire(buffer, VN_KIND_BUFFER, __func__) != VN_OK) return;
     /* Destroyed is final: a later unmap report must not make it usable again. */
-    if (atomic_load(&buffer->foreign) == VN_FOREIGN_DESTROYED) return;
-    atomic_store(&buffer->foreign, state);
+    if (buffer->adopted && atomic_load(&buffer->foreign) != VN_FOREIGN_DESTROYED) atomic_store(&buffer->foreign, state);
+    vn_unacquire(buffer);
 }
 
 vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const char *what) {
@@ -111,19 +115,17 @@ vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const 
 }
 
 void vn_device_mark_lost(vn_device *device, const char *reason) {
-    if (device == NULL) return;
+    if (vn_acquire(device, VN_KIND_DEVICE, __func__) != VN_OK) return;
     /* The write side of the life lock: no submit of ours is between its check and its
      * queue call when this returns, and none starts afterwards. */
     vn_rwlock_write_lock(&device->submit_lock);
     snprintf(device->lost_reason, sizeof device->lost_reason, "%s", reason ? reason : "destroyed by its owner");
     atomic_store(&device->lost, 1);
     vn_rwlock_write_unlock(&device->submit_lock);
+    vn_unacquire(device);
 }
 
-void vn_buffer_retain_for_watch(vn_buffer *buffer) {
-    if (buffer != NULL) vn_buffer_retain(buffer);
-}
+/* A new reference is what acquiring takes: the watcher keeps it. */
+void vn_buffer_retain_for_watch(vn_buffer *buffer) { (void)vn_acquire(buffer, VN_KIND_BUFFER, __func__); }
 
-void vn_device_retain_for_watch(vn_device *device) {
-    if (device != NULL) vn_device_retain(device);
-}
+void vn_device_retain_for_watch(vn_device *device) { (void)vn_acquire(device, VN_KIND_DEVICE, __func__); }

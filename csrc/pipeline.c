@@ -5,7 +5,15 @@
 
 #include "internal.h"
 
-vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len, vn_shader **out) {
+static void shader_destroy(vn_object *object) {
+    vn_shader *shader = (vn_shader *)object;
+    wgpu.ShaderModuleRelease(shader->module);
+    vn_device_unref(shader->device);
+    free(shader);
+    vn_live_add(VN_LIVE_SHADER, -1);
+}
+
+static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_len, vn_shader **out) {
     vn_status st = vn_device_check(device, "compiling WGSL");
     if (st != VN_OK) return st;
     if (wgsl == NULL || out == NULL)
@@ -28,7 +36,7 @@ vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len,
         free(sh);
         return st;
     }
-    atomic_init(&sh->refs, 1);
+    vn_object_init(&sh->obj, VN_KIND_SHADER, shader_destroy);
     vn_device_retain(device);
     sh->device = device;
     vn_live_add(VN_LIVE_SHADER, 1);
@@ -36,15 +44,13 @@ vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len,
     return VN_OK;
 }
 
-void vn_shader_release(vn_shader *shader) {
-    if (shader == NULL || atomic_fetch_sub(&shader->refs, 1) != 1) return;
-    wgpu.ShaderModuleRelease(shader->module);
-    vn_device_unref(shader->device);
-    free(shader);
-    vn_live_add(VN_LIVE_SHADER, -1);
+vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len, vn_shader **out) {
+    VN_CALL1(shader_create(device, wgsl, wgsl_len, out), device, VN_KIND_DEVICE);
 }
 
-void vn_pipeline_retain(vn_pipeline *pipeline) { atomic_fetch_add(&pipeline->refs, 1); }
+void vn_shader_release(vn_shader *shader) { vn_release_handle(shader, VN_KIND_SHADER); }
+
+void vn_pipeline_retain(vn_pipeline *pipeline) { vn_retain(&pipeline->obj); }
 
 static void pipeline_free(vn_pipeline *p) {
     if (p->layouts != NULL) {
@@ -59,6 +65,53 @@ static void pipeline_free(vn_pipeline *p) {
     }
     vn_bind_cache_destroy(&p->cache);
     free(p);
+}
+
+static uint64_t mul_saturating(uint64_t a, uint64_t b) {
+    return (a != 0 && b > UINT64_MAX / a) ? UINT64_MAX : a * b;
+}
+
+/* The one check of a compute entry point against the device's workgroup limits,
+ * whether literals or overrides decide the sizes. */
+static vn_status check_workgroup(const vn_device *device, const vn_pipeline_desc *desc) {
+    const uint64_t *wg = desc->workgroup_size;
+    const WGPULimits *lim = &device->limits;
+    const char *entry = desc->entry_point;
+    if (wg[0] != 0 || wg[1] != 0 || wg[2] != 0) {
+        const uint32_t dim_limit[3] = {lim->maxComputeWorkgroupSizeX, lim->maxComputeWorkgroupSizeY,
+                                       lim->maxComputeWorkgroupSizeZ};
+        for (int i = 0; i < 3; i++) {
+            if (wg[i] == 0)
+                return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                               "entry point `%s` has workgroup size (%llu, %llu, %llu), with a 0. Fix: make every "
+                               "dimension at least 1.", entry, (unsigned long long)wg[0], (unsigned long long)wg[1],
+                               (unsigned long long)wg[2]);
+            if (wg[i] > dim_limit[i])
+                return vn_fail(VN_ERROR_SHADER,
+                               "entry point `%s` has @workgroup_size(%llu, %llu, %llu): %c = %llu is above this "
+                               "device's max_compute_workgroup_size_%c of %u. Fix: lower @workgroup_size (or the "
+                               "override values it is computed from) to at most %u in %c.",
+                               entry, (unsigned long long)wg[0], (unsigned long long)wg[1], (unsigned long long)wg[2],
+                               "xyz"[i], (unsigned long long)wg[i], "xyz"[i], dim_limit[i], dim_limit[i], "xyz"[i]);
+        }
+        uint64_t invocations = mul_saturating(mul_saturating(wg[0], wg[1]), wg[2]);
+        if (invocations > lim->maxComputeInvocationsPerWorkgroup)
+            return vn_fail(VN_ERROR_SHADER,
+                           "entry point `%s` has @workgroup_size(%llu, %llu, %llu), %llu invocations per workgroup, "
+                           "above this device's max_compute_invocations_per_workgroup of %u. Fix: lower "
+                           "@workgroup_size (or the override values it is computed from) so that x * y * z <= %u.",
+                           entry, (unsigned long long)wg[0], (unsigned long long)wg[1], (unsigned long long)wg[2],
+                           (unsigned long long)invocations, lim->maxComputeInvocationsPerWorkgroup,
+                           lim->maxComputeInvocationsPerWorkgroup);
+    }
+    if (desc->workgroup_storage_size > lim->maxComputeWorkgroupStorageSize)
+        return vn_fail(VN_ERROR_SHADER,
+                       "entry point `%s` uses %llu bytes of var<workgroup> memory (each variable rounded up to 16 "
+                       "bytes), above this device's max_compute_workgroup_storage_size of %u bytes. Fix: shrink its "
+                       "var<workgroup> arrays (or the override values that size them) to fit in %u bytes.",
+                       entry, (unsigned long long)desc->workgroup_storage_size, lim->maxComputeWorkgroupStorageSize,
+                       lim->maxComputeWorkgroupStorageSize);
+    return VN_OK;
 }
 
 static vn_status check_desc(const vn_device *device, const vn_pipeline_desc *desc) {
@@ -103,7 +156,7 @@ static vn_status check_desc(const vn_device *device, const vn_pipeline_desc *des
                            "var<storage, read>, or compile with preserve=[\"%s\"].",
                            b->name ? b->name : "?", b->group, b->binding, b->name ? b->name : "?");
     }
-    return VN_OK;
+    return check_workgroup(device, desc);
 }
 
 static WGPUBufferBindingType binding_type(vn_binding_kind kind) {
@@ -141,11 +194,14 @@ static vn_status create_layouts(vn_device *device, vn_pipeline *p, WGPUBindGroup
     return VN_OK;
 }
 
-vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipeline_desc *desc, vn_pipeline **out) {
+static void pipeline_destroy(vn_object *object);
+
+static vn_status pipeline_create(vn_device *device, vn_shader *shader, const vn_pipeline_desc *desc,
+                                 vn_pipeline **out) {
     vn_status st = vn_device_check(device, "creating a pipeline");
     if (st != VN_OK) return st;
-    if (shader == NULL || desc == NULL || out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pipeline_create: NULL argument. Fix: pass a shader, a description and a result pointer.");
+    if (desc == NULL || out == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pipeline_create: NULL argument. Fix: pass a description and a result pointer.");
     *out = NULL;
     if (shader->device != device)
         return vn_fail(VN_ERROR_BINDING, "the shader was compiled on another device. Fix: compile it on this device.");
@@ -216,7 +272,7 @@ vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipe
         pipeline_free(p);
         return st;
     }
-    atomic_init(&p->refs, 1);
+    vn_object_init(&p->obj, VN_KIND_PIPELINE, pipeline_destroy);
     vn_device_retain(device);
     p->device = device;
     vn_mutex_lock(&device->pipelines_lock);
@@ -229,9 +285,13 @@ vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipe
     return VN_OK;
 }
 
-vn_status vn_pipeline_cache_stats(const vn_pipeline *pipeline, vn_cache_stats *out) {
-    if (pipeline == NULL || out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pipeline_cache_stats: NULL argument. Fix: pass a pipeline and a result.");
+vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipeline_desc *desc, vn_pipeline **out) {
+    VN_CALL2(pipeline_create(device, shader, desc, out), device, VN_KIND_DEVICE, shader, VN_KIND_SHADER);
+}
+
+static vn_status pipeline_cache_stats(const vn_pipeline *pipeline, vn_cache_stats *out) {
+    if (out == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pipeline_cache_stats: out is NULL. Fix: pass a result pointer.");
     vn_bind_cache *c = (vn_bind_cache *)&pipeline->cache;
     vn_mutex_lock(&c->lock);
     *out = (vn_cache_stats){c->hits, c->misses, c->evictions, c->count, c->capacity};
@@ -239,8 +299,14 @@ vn_status vn_pipeline_cache_stats(const vn_pipeline *pipeline, vn_cache_stats *o
     return VN_OK;
 }
 
-void vn_pipeline_release(vn_pipeline *pipeline) {
-    if (pipeline == NULL || atomic_fetch_sub(&pipeline->refs, 1) != 1) return;
+vn_status vn_pipeline_cache_stats(const vn_pipeline *pipeline, vn_cache_stats *out) {
+    VN_CALL1(pipeline_cache_stats(pipeline, out), pipeline, VN_KIND_PIPELINE);
+}
+
+void vn_pipeline_release(vn_pipeline *pipeline) { vn_release_handle(pipeline, VN_KIND_PIPELINE); }
+
+static void pipeline_destroy(vn_object *object) {
+    vn_pipeline *pipeline = (vn_pipeline *)object;
     vn_device *dev = pipeline->device;
     vn_mutex_lock(&dev->pipelines_lock);
     if (pipeline->prev) pipeline->prev->next = pipeline->next;

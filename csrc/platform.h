@@ -1,5 +1,5 @@
 /* platform.h - the operating-system services the C layer uses, behind one small API:
- * loading a shared library, locks, run-once, thread-local storage, a monotonic clock,
+ * loading a shared library, reading a file, locks, run-once, thread-local storage, a monotonic clock,
  * sleeping and yielding. platform_posix.c implements it over POSIX, platform_win32.c
  * over Win32; each compiles to nothing on the other platform. No other file includes
  * a system threading or loader header (pthread.h is here only for its types on POSIX).
@@ -50,6 +50,20 @@ typedef void (*vn_dl_fn)(void);
 void *vn_dl_open(const char *utf8_path, char *err, size_t cap);
 /* The exported function `name` of a library from vn_dl_open, or NULL. */
 vn_dl_fn vn_dl_sym(void *library, const char *name);
+
+/* ---- files ------------------------------------------------------------------------ */
+
+/* A file opened for reading by vn_file_open. */
+typedef struct vn_file vn_file;
+
+/* Open `utf8_path` for reading when it is a regular file (a FIFO, a device or a
+ * directory is refused without waiting on it), with its size in *size; NULL on
+ * failure, with the reason in err (always terminated). */
+vn_file *vn_file_open(const char *utf8_path, uint64_t *size, char *err, size_t cap);
+/* Read up to n bytes at `offset` into buf; the count read (fewer at the end of the
+ * file or on an error). */
+size_t vn_file_read_at(vn_file *file, uint64_t offset, void *buf, size_t n);
+void vn_file_close(vn_file *file);
 
 /* ---- locks and run-once -------------------------------------------------------- */
 

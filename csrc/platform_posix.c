@@ -5,9 +5,13 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "platform.h"
 
@@ -25,6 +29,55 @@ void *vn_dl_open(const char *utf8_path, char *err, size_t cap) {
 vn_dl_fn vn_dl_sym(void *library, const char *name) {
     /* POSIX guarantees dlsym's object pointer converts to a function pointer. */
     return (vn_dl_fn)dlsym(library, name);
+}
+
+struct vn_file {
+    int fd;
+};
+
+vn_file *vn_file_open(const char *utf8_path, uint64_t *size, char *err, size_t cap) {
+    *size = 0;
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. */
+    int fd = open(utf8_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, cap, "%s", strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    const char *why = NULL;
+    if (fstat(fd, &st) != 0) why = strerror(errno);
+    else if (S_ISDIR(st.st_mode)) why = "it is a directory";
+    else if (!S_ISREG(st.st_mode)) why = "it is not a regular file";
+    if (why != NULL) {
+        snprintf(err, cap, "%s", why);
+        close(fd);
+        return NULL;
+    }
+    vn_file *file = malloc(sizeof *file);
+    if (file == NULL) {
+        snprintf(err, cap, "out of memory");
+        close(fd);
+        return NULL;
+    }
+    file->fd = fd;
+    *size = (uint64_t)st.st_size;
+    return file;
+}
+
+size_t vn_file_read_at(vn_file *file, uint64_t offset, void *buf, size_t n) {
+    size_t done = 0;
+    while (done < n) {
+        ssize_t got = pread(file->fd, (char *)buf + done, n - done, (off_t)(offset + done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        done += (size_t)got;
+    }
+    return done;
+}
+
+void vn_file_close(vn_file *file) {
+    close(file->fd);
+    free(file);
 }
 
 void vn_mutex_init(vn_mutex *m) { pthread_mutex_init(m, NULL); }

@@ -111,6 +111,7 @@ void vn_staging_free_all(vn_device *dev) {
 }
 
 struct vn_pending_read {
+    vn_object obj; /* VN_KIND_PENDING_READ (a blocking read's record on the stack has none) */
     vn_device *device;
     vn_staging *staging;
     uint64_t nbytes;
@@ -122,8 +123,9 @@ struct vn_pending_read {
 };
 
 /* A pinned staging buffer (or, on a device another binding owns, a copy in C memory):
- * the bytes a zero-copy read hands out, valid until vn_mapping_release. */
+ * the bytes a zero-copy read hands out, valid until its last release. */
 struct vn_mapping {
+    vn_object obj;       /* VN_KIND_MAPPING */
     vn_device *device;   /* a reference: the record outlives every other owner if need be */
     vn_staging *staging; /* pinned and mapped; NULL when the bytes are a copy */
     void *copy;          /* the copy (foreign_owner devices), else NULL */
@@ -141,7 +143,7 @@ static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u
 
 /* Queue the copy into a staging buffer and its map; return at once. */
 static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, vn_pending_read *r) {
-    memset(r, 0, sizeof *r);
+    memset(r, 0, sizeof *r); /* the header too: vn_buffer_read_async sets it after */
     r->device = dev;
     r->nbytes = nbytes;
     uint64_t padded = vn_pad4(nbytes);
@@ -232,6 +234,8 @@ static vn_status read_copy(vn_pending_read *r, void *dst) {
     return dst != NULL && p == NULL ? no_range() : VN_OK;
 }
 
+static void mapping_destroy(vn_object *object);
+
 /* The pinning ending: hand out the mapped range as a mapping that keeps the staging
  * buffer mapped and out of the ring until released. The pin is counted under the life
  * lock, so destroy() either ran before (and the range is never read) or sees it (and
@@ -281,6 +285,7 @@ static vn_status read_pin(vn_pending_read *r, vn_mapping **out, const void **dat
         m->staging = s;
         m->data = p;
     }
+    vn_object_init(&m->obj, VN_KIND_MAPPING, mapping_destroy);
     vn_device_retain(dev);
     m->device = dev;
     vn_live_add(VN_LIVE_MAPPING, 1);
@@ -289,8 +294,11 @@ static vn_status read_pin(vn_pending_read *r, vn_mapping **out, const void **dat
     return VN_OK;
 }
 
-void vn_mapping_release(vn_mapping *m) {
-    if (m == NULL) return;
+void vn_mapping_release(vn_mapping *m) { vn_release_handle(m, VN_KIND_MAPPING); }
+
+/* The unpin. Never waits for the GPU; the locks it takes are held only inside C. */
+static void mapping_destroy(vn_object *object) {
+    vn_mapping *m = (vn_mapping *)object;
     vn_device *dev = m->device;
     vn_staging *s = m->staging;
     if (s != NULL) {
@@ -329,7 +337,9 @@ vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t nbytes, void *dst
     return read_finish(&r, dst);
 }
 
-vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
+static void pending_read_destroy(vn_object *object);
+
+static vn_status buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
     vn_status st = vn_buffer_check(buffer, "buffer.read_async");
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_read_async: out is NULL. Fix: pass a result pointer.");
@@ -348,21 +358,27 @@ vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
         free(r);
         return st;
     }
+    vn_object_init(&r->obj, VN_KIND_PENDING_READ, pending_read_destroy);
     vn_device_retain(buffer->device);
     vn_live_add(VN_LIVE_PENDING_READ, 1);
     *out = r;
     return VN_OK;
 }
 
-int vn_pending_read_done(vn_pending_read *r) {
-    if (r == NULL) return 0;
+vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
+    VN_CALL1(buffer_read_async(buffer, out), buffer, VN_KIND_BUFFER);
+}
+
+static int pending_read_done(vn_pending_read *r) {
     if (r->finished) return 1;
     if (!atomic_load(&r->done) && vn_device_check(r->device, "PendingRead.done") == VN_OK)
         wgpu.DevicePoll(r->device->device, 0, NULL);
     return atomic_load(&r->done);
 }
 
-uint64_t vn_pending_read_len(const vn_pending_read *r) { return r == NULL ? 0 : r->nbytes; }
+int vn_pending_read_done(vn_pending_read *r) { VN_GET(int, pending_read_done(r), 0, r, VN_KIND_PENDING_READ); }
+
+uint64_t vn_pending_read_len(const vn_pending_read *r) { VN_GET(uint64_t, r->nbytes, 0, r, VN_KIND_PENDING_READ); }
 
 static vn_status check_unfinished(const vn_pending_read *r) {
     if (!r->finished) return VN_OK;
@@ -370,10 +386,9 @@ static vn_status check_unfinished(const vn_pending_read *r) {
                    "read_async() for each result.");
 }
 
-vn_status vn_pending_read_pin(vn_pending_read *r, vn_mapping **out, const void **data) {
-    if (r == NULL || out == NULL || data == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pending_read_pin: NULL argument. Fix: pass a read and two "
-                       "results.");
+static vn_status pending_read_pin(vn_pending_read *r, vn_mapping **out, const void **data) {
+    if (out == NULL || data == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pending_read_pin: a result pointer is NULL. Fix: pass both.");
     *out = NULL;
     *data = NULL;
     vn_status st = check_unfinished(r);
@@ -382,8 +397,11 @@ vn_status vn_pending_read_pin(vn_pending_read *r, vn_mapping **out, const void *
     return st;
 }
 
-vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
-    if (r == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pending read is NULL. Fix: pass a live read.");
+vn_status vn_pending_read_pin(vn_pending_read *r, vn_mapping **out, const void **data) {
+    VN_CALL1(pending_read_pin(r, out, data), r, VN_KIND_PENDING_READ);
+}
+
+static vn_status pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
     vn_status st = check_unfinished(r);
     if (st != VN_OK) return st;
     if (capacity < r->nbytes)
@@ -395,8 +413,14 @@ vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacit
     return read_finish(r, dst);
 }
 
-void vn_pending_read_release(vn_pending_read *r) {
-    if (r == NULL) return;
+vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
+    VN_CALL1(pending_read_finish(r, dst, capacity), r, VN_KIND_PENDING_READ);
+}
+
+void vn_pending_read_release(vn_pending_read *r) { vn_release_handle(r, VN_KIND_PENDING_READ); }
+
+static void pending_read_destroy(vn_object *object) {
+    vn_pending_read *r = (vn_pending_read *)object;
     if (!r->finished) read_finish(r, NULL);
     vn_device_unref(r->device);
     free(r);

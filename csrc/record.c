@@ -12,16 +12,24 @@
 enum { DISPATCH_RECORDED = 0, DISPATCH_SUBMITTING = 1, DISPATCH_SUBMITTED = 2 };
 
 struct vn_dispatch {
-    atomic_long refs;
+    vn_object obj; /* VN_KIND_DISPATCH */
     vn_bound bound;
     WGPUCommandBuffer command_buffer; /* NULL once submitted */
     atomic_int state;
     uint64_t submission_index;
 };
 
-vn_status vn_dispatch_record(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                             vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x, uint32_t y,
-                             uint32_t z, vn_dispatch **out) {
+static void dispatch_destroy(vn_object *object) {
+    vn_dispatch *d = (vn_dispatch *)object;
+    if (d->command_buffer != NULL) wgpu.CommandBufferRelease(d->command_buffer);
+    vn_bound_release(&d->bound);
+    free(d);
+    vn_live_add(VN_LIVE_DISPATCH, -1);
+}
+
+static vn_status dispatch_record(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
+                                 vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x,
+                                 uint32_t y, uint32_t z, vn_dispatch **out) {
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_record: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
     vn_dispatch *d = calloc(1, sizeof *d);
@@ -47,7 +55,7 @@ vn_status vn_dispatch_record(vn_pipeline *pipeline, vn_buffer *const *inputs, si
         free(d);
         return st;
     }
-    atomic_init(&d->refs, 1);
+    vn_object_init(&d->obj, VN_KIND_DISPATCH, dispatch_destroy);
     atomic_init(&d->state, DISPATCH_RECORDED);
     d->command_buffer = cb;
     vn_live_add(VN_LIVE_DISPATCH, 1);
@@ -55,8 +63,14 @@ vn_status vn_dispatch_record(vn_pipeline *pipeline, vn_buffer *const *inputs, si
     return VN_OK;
 }
 
-vn_status vn_dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
-    if (d == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "dispatch is NULL. Fix: pass a live PrerecordedDispatch.");
+vn_status vn_dispatch_record(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
+                             vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x, uint32_t y,
+                             uint32_t z, vn_dispatch **out) {
+    VN_CALL1(dispatch_record(pipeline, inputs, input_count, outputs, output_count, params, x, y, z, out), pipeline,
+             VN_KIND_PIPELINE);
+}
+
+static vn_status dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
     vn_device *dev = d->bound.pipeline->device;
     vn_status st = VN_OK;
     if (d->bound.adopted) st = vn_buffers_submittable(d->bound.buffers, d->bound.buffer_count, "replay()");
@@ -80,6 +94,10 @@ vn_status vn_dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
     atomic_store(&d->state, DISPATCH_SUBMITTED);
     if (submission_index != NULL) *submission_index = d->submission_index;
     return VN_OK;
+}
+
+vn_status vn_dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
+    VN_CALL1(dispatch_replay(d, submission_index), d, VN_KIND_DISPATCH);
 }
 
 /* A read_write binding that is not preserved: a borrowed dispatch allocates it. */
@@ -122,12 +140,11 @@ static vn_status check_borrowed(const vn_pipeline *p, size_t host_count, const u
     return VN_OK;
 }
 
-vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline, const void *const *host, const uint64_t *host_lens,
-                                      size_t host_count, const uint64_t *output_sizes, size_t output_size_count,
-                                      uint32_t x, uint32_t y, uint32_t z, vn_dispatch **out) {
+static vn_status dispatch_record_borrowed(vn_pipeline *pipeline, const void *const *host, const uint64_t *host_lens,
+                                          size_t host_count, const uint64_t *output_sizes, size_t output_size_count,
+                                          uint32_t x, uint32_t y, uint32_t z, vn_dispatch **out) {
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_record_borrowed: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
-    if (pipeline == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pipeline is NULL. Fix: pass a live Pipeline.");
     if (host_count > 0 && (host == NULL || host_lens == NULL))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "host_count is %zu but the host arrays are NULL. Fix: pass them.", host_count);
     vn_status st = vn_device_check(pipeline->device, "recording a borrowed dispatch");
@@ -159,7 +176,7 @@ vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline, const void *const *
         if (b->kind == VN_BINDING_STORAGE_READ_WRITE) outs[n_out++] = buf;
         else ins[n_in++] = buf;
     }
-    if (st == VN_OK) st = vn_dispatch_record(pipeline, ins, n_in, outs, n_out, NULL, x, y, z, out);
+    if (st == VN_OK) st = dispatch_record(pipeline, ins, n_in, outs, n_out, NULL, x, y, z, out);
     /* The dispatch took its own references to the buffers it binds. */
     for (size_t i = 0; i < n_made; i++) vn_buffer_release(made[i]);
     free(made);
@@ -168,7 +185,17 @@ vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline, const void *const *
     return st;
 }
 
-size_t vn_dispatch_output_count(const vn_dispatch *d) { return d == NULL ? 0 : d->bound.output_count; }
+vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline, const void *const *host, const uint64_t *host_lens,
+                                      size_t host_count, const uint64_t *output_sizes, size_t output_size_count,
+                                      uint32_t x, uint32_t y, uint32_t z, vn_dispatch **out) {
+    VN_CALL1(dispatch_record_borrowed(pipeline, host, host_lens, host_count, output_sizes, output_size_count, x, y, z,
+                                      out),
+             pipeline, VN_KIND_PIPELINE);
+}
+
+size_t vn_dispatch_output_count(const vn_dispatch *d) {
+    VN_GET(size_t, d->bound.output_count, 0, d, VN_KIND_DISPATCH);
+}
 
 static vn_status output_at(const vn_dispatch *d, int64_t index, vn_buffer **out) {
     if (index < 0 || (uint64_t)index >= d->bound.output_count)
@@ -180,17 +207,20 @@ static vn_status output_at(const vn_dispatch *d, int64_t index, vn_buffer **out)
     return VN_OK;
 }
 
-vn_status vn_dispatch_output_len(const vn_dispatch *d, int64_t index, uint64_t *out) {
-    if (d == NULL || out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_output_len: NULL argument. Fix: pass a dispatch and a result.");
+static vn_status dispatch_output_len(const vn_dispatch *d, int64_t index, uint64_t *out) {
+    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_output_len: out is NULL. Fix: pass a result pointer.");
     vn_buffer *b = NULL;
     vn_status st = output_at(d, index, &b);
     if (st == VN_OK) *out = b->byte_len;
     return st;
 }
 
+vn_status vn_dispatch_output_len(const vn_dispatch *d, int64_t index, uint64_t *out) {
+    VN_CALL1(dispatch_output_len(d, index, out), d, VN_KIND_DISPATCH);
+}
+
 /* The output buffer, once the checks every read makes have passed. */
 static vn_status readable_output(vn_dispatch *d, int64_t index, vn_buffer **out) {
-    if (d == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "dispatch is NULL. Fix: pass a live PrerecordedDispatch.");
     vn_status st = output_at(d, index, out);
     if (st != VN_OK) return st;
     st = vn_device_check((*out)->device, "reading an output");
@@ -204,7 +234,7 @@ static vn_status readable_output(vn_dispatch *d, int64_t index, vn_buffer **out)
     return VN_OK;
 }
 
-vn_status vn_dispatch_read_output_async(vn_dispatch *d, int64_t index, vn_pending_read **out) {
+static vn_status dispatch_read_output_async(vn_dispatch *d, int64_t index, vn_pending_read **out) {
     vn_buffer *b = NULL;
     vn_status st = readable_output(d, index, &b);
     if (st != VN_OK) return st;
@@ -212,7 +242,11 @@ vn_status vn_dispatch_read_output_async(vn_dispatch *d, int64_t index, vn_pendin
     return vn_buffer_read_async(b, out);
 }
 
-vn_status vn_dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint64_t capacity, uint64_t *written) {
+vn_status vn_dispatch_read_output_async(vn_dispatch *d, int64_t index, vn_pending_read **out) {
+    VN_CALL1(dispatch_read_output_async(d, index, out), d, VN_KIND_DISPATCH);
+}
+
+static vn_status dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint64_t capacity, uint64_t *written) {
     if (written != NULL) *written = 0;
     vn_buffer *b = NULL;
     vn_status st = readable_output(d, index, &b);
@@ -234,10 +268,8 @@ vn_status vn_dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint
     return VN_OK;
 }
 
-void vn_dispatch_release(vn_dispatch *d) {
-    if (d == NULL || atomic_fetch_sub(&d->refs, 1) != 1) return;
-    if (d->command_buffer != NULL) wgpu.CommandBufferRelease(d->command_buffer);
-    vn_bound_release(&d->bound);
-    free(d);
-    vn_live_add(VN_LIVE_DISPATCH, -1);
+vn_status vn_dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint64_t capacity, uint64_t *written) {
+    VN_CALL1(dispatch_read_output(d, index, dst, capacity, written), d, VN_KIND_DISPATCH);
 }
+
+void vn_dispatch_release(vn_dispatch *d) { vn_release_handle(d, VN_KIND_DISPATCH); }

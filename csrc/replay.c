@@ -11,7 +11,7 @@
 #include "internal.h"
 
 struct vn_recording {
-    atomic_long refs;
+    vn_object obj; /* VN_KIND_RECORDING */
     vn_bound bound;
     bool clears;
 };
@@ -27,7 +27,7 @@ typedef struct vn_step {
 } vn_step;
 
 struct vn_sequence {
-    atomic_long refs;
+    vn_object obj; /* VN_KIND_SEQUENCE; obj.id orders its lock among others' (vn_device_submit) */
     vn_device *device;
     vn_mutex lock; /* add/copy/clear against a replay on another thread */
     vn_step *steps;
@@ -197,9 +197,16 @@ static const encoder_job sequence_job = {sequence_passes_cb, encode_sequence_cb,
 
 /* ---- recordings ------------------------------------------------------------------ */
 
-vn_status vn_recording_create(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                              vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x,
-                              uint32_t y, uint32_t z, vn_recording **out) {
+static void recording_destroy(vn_object *object) {
+    vn_recording *r = (vn_recording *)object;
+    vn_bound_release(&r->bound);
+    free(r);
+    vn_live_add(VN_LIVE_RECORDING, -1);
+}
+
+static vn_status recording_create(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
+                                  vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x,
+                                  uint32_t y, uint32_t z, vn_recording **out) {
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_create: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
     vn_recording *r = calloc(1, sizeof *r);
@@ -215,10 +222,17 @@ vn_status vn_recording_create(vn_pipeline *pipeline, vn_buffer *const *inputs, s
         free(r);
         return st;
     }
-    atomic_init(&r->refs, 1);
+    vn_object_init(&r->obj, VN_KIND_RECORDING, recording_destroy);
     vn_live_add(VN_LIVE_RECORDING, 1);
     *out = r;
     return VN_OK;
+}
+
+vn_status vn_recording_create(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
+                              vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x,
+                              uint32_t y, uint32_t z, vn_recording **out) {
+    VN_CALL1(recording_create(pipeline, inputs, input_count, outputs, output_count, params, x, y, z, out), pipeline,
+             VN_KIND_PIPELINE);
 }
 
 static vn_status check_count(uint32_t n, const char *what) {
@@ -227,20 +241,26 @@ static vn_status check_count(uint32_t n, const char *what) {
     return VN_OK;
 }
 
-vn_status vn_recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing, vn_submission **out) {
-    if (r == NULL || out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_replay: NULL argument. Fix: pass a recording and a result.");
+static vn_status recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing, vn_submission **out) {
+    if (out == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_replay: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
     vn_status st = check_count(n, "Recording");
     if (st != VN_OK) return st;
     return encode_and_submit(r->bound.pipeline->device, &recording_job, r, n, timing, "replaying a recording", out);
 }
 
-size_t vn_recording_output_count(const vn_recording *r) { return r == NULL ? 0 : r->bound.output_count; }
+vn_status vn_recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing, vn_submission **out) {
+    VN_CALL1(recording_replay(r, n, timing, out), r, VN_KIND_RECORDING);
+}
 
-vn_status vn_recording_output(const vn_recording *r, int64_t index, vn_buffer **out) {
-    if (r == NULL || out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_output: NULL argument. Fix: pass a recording and a result.");
+size_t vn_recording_output_count(const vn_recording *r) {
+    VN_GET(size_t, r->bound.output_count, 0, r, VN_KIND_RECORDING);
+}
+
+static vn_status recording_output(const vn_recording *r, int64_t index, vn_buffer **out) {
+    if (out == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_output: out is NULL. Fix: pass a result pointer.");
     if (index < 0 || (uint64_t)index >= r->bound.output_count)
         return vn_fail(VN_ERROR_OUTPUT_INDEX,
                        "output index %lld is out of range for a recording with %zu output(s). Fix: pass an index "
@@ -252,28 +272,33 @@ vn_status vn_recording_output(const vn_recording *r, int64_t index, vn_buffer **
     return VN_OK;
 }
 
-void vn_recording_release(vn_recording *r) {
-    if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1) return;
-    vn_bound_release(&r->bound);
-    free(r);
-    vn_live_add(VN_LIVE_RECORDING, -1);
+vn_status vn_recording_output(const vn_recording *r, int64_t index, vn_buffer **out) {
+    VN_CALL1(recording_output(r, index, out), r, VN_KIND_RECORDING);
 }
+
+void vn_recording_release(vn_recording *r) { vn_release_handle(r, VN_KIND_RECORDING); }
 
 /* ---- sequences ------------------------------------------------------------------- */
 
-vn_status vn_sequence_create(vn_device *device, vn_sequence **out) {
+static void sequence_destroy(vn_object *object);
+
+static vn_status sequence_create(vn_device *device, vn_sequence **out) {
     vn_status st = vn_device_check(device, "creating a sequence");
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_sequence_create: out is NULL. Fix: pass a result pointer.");
     vn_sequence *s = calloc(1, sizeof *s);
     if (s == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a sequence. Fix: free host memory.");
-    atomic_init(&s->refs, 1);
+    vn_object_init(&s->obj, VN_KIND_SEQUENCE, sequence_destroy);
     vn_mutex_init(&s->lock);
     vn_device_retain(device);
     s->device = device;
     vn_live_add(VN_LIVE_SEQUENCE, 1);
     *out = s;
     return VN_OK;
+}
+
+vn_status vn_sequence_create(vn_device *device, vn_sequence **out) {
+    VN_CALL1(sequence_create(device, out), device, VN_KIND_DEVICE);
 }
 
 static vn_status push_step(vn_sequence *s, const vn_step *step) {
@@ -288,11 +313,10 @@ static vn_status push_step(vn_sequence *s, const vn_step *step) {
     return VN_OK;
 }
 
-vn_status vn_sequence_add(vn_sequence *s, vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                          vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x, uint32_t y,
-                          uint32_t z, int clear_outputs) {
-    if (s == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "sequence is NULL. Fix: pass a live Sequence.");
-    if (pipeline != NULL && pipeline->device != s->device)
+static vn_status sequence_add(vn_sequence *s, vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
+                              vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x,
+                              uint32_t y, uint32_t z, int clear_outputs) {
+    if (pipeline->device != s->device)
         return vn_fail(VN_ERROR_BINDING, "the pipeline belongs to another device than the sequence. Fix: compile it on "
                        "the sequence's device.");
     vn_step step;
@@ -308,6 +332,13 @@ vn_status vn_sequence_add(vn_sequence *s, vn_pipeline *pipeline, vn_buffer *cons
     return st;
 }
 
+vn_status vn_sequence_add(vn_sequence *s, vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
+                          vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x, uint32_t y,
+                          uint32_t z, int clear_outputs) {
+    VN_CALL2(sequence_add(s, pipeline, inputs, input_count, outputs, output_count, params, x, y, z, clear_outputs), s,
+             VN_KIND_SEQUENCE, pipeline, VN_KIND_PIPELINE);
+}
+
 static vn_status check_sequence_buffer(const vn_sequence *s, const vn_buffer *b, const char *role, uint64_t need) {
     vn_status st = vn_buffer_check(b, role);
     if (st != VN_OK) return st;
@@ -321,9 +352,8 @@ static vn_status check_sequence_buffer(const vn_sequence *s, const vn_buffer *b,
     return VN_OK;
 }
 
-vn_status vn_sequence_copy(vn_sequence *s, vn_buffer *src, vn_buffer *dst, uint64_t nbytes, uint64_t src_offset,
-                           uint64_t dst_offset) {
-    if (s == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "sequence is NULL. Fix: pass a live Sequence.");
+static vn_status sequence_copy(vn_sequence *s, vn_buffer *src, vn_buffer *dst, uint64_t nbytes, uint64_t src_offset,
+                               uint64_t dst_offset) {
     vn_status st = check_sequence_buffer(s, src, "copy source", VN_USAGE_COPY_SRC);
     if (st == VN_OK) st = check_sequence_buffer(s, dst, "copy destination", VN_USAGE_COPY_DST);
     if (st != VN_OK) return st;
@@ -366,8 +396,13 @@ vn_status vn_sequence_copy(vn_sequence *s, vn_buffer *src, vn_buffer *dst, uint6
     return st;
 }
 
-vn_status vn_sequence_clear(vn_sequence *s, vn_buffer *buffer) {
-    if (s == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "sequence is NULL. Fix: pass a live Sequence.");
+vn_status vn_sequence_copy(vn_sequence *s, vn_buffer *src, vn_buffer *dst, uint64_t nbytes, uint64_t src_offset,
+                           uint64_t dst_offset) {
+    VN_CALL3(sequence_copy(s, src, dst, nbytes, src_offset, dst_offset), s, VN_KIND_SEQUENCE, src, VN_KIND_BUFFER, dst,
+             VN_KIND_BUFFER);
+}
+
+static vn_status sequence_clear(vn_sequence *s, vn_buffer *buffer) {
     vn_status st = check_sequence_buffer(s, buffer, "cleared buffer", VN_USAGE_COPY_DST);
     if (st != VN_OK) return st;
     vn_step step;
@@ -381,11 +416,23 @@ vn_status vn_sequence_clear(vn_sequence *s, vn_buffer *buffer) {
     return st;
 }
 
-size_t vn_sequence_length(const vn_sequence *s) { return s == NULL ? 0 : s->count; }
+vn_status vn_sequence_clear(vn_sequence *s, vn_buffer *buffer) {
+    VN_CALL2(sequence_clear(s, buffer), s, VN_KIND_SEQUENCE, buffer, VN_KIND_BUFFER);
+}
 
-vn_status vn_sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, vn_submission **out) {
-    if (s == NULL || out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_sequence_replay: NULL argument. Fix: pass a sequence and a result.");
+size_t vn_sequence_length(const vn_sequence *s) {
+    if (vn_acquire(s, VN_KIND_SEQUENCE, __func__) != VN_OK) return 0;
+    vn_sequence *seq = (vn_sequence *)s;
+    vn_mutex_lock(&seq->lock); /* an add on another thread may be growing it */
+    size_t n = seq->count;
+    vn_mutex_unlock(&seq->lock);
+    vn_unacquire(s);
+    return n;
+}
+
+static vn_status sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, vn_submission **out) {
+    if (out == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_sequence_replay: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
     vn_status st = check_count(n, "Sequence");
     if (st != VN_OK) return st;
@@ -399,8 +446,14 @@ vn_status vn_sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, 
     return st;
 }
 
-void vn_sequence_release(vn_sequence *s) {
-    if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1) return;
+vn_status vn_sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, vn_submission **out) {
+    VN_CALL1(sequence_replay(s, n, timing, out), s, VN_KIND_SEQUENCE);
+}
+
+void vn_sequence_release(vn_sequence *s) { vn_release_handle(s, VN_KIND_SEQUENCE); }
+
+static void sequence_destroy(vn_object *object) {
+    vn_sequence *s = (vn_sequence *)object;
     for (size_t i = 0; i < s->count; i++) {
         vn_step *st = &s->steps[i];
         if (st->kind == STEP_DISPATCH) vn_bound_release(&st->bound);
@@ -451,17 +504,87 @@ static vn_status batch_submittable(const void *what) {
 
 static const encoder_job batch_job = {batch_passes, encode_batch, batch_submittable};
 
-/* True when work[i] is a sequence not listed earlier: a sequence submitted twice in
- * one batch is locked once (its mutex is not recursive). */
-static bool first_mention(const vn_work *work, size_t i) {
-    if (work[i].sequence == NULL) return false;
-    for (size_t j = 0; j < i; j++)
-        if (work[j].sequence == work[i].sequence) return false;
-    return true;
+/* Lock order for a batch: its sequences' locks, each once, in ascending object id
+ * (internal.h, "Lock order"), so submit([a, b]) and submit([b, a]) on two threads
+ * take them in the same order. `seqs` gets the distinct sequences, sorted; returns
+ * how many. */
+static int by_id(const void *a, const void *b) {
+    uint64_t x = (*(vn_sequence *const *)a)->obj.id, y = (*(vn_sequence *const *)b)->obj.id;
+    return (x > y) - (x < y);
 }
 
-vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
-                           vn_submission **out) {
+static size_t distinct_sequences(const vn_work *work, size_t count, vn_sequence **seqs) {
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++)
+        if (work[i].sequence != NULL) seqs[n++] = work[i].sequence;
+    qsort(seqs, n, sizeof *seqs, by_id);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (kept == 0 || seqs[kept - 1] != seqs[i]) seqs[kept++] = seqs[i];
+    return kept;
+}
+
+static void unacquire_work(const vn_work *work, size_t count) {
+    for (size_t i = 0; i < count; i++)
+        vn_unacquire(work[i].recording != NULL ? (const void *)work[i].recording : (const void *)work[i].sequence);
+}
+
+/* Acquire (check the kind and retain for the call) every item, in place: the batch
+ * needs no list of its own, whatever its length. On failure none stays held. */
+static vn_status acquire_work(const vn_work *work, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        const vn_work *w = &work[i];
+        const void *item = w->recording != NULL ? (const void *)w->recording : (const void *)w->sequence;
+        vn_kind kind = w->recording != NULL ? VN_KIND_RECORDING : VN_KIND_SEQUENCE;
+        if ((w->recording == NULL) != (w->sequence == NULL) && vn_is(item, kind)) {
+            vn_retain((vn_object *)item);
+            continue;
+        }
+        vn_status st;
+        if ((w->recording == NULL) == (w->sequence == NULL)) {
+            st = vn_fail(VN_ERROR_INVALID_ARGUMENT, "work item %zu must be exactly one recording or sequence. Fix: "
+                         "pass vn.Recording or vn.Sequence objects.", i);
+        } else {
+            char fn[64];
+            snprintf(fn, sizeof fn, "device.submit work item %zu", i);
+            st = vn_handle_error(item, kind, fn);
+        }
+        unacquire_work(work, i);
+        return st;
+    }
+    return VN_OK;
+}
+
+/* With every item held: check devices, lock the sequences in order, encode, submit. */
+static vn_status submit_held(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
+                             vn_submission **out) {
+    size_t sequences = 0;
+    for (size_t i = 0; i < count; i++) {
+        const vn_work *w = &work[i];
+        vn_device *owner = w->recording ? w->recording->bound.pipeline->device : w->sequence->device;
+        if (owner != device)
+            return vn_fail(VN_ERROR_BINDING, "work item %zu belongs to another device. Fix: submit it on its own device.", i);
+        sequences += w->sequence != NULL;
+    }
+    /* Sequences are locked for the encode so a concurrent add cannot move their steps.
+     * Their list lives on the stack for the usual few; a batch of many sequences pays
+     * one allocation, of at most `count` pointers (the caller's own array is larger). */
+    vn_sequence *stack_seqs[16];
+    vn_sequence **seqs = sequences <= 16 ? stack_seqs : malloc(sequences * sizeof *seqs);
+    if (seqs == NULL)
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate the lock list of %zu sequences. Fix: free host "
+                       "memory, or submit fewer sequences at once.", sequences);
+    size_t locked = distinct_sequences(work, count, seqs);
+    for (size_t i = 0; i < locked; i++) vn_mutex_lock(&seqs[i]->lock);
+    batch b = {work, count};
+    vn_status st = encode_and_submit(device, &batch_job, &b, 1, timing, "device.submit", out);
+    for (size_t i = locked; i-- > 0;) vn_mutex_unlock(&seqs[i]->lock);
+    if (seqs != stack_seqs) free(seqs);
+    return st;
+}
+
+static vn_status device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
+                               vn_submission **out) {
     vn_status st = vn_device_check(device, "device.submit");
     if (st != VN_OK) return st;
     if (out == NULL || (count > 0 && work == NULL))
@@ -469,21 +592,15 @@ vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count,
     *out = NULL;
     if (count == 0)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "device.submit([]): nothing to submit. Fix: pass recordings or sequences.");
-    for (size_t i = 0; i < count; i++) {
-        const vn_work *w = &work[i];
-        if ((w->recording == NULL) == (w->sequence == NULL))
-            return vn_fail(VN_ERROR_INVALID_ARGUMENT, "work item %zu must be exactly one recording or sequence. Fix: pass "
-                           "vn.Recording or vn.Sequence objects.", i);
-        vn_device *owner = w->recording ? w->recording->bound.pipeline->device : w->sequence->device;
-        if (owner != device)
-            return vn_fail(VN_ERROR_BINDING, "work item %zu belongs to another device. Fix: submit it on its own device.", i);
-    }
-    /* Sequences are locked for the encode so a concurrent add cannot move their steps. */
-    for (size_t i = 0; i < count; i++)
-        if (first_mention(work, i)) vn_mutex_lock(&work[i].sequence->lock);
-    batch b = {work, count};
-    st = encode_and_submit(device, &batch_job, &b, 1, timing, "device.submit", out);
-    for (size_t i = count; i-- > 0;)
-        if (first_mention(work, i)) vn_mutex_unlock(&work[i].sequence->lock);
+    st = acquire_work(work, count);
+    if (st != VN_OK) return st;
+    st = submit_held(device, work, count, timing, out);
+    /* After every lock is released: this may drop an item's last reference. */
+    unacquire_work(work, count);
     return st;
+}
+
+vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
+                           vn_submission **out) {
+    VN_CALL1(device_submit(device, work, count, timing, out), device, VN_KIND_DEVICE);
 }

@@ -5,11 +5,16 @@
 #include "internal.h"
 
 struct vn_submission {
-    /* Two owners: the caller, and the work-done callback until it fires. Only the
-     * caller's owns a device reference: were the callback's to hold one too, a
-     * submission dropped unobserved would keep its device alive, and the device's
-     * release, which is what fires (or cancels) pending callbacks, would never come. */
-    atomic_long refs;
+    /* The caller's side: its handle and the calls in progress on it. Its destroy
+     * releases the timing resources and the device, then the caller's part of the
+     * record (record_refs). */
+    vn_object obj; /* VN_KIND_SUBMISSION */
+    /* The record has two owners: the caller's side, and the work-done callback until
+     * it fires. Only the caller's side owns a device reference: were the callback's to
+     * hold one too, a submission dropped unobserved would keep its device alive, and
+     * the device's release, which is what fires (or cancels) pending callbacks, would
+     * never come. */
+    atomic_long record_refs;
     atomic_int done;
     vn_device *device;
     uint64_t index;
@@ -24,7 +29,7 @@ struct vn_submission {
 /* Frees the record only: it may run inside the work-done callback, during the
  * device's own release, so it touches no wgpu object and no device. */
 static void submission_unref(vn_submission *s) {
-    if (atomic_fetch_sub(&s->refs, 1) != 1) return;
+    if (atomic_fetch_sub(&s->record_refs, 1) != 1) return;
     free(s->times);
     vn_mutex_destroy(&s->lock);
     free(s);
@@ -38,6 +43,15 @@ static void on_work_done(WGPUQueueWorkDoneStatus status, WGPUStringView message,
     vn_submission *s = userdata1;
     atomic_store(&s->done, 1);
     submission_unref(s);
+}
+
+/* The caller's side is gone (its last reference): its part of the record goes too. */
+static void submission_destroy(vn_object *object) {
+    vn_submission *s = (vn_submission *)object;
+    vn_device *device = s->device;
+    vn_timing_release(&s->timing);
+    submission_unref(s);
+    vn_device_unref(device);
 }
 
 vn_status vn_submit_tracked(vn_device *dev, WGPUCommandBuffer cb, const char *what, vn_timing *timing,
@@ -57,7 +71,8 @@ vn_status vn_submit_tracked(vn_device *dev, WGPUCommandBuffer cb, const char *wh
     }
     if (timing != NULL) s->timing = *timing; /* the submission owns the query resources now */
     vn_mutex_init(&s->lock);
-    atomic_init(&s->refs, 2);
+    vn_object_init(&s->obj, VN_KIND_SUBMISSION, submission_destroy);
+    atomic_init(&s->record_refs, 2);
     vn_device_retain(dev);
     s->device = dev;
     s->index = wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
@@ -75,16 +90,17 @@ vn_status vn_submit_tracked(vn_device *dev, WGPUCommandBuffer cb, const char *wh
     return VN_OK;
 }
 
-uint64_t vn_submission_index(const vn_submission *s) { return s == NULL ? 0 : s->index; }
+uint64_t vn_submission_index(const vn_submission *s) { VN_GET(uint64_t, s->index, 0, s, VN_KIND_SUBMISSION); }
 
 int vn_submission_done(vn_submission *s) {
-    if (s == NULL) return 0;
+    if (vn_acquire(s, VN_KIND_SUBMISSION, __func__) != VN_OK) return 0;
     if (!atomic_load(&s->done)) wgpu.DevicePoll(s->device->device, 0, NULL);
-    return atomic_load(&s->done);
+    int done = atomic_load(&s->done);
+    vn_unacquire(s);
+    return done;
 }
 
-vn_status vn_submission_wait(vn_submission *s, double timeout_s) {
-    if (s == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "submission is NULL. Fix: pass a Submission.");
+static vn_status submission_wait(vn_submission *s, double timeout_s) {
     if (atomic_load(&s->done)) return VN_OK;
     if (timeout_s < 0) {
         /* No limit: let wgpu block on exactly this submission. */
@@ -114,9 +130,13 @@ vn_status vn_submission_wait(vn_submission *s, double timeout_s) {
     return VN_OK;
 }
 
-vn_status vn_submission_gpu_times(vn_submission *s, uint64_t *out, size_t capacity, size_t *count) {
-    if (s == NULL || count == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_submission_gpu_times: NULL argument. Fix: pass a submission and a count.");
+vn_status vn_submission_wait(vn_submission *s, double timeout_s) {
+    VN_CALL1(submission_wait(s, timeout_s), s, VN_KIND_SUBMISSION);
+}
+
+static vn_status submission_gpu_times(vn_submission *s, uint64_t *out, size_t capacity, size_t *count) {
+    if (count == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_submission_gpu_times: count is NULL. Fix: pass a count.");
     *count = 0;
     if (s->timing.mode == VN_TIMING_NONE) return VN_OK;
     vn_status st = VN_OK;
@@ -137,11 +157,8 @@ vn_status vn_submission_gpu_times(vn_submission *s, uint64_t *out, size_t capaci
     return st;
 }
 
-void vn_submission_release(vn_submission *s) {
-    if (s == NULL) return;
-    /* The caller's part: the timing resources and the device reference. */
-    vn_device *device = s->device;
-    vn_timing_release(&s->timing);
-    submission_unref(s);
-    vn_device_unref(device);
+vn_status vn_submission_gpu_times(vn_submission *s, uint64_t *out, size_t capacity, size_t *count) {
+    VN_CALL1(submission_gpu_times(s, out, capacity, count), s, VN_KIND_SUBMISSION);
 }
+
+void vn_submission_release(vn_submission *s) { vn_release_handle(s, VN_KIND_SUBMISSION); }

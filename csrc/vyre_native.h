@@ -9,8 +9,12 @@
  * the message of the last failure on the calling thread is vn_last_error(), of the
  * form "<what happened, with values>. Fix: <remedy>". Handles are opaque,
  * reference-counted objects; *_release drops the caller's reference, and an object
- * stays alive while anything recorded on it still needs it. No function aborts
- * the process on bad input.
+ * stays alive while anything recorded on it still needs it. Every function checks
+ * that each handle it is given is a live object of its kind (VN_ERROR_WRONG_TYPE,
+ * VN_ERROR_RELEASED otherwise) and holds a reference on it until it returns, so a
+ * release on another thread never frees it mid-call; the caller must hold its own
+ * reference when it calls (docs/LOCKING.md). No function aborts the process on bad
+ * input.
  */
 #ifndef VYRE_NATIVE_H
 #define VYRE_NATIVE_H
@@ -208,7 +212,7 @@ typedef struct vn_binding_desc {
 } vn_binding_desc;
 
 typedef struct vn_constant {
-    const char *name;    /* a WGSL `override` name */
+    const char *name;    /* WebGPU's key: an @id(n) override's is "n", any other's its name */
     double value;
 } vn_constant;
 
@@ -221,6 +225,13 @@ typedef struct vn_pipeline_desc {
     int32_t indirect_binding;         /* index into bindings of the indirect-args buffer, -1: none */
     uint64_t indirect_offset;         /* byte offset of the three u32 counts */
     uint32_t cache_capacity;          /* bind-group LRU entries, 0: 256 */
+    /* The entry point's @workgroup_size and bytes of var<workgroup> memory (WebGPU's
+     * sum: each variable rounded up to 16), with the override values applied, checked
+     * against the device's limits here: wgpu-native checks neither once overrides
+     * decide them, and a GPU runs past its limits or loses the device. All three
+     * sizes 0: not checked. */
+    uint64_t workgroup_size[3];
+    uint64_t workgroup_storage_size;
 } vn_pipeline_desc;
 
 vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipeline_desc *desc,

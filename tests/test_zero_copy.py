@@ -305,3 +305,29 @@ def test_on_a_device_adopted_from_wgpu_py_the_owners_destroy_cannot_free_the_arr
         """
     )
     assert res["equal"] and not res["writeable"] and res["mappings"] == 0
+
+
+def test_the_c_pin_given_another_kind_of_handle_raises_wrong_type_error(dev: vn.Device) -> None:
+    from vyre_native._lib import check, ffi, lib
+
+    buf = dev.upload(np.zeros(16, np.float32))
+    with pytest.raises(vn.WrongTypeError, match="vn.PendingRead"):
+        check(
+            lib.vn_pending_read_pin(
+                ffi.cast("vn_pending_read *", buf._ptr), ffi.new("vn_mapping **"), ffi.new("void **")
+            )
+        )
+    assert buf.read() == bytes(64)
+
+
+def test_the_c_unpin_given_another_kind_of_handle_leaves_both_alone(dev: vn.Device) -> None:
+    from vyre_native._lib import ffi, lib
+
+    host = np.arange(N, dtype=np.float32)
+    buf = dev.upload(host)
+    arr = buf.read(np.float32, copy=False)
+    live_before = vn.debug.live_objects()
+    lib.vn_mapping_release(ffi.cast("vn_mapping *", buf._ptr))
+    assert vn.debug.live_objects() == live_before
+    np.testing.assert_array_equal(arr, host)
+    np.testing.assert_array_equal(buf.read(np.float32), host)

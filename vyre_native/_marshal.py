@@ -239,7 +239,8 @@ def _number(value: Any, what: str) -> float | int | bool:
 
 
 def to_constants(value: Any) -> dict[str, float | int | bool]:
-    """``constants=``: override names (text) to finite numbers or bools; None is none."""
+    """``constants=``: override keys (text: a name, or an @id(n) override's "n") to finite
+    numbers or bools; None is none. Which keys the module has is reflection's to check."""
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -247,7 +248,12 @@ def to_constants(value: Any) -> dict[str, float | int | bool]:
     out: dict[str, float | int | bool] = {}
     for key, item in value.items():
         if not isinstance(key, str):
-            raise wrong_type("constants key", key, "a str", "name each override by its WGSL name.")
+            raise wrong_type(
+                "constants key",
+                key,
+                "a str",
+                "name each override by its WGSL name, an @id(n) override also by 'n'.",
+            )
         to_utf8(key, "constants key")
         out[key] = _number(item, f"constants[{key!r}]")
     return out

@@ -23,7 +23,7 @@ from ._marshal import (
 from .buffer import Buffer
 from .dispatch import PrerecordedDispatch
 from .errors import BindingError, ShaderError
-from .reflect import Binding, reflect
+from .reflect import Binding, reflect, tokenize
 from .replay import Recording
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ _KIND_CODES = {
     "uniform": lib.VN_BINDING_UNIFORM,
 }
 _CACHE_FIELDS = tuple(name for name, _ in ffi.typeof("vn_cache_stats").fields)
+_U64_MAX = 0xFFFFFFFFFFFFFFFF
 _BUFFER_ARRAY = ffi.typeof("vn_buffer *[]")
 _LINE = re.compile(r"wgsl:(\d+):(\d+)")
 
@@ -93,8 +94,11 @@ class Pipeline(Handle):
         names_kept = to_str_tuple(preserve, "preserve")
         values = to_constants(constants)
         target = None if indirect is None else _indirect_pair(indirect)
+        # Nesting deeper than naga's stack can take is refused before naga parses it;
+        # tokenize() checks it (and the tokens serve reflection below).
+        tokens = tokenize(wgsl)
         shader_out = ffi.new("vn_shader **")
-        # Compile first: a WGSL error is reported by the compiler, with its line,
+        # Compile next: a WGSL error is reported by the compiler, with its line,
         # before reflection has to make sense of the text.
         try:
             check(lib.vn_shader_create(dev_ptr, source, len(source), shader_out))
@@ -102,7 +106,7 @@ class Pipeline(Handle):
             raise _shader_error(err) from None
         shader = ffi.gc(shader_out[0], lib.vn_shader_release)
 
-        module = reflect(wgsl, entry_point, names_kept, values)
+        module = reflect(tokens, entry_point, names_kept, values)
         bindings = module.bindings
         indirect_index, indirect_offset = -1, 0
         if target is not None:
@@ -115,9 +119,11 @@ class Pipeline(Handle):
             d.group, d.binding, d.kind = b.group, b.binding, _KIND_CODES[b.kind]
             d.preserve, d.min_size, d.name = int(b.preserve), b.min_size, names[i]
             d.binding_size = module.binding_sizes[i]
-        const_names = [ffi.new("char[]", k.encode()) for k in values]
-        consts = ffi.new("vn_constant[]", max(len(values), 1))
-        for i, value in enumerate(values.values()):
+        # under wgpu-native's keys: an @id(n) override's is "n", any other's its name
+        keyed = module.constants
+        const_names = [ffi.new("char[]", k.encode()) for k in keyed]
+        consts = ffi.new("vn_constant[]", max(len(keyed), 1))
+        for i, value in enumerate(keyed.values()):
             consts[i].name, consts[i].value = const_names[i], float(value)
         entry_c = ffi.new("char[]", entry)  # the desc holds only pointers: these locals own the memory
         desc = ffi.new(
@@ -127,10 +133,14 @@ class Pipeline(Handle):
                 "bindings": descs,
                 "binding_count": len(bindings),
                 "constants": consts,
-                "constant_count": len(values),
+                "constant_count": len(keyed),
                 "indirect_binding": indirect_index,
                 "indirect_offset": indirect_offset,
                 "cache_capacity": 0,
+                # C checks both against the device's limits, overrides applied (a size past
+                # 64 bits saturates: it is far past any limit either way)
+                "workgroup_size": [min(d, _U64_MAX) for d in module.workgroup_size],
+                "workgroup_storage_size": min(module.workgroup_storage_size, _U64_MAX),
             },
         )
         out = ffi.new("vn_pipeline **")
