@@ -650,6 +650,10 @@ vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation
         }
     }
     vn_mutex_unlock(&device->scope_lock);
+    /* An error from a device destroyed meanwhile ("Parent device is lost": destroy() on
+     * another thread, or the deferred destroy of a zero-copy read's last unpin, between
+     * this call's device check and its encoding) is that loss, not a validation error. */
+    if (st != VN_OK && atomic_load(&device->lost)) return vn_device_check(device, what);
     if (st != VN_OK) return st;
     if (uncaptured.type != WGPUErrorType_NoError && uncaptured.type != 0) {
         WGPUErrorType t = uncaptured.type;
