@@ -80,6 +80,14 @@ OPERATIONS: dict[str, tuple[str, str]] = {
         "sequence of 1000, per dispatch (done)",
         "one of 1000 dispatches in one pass, submit + wait",
     ),
+    "sequence_1000_immediates": (
+        "sequence of 1000, per-step immediates",
+        "one of 1000 dispatches in one pass, each setting its own var<immediate> scalar",
+    ),
+    "sequence_1000_uniforms": (
+        "sequence of 1000, per-step uniform buffers",
+        "one of 1000 dispatches in one pass, each binding its own uniform buffer",
+    ),
     "async_read_16x4MiB": ("16 x 4 MiB readbacks in flight", "64 MiB read back as 16 slices at once"),
 }
 

@@ -60,6 +60,8 @@ OPERATIONS: dict[str, str] = {
     "replay_n": "Recording.replay(64), per launch",
     "sequence_1000": "sequence of 1000, per dispatch (host)",
     "sequence_1000_wait": "sequence of 1000, per dispatch (done)",
+    "sequence_1000_immediates": "sequence of 1000, per-step immediates",
+    "sequence_1000_uniforms": "sequence of 1000, per-step uniform buffers",
     "async_read_16x4MiB": "16 x 4 MiB readbacks in flight",
     "write_64MiB": "write 64 MiB + wait",
     "compile": "compile WGSL into a pipeline",

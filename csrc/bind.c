@@ -119,15 +119,42 @@ void vn_bound_release(vn_bound *bound) {
         free(bound->buffers);
     }
     free(bound->outputs);
+    free(bound->immediates);
     if (bound->pipeline != NULL) vn_pipeline_release(bound->pipeline);
     memset(bound, 0, sizeof *bound);
 }
 
-vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t input_count, vn_buffer *const *outputs,
-                           size_t output_count, vn_buffer *params, uint32_t x, uint32_t y, uint32_t z, vn_bound *out) {
-    memset(out, 0, sizeof *out);
-    if (p == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pipeline is NULL. Fix: pass a live Pipeline.");
+/* The dispatch's var<immediate> data against the pipeline's: exactly immediate_size
+ * bytes, copied into the bound dispatch (a replay re-encodes from the copy). */
+static vn_status take_immediates(const vn_pipeline *p, const void *immediates, size_t len, vn_bound *out) {
+    if (len > 0 && immediates == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "immediates_len is %zu but immediates is NULL. Fix: pass the bytes.", len);
+    if (p->immediate_size == 0 && len > 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%zu bytes of immediates were passed, but the entry point declares no var<immediate> data "
+                       "(immediate_size 0). Fix: pass immediates=None, or declare e.g. `var<immediate> k: u32;` and "
+                       "use it in the entry point.", len);
+    if (len != p->immediate_size)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "immediates has %zu bytes, but the entry point's var<immediate> data is %u bytes "
+                       "(pipeline.immediate_size). Fix: pass exactly %u bytes of immediates, laid out as the WGSL "
+                       "type declares (e.g. numpy.array([...], numpy.uint32).tobytes()).",
+                       len, p->immediate_size, p->immediate_size);
+    if (len == 0) return VN_OK;
+    out->immediates = malloc(len);
+    if (out->immediates == NULL)
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not copy %zu bytes of immediates. Fix: free host memory.", len);
+    memcpy(out->immediates, immediates, len);
+    out->immediate_len = (uint32_t)len;
+    return VN_OK;
+}
+
+static vn_status bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t input_count, vn_buffer *const *outputs,
+                               size_t output_count, vn_buffer *params, const void *immediates, size_t immediates_len,
+                               uint32_t x, uint32_t y, uint32_t z, vn_bound *out) {
     vn_status st = vn_device_check(p->device, "recording a dispatch");
+    if (st != VN_OK) return st;
+    st = take_immediates(p, immediates, immediates_len, out);
     if (st != VN_OK) return st;
     if ((input_count && inputs == NULL) || (output_count && outputs == NULL))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "handle counts are non-zero but the arrays are NULL. Fix: pass the handles.");
@@ -252,7 +279,6 @@ vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t inpu
     out->z = z;
     out->indirect = indirect;
     out->indirect_offset = p->indirect_offset;
-    for (size_t i = 0; i < n; i++) out->adopted = out->adopted || bound[i]->adopted;
     out->group_count = p->group_count;
     out->groups = calloc(p->group_count ? p->group_count : 1, sizeof *out->groups);
     if (out->groups == NULL) {
@@ -276,6 +302,22 @@ vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t inpu
         vn_bound_release(out);
     }
     return st;
+}
+
+vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t input_count, vn_buffer *const *outputs,
+                           size_t output_count, vn_buffer *params, const void *immediates, size_t immediates_len,
+                           uint32_t x, uint32_t y, uint32_t z, vn_bound *out) {
+    memset(out, 0, sizeof *out);
+    if (p == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pipeline is NULL. Fix: pass a live Pipeline.");
+    vn_status st = bound_resolve(p, inputs, input_count, outputs, output_count, params, immediates, immediates_len, x,
+                                 y, z, out);
+    if (st == VN_OK) return VN_OK;
+    free(out->immediates); /* a failure before the bound owned anything else */
+    memset(out, 0, sizeof *out);
+    /* Every message of the binding rules names the pipeline, by its label. */
+    char prefix[200];
+    snprintf(prefix, sizeof prefix, "pipeline `%s`: ", p->label);
+    return vn_fail_prefixed(st, prefix);
 }
 
 bool vn_bound_clears(const vn_bound *bound) {
@@ -309,6 +351,7 @@ void vn_bound_dispatch_in_pass(const vn_bound *bound, WGPUComputePassEncoder pas
         wgpu.ComputePassEncoderSetBindGroup(pass, g, bound->groups[g], 0, NULL);
         if (g < 8) state->groups[g] = bound->groups[g];
     }
+    if (bound->immediate_len > 0) wgpu.ComputePassEncoderSetImmediates(pass, 0, bound->immediates, bound->immediate_len);
     if (bound->indirect != NULL)
         wgpu.ComputePassEncoderDispatchWorkgroupsIndirect(pass, bound->indirect->buffer, bound->indirect_offset);
     else if (bound->x && bound->y && bound->z)

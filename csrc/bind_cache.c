@@ -109,7 +109,10 @@ vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, vn_buffer *co
         e.size = buffers[n]->allocation_len;
         entries[n++] = e;
     }
+    char label[240];
+    snprintf(label, sizeof label, "%s @group(%u)", pipeline->label, group);
     WGPUBindGroupDescriptor desc = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
+    desc.label = vn_sv(label);
     desc.layout = pipeline->layouts[group];
     desc.entryCount = n;
     desc.entries = entries;

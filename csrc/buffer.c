@@ -69,7 +69,12 @@ static vn_status buffer_create(vn_device *device, uint64_t byte_len, uint64_t us
     vn_buffer *buf = calloc(1, sizeof *buf);
     if (buf == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a buffer record. Fix: free host memory.");
 
+    /* Labelled by identity, so wgpu's own messages name the buffer as ours do. */
+    uint64_t identity = vn_next_identity();
+    char label[40];
+    snprintf(label, sizeof label, "vn buffer %llu", (unsigned long long)identity);
     WGPUBufferDescriptor desc = WGPU_BUFFER_DESCRIPTOR_INIT;
+    desc.label = vn_sv(label);
     desc.usage = usage;
     desc.size = allocation_len;
     /* Initial data goes in through a mapping at creation: one memcpy, no staging
@@ -110,6 +115,9 @@ static vn_status buffer_create(vn_device *device, uint64_t byte_len, uint64_t us
     buf->byte_len = byte_len;
     buf->allocation_len = allocation_len;
     buf->usage = usage;
+    /* The id drawn for the label before the buffer existed (from the same sequence as
+     * every object id, so still unique): wgpu's messages and ours name one number. */
+    buf->obj.id = buf->identity = identity;
     *out = buf;
     return VN_OK;
 }
@@ -174,7 +182,6 @@ vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, 
 
 static vn_status buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity) {
     vn_status st = vn_buffer_check(buffer, "buffer.read");
-    if (st == VN_OK) st = vn_buffers_submittable(&buffer, 1, "buffer.read()");
     if (st != VN_OK) return st;
     if (!(buffer->usage & VN_USAGE_COPY_SRC))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
@@ -188,7 +195,8 @@ static vn_status buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity) {
                        (unsigned long long)capacity, (unsigned long long)buffer->byte_len,
                        (unsigned long long)buffer->byte_len);
     if (buffer->byte_len == 0) return VN_OK;
-    return vn_readback(buffer->device, buffer->buffer, buffer->byte_len, dst);
+    const vn_submit_guard guard = {vn_buffer_submittable, buffer};
+    return vn_readback(buffer->device, buffer->buffer, buffer->byte_len, dst, &guard);
 }
 
 vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity) {

@@ -472,6 +472,7 @@ static vn_status device_get_limits(const vn_device *device, vn_limits *out) {
     out->max_compute_workgroup_size_y = l->maxComputeWorkgroupSizeY;
     out->max_compute_workgroup_size_z = l->maxComputeWorkgroupSizeZ;
     out->max_compute_workgroups_per_dimension = l->maxComputeWorkgroupsPerDimension;
+    out->max_immediate_size = l->maxImmediateSize == WGPU_LIMIT_U32_UNDEFINED ? 0 : l->maxImmediateSize;
     return VN_OK;
 }
 
@@ -517,13 +518,13 @@ static void destroy_gpu_device(vn_device *device) {
     vn_mutex_unlock(&device->scope_lock);
 }
 
-static vn_status device_destroy_now(vn_device *device) {
-    vn_status st = vn_device_check(device, "device.destroy");
-    if (st != VN_OK) return st;
-    /* Exclusive: no submit is between its check and its queue call while the
-     * device goes away (wgpu-native aborts on a submit to a destroyed device). */
+void vn_device_mark_destroyed(vn_device *device, const char *reason) {
+    /* Exclusive: no submit is between its check and its queue call while the device
+     * goes away (wgpu-native aborts on a submit to a destroyed device), and none starts
+     * afterwards without seeing `lost`; under the scope lock no encoding of ours is
+     * between its pushes and pops. */
     vn_rwlock_write_lock(&device->submit_lock);
-    snprintf(device->lost_reason, sizeof device->lost_reason, "destroyed by Device.destroy()");
+    snprintf(device->lost_reason, sizeof device->lost_reason, "%s", reason);
     atomic_store(&device->lost, 1);
     /* Destroying the GPU device frees every buffer's memory, the mapped memory of a
      * pinned staging buffer too, which a zero-copy array still reads: with pins alive,
@@ -532,6 +533,12 @@ static vn_status device_destroy_now(vn_device *device) {
     if (atomic_load(&device->staging_pinned) > 0) device->destroy_deferred = true;
     else destroy_gpu_device(device);
     vn_rwlock_write_unlock(&device->submit_lock);
+}
+
+static vn_status device_destroy_now(vn_device *device) {
+    vn_status st = vn_device_check(device, "device.destroy");
+    if (st != VN_OK) return st;
+    vn_device_mark_destroyed(device, "destroyed by Device.destroy()");
     return VN_OK;
 }
 

@@ -42,6 +42,11 @@ bool vn_library_file_check(const char *path, uint64_t *size, char *why, size_t c
  * return `code`, so call sites read `return vn_fail(...)`. */
 vn_status vn_fail(vn_status code, const char *fmt, ...) VN_PRINTF_LIKE(2, 3);
 void vn_clear_error(void);
+/* After vn_fail: the failure points at WGSL line and column (vn_last_error_position). */
+void vn_set_error_position(uint32_t line, uint32_t column);
+/* Put `prefix` before this thread's last message (keeping its position) and return
+ * `code`: "pipeline `main`: " before what a shared helper reported. */
+vn_status vn_fail_prefixed(vn_status code, const char *prefix);
 /* wgpu's WGPUStringView as a C string into buf (always terminated). */
 void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap);
 
@@ -166,8 +171,10 @@ void vn_unacquire_all(const void *const *handles, size_t n);
  * holds; the log callback takes only the leaf 7.
  *
  *   1. object locks: vn_sequence.lock, vn_submission.lock
- *   2. vn_device.submit_lock (the life lock; read by submits, mapped-range reads,
- *      pins and unpins; written by destroy, a deferred destroy and mark_lost)
+ *   2. vn_device.submit_lock (the life lock; read by submits, which check their
+ *      shared buffers under it, mapped-range reads, and pins and unpins of staging
+ *      buffers; written by destroy, vn_device_destroy_shared, a destroy deferred to
+ *      the last unpin, and vn_buffer_set_foreign_state)
  *   3. vn_device.scope_lock (error scopes: push, work, pop)
  *   4. vn_device.pipelines_lock (the device's pipeline list)
  *   5. vn_bind_cache.lock (one pipeline's bind groups)
@@ -175,6 +182,17 @@ void vn_unacquire_all(const void *const *handles, size_t n);
  *   7. the log ring's lock (log.c): taken by wgpu's log callback on any thread,
  *      inside any of the above; nothing is taken or called under it
  */
+
+/* ---- diagnostics (diagnostics.c) ------------------------------------------------ */
+
+/* After shader creation failed with `code`: rewrite the last error as "<what, at line
+ * L, column C>\n<source line>\n<caret>\nFix: ..." with its position set
+ * (vn_last_error_position); var<immediate> on a device without the feature becomes
+ * VN_ERROR_UNSUPPORTED. Returns the resulting code. */
+vn_status vn_shader_diagnose(vn_device *device, const char *wgsl, size_t wgsl_len, vn_status code);
+/* VN_ERROR_UNSUPPORTED: "<what>, but this device lacks ... immediates", then `shown` (a
+ * source excerpt, or NULL) and the Fix that fits (the adapter offers it or not). */
+vn_status vn_immediates_unsupported(const vn_device *device, const char *what, const char *shown);
 
 /* ---- live-object counters (debug.c) ---------------------------------------- */
 
@@ -226,9 +244,6 @@ struct vn_device {
      * lock: pinned for reading, destroy_deferred for writing. */
     atomic_long staging_pinned;
     bool destroy_deferred;
-    /* Made by another binding (interop.c), which destroys it when it likes: no staging
-     * buffer of it stays mapped outside a C call. */
-    bool foreign_owner;
 
     /* Live pipelines, so a buffer's release can purge bind groups naming it. */
     vn_mutex pipelines_lock;
@@ -262,6 +277,11 @@ vn_status vn_device_check(const vn_device *device, const char *what);
 void vn_scope_begin(vn_device *device);
 vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation_code, const char *fix);
 
+/* Mark the device destroyed (every later call: VN_ERROR_DEVICE_LOST with `reason`) and
+ * destroy the GPU device, under the life lock (for writing) and the scope lock; while a
+ * staging buffer is pinned, the destruction waits for the last unpin. Both destroy()
+ * and wgpu-py's destroy of a shared device (vn_device_destroy_shared) come here. */
+void vn_device_mark_destroyed(vn_device *device, const char *reason);
 /* The last pinned staging buffer of a device whose destroy was deferred is gone:
  * destroy it now. Called by the unpin, never while holding the life lock. */
 void vn_device_destroy_deferred(vn_device *device);
@@ -289,13 +309,30 @@ struct vn_buffer {
     uint64_t allocation_len;
     uint64_t usage;
     uint64_t identity;     /* the allocation identity: obj.id */
-    bool adopted;          /* made by another binding (vn_buffer_adopt) */
-    atomic_int foreign;    /* vn_foreign_state, for adopted buffers */
+    /* vn_foreign_state: what wgpu-py did to it, when it shares it (interop.c). Written
+     * under the device's life lock for writing, read by submits under it for reading. */
+    atomic_int foreign;
 };
 
-/* VN_OK, or VN_ERROR_BINDING when one of the buffers is mapped or destroyed by the
- * binding it was adopted from (submitting it would abort the process). */
+/* ---- what a submit re-checks under the life lock (interop.c) ------------------- */
+
+/* A check a submit makes while it holds the device's life lock for reading, right
+ * before its queue call: that wgpu-py has not mapped or destroyed a buffer the work
+ * uses. wgpu-py's map and destroy change that state under the write side, so the
+ * check and the submit are one step for them (vn_buffer_set_foreign_state). */
+typedef struct vn_submit_guard {
+    vn_status (*check)(const void *arg);
+    const void *arg;
+} vn_submit_guard;
+
+/* vn_submit_begin, then guard->check (guard may be NULL) with the lock held; on
+ * failure nothing is held. */
+vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard);
+/* VN_OK, or VN_ERROR_BINDING naming `what` when one of the buffers is mapped or
+ * destroyed by wgpu-py (submitting it would abort the process). Call under the life lock. */
 vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const char *what);
+/* A guard check over one vn_buffer (arg), for readbacks. */
+vn_status vn_buffer_submittable(const void *buffer);
 
 void vn_buffer_retain(vn_buffer *buffer);
 /* The header, identity, device reference and live count of a new buffer record. */
@@ -307,8 +344,9 @@ vn_status vn_buffer_check(const vn_buffer *buffer, const char *what);
 
 /* Copy `nbytes` of `src` (which has COPY_SRC usage and an allocation of at least
  * round_up(nbytes, 4) bytes) into dst, after all work submitted before the call: the
- * readback primitive's copying form (the pinning form is vn_pending_read_pin). */
-vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t nbytes, void *dst);
+ * readback primitive's copying form (the pinning form is vn_pending_read_pin). The
+ * copy's submit checks `guard` under the life lock (NULL for the layer's own buffers). */
+vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t nbytes, void *dst, const vn_submit_guard *guard);
 void vn_staging_free_all(vn_device *device);
 
 /* GPU timing of one encode: a query set, the passes it times, and where the
@@ -333,11 +371,11 @@ void vn_timing_release(vn_timing *timing);
  * pass in per-dispatch mode; ns holds 1 + passes values); *count gets how many. */
 vn_status vn_timing_read(vn_device *device, vn_timing *timing, uint64_t *ns, size_t *count);
 
-/* Submit one finished command buffer (holding the submit lock) and track its
- * completion; *out gets a submission the caller owns, which takes over the timing
- * resources (timing may be NULL). Releases cb. */
+/* Submit one finished command buffer (holding the submit lock, after `guard`'s check
+ * under it; guard may be NULL) and track its completion; *out gets a submission the
+ * caller owns, which takes over the timing resources (timing may be NULL). Releases cb. */
 vn_status vn_submit_tracked(vn_device *device, WGPUCommandBuffer cb, const char *what, vn_timing *timing,
-                            vn_submission **out);
+                            const vn_submit_guard *guard, vn_submission **out);
 
 /* ---- pipelines and the bind-group cache (pipeline.c, bind_cache.c) ---------- */
 
@@ -385,6 +423,8 @@ struct vn_pipeline {
     size_t binding_count;
     int32_t indirect_binding;
     uint64_t indirect_offset;
+    uint32_t immediate_size;    /* bytes of var<immediate> data each dispatch takes, 0: none */
+    char *label;                /* the entry point: wgpu's label, and what messages call it */
     vn_bind_cache cache;
     struct vn_pipeline *next, *prev; /* device->pipelines, under pipelines_lock */
 };
@@ -417,18 +457,23 @@ typedef struct vn_bound {
     uint32_t x, y, z;
     vn_buffer *indirect;   /* borrowed from buffers, NULL for a direct dispatch */
     uint64_t indirect_offset;
-    bool adopted;          /* some buffer is adopted: check vn_buffers_submittable */
+    uint8_t *immediates;   /* the dispatch's own copy of its var<immediate> data, or NULL */
+    uint32_t immediate_len;
 } vn_bound;
 
+/* Failures name the pipeline ("pipeline `main`: ..."). immediates: exactly the
+ * pipeline's immediate_size bytes (NULL and 0 without), copied into out. */
 vn_status vn_bound_resolve(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
                            vn_buffer *const *outputs, size_t output_count, vn_buffer *params,
+                           const void *immediates, size_t immediates_len,
                            uint32_t x, uint32_t y, uint32_t z, vn_bound *out);
 /* Clears of the non-preserved outputs, then one compute pass with the dispatch. */
 void vn_bound_encode(const vn_bound *bound, WGPUCommandEncoder encoder, vn_timing *timing);
 /* True when encoding the bound dispatch clears at least one output. */
 bool vn_bound_clears(const vn_bound *bound);
 /* Inside an open compute pass: set pipeline and bind groups where they differ from
- * *state (updated), then dispatch. */
+ * *state (updated), the dispatch's immediates (always: each step may carry its own),
+ * then dispatch. */
 typedef struct vn_pass_state {
     WGPUComputePipeline pipeline;
     WGPUBindGroup groups[8];

@@ -20,7 +20,6 @@ vn_status vn_device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t devic
     vn_device *dev = calloc(1, sizeof *dev);
     if (dev == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a device record. Fix: free host memory.");
     vn_device_init_locks(dev);
-    dev->foreign_owner = true; /* its owner destroys it when it likes: no pins (readback.c) */
     dev->instance = (WGPUInstance)instance;
     dev->adapter = (WGPUAdapter)adapter;
     dev->device = (WGPUDevice)device;
@@ -44,7 +43,22 @@ vn_status vn_device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t devic
     return VN_OK;
 }
 
-static vn_status buffer_adopt(vn_device *device, uintptr_t buffer, vn_buffer **out) {
+/* True when wgpu-native reports `buffer` destroyed. wgpu-py keeps no record of a destroy,
+ * and one made before its calls were watched (before the first interop call) would make
+ * every submit using the buffer abort. Unmapping a buffer that is not mapped changes
+ * nothing and reports "not mapped", or "destroyed" for a destroyed one: the one probe
+ * wgpu-native 29 answers without side effects (wgpuBufferGetMapState is a stub). Only
+ * for a buffer wgpu-py reports unmapped: a mapped one would be unmapped under it. */
+static bool destroyed_already(vn_device *device, WGPUBuffer buffer) {
+    vn_scope_begin(device);
+    wgpu.BufferUnmap(buffer);
+    bool destroyed = vn_scope_end(device, "probing the buffer", VN_ERROR_VALIDATION, "none.") != VN_OK &&
+                     strstr(vn_last_error(), "destroyed") != NULL;
+    vn_clear_error();
+    return destroyed;
+}
+
+static vn_status buffer_adopt(vn_device *device, uintptr_t buffer, int mapped, vn_buffer **out) {
     vn_status st = vn_device_check(device, "adopting a buffer");
     if (st != VN_OK) return st;
     if (out == NULL || !buffer)
@@ -67,15 +81,23 @@ static vn_status buffer_adopt(vn_device *device, uintptr_t buffer, vn_buffer **o
                        "the wgpu buffer has %llu bytes, not a positive multiple of 4, which binding and clearing need. "
                        "Fix: create it with a size rounded up to 4 bytes.", (unsigned long long)size);
     }
-    atomic_init(&b->foreign, VN_FOREIGN_USABLE);
-    b->adopted = true;
+    if (!mapped && destroyed_already(device, b->buffer)) {
+        uint64_t size = b->byte_len;
+        wgpu.BufferRelease(b->buffer);
+        free(b);
+        return vn_fail(VN_ERROR_BINDING,
+                       "the wgpu buffer of %llu bytes was destroyed (GPUBuffer.destroy()) before it was adopted; "
+                       "wgpu-native would abort the process on submitting work that uses it. Fix: adopt a live "
+                       "buffer.", (unsigned long long)size);
+    }
+    atomic_init(&b->foreign, mapped ? VN_FOREIGN_MAPPED : VN_FOREIGN_USABLE);
     vn_buffer_init(b, device);
     *out = b;
     return VN_OK;
 }
 
-vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, vn_buffer **out) {
-    VN_CALL1(buffer_adopt(device, buffer, out), device, VN_KIND_DEVICE);
+vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, int mapped, vn_buffer **out) {
+    VN_CALL1(buffer_adopt(device, buffer, mapped, out), device, VN_KIND_DEVICE);
 }
 
 static vn_status buffer_export(vn_buffer *buffer, uintptr_t *out) {
@@ -91,37 +113,57 @@ vn_status vn_buffer_export(vn_buffer *buffer, uintptr_t *out) {
     VN_CALL1(buffer_export(buffer, out), buffer, VN_KIND_BUFFER);
 }
 
-void vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state state) {
-    if (vn_acquire(buffer, VN_KIND_BUFFER, __func__) != VN_OK) return;
+static vn_foreign_state set_foreign_state(vn_buffer *buffer, vn_foreign_state state) {
+    if (state != VN_FOREIGN_USABLE && state != VN_FOREIGN_MAPPED && state != VN_FOREIGN_DESTROYED)
+        state = VN_FOREIGN_DESTROYED; /* an unknown report: refuse the buffer rather than trust it */
+    /* The write side of the life lock: every submit reads its buffers' states under the
+     * read side (vn_submit_begin_guarded), so none is between that check and its queue
+     * call when this returns, and every later one sees the new state. */
+    vn_rwlock_write_lock(&buffer->device->submit_lock);
+    vn_foreign_state before = (vn_foreign_state)atomic_load(&buffer->foreign);
     /* Destroyed is final: a later unmap report must not make it usable again. */
-    if (buffer->adopted && atomic_load(&buffer->foreign) != VN_FOREIGN_DESTROYED) atomic_store(&buffer->foreign, state);
-    vn_unacquire(buffer);
+    if (before != VN_FOREIGN_DESTROYED) atomic_store(&buffer->foreign, (int)state);
+    vn_rwlock_write_unlock(&buffer->device->submit_lock);
+    return before;
+}
+
+vn_foreign_state vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state state) {
+    VN_GET(vn_foreign_state, set_foreign_state(buffer, state), VN_FOREIGN_DESTROYED, buffer, VN_KIND_BUFFER);
 }
 
 vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const char *what) {
     for (size_t i = 0; i < count; i++) {
         const vn_buffer *b = buffers[i];
-        if (b == NULL || !b->adopted) continue;
+        if (b == NULL) continue;
         int state = atomic_load(&b->foreign);
         if (state == VN_FOREIGN_USABLE) continue;
         return vn_fail(VN_ERROR_BINDING,
-                       "%s uses buffer %llu (adopted from wgpu-py), which wgpu-py has %s; wgpu-native would abort "
-                       "the process on submitting it. Fix: %s",
+                       "%s uses buffer %llu, which it shares with wgpu-py and which wgpu-py has %s; wgpu-native "
+                       "would abort the process on submitting it. Fix: %s",
                        what, (unsigned long long)b->identity, state == VN_FOREIGN_MAPPED ? "mapped" : "destroyed",
-                       state == VN_FOREIGN_MAPPED ? "unmap it in wgpu-py (buffer.unmap()) before replaying."
-                                                  : "record again with a live buffer.");
+                       state == VN_FOREIGN_MAPPED ? "unmap it in wgpu-py (gpu_buffer.unmap()) before using it here."
+                                                  : "use a live buffer (record again with it).");
     }
     return VN_OK;
 }
 
-void vn_device_mark_lost(vn_device *device, const char *reason) {
+vn_status vn_buffer_submittable(const void *buffer) {
+    vn_buffer *b = (vn_buffer *)buffer;
+    return vn_buffers_submittable(&b, 1, "reading a buffer back");
+}
+
+vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard) {
+    vn_status st = vn_submit_begin(device, what);
+    if (st != VN_OK || guard == NULL || guard->check == NULL) return st;
+    st = guard->check(guard->arg);
+    if (st != VN_OK) vn_submit_end(device);
+    return st;
+}
+
+void vn_device_destroy_shared(vn_device *device, const char *reason) {
     if (vn_acquire(device, VN_KIND_DEVICE, __func__) != VN_OK) return;
-    /* The write side of the life lock: no submit of ours is between its check and its
-     * queue call when this returns, and none starts afterwards. */
-    vn_rwlock_write_lock(&device->submit_lock);
-    snprintf(device->lost_reason, sizeof device->lost_reason, "%s", reason ? reason : "destroyed by its owner");
-    atomic_store(&device->lost, 1);
-    vn_rwlock_write_unlock(&device->submit_lock);
+    /* As vn_device_destroy, whether or not this layer closed the device: see there. */
+    vn_device_mark_destroyed(device, reason ? reason : "destroyed by its owner");
     vn_unacquire(device);
 }
 

@@ -26,9 +26,11 @@ static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_
     source.code.length = wgsl_len;
     WGPUShaderModuleDescriptor desc = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
     desc.nextInChain = &source.chain;
+    desc.label = vn_sv("wgsl"); /* naga then shows positions as wgsl:<line>:<column> */
     vn_scope_begin(device);
     sh->module = wgpu.DeviceCreateShaderModule(device->device, &desc);
     st = vn_scope_end(device, "compiling WGSL", VN_ERROR_SHADER, "correct the WGSL at the line the compiler names.");
+    if (st == VN_ERROR_SHADER) st = vn_shader_diagnose(device, wgsl, wgsl_len, st);
     if (st == VN_OK && sh->module == NULL)
         st = vn_fail(VN_ERROR_SHADER, "compiling WGSL returned no module. Fix: check the WGSL source.");
     if (st != VN_OK) {
@@ -59,12 +61,35 @@ static void pipeline_free(vn_pipeline *p) {
         free(p->layouts);
     }
     if (p->pipeline != NULL) wgpu.ComputePipelineRelease(p->pipeline);
+    free(p->label);
     if (p->bindings != NULL) {
         for (size_t i = 0; i < p->binding_count; i++) free(p->bindings[i].name);
         free(p->bindings);
     }
     vn_bind_cache_destroy(&p->cache);
     free(p);
+}
+
+/* var<immediate> data needs wgpu-native's "immediates" feature on the device and fits
+ * in its maxImmediateSize; both are said here, before wgpu sees the layout. */
+static vn_status check_immediates(const vn_device *device, const vn_pipeline_desc *desc) {
+    uint32_t size = desc->immediate_size;
+    if (size == 0) return VN_OK;
+    if (!wgpu.DeviceHasFeature(device->device, (WGPUFeatureName)WGPUNativeFeature_Immediates)) {
+        char what[300];
+        snprintf(what, sizeof what, "entry point `%s` declares %u bytes of var<immediate> data", desc->entry_point, size);
+        return vn_immediates_unsupported(device, what, NULL);
+    }
+    if (size % 4 != 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "immediate_size %u of entry point `%s` is not a multiple of 4. Fix: round "
+                       "the var<immediate> type's size up to 4 bytes.", size, desc->entry_point);
+    if (size > device->limits.maxImmediateSize)
+        return vn_fail(VN_ERROR_SHADER,
+                       "entry point `%s` declares %u bytes of var<immediate> data, above this device's "
+                       "max_immediate_size of %u bytes. Fix: keep the var<immediate> type within %u bytes, and move "
+                       "the rest into a uniform or storage buffer.",
+                       desc->entry_point, size, device->limits.maxImmediateSize, device->limits.maxImmediateSize);
+    return VN_OK;
 }
 
 static uint64_t mul_saturating(uint64_t a, uint64_t b) {
@@ -139,6 +164,8 @@ static vn_status check_desc(const vn_device *device, const vn_pipeline_desc *des
                                b->group, b->binding, b->name ? b->name : "?");
         }
     }
+    vn_status st = check_immediates(device, desc);
+    if (st != VN_OK) return st;
     if (desc->indirect_binding >= 0) {
         if ((size_t)desc->indirect_binding >= desc->binding_count)
             return vn_fail(VN_ERROR_BINDING, "indirect binding index %d is outside the %zu bindings. Fix: name a binding "
@@ -187,6 +214,7 @@ static vn_status create_layouts(vn_device *device, vn_pipeline *p, WGPUBindGroup
             scratch[n++] = e;
         }
         WGPUBindGroupLayoutDescriptor ld = WGPU_BIND_GROUP_LAYOUT_DESCRIPTOR_INIT;
+        ld.label = vn_sv(p->label);
         ld.entryCount = n;
         ld.entries = scratch;
         p->layouts[g] = wgpu.DeviceCreateBindGroupLayout(device->device, &ld);
@@ -218,12 +246,14 @@ static vn_status pipeline_create(vn_device *device, vn_shader *shader, const vn_
     p->binding_count = desc->binding_count;
     p->indirect_binding = desc->indirect_binding;
     p->indirect_offset = desc->indirect_offset;
+    p->immediate_size = desc->immediate_size;
+    p->label = vn_strdup(desc->entry_point);
     p->group_count = desc->binding_count ? desc->bindings[desc->binding_count - 1].group + 1 : 0;
     p->bindings = calloc(desc->binding_count ? desc->binding_count : 1, sizeof *p->bindings);
     p->layouts = calloc(p->group_count ? p->group_count : 1, sizeof *p->layouts);
     WGPUBindGroupLayoutEntry *scratch = calloc(desc->binding_count ? desc->binding_count : 1, sizeof *scratch);
     WGPUConstantEntry *constants = calloc(desc->constant_count ? desc->constant_count : 1, sizeof *constants);
-    if (p->bindings == NULL || p->layouts == NULL || scratch == NULL || constants == NULL) {
+    if (p->label == NULL || p->bindings == NULL || p->layouts == NULL || scratch == NULL || constants == NULL) {
         free(scratch);
         free(constants);
         pipeline_free(p);
@@ -247,11 +277,15 @@ static vn_status pipeline_create(vn_device *device, vn_shader *shader, const vn_
     snprintf(what, sizeof what, "creating the compute pipeline for entry point `%s`", desc->entry_point);
     vn_scope_begin(device);
     create_layouts(device, p, scratch);
+    /* Labels are the entry point: wgpu's own messages then name the pipeline. */
     WGPUPipelineLayoutDescriptor pld = WGPU_PIPELINE_LAYOUT_DESCRIPTOR_INIT;
+    pld.label = vn_sv(p->label);
     pld.bindGroupLayoutCount = p->group_count;
     pld.bindGroupLayouts = p->layouts;
+    pld.immediateSize = p->immediate_size;
     WGPUPipelineLayout layout = wgpu.DeviceCreatePipelineLayout(device->device, &pld);
     WGPUComputePipelineDescriptor cpd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
+    cpd.label = vn_sv(p->label);
     cpd.layout = layout;
     cpd.compute.module = shader->module;
     cpd.compute.entryPoint = vn_sv(desc->entry_point);

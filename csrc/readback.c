@@ -122,13 +122,12 @@ struct vn_pending_read {
     char message[512];
 };
 
-/* A pinned staging buffer (or, on a device another binding owns, a copy in C memory):
- * the bytes a zero-copy read hands out, valid until its last release. */
+/* A pinned staging buffer: the bytes a zero-copy read hands out, valid until its last
+ * release. */
 struct vn_mapping {
     vn_object obj;       /* VN_KIND_MAPPING */
     vn_device *device;   /* a reference: the record outlives every other owner if need be */
-    vn_staging *staging; /* pinned and mapped; NULL when the bytes are a copy */
-    void *copy;          /* the copy (foreign_owner devices), else NULL */
+    vn_staging *staging; /* pinned and mapped */
     const void *data;
     uint64_t nbytes;
 };
@@ -142,7 +141,8 @@ static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u
 }
 
 /* Queue the copy into a staging buffer and its map; return at once. */
-static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, vn_pending_read *r) {
+static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, const vn_submit_guard *guard,
+                            vn_pending_read *r) {
     memset(r, 0, sizeof *r); /* the header too: vn_buffer_read_async sets it after */
     r->device = dev;
     r->nbytes = nbytes;
@@ -159,7 +159,7 @@ static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, vn_
     wgpu.CommandEncoderRelease(enc);
     st = vn_scope_end(dev, "encoding a readback copy", VN_ERROR_VALIDATION,
                       "read only buffers with COPY_SRC usage, on the device that made them.");
-    if (st == VN_OK) st = vn_submit_begin(dev, "reading back");
+    if (st == VN_OK) st = vn_submit_begin_guarded(dev, "reading back", guard);
     if (st != VN_OK) {
         wgpu.CommandBufferRelease(cb);
         staging_return(dev, r->staging);
@@ -243,54 +243,37 @@ static void mapping_destroy(vn_object *object);
 static vn_status read_pin(vn_pending_read *r, vn_mapping **out, const void **data) {
     vn_device *dev = r->device;
     vn_mapping *m = calloc(1, sizeof *m);
-    void *copy = dev->foreign_owner ? malloc((size_t)vn_pad4(r->nbytes)) : NULL;
-    if (m == NULL || (dev->foreign_owner && copy == NULL)) {
-        free(m);
-        free(copy);
+    if (m == NULL) {
         read_copy(r, NULL);
-        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a mapping of %llu bytes. Fix: free host memory.",
-                       (unsigned long long)r->nbytes);
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a mapping record. Fix: free host memory.");
     }
-    m->nbytes = r->nbytes;
-    if (copy != NULL) {
-        /* Another binding owns this device and may destroy it whenever it likes, which
-         * no pin can defer: hand out a copy instead of the mapping. */
-        vn_status st = read_copy(r, copy);
-        if (st != VN_OK) {
-            free(copy);
-            free(m);
-            return st;
-        }
-        m->copy = copy;
-        m->data = copy;
-    } else {
-        vn_staging *s = r->staging;
-        r->staging = NULL;
-        vn_status st = vn_submit_begin(dev, "reading back");
-        if (st != VN_OK) {
-            staging_destroy(s);
-            free(m);
-            return st;
-        }
-        const void *p = wgpu.BufferGetConstMappedRange(s->buffer, 0, (size_t)vn_pad4(r->nbytes));
-        if (p == NULL) {
-            wgpu.BufferUnmap(s->buffer);
-            vn_submit_end(dev);
-            staging_return(dev, s);
-            free(m);
-            return no_range();
-        }
-        atomic_fetch_add(&dev->staging_pinned, 1);
+    vn_staging *s = r->staging;
+    r->staging = NULL;
+    vn_status st = vn_submit_begin(dev, "reading back");
+    if (st != VN_OK) {
+        staging_destroy(s);
+        free(m);
+        return st;
+    }
+    const void *p = wgpu.BufferGetConstMappedRange(s->buffer, 0, (size_t)vn_pad4(r->nbytes));
+    if (p == NULL) {
+        wgpu.BufferUnmap(s->buffer);
         vn_submit_end(dev);
-        m->staging = s;
-        m->data = p;
+        staging_return(dev, s);
+        free(m);
+        return no_range();
     }
+    atomic_fetch_add(&dev->staging_pinned, 1);
+    vn_submit_end(dev);
     vn_object_init(&m->obj, VN_KIND_MAPPING, mapping_destroy);
+    m->staging = s;
+    m->data = p;
+    m->nbytes = r->nbytes;
     vn_device_retain(dev);
     m->device = dev;
     vn_live_add(VN_LIVE_MAPPING, 1);
     *out = m;
-    *data = m->data;
+    *data = p;
     return VN_OK;
 }
 
@@ -301,22 +284,19 @@ static void mapping_destroy(vn_object *object) {
     vn_mapping *m = (vn_mapping *)object;
     vn_device *dev = m->device;
     vn_staging *s = m->staging;
-    if (s != NULL) {
-        bool reuse = false;
-        vn_rwlock_read_lock(&dev->submit_lock);
-        /* A lost device (destroyed, its destruction deferred for this pin, or lost for
-         * real) is letting its buffers go: release this one without an unmap. */
-        if (!atomic_load(&dev->lost)) {
-            wgpu.BufferUnmap(s->buffer);
-            reuse = true;
-        }
-        bool destroy_now = atomic_fetch_sub(&dev->staging_pinned, 1) == 1 && dev->destroy_deferred;
-        vn_rwlock_read_unlock(&dev->submit_lock);
-        if (reuse) staging_return(dev, s);
-        else staging_destroy(s);
-        if (destroy_now) vn_device_destroy_deferred(dev);
+    bool reuse = false;
+    vn_rwlock_read_lock(&dev->submit_lock);
+    /* A lost device (destroyed, its destruction deferred for this pin, or lost for
+     * real) is letting its buffers go: release this one without an unmap. */
+    if (!atomic_load(&dev->lost)) {
+        wgpu.BufferUnmap(s->buffer);
+        reuse = true;
     }
-    free(m->copy);
+    bool destroy_now = atomic_fetch_sub(&dev->staging_pinned, 1) == 1 && dev->destroy_deferred;
+    vn_rwlock_read_unlock(&dev->submit_lock);
+    if (reuse) staging_return(dev, s);
+    else staging_destroy(s);
+    if (destroy_now) vn_device_destroy_deferred(dev);
     vn_device_unref(dev);
     free(m);
     vn_live_add(VN_LIVE_MAPPING, -1);
@@ -330,9 +310,9 @@ static vn_status read_finish(vn_pending_read *r, void *dst) {
     return read_copy(r, dst);
 }
 
-vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t nbytes, void *dst) {
+vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t nbytes, void *dst, const vn_submit_guard *guard) {
     vn_pending_read r;
-    vn_status st = read_begin(dev, src, nbytes, &r);
+    vn_status st = read_begin(dev, src, nbytes, guard, &r);
     if (st != VN_OK) return st;
     return read_finish(&r, dst);
 }
@@ -344,8 +324,6 @@ static vn_status buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_read_async: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
-    st = vn_buffers_submittable(&buffer, 1, "read_async()");
-    if (st != VN_OK) return st;
     if (!(buffer->usage & VN_USAGE_COPY_SRC))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
                        "read_async: buffer %llu has usage 0x%llx without COPY_SRC, so it cannot be copied out. Fix: "
@@ -353,7 +331,8 @@ static vn_status buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
                        (unsigned long long)buffer->identity, (unsigned long long)buffer->usage);
     vn_pending_read *r = malloc(sizeof *r);
     if (r == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a pending read. Fix: free host memory.");
-    st = read_begin(buffer->device, buffer->buffer, buffer->byte_len, r);
+    const vn_submit_guard guard = {vn_buffer_submittable, buffer};
+    st = read_begin(buffer->device, buffer->buffer, buffer->byte_len, &guard, r);
     if (st != VN_OK) {
         free(r);
         return st;

@@ -28,13 +28,15 @@ static void dispatch_destroy(vn_object *object) {
 }
 
 static vn_status dispatch_record(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                                 vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x,
-                                 uint32_t y, uint32_t z, vn_dispatch **out) {
+                                 vn_buffer *const *outputs, size_t output_count, vn_buffer *params,
+                                 const void *immediates, size_t immediates_len, uint32_t x, uint32_t y, uint32_t z,
+                                 vn_dispatch **out) {
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_record: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
     vn_dispatch *d = calloc(1, sizeof *d);
     if (d == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a dispatch record. Fix: free host memory.");
-    vn_status st = vn_bound_resolve(pipeline, inputs, input_count, outputs, output_count, params, x, y, z, &d->bound);
+    vn_status st = vn_bound_resolve(pipeline, inputs, input_count, outputs, output_count, params, immediates,
+                                    immediates_len, x, y, z, &d->bound);
     if (st != VN_OK) {
         free(d);
         return st;
@@ -43,11 +45,15 @@ static vn_status dispatch_record(vn_pipeline *pipeline, vn_buffer *const *inputs
     /* Encoded inside error scopes; a command buffer whose encoding failed is
      * dropped here and never reaches the queue, where wgpu-native would abort. */
     vn_scope_begin(dev);
-    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
+    WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
+    ed.label = vn_sv(pipeline->label);
+    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, &ed);
     vn_bound_encode(&d->bound, enc, NULL);
     WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
     wgpu.CommandEncoderRelease(enc);
-    st = vn_scope_end(dev, "recording the dispatch", VN_ERROR_VALIDATION,
+    char what[300];
+    snprintf(what, sizeof what, "recording a dispatch of pipeline `%s`", pipeline->label);
+    st = vn_scope_end(dev, what, VN_ERROR_VALIDATION,
                       "check the buffers against the shader's declared types and the workgroup counts.");
     if (st != VN_OK) {
         if (cb != NULL) wgpu.CommandBufferRelease(cb);
@@ -64,17 +70,22 @@ static vn_status dispatch_record(vn_pipeline *pipeline, vn_buffer *const *inputs
 }
 
 vn_status vn_dispatch_record(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                             vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x, uint32_t y,
-                             uint32_t z, vn_dispatch **out) {
-    VN_CALL1(dispatch_record(pipeline, inputs, input_count, outputs, output_count, params, x, y, z, out), pipeline,
-             VN_KIND_PIPELINE);
+                             vn_buffer *const *outputs, size_t output_count, vn_buffer *params, const void *immediates,
+                             size_t immediates_len, uint32_t x, uint32_t y, uint32_t z, vn_dispatch **out) {
+    VN_CALL1(dispatch_record(pipeline, inputs, input_count, outputs, output_count, params, immediates, immediates_len,
+                             x, y, z, out),
+             pipeline, VN_KIND_PIPELINE);
+}
+
+static vn_status dispatch_submittable(const void *dispatch) {
+    const vn_bound *b = &((const vn_dispatch *)dispatch)->bound;
+    return vn_buffers_submittable(b->buffers, b->buffer_count, "replay()");
 }
 
 static vn_status dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
     vn_device *dev = d->bound.pipeline->device;
-    vn_status st = VN_OK;
-    if (d->bound.adopted) st = vn_buffers_submittable(d->bound.buffers, d->bound.buffer_count, "replay()");
-    if (st == VN_OK) st = vn_submit_begin(dev, "replaying a pre-recorded dispatch");
+    const vn_submit_guard guard = {dispatch_submittable, d};
+    vn_status st = vn_submit_begin_guarded(dev, "replaying a pre-recorded dispatch", &guard);
     if (st != VN_OK) return st;
     /* Exactly one caller wins the exchange, however many threads race here. */
     int expected = DISPATCH_RECORDED;
@@ -116,6 +127,11 @@ static void binding_names(const vn_pipeline *p, bool outputs, char *buf, size_t 
 /* The counts a borrowed dispatch needs, checked before any buffer is made. */
 static vn_status check_borrowed(const vn_pipeline *p, size_t host_count, const uint64_t *output_sizes,
                                 size_t output_size_count) {
+    if (p->immediate_size > 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "pipeline `%s` declares %u bytes of var<immediate> data, which a borrowed dispatch does not "
+                       "take. Fix: upload the buffers (device.upload) and use prerecord_persistent_dispatch(..., "
+                       "immediates=...) or record(..., immediates=...).", p->label, p->immediate_size);
     size_t outputs = 0;
     for (size_t i = 0; i < p->binding_count; i++) outputs += allocated_output(&p->bindings[i]);
     char names[512];
@@ -176,7 +192,8 @@ static vn_status dispatch_record_borrowed(vn_pipeline *pipeline, const void *con
         if (b->kind == VN_BINDING_STORAGE_READ_WRITE) outs[n_out++] = buf;
         else ins[n_in++] = buf;
     }
-    if (st == VN_OK) st = dispatch_record(pipeline, ins, n_in, outs, n_out, NULL, x, y, z, out);
+    /* A borrowed dispatch takes no immediates: check_borrowed refused a pipeline with some. */
+    if (st == VN_OK) st = dispatch_record(pipeline, ins, n_in, outs, n_out, NULL, NULL, 0, x, y, z, out);
     /* The dispatch took its own references to the buffers it binds. */
     for (size_t i = 0; i < n_made; i++) vn_buffer_release(made[i]);
     free(made);
@@ -224,7 +241,6 @@ static vn_status readable_output(vn_dispatch *d, int64_t index, vn_buffer **out)
     vn_status st = output_at(d, index, out);
     if (st != VN_OK) return st;
     st = vn_device_check((*out)->device, "reading an output");
-    if (st == VN_OK) st = vn_buffers_submittable(out, 1, "reading an output");
     if (st != VN_OK) return st;
     /* Reading before replay would return whatever the buffer held: refuse instead. */
     if (atomic_load(&d->state) != DISPATCH_SUBMITTED)
@@ -261,7 +277,8 @@ static vn_status dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, 
         if (dst == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "destination is NULL. Fix: pass a writable buffer.");
         /* The readback's copy is queued after this dispatch's submission, so its
          * completion implies the dispatch's. */
-        st = vn_readback(b->device, b->buffer, b->byte_len, dst);
+        const vn_submit_guard guard = {vn_buffer_submittable, b};
+        st = vn_readback(b->device, b->buffer, b->byte_len, dst, &guard);
         if (st != VN_OK) return st;
     }
     if (written != NULL) *written = b->byte_len;

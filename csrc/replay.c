@@ -120,8 +120,8 @@ static void encode_sequence(const vn_sequence *s, WGPUCommandEncoder enc, uint32
 typedef struct encoder_job {
     uint32_t (*passes)(const void *what, uint32_t n, const vn_timing *t);
     void (*encode)(const void *what, WGPUCommandEncoder enc, uint32_t n, vn_timing *t);
-    /* VN_OK when no buffer it uses is mapped or destroyed by the binding it was
-     * adopted from (submitting one would abort the process). */
+    /* VN_OK when no buffer it uses is mapped or destroyed by wgpu-py (submitting one
+     * would abort the process); checked under the life lock, right before the submit. */
     vn_status (*submittable)(const void *what);
 } encoder_job;
 
@@ -130,7 +130,6 @@ typedef struct encoder_job {
 static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const void *what, uint32_t n,
                                    vn_timing_mode mode, const char *label, vn_submission **out) {
     vn_status st = vn_device_check(dev, label);
-    if (st == VN_OK) st = job->submittable(what);
     if (st != VN_OK) return st;
     vn_timing timing;
     memset(&timing, 0, sizeof timing);
@@ -148,7 +147,9 @@ static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const
         }
     }
     vn_scope_begin(dev);
-    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
+    WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
+    ed.label = vn_sv(label);
+    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, &ed);
     job->encode(what, enc, n, &timing);
     vn_timing_resolve(&timing, enc);
     WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
@@ -160,7 +161,8 @@ static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const
         vn_timing_release(&timing);
         return st;
     }
-    return vn_submit_tracked(dev, cb, label, &timing, out);
+    const vn_submit_guard guard = {job->submittable, what};
+    return vn_submit_tracked(dev, cb, label, &timing, &guard, out);
 }
 
 static uint32_t recording_passes_cb(const void *r, uint32_t n, const vn_timing *t) { return recording_passes(r, n, t); }
@@ -172,7 +174,7 @@ static void encode_sequence_cb(const void *s, WGPUCommandEncoder enc, uint32_t n
     encode_sequence(s, enc, n, t);
 }
 static vn_status bound_submittable(const vn_bound *b, const char *what) {
-    return b->adopted ? vn_buffers_submittable(b->buffers, b->buffer_count, what) : VN_OK;
+    return vn_buffers_submittable(b->buffers, b->buffer_count, what);
 }
 static vn_status recording_submittable(const void *r) {
     return bound_submittable(&((const vn_recording *)r)->bound, "Recording.replay()");
@@ -205,8 +207,9 @@ static void recording_destroy(vn_object *object) {
 }
 
 static vn_status recording_create(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                                  vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x,
-                                  uint32_t y, uint32_t z, vn_recording **out) {
+                                  vn_buffer *const *outputs, size_t output_count, vn_buffer *params,
+                                  const void *immediates, size_t immediates_len, uint32_t x, uint32_t y, uint32_t z,
+                                  vn_recording **out) {
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_create: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
     vn_recording *r = calloc(1, sizeof *r);
@@ -216,7 +219,8 @@ static vn_status recording_create(vn_pipeline *pipeline, vn_buffer *const *input
      * error scopes and submits only what encoded cleanly, so an error the handle
      * checks cannot see (a shader type larger than its buffer) surfaces at the first
      * replay as a ValidationError, with nothing submitted. */
-    vn_status st = vn_bound_resolve(pipeline, inputs, input_count, outputs, output_count, params, x, y, z, &r->bound);
+    vn_status st = vn_bound_resolve(pipeline, inputs, input_count, outputs, output_count, params, immediates,
+                                    immediates_len, x, y, z, &r->bound);
     if (st == VN_OK) r->clears = vn_bound_clears(&r->bound);
     if (st != VN_OK) {
         free(r);
@@ -229,10 +233,12 @@ static vn_status recording_create(vn_pipeline *pipeline, vn_buffer *const *input
 }
 
 vn_status vn_recording_create(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                              vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x,
-                              uint32_t y, uint32_t z, vn_recording **out) {
-    VN_CALL1(recording_create(pipeline, inputs, input_count, outputs, output_count, params, x, y, z, out), pipeline,
-             VN_KIND_PIPELINE);
+                              vn_buffer *const *outputs, size_t output_count, vn_buffer *params,
+                              const void *immediates, size_t immediates_len, uint32_t x, uint32_t y, uint32_t z,
+                              vn_recording **out) {
+    VN_CALL1(recording_create(pipeline, inputs, input_count, outputs, output_count, params, immediates,
+                              immediates_len, x, y, z, out),
+             pipeline, VN_KIND_PIPELINE);
 }
 
 static vn_status check_count(uint32_t n, const char *what) {
@@ -247,7 +253,9 @@ static vn_status recording_replay(vn_recording *r, uint32_t n, vn_timing_mode ti
     *out = NULL;
     vn_status st = check_count(n, "Recording");
     if (st != VN_OK) return st;
-    return encode_and_submit(r->bound.pipeline->device, &recording_job, r, n, timing, "replaying a recording", out);
+    char label[300];
+    snprintf(label, sizeof label, "replaying a recording of pipeline `%s`", r->bound.pipeline->label);
+    return encode_and_submit(r->bound.pipeline->device, &recording_job, r, n, timing, label, out);
 }
 
 vn_status vn_recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing, vn_submission **out) {
@@ -314,8 +322,9 @@ static vn_status push_step(vn_sequence *s, const vn_step *step) {
 }
 
 static vn_status sequence_add(vn_sequence *s, vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                              vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x,
-                              uint32_t y, uint32_t z, int clear_outputs) {
+                              vn_buffer *const *outputs, size_t output_count, vn_buffer *params,
+                              const void *immediates, size_t immediates_len, uint32_t x, uint32_t y, uint32_t z,
+                              int clear_outputs) {
     if (pipeline->device != s->device)
         return vn_fail(VN_ERROR_BINDING, "the pipeline belongs to another device than the sequence. Fix: compile it on "
                        "the sequence's device.");
@@ -323,7 +332,8 @@ static vn_status sequence_add(vn_sequence *s, vn_pipeline *pipeline, vn_buffer *
     memset(&step, 0, sizeof step);
     step.kind = STEP_DISPATCH;
     step.clear_outputs = clear_outputs != 0;
-    vn_status st = vn_bound_resolve(pipeline, inputs, input_count, outputs, output_count, params, x, y, z, &step.bound);
+    vn_status st = vn_bound_resolve(pipeline, inputs, input_count, outputs, output_count, params, immediates,
+                                    immediates_len, x, y, z, &step.bound);
     if (st != VN_OK) return st;
     vn_mutex_lock(&s->lock);
     st = push_step(s, &step);
@@ -333,10 +343,11 @@ static vn_status sequence_add(vn_sequence *s, vn_pipeline *pipeline, vn_buffer *
 }
 
 vn_status vn_sequence_add(vn_sequence *s, vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                          vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x, uint32_t y,
-                          uint32_t z, int clear_outputs) {
-    VN_CALL2(sequence_add(s, pipeline, inputs, input_count, outputs, output_count, params, x, y, z, clear_outputs), s,
-             VN_KIND_SEQUENCE, pipeline, VN_KIND_PIPELINE);
+                          vn_buffer *const *outputs, size_t output_count, vn_buffer *params, const void *immediates,
+                          size_t immediates_len, uint32_t x, uint32_t y, uint32_t z, int clear_outputs) {
+    VN_CALL2(sequence_add(s, pipeline, inputs, input_count, outputs, output_count, params, immediates, immediates_len,
+                          x, y, z, clear_outputs),
+             s, VN_KIND_SEQUENCE, pipeline, VN_KIND_PIPELINE);
 }
 
 static vn_status check_sequence_buffer(const vn_sequence *s, const vn_buffer *b, const char *role, uint64_t need) {

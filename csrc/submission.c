@@ -55,14 +55,14 @@ static void submission_destroy(vn_object *object) {
 }
 
 vn_status vn_submit_tracked(vn_device *dev, WGPUCommandBuffer cb, const char *what, vn_timing *timing,
-                            vn_submission **out) {
+                            const vn_submit_guard *guard, vn_submission **out) {
     vn_submission *s = calloc(1, sizeof *s);
     if (s == NULL) {
         wgpu.CommandBufferRelease(cb);
         if (timing != NULL) vn_timing_release(timing);
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a submission record. Fix: free host memory.");
     }
-    vn_status st = vn_submit_begin(dev, what);
+    vn_status st = vn_submit_begin_guarded(dev, what, guard);
     if (st != VN_OK) {
         wgpu.CommandBufferRelease(cb);
         if (timing != NULL) vn_timing_release(timing);

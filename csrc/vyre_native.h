@@ -57,6 +57,10 @@ typedef struct vn_pending_read vn_pending_read;
 
 /* The message of the last failure on this thread ("" when none). */
 const char *vn_last_error(void);
+/* 1 when the last failure on this thread points into WGSL source (a ShaderError from
+ * the compiler): *line and *column get its 1-based line and column (in characters),
+ * as the message shows them; else 0. */
+int vn_last_error_position(uint32_t *line, uint32_t *column);
 
 /* ---- library (csrc/loader.c) ---------------------------------------------- */
 
@@ -117,6 +121,7 @@ typedef struct vn_limits {
     uint32_t max_compute_workgroup_size_y;
     uint32_t max_compute_workgroup_size_z;
     uint32_t max_compute_workgroups_per_dimension;
+    uint32_t max_immediate_size;    /* bytes of var<immediate> data; 0 without the feature */
 } vn_limits;
 
 /* backend: NULL for the platform's primary backends (Vulkan, Metal, DX12; never wgpu's
@@ -232,6 +237,11 @@ typedef struct vn_pipeline_desc {
      * sizes 0: not checked. */
     uint64_t workgroup_size[3];
     uint64_t workgroup_storage_size;
+    /* Bytes of the entry point's var<immediate> data (its type's size rounded up to 4),
+     * 0: none. Declared in the pipeline layout; needs the device's "immediates" feature
+     * (else VN_ERROR_UNSUPPORTED) and at most its maxImmediateSize. Every dispatch of
+     * the pipeline then takes exactly this many bytes of immediates. */
+    uint32_t immediate_size;
 } vn_pipeline_desc;
 
 vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipeline_desc *desc,
@@ -253,11 +263,14 @@ void vn_pipeline_release(vn_pipeline *pipeline);
 /* Resolve handles against the pipeline's bindings (outputs take the next output,
  * the first uniform takes params when not NULL, everything else the next input),
  * validate each, take bind groups from the pipeline's cache, and encode: clears
- * of non-preserved outputs, one compute pass, a direct or indirect dispatch. */
+ * of non-preserved outputs, one compute pass, a direct or indirect dispatch.
+ * immediates: the var<immediate> data of the dispatch, exactly the pipeline's
+ * immediate_size bytes (NULL and 0 for a pipeline without); copied, so the caller's
+ * memory is free once the call returns. */
 vn_status vn_dispatch_record(vn_pipeline *pipeline,
                              vn_buffer *const *inputs, size_t input_count,
                              vn_buffer *const *outputs, size_t output_count,
-                             vn_buffer *params,
+                             vn_buffer *params, const void *immediates, size_t immediates_len,
                              uint32_t x, uint32_t y, uint32_t z,
                              vn_dispatch **out);
 /* Submit the recorded command buffer; exactly one call ever succeeds. */
@@ -290,25 +303,36 @@ void vn_dispatch_release(vn_dispatch *dispatch);
  * each takes a reference of its own (AddRef), released with the vn object. The
  * handles are the WGPU* pointers as integers. */
 vn_status vn_device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t device, uintptr_t queue, vn_device **out);
-vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, vn_buffer **out);
+/* `mapped`: nonzero when wgpu-py reports the buffer mapped or map-pending (it starts
+ * refused, as vn_buffer_set_foreign_state's MAPPED); otherwise adoption finds out whether
+ * it was destroyed already, and refuses it then with VN_ERROR_BINDING. */
+vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, int mapped, vn_buffer **out);
 /* The buffer's WGPUBuffer with one new reference, which the caller must release. */
 vn_status vn_buffer_export(vn_buffer *buffer, uintptr_t *out);
-/* What the other binding did to an adopted buffer: wgpu-native aborts the process
- * on submitting work that uses a mapped or destroyed buffer, so the Python side
- * reports its owner's map, unmap and destroy here, and every submit that would use
- * such a buffer fails with VN_ERROR_BINDING instead. */
+/* What wgpu-py does to a buffer it shares with this layer (adopted, or handed over by
+ * vn_buffer_export). wgpu-native aborts the process on submitting work that uses a
+ * buffer that is mapped, map-pending or destroyed, and cannot be asked which it is, so
+ * the Python side reports wgpu-py's map, unmap and destroy calls here (from hooks on
+ * the one object through which wgpu-py calls wgpu-native: vyre_native/interop.py), and
+ * every submit re-checks its buffers under the device's life lock: one that uses such
+ * a buffer fails with VN_ERROR_BINDING instead. */
 typedef enum vn_foreign_state {
     VN_FOREIGN_USABLE = 0,
-    VN_FOREIGN_MAPPED = 1,
-    VN_FOREIGN_DESTROYED = 2
+    VN_FOREIGN_MAPPED = 1,   /* mapped or map-pending */
+    VN_FOREIGN_DESTROYED = 2 /* final */
 } vn_foreign_state;
-void vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state state);
-/* One more reference, for the watcher that reports the owner's calls. */
+/* Set the state, and return the one before. Takes the device's life lock for writing,
+ * so it waits for any submit between its check and its queue call; every submit after
+ * it sees the new state. Report MAPPED before wgpu-py's map call and DESTROYED before
+ * its destroy; USABLE after its unmap. */
+vn_foreign_state vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state state);
+/* One more reference, for a watcher or a second handle on the same object. */
 void vn_buffer_retain_for_watch(vn_buffer *buffer);
 void vn_device_retain_for_watch(vn_device *device);
-/* The adopted device's owner is about to destroy it: later calls fail with
- * VN_ERROR_DEVICE_LOST, and no submit of ours is in flight when this returns. */
-void vn_device_mark_lost(vn_device *device, const char *reason);
+/* wgpu-py destroys a device it shares with this layer: this destroys it instead, as
+ * vn_device_destroy does (waiting for any submit and encoding of ours in flight), even
+ * when the vn device was closed; later calls fail with VN_ERROR_DEVICE_LOST (`reason`). */
+void vn_device_destroy_shared(vn_device *device, const char *reason);
 
 /* ---- submissions (csrc/submission.c) ----------------------------------------- */
 
@@ -339,13 +363,14 @@ void vn_submission_release(vn_submission *submission);
 typedef struct vn_recording vn_recording;
 typedef struct vn_sequence vn_sequence;
 
-/* Same binding rules, checks and clears as vn_dispatch_record, but nothing is
- * encoded yet: each replay re-encodes from the held pipeline and bind groups,
- * inside error scopes, and submits only a cleanly encoded command buffer. */
+/* Same binding rules, checks, clears and immediates as vn_dispatch_record, but
+ * nothing is encoded yet: each replay re-encodes from the held pipeline, bind groups
+ * and immediates (copied here), inside error scopes, and submits only a cleanly
+ * encoded command buffer. */
 vn_status vn_recording_create(vn_pipeline *pipeline,
                               vn_buffer *const *inputs, size_t input_count,
                               vn_buffer *const *outputs, size_t output_count,
-                              vn_buffer *params,
+                              vn_buffer *params, const void *immediates, size_t immediates_len,
                               uint32_t x, uint32_t y, uint32_t z,
                               vn_recording **out);
 /* Encode n launches into one command buffer and submit it once. Without outputs to
@@ -359,11 +384,14 @@ void vn_recording_release(vn_recording *recording);
 
 vn_status vn_sequence_create(vn_device *device, vn_sequence **out);
 /* Append a dispatch. clear_outputs: clear its non-preserved outputs right before
- * it (as a recording does); 0 leaves them as the previous steps left them. */
+ * it (as a recording does); 0 leaves them as the previous steps left them. Each step
+ * keeps its own copy of its immediates (as for vn_dispatch_record), set right before
+ * its dispatch: per-step values with no buffer and no bind-group change. */
 vn_status vn_sequence_add(vn_sequence *sequence, vn_pipeline *pipeline,
                           vn_buffer *const *inputs, size_t input_count,
                           vn_buffer *const *outputs, size_t output_count,
-                          vn_buffer *params, uint32_t x, uint32_t y, uint32_t z,
+                          vn_buffer *params, const void *immediates, size_t immediates_len,
+                          uint32_t x, uint32_t y, uint32_t z,
                           int clear_outputs);
 /* Append a GPU copy of nbytes (UINT64_MAX: as much as fits from the offsets). */
 vn_status vn_sequence_copy(vn_sequence *sequence, vn_buffer *src, vn_buffer *dst, uint64_t nbytes,
@@ -402,9 +430,9 @@ vn_status vn_pending_read_finish(vn_pending_read *read, void *dst, uint64_t capa
  * pinned (out of the device's staging ring) until vn_mapping_release, and nothing
  * unmaps, reuses or frees it before then: vn_device_destroy on its device defers the
  * GPU device's destruction until the last pin goes, and closing or releasing the
- * device keeps its record alive for the mapping. Holds no lock between calls. On a
- * device adopted from another binding (vn_device_adopt), whose owner may destroy it
- * at any time, the bytes are a copy in C memory instead. */
+ * device keeps its record alive for the mapping (vn_device_destroy_shared, wgpu-py's
+ * destroy of a shared device, defers as vn_device_destroy does). Holds no lock between
+ * calls. */
 typedef struct vn_mapping vn_mapping;
 /* Wait for the read, then pin its staging buffer: *out gets the mapping and *data its
  * byte_len (vn_pending_read_len) bytes, readable until vn_mapping_release. Completes

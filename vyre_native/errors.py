@@ -53,13 +53,21 @@ class ValidationError(VyreError):
 
 
 class ShaderError(VyreError):
-    """WGSL that does not compile, or uses what this package cannot bind."""
+    """WGSL that does not compile, or uses what this package cannot bind.
+
+    ``line`` and ``column`` (1-based; the column in characters) say where, when the
+    compiler or reflection names a place; the message then shows that source line with
+    a caret under the column, and the Fix on a line of its own.
+    """
 
     code = lib.VN_ERROR_SHADER
 
-    def __init__(self, message: str, code: int | None = None, line: int | None = None) -> None:
+    def __init__(
+        self, message: str, code: int | None = None, line: int | None = None, column: int | None = None
+    ) -> None:
         super().__init__(message, code)
         self.line = line
+        self.column = column
 
 
 class OutOfMemoryError(VyreError, MemoryError):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -37,28 +36,33 @@ _KIND_CODES = {
 _CACHE_FIELDS = tuple(name for name, _ in ffi.typeof("vn_cache_stats").fields)
 _U64_MAX = 0xFFFFFFFFFFFFFFFF
 _BUFFER_ARRAY = ffi.typeof("vn_buffer *[]")
-_LINE = re.compile(r"wgsl:(\d+):(\d+)")
 
 
 def _shader_error(err: ShaderError) -> ShaderError:
-    """The compiler's message as a ShaderError, with the first line it names."""
-    text = str(err)
-    found = _LINE.search(text)
-    return ShaderError(text, err.code, line=int(found.group(1)) if found else None)
+    """The compiler's error as a ShaderError with the line and column C found in it
+    (this thread's last error is still the failed call's)."""
+    line, column = ffi.new("uint32_t *"), ffi.new("uint32_t *")
+    if not lib.vn_last_error_position(line, column):
+        return err
+    return ShaderError(str(err), err.code, line=int(line[0]), column=int(column[0]))
 
 
 def dispatch_args(
-    inputs: Any, outputs: Any, params: Any, workgroups: Any
-) -> tuple[tuple[Any, int, Any, int, Any, int, int, int], list[Any]]:
+    inputs: Any, outputs: Any, params: Any, immediates: Any, workgroups: Any
+) -> tuple[tuple[Any, int, Any, int, Any, Any, int, int, int, int], list[Any]]:
     """The C arguments of one dispatch (input and output arrays with their counts,
-    params or NULL, the workgroup counts), and the handle pointers the arrays name,
-    which the caller keeps until its C call returns. Which handle goes to which
-    binding, and whether it fits, is C's to check."""
+    params or NULL, the immediates' bytes and length, the workgroup counts), and what
+    the pointers point into, which the caller keeps until its C call returns. Which
+    handle goes to which binding, whether it fits, and the immediates' size are C's to
+    check."""
     x, y, z = to_workgroups(workgroups)
     ins, n_in, pinned = to_handle_array(inputs, Buffer, "inputs", _BUFFER_ARRAY)
     outs, n_out, pinned_out = to_handle_array(outputs, Buffer, "outputs", _BUFFER_ARRAY)
     pinned += pinned_out
-    return (ins, n_in, outs, n_out, to_ptr_or_null(params, Buffer, "params"), x, y, z), pinned
+    params_ptr = to_ptr_or_null(params, Buffer, "params")
+    imm, n_imm = (ffi.NULL, 0) if immediates is None else to_readable(immediates, "immediates")
+    pinned.append(imm)
+    return (ins, n_in, outs, n_out, params_ptr, imm, n_imm, x, y, z), pinned
 
 
 class Pipeline(Handle):
@@ -77,6 +81,10 @@ class Pipeline(Handle):
     bindings: list[Binding]
     entry_point: str
     workgroup_size: tuple[int, int, int] | None
+    #: bytes of the entry point's ``var<immediate>`` data (its type's size rounded up to
+    #: 4), 0 when it declares none: each dispatch then takes exactly this many bytes
+    #: as ``immediates=``
+    immediate_size: int
 
     @classmethod
     def _compile(
@@ -141,6 +149,7 @@ class Pipeline(Handle):
                 # 64 bits saturates: it is far past any limit either way)
                 "workgroup_size": [min(d, _U64_MAX) for d in module.workgroup_size],
                 "workgroup_storage_size": min(module.workgroup_storage_size, _U64_MAX),
+                "immediate_size": module.immediate_size,
             },
         )
         out = ffi.new("vn_pipeline **")
@@ -155,11 +164,17 @@ class Pipeline(Handle):
         self.bindings = list(bindings)
         self.entry_point = entry_point
         self.workgroup_size = module.workgroup_size
+        self.immediate_size = module.immediate_size
         return self
 
     @property
     def device(self) -> Device:
         return self._device
+
+    @property
+    def label(self) -> str:
+        """The pipeline's label in wgpu and in every message about it: its entry point."""
+        return self.entry_point
 
     def __repr__(self) -> str:
         return f"<vn.Pipeline {self.entry_point} bindings={len(self.bindings)}>"
@@ -176,6 +191,7 @@ class Pipeline(Handle):
         outputs: Sequence[Buffer],
         params: Buffer | None = None,
         workgroups: Sequence[int] = (1, 1, 1),
+        immediates: Any = None,
     ) -> PrerecordedDispatch:
         """Record one dispatch now, to be submitted later by ``replay()`` (once).
 
@@ -183,11 +199,14 @@ class Pipeline(Handle):
         next ``outputs`` handle, the first uniform takes ``params`` when given, and
         every other binding the next ``inputs`` handle. Each handle is checked
         (usage, size, device); bind groups come from this pipeline's cache;
-        non-preserved outputs are cleared on the GPU before the dispatch. Costs one
-        C call: resolution, bind groups and encoding happen there.
+        non-preserved outputs are cleared on the GPU before the dispatch.
+        ``immediates``: a bytes-like object of exactly ``immediate_size`` bytes, the
+        entry point's ``var<immediate>`` data for this dispatch (copied; None when it
+        declares none). Costs one C call: resolution, bind groups and encoding happen
+        there.
         """
         ptr = self._live()
-        args, pinned = dispatch_args(inputs, outputs, params, workgroups)
+        args, pinned = dispatch_args(inputs, outputs, params, immediates, workgroups)
         out = ffi.new("vn_dispatch **")
         check(lib.vn_dispatch_record(ptr, *args, out))
         del pinned  # held until the call returned
@@ -199,14 +218,16 @@ class Pipeline(Handle):
         outputs: Sequence[Buffer],
         params: Buffer | None = None,
         workgroups: Sequence[int] = (1, 1, 1),
+        immediates: Any = None,
     ) -> Recording:
         """A replayable ``vn.Recording``: same rules and checks as ``prerecord_persistent_dispatch``.
 
-        Resolution, validation and bind groups happen here, once; each
-        ``replay(n)`` is then one C call that encodes and submits.
+        Resolution, validation and bind groups happen here, once, and ``immediates``
+        are copied here; each ``replay(n)`` is then one C call that encodes (setting
+        the same immediates for every launch) and submits.
         """
         ptr = self._live()
-        args, pinned = dispatch_args(inputs, outputs, params, workgroups)
+        args, pinned = dispatch_args(inputs, outputs, params, immediates, workgroups)
         out = ffi.new("vn_recording **")
         check(lib.vn_recording_create(ptr, *args, out))
         del pinned  # held until the call returned

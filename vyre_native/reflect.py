@@ -11,8 +11,8 @@ wgpu-native does that when it compiles the module.
 
 What counts as a binding: a module-scope ``var<storage>`` or ``var<storage, read>``
 (kind ``storage_read``), ``var<storage, read_write>`` (``storage_read_write``) or
-``var<uniform>`` (``uniform``) with ``@group`` and ``@binding``. ``var<workgroup>`` and
-``var<private>`` are not bindings. Handles (textures, samplers, binding arrays,
+``var<uniform>`` (``uniform``) with ``@group`` and ``@binding``. ``var<workgroup>``,
+``var<private>`` and ``var<immediate>`` (whose size is ``immediate_size``) are not bindings. Handles (textures, samplers, binding arrays,
 acceleration structures: any ``var`` with ``@group``/``@binding`` but no address space)
 cannot be bound by vyre_native.
 
@@ -93,6 +93,9 @@ class ModuleReflection:
     constants: dict[str, float | int | bool] = field(default_factory=dict)
     #: each @id override's id
     override_ids: dict[str, int] = field(default_factory=dict)
+    #: bytes of the entry point's var<immediate> data (its type's size, rounded up to 4
+    #: as wgpu requires of a pipeline layout's immediate size), 0 when it uses none
+    immediate_size: int = 0
 
 
 # ---------------------------------------------------------------- tokens
@@ -1056,7 +1059,7 @@ def reflect(
     found: list[tuple[int, int, str, str, int, int]] = []
     taken: dict[tuple[int, int], str] = {}
     for var in module.vars:
-        if var.name in used and var.space not in ("workgroup", "private"):
+        if var.name in used and var.space not in ("workgroup", "private", "immediate"):
             group, binding, kind, size, wgpu_size = module.resolve(partial(module.binding, var, entry_point))
             other = taken.setdefault((group, binding), var.name)
             if other != var.name:
@@ -1100,4 +1103,13 @@ def reflect(
         workgroup_storage,
         webgpu_constants,
         {name: i for name in module.overrides if (i := module.override_id(name)) is not None},
+        module.resolve(lambda: _immediate_size(module, used)),
     )
+
+
+def _immediate_size(module: _Module, used: set[str]) -> int:
+    """Bytes of the var<immediate> data the entry point uses (no binding), laid out as any
+    host-shareable type and rounded up to 4. naga has already refused an entry point that
+    uses more than one."""
+    types = [v.type for v in module.vars if v.space == "immediate" and v.name in used and v.type is not None]
+    return _round_up(4, module.layout(types[0])[0]) if types else 0

@@ -49,10 +49,16 @@ class Sequence(Handle):
         params: Buffer | None = None,
         workgroups: SequenceABC[int] = (1, 1, 1),
         clear_outputs: bool = True,
+        immediates: Any = None,
     ) -> Sequence:
-        """Append a dispatch (same binding rules and checks as ``prerecord_persistent_dispatch``)."""
+        """Append a dispatch (same binding rules and checks as ``prerecord_persistent_dispatch``).
+
+        ``immediates``: this step's own ``var<immediate>`` data (exactly
+        ``pipeline.immediate_size`` bytes, copied): per-step values with no uniform
+        buffer and no bind-group change between steps.
+        """
         ptr = self._live()
-        args, pinned = dispatch_args(inputs, outputs, params, workgroups)
+        args, pinned = dispatch_args(inputs, outputs, params, immediates, workgroups)
         pipe = to_ptr(pipeline, Pipeline, "Sequence.add pipeline")
         check(lib.vn_sequence_add(ptr, pipe, *args, to_bool(clear_outputs, "clear_outputs")))
         del pinned  # held until the call returned

@@ -30,6 +30,8 @@ def main() -> None:
         assert_type(vn.library_version(), tuple[str, str])
         prog = assert_type(dev.compile(WGSL, entry_point="main"), vn.Pipeline)
         assert_type(prog.bindings, list[vn.Binding])
+        assert_type(prog.immediate_size, int)
+        assert_type(prog.label, str)
         x = assert_type(dev.upload(np.arange(64, dtype=np.float32)), vn.Buffer)
         y = assert_type(dev.alloc(256), vn.Buffer)
         with assert_type(dev.alloc(4), vn.Buffer) as scratch:
