@@ -140,21 +140,79 @@ vn_status vn_buffer_describe(const vn_buffer *buffer, vn_buffer_desc *out) {
     VN_CALL1(buffer_describe(buffer, out), buffer, VN_KIND_BUFFER);
 }
 
-static vn_status buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes) {
-    vn_status st = vn_buffer_check(buffer, "buffer.write");
+vn_status vn_view_resolve(const vn_view *view, const char *what, vn_view *out) {
+    vn_status st = vn_buffer_check(view->buffer, what);
     if (st != VN_OK) return st;
+    const vn_buffer *b = view->buffer;
+    uint64_t offset = view->offset, len = b->byte_len;
+    if (offset > len)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s: a view at offset %llu starts past the end of buffer %llu, which has %llu bytes. Fix: keep "
+                       "offset + nbytes within the buffer's byte_len.", what, (unsigned long long)offset,
+                       (unsigned long long)b->identity, (unsigned long long)len);
+    if (view->size != UINT64_MAX && view->size > len - offset)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s: a view of %llu bytes at offset %llu runs past the end of buffer %llu, which has %llu "
+                       "bytes. Fix: keep offset + nbytes within the buffer's byte_len.", what,
+                       (unsigned long long)view->size, (unsigned long long)offset, (unsigned long long)b->identity,
+                       (unsigned long long)len);
+    if (view->size == 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s: a view of 0 bytes (at offset %llu of buffer %llu) has nothing to bind, copy or read. Fix: "
+                       "pass nbytes >= 1.", what, (unsigned long long)offset, (unsigned long long)b->identity);
+    uint64_t size = view->size == UINT64_MAX ? len - offset : view->size;
+    if (offset % 4 != 0 || (size % 4 != 0 && offset + size != len))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s: a view of %llu bytes at offset %llu of buffer %llu: GPU bindings and copies address whole "
+                       "4-byte words, so the offset must be a multiple of 4, and so must the size unless the view "
+                       "ends the buffer. Fix: align offset and nbytes to 4 bytes.", what, (unsigned long long)size,
+                       (unsigned long long)offset, (unsigned long long)b->identity);
+    out->buffer = view->buffer;
+    out->offset = offset;
+    out->size = size;
+    return VN_OK;
+}
+
+vn_status vn_view_acquire(const vn_view *view, const char *what, vn_view *out) {
+    out->buffer = NULL;
+    if (view == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%s: the view is NULL. Fix: pass a buffer or a view.", what);
+    vn_status st = vn_acquire(view->buffer, VN_KIND_BUFFER, what);
+    if (st != VN_OK) return st;
+    st = vn_view_resolve(view, what, out);
+    if (st != VN_OK) {
+        vn_unacquire(view->buffer);
+        out->buffer = NULL;
+    }
+    return st;
+}
+
+vn_status vn_view_check(const vn_view *view, vn_view *resolved) {
+    vn_view v;
+    vn_status st = vn_view_acquire(view, "buffer.view", &v);
+    if (st != VN_OK) return st;
+    if (resolved != NULL) *resolved = v;
+    vn_unacquire(v.buffer);
+    return VN_OK;
+}
+
+/* A write into the resolved view v (its buffer held). */
+static vn_status view_write(const vn_view *v, uint64_t offset, const void *data, uint64_t nbytes) {
+    vn_buffer *buffer = v->buffer;
     if (!(buffer->usage & VN_USAGE_COPY_DST))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
                        "buffer.write: buffer %llu has usage 0x%llx without COPY_DST. Fix: create it with "
                        "vn.BufferUsage.COPY_DST (the default usage has it).",
                        (unsigned long long)buffer->identity, (unsigned long long)buffer->usage);
-    if (offset > buffer->byte_len || nbytes > buffer->byte_len - offset)
+    bool whole_buffer = v->size == buffer->byte_len;
+    if (offset > v->size || nbytes > v->size - offset)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.write of %llu bytes at offset %llu runs past the buffer's %llu bytes. Fix: write at "
-                       "most byte_len - offset bytes.",
-                       (unsigned long long)nbytes, (unsigned long long)offset, (unsigned long long)buffer->byte_len);
-    bool ends_buffer = offset + nbytes == buffer->byte_len;
-    if (offset % 4 != 0 || (nbytes % 4 != 0 && !ends_buffer))
+                       "buffer.write of %llu bytes at offset %llu runs past the %s's %llu bytes. Fix: write at "
+                       "most %s - offset bytes.",
+                       (unsigned long long)nbytes, (unsigned long long)offset, whole_buffer ? "buffer" : "view",
+                       (unsigned long long)v->size, whole_buffer ? "byte_len" : "nbytes");
+    uint64_t at = v->offset + offset;
+    bool ends_buffer = at + nbytes == buffer->byte_len;
+    if (at % 4 != 0 || (nbytes % 4 != 0 && !ends_buffer))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
                        "buffer.write of %llu bytes at offset %llu: GPU copies move whole 4-byte words, so the offset "
                        "must be a multiple of 4 and so must the length unless the write ends the buffer. Fix: align "
@@ -165,42 +223,68 @@ static vn_status buffer_write(vn_buffer *buffer, uint64_t offset, const void *da
     uint64_t whole = nbytes & ~(uint64_t)3;
     vn_device *dev = buffer->device;
     vn_scope_begin(dev);
-    if (whole > 0) wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, offset, data, (size_t)whole);
+    if (whole > 0) wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, at, data, (size_t)whole);
     if (whole < nbytes) {
         /* A tail of 1-3 bytes at the end of the buffer: the padding bytes after it
          * belong to the allocation only, so writing them as zeros is harmless. */
         uint8_t tail[4] = {0, 0, 0, 0};
         memcpy(tail, (const uint8_t *)data + whole, (size_t)(nbytes - whole));
-        wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, offset + whole, tail, 4);
+        wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, at + whole, tail, 4);
     }
     return vn_scope_end(dev, "buffer.write", VN_ERROR_VALIDATION, "check offset, length and usage.");
 }
 
-vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes) {
-    VN_CALL1(buffer_write(buffer, offset, data, nbytes), buffer, VN_KIND_BUFFER);
+vn_status vn_view_write(const vn_view *view, uint64_t offset, const void *data, uint64_t nbytes) {
+    vn_view v;
+    vn_status st = vn_view_acquire(view, "buffer.write", &v);
+    if (st != VN_OK) return st;
+    st = view_write(&v, offset, data, nbytes);
+    vn_unacquire(v.buffer);
+    return st;
 }
 
-static vn_status buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity) {
-    vn_status st = vn_buffer_check(buffer, "buffer.read");
-    if (st != VN_OK) return st;
-    if (!(buffer->usage & VN_USAGE_COPY_SRC))
+vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes) {
+    vn_view whole = {buffer, 0, UINT64_MAX};
+    return vn_view_write(&whole, offset, data, nbytes);
+}
+
+vn_status vn_view_readable(const vn_view *v, const char *what) {
+    if (!(v->buffer->usage & VN_USAGE_COPY_SRC))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.read: buffer %llu has usage 0x%llx without COPY_SRC, so it cannot be copied out. Fix: "
+                       "%s: buffer %llu has usage 0x%llx without COPY_SRC, so it cannot be copied out. Fix: "
                        "create it with vn.BufferUsage.COPY_SRC (the default usage has it).",
-                       (unsigned long long)buffer->identity, (unsigned long long)buffer->usage);
-    if (capacity < buffer->byte_len)
+                       what, (unsigned long long)v->buffer->identity, (unsigned long long)v->buffer->usage);
+    return VN_OK;
+}
+
+/* A blocking read of the resolved view v (its buffer held). */
+static vn_status view_read(const vn_view *v, void *dst, uint64_t capacity) {
+    vn_status st = vn_view_readable(v, "buffer.read");
+    if (st != VN_OK) return st;
+    if (capacity < v->size)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.read into %llu bytes, but the buffer holds %llu. Fix: pass a destination of at least "
+                       "buffer.read into %llu bytes, but the %s holds %llu. Fix: pass a destination of at least "
                        "%llu bytes.",
-                       (unsigned long long)capacity, (unsigned long long)buffer->byte_len,
-                       (unsigned long long)buffer->byte_len);
-    if (buffer->byte_len == 0) return VN_OK;
-    const vn_submit_guard guard = {vn_buffer_submittable, buffer};
-    return vn_readback(buffer->device, buffer->buffer, buffer->byte_len, dst, &guard);
+                       (unsigned long long)capacity, v->size == v->buffer->byte_len ? "buffer" : "view",
+                       (unsigned long long)v->size, (unsigned long long)v->size);
+    if (v->size == 0) return VN_OK;
+    if (dst == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "buffer.read: destination is NULL. Fix: pass a writable buffer.");
+    const vn_submit_guard guard = {vn_buffer_submittable, v->buffer};
+    return vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard);
+}
+
+vn_status vn_view_read(const vn_view *view, void *dst, uint64_t capacity) {
+    vn_view v;
+    vn_status st = vn_view_acquire(view, "buffer.read", &v);
+    if (st != VN_OK) return st;
+    st = view_read(&v, dst, capacity);
+    vn_unacquire(v.buffer);
+    return st;
 }
 
 vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity) {
-    VN_CALL1(buffer_read(buffer, dst, capacity), buffer, VN_KIND_BUFFER);
+    vn_view whole = {buffer, 0, UINT64_MAX};
+    return vn_view_read(&whole, dst, capacity);
 }
 
 void vn_buffer_release(vn_buffer *buffer) { vn_release_handle(buffer, VN_KIND_BUFFER); }

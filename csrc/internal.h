@@ -339,14 +339,28 @@ void vn_buffer_retain(vn_buffer *buffer);
 void vn_buffer_init(vn_buffer *buffer, vn_device *device);
 /* VN_OK or why the buffer cannot be used (device closed or lost). */
 vn_status vn_buffer_check(const vn_buffer *buffer, const char *what);
+/* vn_view_check's rules, with `what` (the argument, e.g. "input 0") in the message:
+ * *out gets the view with its size resolved. The view's buffer must be held (acquired). */
+vn_status vn_view_resolve(const vn_view *view, const char *what, vn_view *out);
+/* At an entry point: check that the view's buffer is a live buffer, retain it for the
+ * call (as vn_acquire does; `what` names it in the message), and resolve the view into
+ * *out. On failure nothing is held and out->buffer is NULL; on success the caller
+ * releases out->buffer (vn_buffer_release) when done, or keeps the reference. */
+vn_status vn_view_acquire(const vn_view *view, const char *what, vn_view *out);
+/* The view can be read back: COPY_SRC usage (the readback's submit checks the rest). */
+vn_status vn_view_readable(const vn_view *view, const char *what);
+/* vn_view_read_async of a resolved view whose buffer the caller holds. */
+vn_status vn_view_read_async_held(const vn_view *view, vn_pending_read **out);
 
 /* ---- readback (readback.c) ---------------------------------------------------- */
 
-/* Copy `nbytes` of `src` (which has COPY_SRC usage and an allocation of at least
- * round_up(nbytes, 4) bytes) into dst, after all work submitted before the call: the
- * readback primitive's copying form (the pinning form is vn_pending_read_pin). The
- * copy's submit checks `guard` under the life lock (NULL for the layer's own buffers). */
-vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t nbytes, void *dst, const vn_submit_guard *guard);
+/* Copy `nbytes` of `src` from `offset` (4-aligned; src has COPY_SRC usage and an
+ * allocation of at least offset + round_up(nbytes, 4) bytes) into dst, after all work
+ * submitted before the call: the readback primitive's copying form (the pinning form is
+ * vn_pending_read_pin). The copy's submit checks `guard` under the life lock (NULL for
+ * the layer's own buffers). */
+vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t offset, uint64_t nbytes, void *dst,
+                      const vn_submit_guard *guard);
 void vn_staging_free_all(vn_device *device);
 
 /* GPU timing of one encode: a query set, the passes it times, and where the
@@ -398,8 +412,8 @@ typedef struct vn_binding {
 typedef struct vn_bind_cache_entry {
     uint64_t hash;
     uint32_t group;
-    uint32_t key_len;   /* number of (identity, size) pairs */
-    uint64_t *key;      /* 2 * key_len words */
+    uint32_t key_len;   /* number of bound views */
+    uint64_t *key;      /* (identity, offset, padded size) per view: 3 * key_len words */
     WGPUBindGroup bind_group;
     uint64_t last_used;
 } vn_bind_cache_entry;
@@ -433,10 +447,11 @@ void vn_pipeline_retain(vn_pipeline *pipeline);
 
 vn_status vn_bind_cache_init(vn_bind_cache *cache, uint32_t capacity);
 void vn_bind_cache_destroy(vn_bind_cache *cache);
-/* A bind group for `group` of `pipeline` binding `buffers` (one per entry of the
- * group, in binding order), from the cache or created; the caller gets its own
- * reference. Must run inside vn_scope_begin/end. */
-vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, vn_buffer *const *buffers,
+/* A bind group for `group` of `pipeline` binding `views` (resolved: one per entry of the
+ * group, in binding order; each binds its offset and its size padded to 4), from the
+ * cache or created; the caller gets its own reference. Must run inside
+ * vn_scope_begin/end. */
+vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, const vn_view *views,
                             uint32_t count, WGPUBindGroup *out);
 /* Drop every cached bind group that binds the buffer of `identity` (on its release). */
 void vn_bind_cache_forget(vn_bind_cache *cache, uint64_t identity);
@@ -452,21 +467,34 @@ typedef struct vn_bound {
     WGPUBindGroup *groups;
     size_t buffer_count;
     vn_buffer **buffers;   /* one per binding, binding order */
+    vn_view *views;        /* one per binding: its buffer (held by buffers), offset, size */
     size_t output_count;
-    vn_buffer **outputs;   /* output order (borrowed from buffers) */
+    vn_view *outputs;      /* the read_write bindings' views, output order */
     uint32_t x, y, z;
-    vn_buffer *indirect;   /* borrowed from buffers, NULL for a direct dispatch */
-    uint64_t indirect_offset;
+    vn_buffer *indirect;   /* its own reference; NULL for a direct dispatch */
+    uint64_t indirect_offset; /* from the start of the buffer */
     uint8_t *immediates;   /* the dispatch's own copy of its var<immediate> data, or NULL */
     uint32_t immediate_len;
 } vn_bound;
 
-/* Failures name the pipeline ("pipeline `main`: ..."). immediates: exactly the
- * pipeline's immediate_size bytes (NULL and 0 without), copied into out. */
-vn_status vn_bound_resolve(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                           vn_buffer *const *outputs, size_t output_count, vn_buffer *params,
-                           const void *immediates, size_t immediates_len,
-                           uint32_t x, uint32_t y, uint32_t z, vn_bound *out);
+/* The binding rule's one owner: args (vn_dispatch_args' rules) resolved against the
+ * pipeline's bindings and checked, with bind groups; immediates copied. Failures name
+ * the pipeline ("pipeline `main`: ..."). */
+vn_status vn_bound_resolve(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_bound *out);
+/* vn_buffers_submittable over every buffer the bound dispatch uses (its bindings' and
+ * its indirect buffer). Call under the life lock. */
+vn_status vn_bound_submittable(const vn_bound *bound, const char *what);
+/* VN_ERROR_BINDING when `forms` (vn_bind_form bits) names both forms. */
+vn_status vn_check_forms(uint32_t forms);
+/* The named form's matching: index_of[j] (binding_count entries) gets the index into
+ * names of the name of binding j, or SIZE_MAX for a binding `takes` refuses. A name that
+ * is no binding, one `takes` refuses (the message says it `not_taken`), one repeated,
+ * or a binding `takes` accepts left unnamed is VN_ERROR_BINDING listing the bindings. */
+vn_status vn_match_names(const vn_pipeline *p, const char *const *names, size_t count,
+                         bool (*takes)(const vn_binding *), const char *not_taken, size_t *index_of);
+/* "`x` (@group(0) @binding(0) var<storage, read>), ..." of the bindings `filter` accepts
+ * (all when NULL), or "none". */
+void vn_binding_list(const vn_pipeline *p, bool (*filter)(const vn_binding *), char *buf, size_t cap);
 /* Clears of the non-preserved outputs, then one compute pass with the dispatch. */
 void vn_bound_encode(const vn_bound *bound, WGPUCommandEncoder encoder, vn_timing *timing);
 /* True when encoding the bound dispatch clears at least one output. */

@@ -140,9 +140,9 @@ static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u
     atomic_store(&r->done, 1);
 }
 
-/* Queue the copy into a staging buffer and its map; return at once. */
-static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, const vn_submit_guard *guard,
-                            vn_pending_read *r) {
+/* Queue the copy of nbytes from offset into a staging buffer, and its map; return at once. */
+static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_t nbytes,
+                            const vn_submit_guard *guard, vn_pending_read *r) {
     memset(r, 0, sizeof *r); /* the header too: vn_buffer_read_async sets it after */
     r->device = dev;
     r->nbytes = nbytes;
@@ -154,7 +154,7 @@ static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, con
      * cleanly: wgpu-native aborts the process on submitting an invalid one. */
     vn_scope_begin(dev);
     WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
-    wgpu.CommandEncoderCopyBufferToBuffer(enc, src, 0, r->staging->buffer, 0, padded);
+    wgpu.CommandEncoderCopyBufferToBuffer(enc, src, offset, r->staging->buffer, 0, padded);
     WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
     wgpu.CommandEncoderRelease(enc);
     st = vn_scope_end(dev, "encoding a readback copy", VN_ERROR_VALIDATION,
@@ -310,29 +310,25 @@ static vn_status read_finish(vn_pending_read *r, void *dst) {
     return read_copy(r, dst);
 }
 
-vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t nbytes, void *dst, const vn_submit_guard *guard) {
+vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_t nbytes, void *dst,
+                      const vn_submit_guard *guard) {
     vn_pending_read r;
-    vn_status st = read_begin(dev, src, nbytes, guard, &r);
+    vn_status st = read_begin(dev, src, offset, nbytes, guard, &r);
     if (st != VN_OK) return st;
     return read_finish(&r, dst);
 }
 
 static void pending_read_destroy(vn_object *object);
 
-static vn_status buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
-    vn_status st = vn_buffer_check(buffer, "buffer.read_async");
+/* An asynchronous read of the resolved view v (its buffer held). */
+static vn_status view_read_async(const vn_view *v, vn_pending_read **out) {
+    vn_buffer *buffer = v->buffer;
+    vn_status st = vn_view_readable(v, "read_async");
     if (st != VN_OK) return st;
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_read_async: out is NULL. Fix: pass a result pointer.");
-    *out = NULL;
-    if (!(buffer->usage & VN_USAGE_COPY_SRC))
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "read_async: buffer %llu has usage 0x%llx without COPY_SRC, so it cannot be copied out. Fix: "
-                       "create it with vn.BufferUsage.COPY_SRC (the default usage has it).",
-                       (unsigned long long)buffer->identity, (unsigned long long)buffer->usage);
     vn_pending_read *r = malloc(sizeof *r);
     if (r == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a pending read. Fix: free host memory.");
     const vn_submit_guard guard = {vn_buffer_submittable, buffer};
-    st = read_begin(buffer->device, buffer->buffer, buffer->byte_len, &guard, r);
+    st = read_begin(buffer->device, buffer->buffer, v->offset, v->size, &guard, r);
     if (st != VN_OK) {
         free(r);
         return st;
@@ -344,8 +340,26 @@ static vn_status buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
     return VN_OK;
 }
 
+/* The read of a view an entry point holds (vn_dispatch_read_output_async too). */
+vn_status vn_view_read_async_held(const vn_view *v, vn_pending_read **out) {
+    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "read_async: out is NULL. Fix: pass a result pointer.");
+    *out = NULL;
+    vn_status st = vn_buffer_check(v->buffer, "buffer.read_async");
+    return st != VN_OK ? st : view_read_async(v, out);
+}
+
+vn_status vn_view_read_async(const vn_view *view, vn_pending_read **out) {
+    vn_view v;
+    vn_status st = vn_view_acquire(view, "buffer.read_async", &v);
+    if (st != VN_OK) return st;
+    st = vn_view_read_async_held(&v, out);
+    vn_unacquire(v.buffer);
+    return st;
+}
+
 vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
-    VN_CALL1(buffer_read_async(buffer, out), buffer, VN_KIND_BUFFER);
+    vn_view whole = {buffer, 0, UINT64_MAX};
+    return vn_view_read_async(&whole, out);
 }
 
 static int pending_read_done(vn_pending_read *r) {

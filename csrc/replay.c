@@ -23,6 +23,7 @@ typedef struct vn_step {
     vn_bound bound;      /* STEP_DISPATCH */
     bool clear_outputs;  /* STEP_DISPATCH */
     vn_buffer *src, *dst; /* STEP_COPY (src, dst), STEP_CLEAR (dst); referenced */
+    /* STEP_COPY: nbytes from src_offset to dst_offset; STEP_CLEAR: nbytes from dst_offset */
     uint64_t nbytes, src_offset, dst_offset;
 } vn_step;
 
@@ -108,7 +109,7 @@ static void encode_sequence(const vn_sequence *s, WGPUCommandEncoder enc, uint32
                 break;
             case STEP_CLEAR:
                 end_pass(&pass);
-                wgpu.CommandEncoderClearBuffer(enc, st->dst->buffer, 0, st->dst->allocation_len);
+                wgpu.CommandEncoderClearBuffer(enc, st->dst->buffer, st->dst_offset, st->nbytes);
                 break;
             }
         }
@@ -173,11 +174,8 @@ static uint32_t sequence_passes_cb(const void *s, uint32_t n, const vn_timing *t
 static void encode_sequence_cb(const void *s, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
     encode_sequence(s, enc, n, t);
 }
-static vn_status bound_submittable(const vn_bound *b, const char *what) {
-    return vn_buffers_submittable(b->buffers, b->buffer_count, what);
-}
 static vn_status recording_submittable(const void *r) {
-    return bound_submittable(&((const vn_recording *)r)->bound, "Recording.replay()");
+    return vn_bound_submittable(&((const vn_recording *)r)->bound, "Recording.replay()");
 }
 static vn_status sequence_submittable(const void *what) {
     const vn_sequence *s = what;
@@ -185,7 +183,7 @@ static vn_status sequence_submittable(const void *what) {
     for (size_t i = 0; i < s->count && st == VN_OK; i++) {
         const vn_step *step = &s->steps[i];
         if (step->kind == STEP_DISPATCH) {
-            st = bound_submittable(&step->bound, "Sequence.replay()");
+            st = vn_bound_submittable(&step->bound, "Sequence.replay()");
         } else {
             vn_buffer *const ends[2] = {step->src, step->dst};
             st = vn_buffers_submittable(step->src != NULL ? ends : ends + 1, step->src != NULL ? 2 : 1,
@@ -206,10 +204,7 @@ static void recording_destroy(vn_object *object) {
     vn_live_add(VN_LIVE_RECORDING, -1);
 }
 
-static vn_status recording_create(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                                  vn_buffer *const *outputs, size_t output_count, vn_buffer *params,
-                                  const void *immediates, size_t immediates_len, uint32_t x, uint32_t y, uint32_t z,
-                                  vn_recording **out) {
+static vn_status recording_create(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_recording **out) {
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_create: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
     vn_recording *r = calloc(1, sizeof *r);
@@ -219,8 +214,7 @@ static vn_status recording_create(vn_pipeline *pipeline, vn_buffer *const *input
      * error scopes and submits only what encoded cleanly, so an error the handle
      * checks cannot see (a shader type larger than its buffer) surfaces at the first
      * replay as a ValidationError, with nothing submitted. */
-    vn_status st = vn_bound_resolve(pipeline, inputs, input_count, outputs, output_count, params, immediates,
-                                    immediates_len, x, y, z, &r->bound);
+    vn_status st = vn_bound_resolve(pipeline, args, &r->bound);
     if (st == VN_OK) r->clears = vn_bound_clears(&r->bound);
     if (st != VN_OK) {
         free(r);
@@ -232,13 +226,8 @@ static vn_status recording_create(vn_pipeline *pipeline, vn_buffer *const *input
     return VN_OK;
 }
 
-vn_status vn_recording_create(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                              vn_buffer *const *outputs, size_t output_count, vn_buffer *params,
-                              const void *immediates, size_t immediates_len, uint32_t x, uint32_t y, uint32_t z,
-                              vn_recording **out) {
-    VN_CALL1(recording_create(pipeline, inputs, input_count, outputs, output_count, params, immediates,
-                              immediates_len, x, y, z, out),
-             pipeline, VN_KIND_PIPELINE);
+vn_status vn_recording_create(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_recording **out) {
+    VN_CALL1(recording_create(pipeline, args, out), pipeline, VN_KIND_PIPELINE);
 }
 
 static vn_status check_count(uint32_t n, const char *what) {
@@ -266,7 +255,7 @@ size_t vn_recording_output_count(const vn_recording *r) {
     VN_GET(size_t, r->bound.output_count, 0, r, VN_KIND_RECORDING);
 }
 
-static vn_status recording_output(const vn_recording *r, int64_t index, vn_buffer **out) {
+static vn_status recording_output(const vn_recording *r, int64_t index, vn_view *out) {
     if (out == NULL)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_output: out is NULL. Fix: pass a result pointer.");
     if (index < 0 || (uint64_t)index >= r->bound.output_count)
@@ -274,13 +263,12 @@ static vn_status recording_output(const vn_recording *r, int64_t index, vn_buffe
                        "output index %lld is out of range for a recording with %zu output(s). Fix: pass an index "
                        "from 0 to %lld.",
                        (long long)index, r->bound.output_count, (long long)r->bound.output_count - 1);
-    vn_buffer *b = r->bound.outputs[index];
-    vn_buffer_retain(b);
-    *out = b;
+    *out = r->bound.outputs[index];
+    vn_buffer_retain(out->buffer);
     return VN_OK;
 }
 
-vn_status vn_recording_output(const vn_recording *r, int64_t index, vn_buffer **out) {
+vn_status vn_recording_output(const vn_recording *r, int64_t index, vn_view *out) {
     VN_CALL1(recording_output(r, index, out), r, VN_KIND_RECORDING);
 }
 
@@ -321,9 +309,7 @@ static vn_status push_step(vn_sequence *s, const vn_step *step) {
     return VN_OK;
 }
 
-static vn_status sequence_add(vn_sequence *s, vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                              vn_buffer *const *outputs, size_t output_count, vn_buffer *params,
-                              const void *immediates, size_t immediates_len, uint32_t x, uint32_t y, uint32_t z,
+static vn_status sequence_add(vn_sequence *s, vn_pipeline *pipeline, const vn_dispatch_args *args,
                               int clear_outputs) {
     if (pipeline->device != s->device)
         return vn_fail(VN_ERROR_BINDING, "the pipeline belongs to another device than the sequence. Fix: compile it on "
@@ -332,8 +318,7 @@ static vn_status sequence_add(vn_sequence *s, vn_pipeline *pipeline, vn_buffer *
     memset(&step, 0, sizeof step);
     step.kind = STEP_DISPATCH;
     step.clear_outputs = clear_outputs != 0;
-    vn_status st = vn_bound_resolve(pipeline, inputs, input_count, outputs, output_count, params, immediates,
-                                    immediates_len, x, y, z, &step.bound);
+    vn_status st = vn_bound_resolve(pipeline, args, &step.bound);
     if (st != VN_OK) return st;
     vn_mutex_lock(&s->lock);
     st = push_step(s, &step);
@@ -342,17 +327,13 @@ static vn_status sequence_add(vn_sequence *s, vn_pipeline *pipeline, vn_buffer *
     return st;
 }
 
-vn_status vn_sequence_add(vn_sequence *s, vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                          vn_buffer *const *outputs, size_t output_count, vn_buffer *params, const void *immediates,
-                          size_t immediates_len, uint32_t x, uint32_t y, uint32_t z, int clear_outputs) {
-    VN_CALL2(sequence_add(s, pipeline, inputs, input_count, outputs, output_count, params, immediates, immediates_len,
-                          x, y, z, clear_outputs),
-             s, VN_KIND_SEQUENCE, pipeline, VN_KIND_PIPELINE);
+vn_status vn_sequence_add(vn_sequence *s, vn_pipeline *pipeline, const vn_dispatch_args *args, int clear_outputs) {
+    VN_CALL2(sequence_add(s, pipeline, args, clear_outputs), s, VN_KIND_SEQUENCE, pipeline, VN_KIND_PIPELINE);
 }
 
-static vn_status check_sequence_buffer(const vn_sequence *s, const vn_buffer *b, const char *role, uint64_t need) {
-    vn_status st = vn_buffer_check(b, role);
-    if (st != VN_OK) return st;
+/* The view (resolved, its buffer held) is on the sequence's device, with usage `need`. */
+static vn_status check_sequence_view(const vn_sequence *s, const vn_view *v, const char *role, uint64_t need) {
+    const vn_buffer *b = v->buffer;
     if (b->device != s->device)
         return vn_fail(VN_ERROR_BINDING, "%s (buffer %llu) belongs to another device than the sequence. Fix: create it on "
                        "the sequence's device.", role, (unsigned long long)b->identity);
@@ -363,72 +344,99 @@ static vn_status check_sequence_buffer(const vn_sequence *s, const vn_buffer *b,
     return VN_OK;
 }
 
-static vn_status sequence_copy(vn_sequence *s, vn_buffer *src, vn_buffer *dst, uint64_t nbytes, uint64_t src_offset,
-                               uint64_t dst_offset) {
-    vn_status st = check_sequence_buffer(s, src, "copy source", VN_USAGE_COPY_SRC);
-    if (st == VN_OK) st = check_sequence_buffer(s, dst, "copy destination", VN_USAGE_COPY_DST);
+/* The GPU extent of a resolved view: its size padded to 4 (a view whose size is not a
+ * multiple of 4 ends its buffer, so the padding is the allocation's own). */
+static uint64_t extent(const vn_view *v) { return vn_pad4(v->size); }
+
+/* A copy between resolved views whose buffers the call holds. */
+static vn_status sequence_copy(vn_sequence *s, const vn_view *src, const vn_view *dst, uint64_t nbytes,
+                               uint64_t src_offset, uint64_t dst_offset) {
+    vn_status st = check_sequence_view(s, src, "copy source", VN_USAGE_COPY_SRC);
+    if (st == VN_OK) st = check_sequence_view(s, dst, "copy destination", VN_USAGE_COPY_DST);
     if (st != VN_OK) return st;
-    if (src_offset > src->allocation_len || dst_offset > dst->allocation_len)
+    uint64_t src_len = extent(src), dst_len = extent(dst);
+    if (src_offset > src_len || dst_offset > dst_len)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copy offsets %llu (source of %llu bytes) and %llu (destination of %llu "
                        "bytes) must lie inside the buffers. Fix: pass smaller offsets.",
-                       (unsigned long long)src_offset, (unsigned long long)src->allocation_len,
-                       (unsigned long long)dst_offset, (unsigned long long)dst->allocation_len);
+                       (unsigned long long)src_offset, (unsigned long long)src_len,
+                       (unsigned long long)dst_offset, (unsigned long long)dst_len);
     if (nbytes == UINT64_MAX) {
-        uint64_t a = src->allocation_len - src_offset, b = dst->allocation_len - dst_offset;
+        uint64_t a = src_len - src_offset, b = dst_len - dst_offset;
         nbytes = a < b ? a : b;
     }
     if (src_offset % 4 || dst_offset % 4 || nbytes % 4)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "a GPU copy moves whole 4-byte words: nbytes %llu, src_offset %llu and "
                        "dst_offset %llu must be multiples of 4. Fix: align them to 4 bytes.",
                        (unsigned long long)nbytes, (unsigned long long)src_offset, (unsigned long long)dst_offset);
-    if (nbytes > src->allocation_len - src_offset || nbytes > dst->allocation_len - dst_offset)
+    if (nbytes > src_len - src_offset || nbytes > dst_len - dst_offset)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copying %llu bytes runs past the source (%llu bytes from offset %llu) "
                        "or the destination (%llu bytes from offset %llu). Fix: copy fewer bytes.",
-                       (unsigned long long)nbytes, (unsigned long long)src->allocation_len, (unsigned long long)src_offset,
-                       (unsigned long long)dst->allocation_len, (unsigned long long)dst_offset);
-    if (src == dst)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "a copy from buffer %llu to itself is not allowed by WebGPU. Fix: copy "
-                       "through a second buffer.", (unsigned long long)src->identity);
+                       (unsigned long long)nbytes, (unsigned long long)src_len, (unsigned long long)src_offset,
+                       (unsigned long long)dst_len, (unsigned long long)dst_offset);
+    if (src->buffer == dst->buffer)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "a copy from buffer %llu to itself is not allowed by WebGPU (not even "
+                       "between two views of it). Fix: copy through a second buffer.",
+                       (unsigned long long)src->buffer->identity);
     vn_step step;
     memset(&step, 0, sizeof step);
     step.kind = STEP_COPY;
-    step.src = src;
-    step.dst = dst;
+    step.src = src->buffer;
+    step.dst = dst->buffer;
     step.nbytes = nbytes;
-    step.src_offset = src_offset;
-    step.dst_offset = dst_offset;
+    step.src_offset = src->offset + src_offset;
+    step.dst_offset = dst->offset + dst_offset;
     vn_mutex_lock(&s->lock);
     st = push_step(s, &step);
     vn_mutex_unlock(&s->lock);
     if (st == VN_OK) {
-        vn_buffer_retain(src);
-        vn_buffer_retain(dst);
+        vn_buffer_retain(src->buffer);
+        vn_buffer_retain(dst->buffer);
     }
     return st;
 }
 
-vn_status vn_sequence_copy(vn_sequence *s, vn_buffer *src, vn_buffer *dst, uint64_t nbytes, uint64_t src_offset,
-                           uint64_t dst_offset) {
-    VN_CALL3(sequence_copy(s, src, dst, nbytes, src_offset, dst_offset), s, VN_KIND_SEQUENCE, src, VN_KIND_BUFFER, dst,
-             VN_KIND_BUFFER);
+vn_status vn_sequence_copy(vn_sequence *s, const vn_view *src_view, const vn_view *dst_view, uint64_t nbytes,
+                           uint64_t src_offset, uint64_t dst_offset) {
+    vn_status st = vn_acquire(s, VN_KIND_SEQUENCE, __func__);
+    if (st != VN_OK) return st;
+    vn_view src, dst = {NULL, 0, 0};
+    st = vn_view_acquire(src_view, "copy source", &src);
+    if (st == VN_OK) st = vn_view_acquire(dst_view, "copy destination", &dst);
+    if (st == VN_OK) st = sequence_copy(s, &src, &dst, nbytes, src_offset, dst_offset);
+    if (dst.buffer != NULL) vn_unacquire(dst.buffer);
+    if (src.buffer != NULL) vn_unacquire(src.buffer);
+    vn_unacquire(s);
+    return st;
 }
 
-static vn_status sequence_clear(vn_sequence *s, vn_buffer *buffer) {
-    vn_status st = check_sequence_buffer(s, buffer, "cleared buffer", VN_USAGE_COPY_DST);
+/* A clear of the resolved view v, whose buffer the call holds. */
+static vn_status sequence_clear(vn_sequence *s, const vn_view *v) {
+    vn_status st = check_sequence_view(s, v, "cleared buffer", VN_USAGE_COPY_DST);
     if (st != VN_OK) return st;
     vn_step step;
     memset(&step, 0, sizeof step);
     step.kind = STEP_CLEAR;
-    step.dst = buffer;
+    step.dst = v->buffer;
+    step.dst_offset = v->offset;
+    step.nbytes = extent(v);
     vn_mutex_lock(&s->lock);
     st = push_step(s, &step);
     vn_mutex_unlock(&s->lock);
-    if (st == VN_OK) vn_buffer_retain(buffer);
+    if (st == VN_OK) vn_buffer_retain(v->buffer);
     return st;
 }
 
-vn_status vn_sequence_clear(vn_sequence *s, vn_buffer *buffer) {
-    VN_CALL2(sequence_clear(s, buffer), s, VN_KIND_SEQUENCE, buffer, VN_KIND_BUFFER);
+vn_status vn_sequence_clear(vn_sequence *s, const vn_view *view) {
+    vn_status st = vn_acquire(s, VN_KIND_SEQUENCE, __func__);
+    if (st != VN_OK) return st;
+    vn_view v;
+    st = vn_view_acquire(view, "cleared buffer", &v);
+    if (st == VN_OK) {
+        st = sequence_clear(s, &v);
+        vn_unacquire(v.buffer);
+    }
+    vn_unacquire(s);
+    return st;
 }
 
 size_t vn_sequence_length(const vn_sequence *s) {

@@ -91,7 +91,7 @@ vn_status vn_timing_read(vn_device *dev, vn_timing *t, uint64_t *ns, size_t *cou
     if (ticks == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate %u timestamps. Fix: free host memory.", t->queries);
     /* The readback's copy is queued after the timed submission, so it sees the
      * resolved queries; it also brings the device checks and the life lock. */
-    vn_status st = vn_readback(dev, t->resolve, 8ull * t->queries, ticks, NULL);
+    vn_status st = vn_readback(dev, t->resolve, 0, 8ull * t->queries, ticks, NULL);
     if (st != VN_OK) {
         free(ticks);
         return st;

@@ -187,10 +187,32 @@ typedef struct vn_buffer_desc {
 vn_status vn_buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage,
                            const void *data, vn_buffer **out);
 vn_status vn_buffer_describe(const vn_buffer *buffer, vn_buffer_desc *out);
-/* Queue a write of nbytes at offset (both 4-aligned, or the write ends the buffer). */
+/* A byte range of a buffer: what binds, copies, clears and reads take wherever they
+ * take a buffer. size UINT64_MAX means "to the end of the buffer", so a whole buffer is
+ * {buffer, 0, UINT64_MAX}. Every function that takes one checks it (vn_view_check's
+ * rules) and holds a reference on the buffer for the call; what it records keeps one. */
+typedef struct vn_view {
+    vn_buffer *buffer;
+    uint64_t offset;
+    uint64_t size;
+} vn_view;
+
+/* The rules of a view, checked wherever one is taken: a live buffer; offset + size within
+ * byte_len (else VN_ERROR_INVALID_ARGUMENT naming both); offset a multiple of 4 and size
+ * too unless the view ends the buffer (GPU copies and bindings address whole words); an
+ * explicit size of at least 1. *resolved gets offset and the size in bytes (UINT64_MAX
+ * resolved), resolved may be NULL. Binding a view also needs the device's
+ * min_storage_buffer_offset_alignment / min_uniform_buffer_offset_alignment (see
+ * vn_dispatch_args). */
+vn_status vn_view_check(const vn_view *view, vn_view *resolved);
+/* Queue a write of nbytes at offset into the view (both 4-aligned, or the write ends
+ * the buffer); the write must lie inside the view. */
+vn_status vn_view_write(const vn_view *view, uint64_t offset, const void *data, uint64_t nbytes);
+/* Copy the view's bytes into dst (capacity >= its size), after all work submitted
+ * before the call. Only the view's range is copied off the GPU. */
+vn_status vn_view_read(const vn_view *view, void *dst, uint64_t capacity);
+/* The whole-buffer forms of vn_view_write and vn_view_read. */
 vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes);
-/* Copy the buffer's byte_len bytes into dst (capacity >= byte_len), after all
- * work submitted before the call. */
 vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity);
 void vn_buffer_release(vn_buffer *buffer);
 
@@ -260,38 +282,78 @@ void vn_pipeline_release(vn_pipeline *pipeline);
 
 /* ---- pre-recorded dispatches (csrc/record.c, csrc/readback.c) ------------- */
 
-/* Resolve handles against the pipeline's bindings (outputs take the next output,
- * the first uniform takes params when not NULL, everything else the next input),
- * validate each, take bind groups from the pipeline's cache, and encode: clears
- * of non-preserved outputs, one compute pass, a direct or indirect dispatch.
+/* Which of the two ways of naming a dispatch's buffers a call used (bits). */
+typedef enum vn_bind_form {
+    VN_BIND_POSITIONAL = 1, /* inputs / outputs / params were given */
+    VN_BIND_NAMED = 2       /* bind={name: buffer} was given */
+} vn_bind_form;
+
+/* One dispatch's buffers and size: what record, recording_create and sequence_add take.
+ * The binding rule lives in C alone (csrc/bind.c), one of two forms, never both
+ * (VN_ERROR_BINDING when `forms` has both bits):
+ * - positional: bindings in (group, binding) order; a read_write binding takes the next
+ *   output, the first uniform takes params when not NULL, every other the next input;
+ *   too few or too many handles is VN_ERROR_BINDING naming the bindings;
+ * - named: names[i] binds named[i]; every binding the entry point uses must be named
+ *   exactly once: an unknown, repeated or missing name is VN_ERROR_BINDING listing the
+ *   pipeline's bindings.
+ * Either way each view is checked against its binding: device, usage bits, size (at
+ * least the declared type's, at most the device's largest binding) and offset (a
+ * multiple of min_storage_buffer_offset_alignment, or min_uniform_buffer_offset_alignment
+ * for a uniform). Outputs (read_output's indices) are the read_write bindings in
+ * (group, binding) order, whichever the form.
+ * indirect: NULL, or the buffer (a view) whose bytes at indirect_offset hold the three
+ * u32 workgroup counts: INDIRECT usage, the pipeline's device, indirect_offset a multiple
+ * of 4 and + 12 within the view, and no pipeline compiled with an indirect binding.
+ * x, y, z are ignored by an indirect dispatch.
  * immediates: the var<immediate> data of the dispatch, exactly the pipeline's
  * immediate_size bytes (NULL and 0 for a pipeline without); copied, so the caller's
  * memory is free once the call returns. */
-vn_status vn_dispatch_record(vn_pipeline *pipeline,
-                             vn_buffer *const *inputs, size_t input_count,
-                             vn_buffer *const *outputs, size_t output_count,
-                             vn_buffer *params, const void *immediates, size_t immediates_len,
-                             uint32_t x, uint32_t y, uint32_t z,
-                             vn_dispatch **out);
+typedef struct vn_dispatch_args {
+    uint32_t forms;                  /* vn_bind_form bits */
+    uint32_t x, y, z;
+    const vn_view *inputs;
+    size_t input_count;
+    const vn_view *outputs;
+    size_t output_count;
+    const vn_view *params;           /* NULL: none */
+    /* What most dispatches leave zero comes last (a short initializer suffices). */
+    const void *immediates;
+    size_t immediates_len;
+    const char *const *names;        /* the named form: names[i] binds named[i] */
+    const vn_view *named;
+    size_t named_count;
+    const vn_view *indirect;         /* NULL: direct, or the pipeline's compiled indirect binding */
+    uint64_t indirect_offset;
+} vn_dispatch_args;
+
+/* Resolve args against the pipeline's bindings, validate each, take bind groups from
+ * the pipeline's cache, and encode: clears of non-preserved outputs (each view's own
+ * range), one compute pass, a direct or indirect dispatch. */
+vn_status vn_dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_dispatch **out);
 /* Submit the recorded command buffer; exactly one call ever succeeds. */
 vn_status vn_dispatch_replay(vn_dispatch *dispatch, uint64_t *submission_index);
 size_t vn_dispatch_output_count(const vn_dispatch *dispatch);
-/* The output's byte_len, or VN_ERROR_OUTPUT_INDEX. */
+/* The output's size in bytes (a view's own), or VN_ERROR_OUTPUT_INDEX. */
 vn_status vn_dispatch_output_len(const vn_dispatch *dispatch, int64_t index, uint64_t *out);
 /* Start reading output `index` (after the same checks as vn_dispatch_read_output). */
 vn_status vn_dispatch_read_output_async(vn_dispatch *dispatch, int64_t index, vn_pending_read **out);
-/* Copy output `index` (its byte_len bytes) into dst once this recording's own
- * submission has completed; *written gets the byte count. */
+/* Copy output `index` (its bytes: a view's range only) into dst once this recording's
+ * own submission has completed; *written gets the byte count. */
 vn_status vn_dispatch_read_output(vn_dispatch *dispatch, int64_t index, void *dst,
                                   uint64_t capacity, uint64_t *written);
 /* The borrowed form: make the buffers from host memory by the binding rule, then
  * record as vn_dispatch_record does. Each read_write binding that is not preserved gets
  * a new zeroed output of output_sizes[k] bytes (k counting those bindings), or of its
- * declared min_size when output_sizes is NULL; every other binding, in (group, binding)
- * order, takes the next host buffer (host[i], host_lens[i] bytes, copied), a preserved
- * one among the outputs. The dispatch holds the buffers; the caller holds none. */
-vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline,
-                                      const void *const *host, const uint64_t *host_lens, size_t host_count,
+ * declared min_size when output_sizes is NULL; every other binding takes a host buffer
+ * (host[i], host_lens[i] bytes, copied): with names NULL the next one in (group,
+ * binding) order, a preserved one among them; else the one named for it (names[i] for
+ * host[i]), each such binding named exactly once (VN_ERROR_BINDING for an unknown,
+ * repeated, missing or allocated output's name, listing the bindings). `forms` as in
+ * vn_dispatch_args. The dispatch holds the buffers; the caller holds none. */
+vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms,
+                                      const void *const *host, const uint64_t *host_lens,
+                                      const char *const *names, size_t host_count,
                                       const uint64_t *output_sizes, size_t output_size_count,
                                       uint32_t x, uint32_t y, uint32_t z,
                                       vn_dispatch **out);
@@ -367,37 +429,31 @@ typedef struct vn_sequence vn_sequence;
  * nothing is encoded yet: each replay re-encodes from the held pipeline, bind groups
  * and immediates (copied here), inside error scopes, and submits only a cleanly
  * encoded command buffer. */
-vn_status vn_recording_create(vn_pipeline *pipeline,
-                              vn_buffer *const *inputs, size_t input_count,
-                              vn_buffer *const *outputs, size_t output_count,
-                              vn_buffer *params, const void *immediates, size_t immediates_len,
-                              uint32_t x, uint32_t y, uint32_t z,
-                              vn_recording **out);
+vn_status vn_recording_create(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_recording **out);
 /* Encode n launches into one command buffer and submit it once. Without outputs to
  * clear the n dispatches share one compute pass; otherwise each launch is its
  * clears then its pass. */
 vn_status vn_recording_replay(vn_recording *recording, uint32_t n, vn_timing_mode timing, vn_submission **out);
 size_t vn_recording_output_count(const vn_recording *recording);
-/* The output buffer (a new reference for the caller), or VN_ERROR_OUTPUT_INDEX. */
-vn_status vn_recording_output(const vn_recording *recording, int64_t index, vn_buffer **out);
+/* The output as bound: its buffer (a new reference for the caller), offset and size in
+ * bytes; or VN_ERROR_OUTPUT_INDEX. */
+vn_status vn_recording_output(const vn_recording *recording, int64_t index, vn_view *out);
 void vn_recording_release(vn_recording *recording);
 
 vn_status vn_sequence_create(vn_device *device, vn_sequence **out);
-/* Append a dispatch. clear_outputs: clear its non-preserved outputs right before
- * it (as a recording does); 0 leaves them as the previous steps left them. Each step
- * keeps its own copy of its immediates (as for vn_dispatch_record), set right before
- * its dispatch: per-step values with no buffer and no bind-group change. */
-vn_status vn_sequence_add(vn_sequence *sequence, vn_pipeline *pipeline,
-                          vn_buffer *const *inputs, size_t input_count,
-                          vn_buffer *const *outputs, size_t output_count,
-                          vn_buffer *params, const void *immediates, size_t immediates_len,
-                          uint32_t x, uint32_t y, uint32_t z,
+/* Append a dispatch (args as for vn_dispatch_record). clear_outputs: clear its
+ * non-preserved outputs right before it (as a recording does); 0 leaves them as the
+ * previous steps left them. Each step keeps its own copy of its immediates (as for
+ * vn_dispatch_record), set right before its dispatch: per-step values with no buffer
+ * and no bind-group change. */
+vn_status vn_sequence_add(vn_sequence *sequence, vn_pipeline *pipeline, const vn_dispatch_args *args,
                           int clear_outputs);
-/* Append a GPU copy of nbytes (UINT64_MAX: as much as fits from the offsets). */
-vn_status vn_sequence_copy(vn_sequence *sequence, vn_buffer *src, vn_buffer *dst, uint64_t nbytes,
+/* Append a GPU copy of nbytes (UINT64_MAX: as much as fits from the offsets) from
+ * src_offset into the src view to dst_offset into the dst view. */
+vn_status vn_sequence_copy(vn_sequence *sequence, const vn_view *src, const vn_view *dst, uint64_t nbytes,
                            uint64_t src_offset, uint64_t dst_offset);
-/* Append a clear of the whole buffer to zero. */
-vn_status vn_sequence_clear(vn_sequence *sequence, vn_buffer *buffer);
+/* Append a clear of the view's bytes to zero. */
+vn_status vn_sequence_clear(vn_sequence *sequence, const vn_view *buffer);
 size_t vn_sequence_length(const vn_sequence *sequence);
 /* Encode every step n times into one command buffer (consecutive dispatches share
  * a compute pass) and submit it once. */
@@ -416,8 +472,10 @@ vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count,
 
 /* ---- asynchronous readback (csrc/readback.c) -------------------------------- */
 
-/* Queue a copy of the buffer's bytes into a staging buffer from the device's ring
+/* Queue a copy of the view's bytes into a staging buffer from the device's ring
  * and return at once; many may be in flight. */
+vn_status vn_view_read_async(const vn_view *view, vn_pending_read **out);
+/* The whole-buffer form. */
 vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out);
 uint64_t vn_pending_read_len(const vn_pending_read *read);
 /* 1 once the read's data is in its staging buffer (finishing it will not wait), else 0.

@@ -325,7 +325,7 @@ def test_compile_reflects_bindings_with_their_layout(device: vn.Device) -> None:
         vn.Binding(0, 0, "a", "storage_read", False, False, 0),
         vn.Binding(0, 1, "params", "uniform", False, False, 8),
         vn.Binding(0, 2, "out", "storage_read_write", True, False, 64),
-        vn.Binding(1, 0, "state", "storage_read_write", False, True, 16),
+        vn.Binding(1, 0, "state", "storage_read_write", True, True, 16),
     ]
     out = prog.bindings[2]
     assert {f: getattr(out, f) for f in ("group", "binding", "name", "kind", "is_output", "preserve")} == {
@@ -584,7 +584,7 @@ def test_outputs_are_cleared_before_the_dispatch(device: vn.Device) -> None:
 def test_preserved_state_carries_over_across_recordings(device: vn.Device) -> None:
     prog = device.compile(ACCUMULATE, preserve=["state"])
     (binding,) = prog.bindings
-    assert binding.preserve and not binding.is_output
+    assert binding.preserve and binding.is_output
     start = np.arange(100, dtype=np.uint32) * 10
     state = device.upload(start)
     k = 5

@@ -118,6 +118,19 @@ def _as(handle: Any, ctype: str) -> Any:
     return ffi.cast(ctype, handle._ptr)
 
 
+_KEPT: list[Any] = []  # what the C structs _args makes point into
+
+
+def _args(inputs: list[Any], outputs: list[Any]) -> Any:
+    """A positional vn_dispatch_args of whole buffers (views {ptr, 0, UINT64_MAX}), one workgroup."""
+    views = ffi.new("vn_view[]", [(p, 0, 2**64 - 1) for p in inputs + outputs])
+    _KEPT.append(views)
+    return ffi.new(
+        "vn_dispatch_args *",
+        [lib.VN_BIND_POSITIONAL, 1, 1, 1, views, len(inputs), views + len(inputs), len(outputs)],
+    )
+
+
 def _work(item_ptr: Any) -> Any:
     work = ffi.new("vn_work[]", 1)
     work[0].recording = item_ptr
@@ -170,16 +183,7 @@ WRONG_KINDS: dict[str, tuple[Callable[[dict[str, Any]], int], str, str]] = {
     "recording_as_input_buffer_to_record": (
         lambda h: lib.vn_recording_create(
             h["pipeline"]._ptr,
-            ffi.new("vn_buffer *[]", [_as(h["recording"], "vn_buffer *")]),
-            1,
-            ffi.new("vn_buffer *[]", [h["output"]._ptr]),
-            1,
-            ffi.NULL,
-            ffi.NULL,
-            0,
-            1,
-            1,
-            1,
+            _args([_as(h["recording"], "vn_buffer *")], [h["output"]._ptr]),
             ffi.new("vn_recording **"),
         ),
         "Recording",
@@ -196,16 +200,7 @@ WRONG_KINDS: dict[str, tuple[Callable[[dict[str, Any]], int], str, str]] = {
         lambda h: lib.vn_sequence_add(
             h["sequence"]._ptr,
             _as(h["sequence"], "vn_pipeline *"),
-            ffi.new("vn_buffer *[]", [h["buffer"]._ptr]),
-            1,
-            ffi.new("vn_buffer *[]", [h["output"]._ptr]),
-            1,
-            ffi.NULL,
-            ffi.NULL,
-            0,
-            1,
-            1,
-            1,
+            _args([h["buffer"]._ptr], [h["output"]._ptr]),
             1,
         ),
         "Sequence",

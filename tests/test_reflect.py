@@ -501,14 +501,14 @@ def test_other_used_handles_are_errors(type_text: str) -> None:
         reflect(wgsl)
 
 
-def test_preserve_marks_read_write_binding_as_not_output() -> None:
+def test_preserve_marks_read_write_binding_as_uncleared_output() -> None:
     wgsl = """
         @group(0) @binding(0) var<storage, read_write> state: array<f32>;
         @group(0) @binding(1) var<storage, read_write> out: array<f32>;
         @compute @workgroup_size(1) fn main() { out[0] = state[0]; state[0] += 1.0; }
     """
     got = [(b.name, b.is_output, b.preserve) for b in reflect(wgsl, preserve=["state"]).bindings]
-    assert got == [("state", False, True), ("out", True, False)]
+    assert got == [("state", True, True), ("out", True, False)]
 
 
 def test_preserve_of_unknown_name_is_an_error_listing_read_write_bindings() -> None:

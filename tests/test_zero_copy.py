@@ -47,6 +47,14 @@ def test_a_shape_gives_that_shape_over_the_same_memory(dev: vn.Device) -> None:
     np.testing.assert_array_equal(arr, host)
 
 
+def test_a_buffer_view_reads_only_its_range_without_copy(dev: vn.Device) -> None:
+    host = np.arange(N, dtype=np.float32)
+    view = dev.upload(host).view(4 * 64, 4 * 128)
+    arr = view.read(np.float32, copy=False)
+    assert not arr.flags.writeable and arr.base.base.nbytes == 4 * 128
+    np.testing.assert_array_equal(arr, host[64:192])
+
+
 def test_the_array_is_backed_by_mapped_staging_memory(dev: vn.Device) -> None:
     arr = dev.upload(np.ones(N, np.float32)).read(np.float32, copy=False)
     assert arr.base is not None and not arr.flags.owndata

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from . import debug, interop
 from ._version import __version__
-from .buffer import Buffer, BufferUsage
+from .buffer import Buffer, BufferUsage, BufferView
 from .device import Device, enumerate_adapters
 from .dispatch import PrerecordedDispatch
 from .errors import (
@@ -47,6 +47,7 @@ __all__ = [
     "BindingError",
     "Buffer",
     "BufferUsage",
+    "BufferView",
     "Device",
     "DeviceLostError",
     "InternalError",

@@ -22,7 +22,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,14 +39,14 @@ __all__ = [
     "to_choice",
     "to_constants",
     "to_destination",
-    "to_handle_array",
     "to_index",
+    "to_indirect",
     "to_int",
     "to_layout",
     "to_list",
+    "to_named",
     "to_path",
     "to_ptr",
-    "to_ptr_or_null",
     "to_readable",
     "to_seconds",
     "to_str_tuple",
@@ -55,6 +55,8 @@ __all__ = [
     "to_u64",
     "to_usage",
     "to_utf8",
+    "to_view",
+    "to_views",
     "to_workgroups",
     "to_writable",
     "wrong_type",
@@ -63,8 +65,6 @@ __all__ = [
 U32_MAX = 0xFFFFFFFF
 U64_MAX = 0xFFFFFFFFFFFFFFFF
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
-
-H = TypeVar("H", bound=Handle)
 
 
 def _shown(value: Any) -> str:
@@ -334,23 +334,76 @@ def to_ptr(handle: Any, cls: type[Handle] | tuple[type[Handle], ...], what: str)
     raise wrong_type(what, handle, _class_names(cls), f"pass {_class_names(cls)}.")
 
 
-def to_ptr_or_null(handle: Any, cls: type[Handle], what: str) -> Any:
-    """``to_ptr``, with None as NULL."""
-    return ffi.NULL if handle is None else to_ptr(handle, cls, what)
+# ---- buffers and views: the C vn_view {buffer, offset, size} --------------------------------------
+#
+# A Buffer is the view {buffer, 0, UINT64_MAX} ("to the end"); a BufferView carries the offset
+# and size it was made with. The buffer and view classes are passed in, since this module sits
+# below the modules that define them. Whether a view fits what it is passed to (its range,
+# alignment, usage, device) is C's check.
+
+View = tuple[Any, int, int]
 
 
-def to_handle_array(handles: Any, cls: type[H], what: str, ctype: Any) -> tuple[Any, int, list[Any]]:
-    """A C array (of ``ctype``) of the handles' pointers, its length, and the pointers'
-    owners, which the caller keeps referenced until the C call returns: a C array holds
-    no reference, and a ``release()`` on another thread must not free an object mid-call.
-    """
-    if type(handles) is list or type(handles) is tuple:
-        ptrs = [h._ptr if type(h) is cls else None for h in handles]
-        if None not in ptrs:
-            return (ffi.new(ctype, ptrs) if ptrs else ffi.NULL), len(ptrs), ptrs
-    items = to_list(handles, what, f"a list of vn.{cls._kind}")
-    ptrs = [to_ptr(h, cls, f"{what}[{i}]") for i, h in enumerate(items)]
-    return (ffi.new(ctype, ptrs) if ptrs else ffi.NULL), len(ptrs), ptrs
+def to_view(value: Any, what: str, buffer_cls: type[Handle], view_cls: type[Any]) -> View:
+    """The C view (pointer, offset, size) of a live Buffer or BufferView."""
+    if type(value) is buffer_cls:
+        ptr = value._ptr
+        if ptr is not None:
+            return ptr, 0, U64_MAX
+    elif type(value) is view_cls:
+        return to_ptr(value.buffer, buffer_cls, f"{what} (a view of it)"), value.offset, value.nbytes
+    return to_ptr(value, buffer_cls, what), 0, U64_MAX
+
+
+def to_views(values: Any, what: str, buffer_cls: type[Handle], view_cls: type[Any]) -> list[View]:
+    """The C views of the buffers and views in ``values``, for a ``vn_view[]``. The caller
+    keeps the list referenced until the C call returns: it holds the pointers' owners (a C
+    array holds no reference, and a ``release()`` on another thread must not free an
+    object mid-call)."""
+    if type(values) is list or type(values) is tuple:
+        fast = [
+            (h._ptr, 0, U64_MAX) if type(h) is buffer_cls and h._ptr is not None else None for h in values
+        ]
+        if None not in fast:
+            return fast  # type: ignore[return-value]  # no None in it
+    items = to_list(values, what, f"a list of vn.{buffer_cls._kind} or vn.BufferView")
+    return [to_view(h, f"{what}[{i}]", buffer_cls, view_cls) for i, h in enumerate(items)]
+
+
+def to_named(value: Any, what: str) -> list[tuple[bytes, Any]]:
+    """``bind={name: item}``: (UTF-8 name, item) pairs, in the mapping's order. Which names
+    the pipeline has, and whether each item fits its binding, is C's check."""
+    if not isinstance(value, Mapping):
+        raise wrong_type(
+            what, value, "a dict of binding names to buffers", "pass e.g. bind={'x': buf, 'y': out}."
+        )
+    pairs = []
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise wrong_type(f"{what} key", key, "a str", "name each binding by its WGSL name.")
+        pairs.append((to_utf8(key, f"{what} key"), item))
+    return pairs
+
+
+def to_indirect(value: Any, buffer_cls: type[Handle], view_cls: type[Any]) -> tuple[View, int]:
+    """``indirect=(buffer_or_view, byte_offset)`` at a dispatch: the C view and a uint64_t
+    offset into it. A name is ``compile()``'s ``indirect=``, not a dispatch's."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != 2:
+        raise wrong_type(
+            "indirect",
+            value,
+            "a (buffer, byte_offset) pair",
+            "pass e.g. indirect=(args, 0), args a vn.Buffer.",
+        )
+    target, offset = value
+    if isinstance(target, str):
+        raise wrong_type(
+            "indirect buffer",
+            target,
+            "a vn.Buffer or vn.BufferView",
+            "pass the buffer itself; a binding's name goes to compile(..., indirect=(name, offset)).",
+        )
+    return to_view(target, "indirect buffer", buffer_cls, view_cls), to_u64(offset, "indirect offset")
 
 
 # ---- host memory ------------------------------------------------------------------------------

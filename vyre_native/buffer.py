@@ -1,4 +1,4 @@
-"""vn.Buffer and vn.BufferUsage."""
+"""vn.Buffer, vn.BufferView and vn.BufferUsage."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from numpy.typing import NDArray
 
 from ._handles import Handle
 from ._lib import check, ffi, lib
-from ._marshal import new_array, to_destination, to_readable, to_u64
+from ._marshal import new_array, to_destination, to_readable, to_u64, to_view
 from ._typing import DTypeLike, ShapeLike
-from .readback import PendingRead, complete, layout, read_async, start, want_copy
+from .errors import WrongTypeError
+from .readback import PendingRead, complete, layout, read_async, read_view_async, start, want_copy
 
 if TYPE_CHECKING:
     from .device import Device
@@ -35,7 +36,62 @@ class BufferUsage(enum.IntFlag):
     DEFAULT = lib.VN_USAGE_DEFAULT
 
 
-class Buffer(Handle):
+class _Reads:
+    """``read()`` in terms of ``read_async()`` and ``read_into()``: what a Buffer and a
+    BufferView share (each reads its own range)."""
+
+    __slots__ = ()
+
+    def _read_len(self) -> int:
+        raise NotImplementedError
+
+    def read_async(self) -> PendingRead:
+        raise NotImplementedError
+
+    def read_into(self, out: Any) -> int:
+        raise NotImplementedError
+
+    def _start_read(self) -> Any:
+        """Start reading this range: the C read (``readback.start``)."""
+        raise NotImplementedError
+
+    @overload
+    def read(self, dtype: None = None, shape: None = None, *, copy: Literal[True] = True) -> bytes: ...
+    @overload
+    def read(self, dtype: None = None, shape: None = None, *, copy: Literal[False]) -> memoryview: ...
+    @overload
+    def read(self, dtype: None = None, shape: None = None, *, copy: bool) -> bytes | memoryview: ...
+    @overload
+    def read(
+        self, dtype: DTypeLike, shape: ShapeLike | None = None, *, copy: bool = True
+    ) -> NDArray[Any]: ...
+    def read(
+        self, dtype: DTypeLike | None = None, shape: ShapeLike | None = None, *, copy: bool = True
+    ) -> bytes | memoryview | NDArray[Any]:
+        """The bytes (a buffer's ``byte_len``, a view's ``nbytes``: only that range leaves
+        the GPU), after all work submitted before the call.
+
+        With ``dtype`` (and optionally ``shape``), a new writable numpy array instead,
+        filled with one copy out of the staging memory; a shape that does not cover the
+        byte length exactly is an ``InvalidArgumentError``.
+
+        ``copy=False``: no copy. A read-only numpy array (with ``dtype``; else a read-only
+        memoryview of the bytes) over the mapped staging memory itself, which stays mapped
+        and pinned, and is never reused, until that array and every view of it are gone.
+        Costs the GPU copy and the map; reading the array then reads that memory.
+        """
+        what = f"{type(self).__name__}.read"
+        if want_copy(copy, what + " copy"):
+            if dtype is None and shape is None:
+                return complete(self._start_read(), None, True)
+            arr = new_array(dtype, shape, self._read_len(), what)
+            self.read_into(arr)
+            return arr
+        form = layout(dtype, shape, self._read_len(), what)
+        return complete(self._start_read(), form, False)
+
+
+class Buffer(_Reads, Handle):
     """A GPU buffer. Create with ``Device.upload`` or ``Device.alloc``.
 
     Immutable facts are plain attributes: ``byte_len`` (bytes asked for),
@@ -85,39 +141,11 @@ class Buffer(Handle):
         src, nbytes = to_readable(data, "Buffer.write")
         check(lib.vn_buffer_write(ptr, to_u64(offset, "Buffer.write offset"), src, nbytes))
 
-    @overload
-    def read(self, dtype: None = None, shape: None = None, *, copy: Literal[True] = True) -> bytes: ...
-    @overload
-    def read(self, dtype: None = None, shape: None = None, *, copy: Literal[False]) -> memoryview: ...
-    @overload
-    def read(self, dtype: None = None, shape: None = None, *, copy: bool) -> bytes | memoryview: ...
-    @overload
-    def read(
-        self, dtype: DTypeLike, shape: ShapeLike | None = None, *, copy: bool = True
-    ) -> NDArray[Any]: ...
-    def read(
-        self, dtype: DTypeLike | None = None, shape: ShapeLike | None = None, *, copy: bool = True
-    ) -> bytes | memoryview | NDArray[Any]:
-        """The buffer's ``byte_len`` bytes, after all work submitted before the call.
+    def _read_len(self) -> int:
+        return self.byte_len
 
-        With ``dtype`` (and optionally ``shape``), a new writable numpy array instead,
-        filled with one copy out of the staging memory; a shape that does not cover the
-        byte length exactly is an ``InvalidArgumentError``.
-
-        ``copy=False``: no copy. A read-only numpy array (with ``dtype``; else a read-only
-        memoryview of the bytes) over the mapped staging memory itself, which stays mapped
-        and pinned, and is never reused, until that array and every view of it are gone.
-        Costs the GPU copy and the map; reading the array then reads that memory.
-        """
-        ptr = self._live()
-        if want_copy(copy, "Buffer.read copy"):
-            if dtype is None and shape is None:
-                return complete(start(ptr), None, True)
-            arr = new_array(dtype, shape, self.byte_len, "Buffer.read")
-            self.read_into(arr)
-            return arr
-        form = layout(dtype, shape, self.byte_len, "Buffer.read")
-        return complete(start(ptr), form, False)
+    def _start_read(self) -> Any:
+        return start(lib.vn_buffer_read_async, self._live())
 
     def read_async(self) -> PendingRead:
         """Start reading the buffer back; returns a ``vn.PendingRead`` (``.result()`` completes it)."""
@@ -129,3 +157,110 @@ class Buffer(Handle):
         dst, capacity = to_destination(out, self.byte_len, "Buffer.read_into")
         check(lib.vn_buffer_read(ptr, dst, capacity))
         return self.byte_len
+
+    def view(self, offset: int, nbytes: int) -> BufferView:
+        """The ``nbytes`` bytes at ``offset`` as a ``vn.BufferView``, which binds, copies,
+        clears and reads wherever a buffer does (an arena allocator's tensors).
+
+        C checks the range: inside the buffer (else ``InvalidArgumentError``), offset a
+        multiple of 4 and nbytes too unless the view ends the buffer. Binding one also needs
+        the device's ``min_storage_buffer_offset_alignment`` (or the uniform one) at that
+        point. The view keeps this buffer alive; once the buffer is released, using the
+        view raises ``ReleasedError``. Costs one C call, no GPU work.
+        """
+        view = ffi.new(
+            "vn_view *",
+            (self._live(), to_u64(offset, "Buffer.view offset"), to_u64(nbytes, "Buffer.view nbytes")),
+        )
+        resolved = ffi.new("vn_view *")
+        check(lib.vn_view_check(view, resolved))
+        return BufferView._make(self, int(resolved.offset), int(resolved.size))
+
+
+class BufferView(_Reads):
+    """``nbytes`` bytes of a ``vn.Buffer`` from ``offset``: made by ``buffer.view(offset, nbytes)``.
+
+    Accepted wherever a buffer binds (inputs, outputs, params, ``bind=``, ``indirect=``,
+    ``Sequence.copy``, ``Sequence.clear``); ``read``, ``read_into``, ``read_async`` and
+    ``write`` touch only its range. Bind groups are cached by (buffer, offset, size), so
+    the same view binds from the cache and another offset is another entry. A plain value
+    that holds a reference to its buffer, which it keeps alive.
+    """
+
+    __slots__ = ("buffer", "nbytes", "offset")
+    buffer: Buffer
+    offset: int
+    nbytes: int
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise WrongTypeError(
+            "vn.BufferView is not made by calling the class. Fix: call buffer.view(offset, nbytes)."
+        )
+
+    @classmethod
+    def _make(cls, buffer: Buffer, offset: int, nbytes: int) -> BufferView:
+        self = cls.__new__(cls)
+        object.__setattr__(self, "buffer", buffer)
+        object.__setattr__(self, "offset", offset)
+        object.__setattr__(self, "nbytes", nbytes)
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(
+            f"vn.BufferView is immutable (tried to set {name}). Fix: make another with buffer.view()."
+        )
+
+    def __repr__(self) -> str:
+        where = f"at offset {self.offset} of buffer {self.buffer.allocation_identity}"
+        return f"<vn.BufferView {self.nbytes} bytes {where}>"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not BufferView:
+            return NotImplemented
+        return (self.buffer, self.offset, self.nbytes) == (other.buffer, other.offset, other.nbytes)
+
+    def __hash__(self) -> int:
+        return hash((id(self.buffer), self.offset, self.nbytes))
+
+    @property
+    def device(self) -> Device:
+        return self.buffer.device
+
+    def _c_view(self, what: str) -> Any:
+        """A ``vn_view *`` for one C call (which checks it again: the buffer may be gone)."""
+        return ffi.new("vn_view *", to_view(self, what, Buffer, BufferView))
+
+    def write(self, data: Any, offset: int = 0) -> None:
+        """Queue a write of ``data`` at byte ``offset`` into the view (as ``Buffer.write``);
+        it must lie inside the view."""
+        view = self._c_view("BufferView.write")
+        src, nbytes = to_readable(data, "BufferView.write")
+        check(lib.vn_view_write(view, to_u64(offset, "BufferView.write offset"), src, nbytes))
+
+    def _read_len(self) -> int:
+        return self.nbytes
+
+    def _start_read(self) -> Any:
+        return start(lib.vn_view_read_async, self._c_view("BufferView.read"))
+
+    def read_async(self) -> PendingRead:
+        """Start reading the view back; ``.result()`` completes it."""
+        return read_view_async(self._c_view("BufferView.read_async"))
+
+    def read_into(self, out: Any) -> int:
+        """Fill ``out`` with the view's bytes, as ``Buffer.read_into``; returns ``nbytes``."""
+        view = self._c_view("BufferView.read_into")
+        dst, capacity = to_destination(out, self.nbytes, "BufferView.read_into")
+        check(lib.vn_view_read(view, dst, capacity))
+        return self.nbytes
+
+
+#: what binds, copies and reads: a whole buffer or a range of one
+Bindable = Buffer | BufferView
+
+
+def as_output(buffer: Buffer, offset: int, nbytes: int) -> Buffer | BufferView:
+    """What a recording bound as an output: the buffer itself when it bound all of it."""
+    if offset == 0 and nbytes == buffer.byte_len:
+        return buffer
+    return BufferView._make(buffer, offset, nbytes)

@@ -10,7 +10,7 @@ from ._handles import Handle
 from ._lib import check, ffi, lib
 from ._marshal import new_array, to_destination, to_index
 from ._typing import DTypeLike, ShapeLike
-from .readback import OutputReads, PendingRead, complete, layout
+from .readback import OutputReads, PendingRead, complete, layout, start
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
@@ -75,19 +75,14 @@ class PrerecordedDispatch(OutputReads, Handle):
             self.read_output_into(i, arr)
             return arr
         form = None if copy else layout(dtype, shape, self.output_byte_len(i), "read_output")
-        return complete(self._start(ptr, i), form, copy)
-
-    def _start(self, ptr: Any, i: int) -> Any:
-        out = ffi.new("vn_pending_read **")
-        check(lib.vn_dispatch_read_output_async(ptr, i, out))
-        return ffi.gc(out[0], lib.vn_pending_read_release)
+        return complete(start(lib.vn_dispatch_read_output_async, ptr, i), form, copy)
 
     def read_output_async(self, index: int) -> PendingRead:
         """Start reading output ``index`` (after the checks ``read_output`` makes);
         ``.result()`` completes it."""
-        out = ffi.new("vn_pending_read **")
-        check(lib.vn_dispatch_read_output_async(self._live(), to_index(index, "output index"), out))
-        return PendingRead._adopt(out[0])
+        return PendingRead._adopt(
+            start(lib.vn_dispatch_read_output_async, self._live(), to_index(index, "output index"))
+        )
 
     def read_output_into(self, index: int, out: Any) -> int:
         """Fill caller memory with output ``index``; returns the bytes written.

@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._handles import Handle
 from ._lib import check, ffi, lib
 from ._marshal import (
     to_constants,
-    to_handle_array,
+    to_indirect,
     to_list,
-    to_ptr_or_null,
+    to_named,
     to_readable,
     to_str_tuple,
     to_u64,
     to_utf8,
+    to_view,
+    to_views,
     to_workgroups,
     wrong_type,
 )
-from .buffer import Buffer
+from .buffer import Bindable, Buffer, BufferView
 from .dispatch import PrerecordedDispatch
 from .errors import BindingError, ShaderError
 from .reflect import Binding, reflect, tokenize
@@ -35,7 +37,9 @@ _KIND_CODES = {
 }
 _CACHE_FIELDS = tuple(name for name, _ in ffi.typeof("vn_cache_stats").fields)
 _U64_MAX = 0xFFFFFFFFFFFFFFFF
-_BUFFER_ARRAY = ffi.typeof("vn_buffer *[]")
+_POSITIONAL, _NAMED = int(lib.VN_BIND_POSITIONAL), int(lib.VN_BIND_NAMED)
+_VIEWS = ffi.typeof("vn_view[]")
+_ARGS = ffi.typeof("vn_dispatch_args *")
 
 
 def _shader_error(err: ShaderError) -> ShaderError:
@@ -48,21 +52,52 @@ def _shader_error(err: ShaderError) -> ShaderError:
 
 
 def dispatch_args(
-    inputs: Any, outputs: Any, params: Any, immediates: Any, workgroups: Any
-) -> tuple[tuple[Any, int, Any, int, Any, Any, int, int, int, int], list[Any]]:
-    """The C arguments of one dispatch (input and output arrays with their counts,
-    params or NULL, the immediates' bytes and length, the workgroup counts), and what
-    the pointers point into, which the caller keeps until its C call returns. Which
-    handle goes to which binding, whether it fits, and the immediates' size are C's to
-    check."""
+    inputs: Any,
+    outputs: Any,
+    params: Any,
+    workgroups: Any,
+    immediates: Any = None,
+    bind: Any = None,
+    indirect: Any = None,
+) -> tuple[Any, list[Any]]:
+    """The C ``vn_dispatch_args`` of one dispatch, and the objects its pointers name,
+    which the caller keeps until its C call returns. Which view goes to which binding
+    (the positional rule or the names), whether both forms were used, whether each view
+    fits, and the immediates' size, are C's to check: this only converts what was given."""
     x, y, z = to_workgroups(workgroups)
-    ins, n_in, pinned = to_handle_array(inputs, Buffer, "inputs", _BUFFER_ARRAY)
-    outs, n_out, pinned_out = to_handle_array(outputs, Buffer, "outputs", _BUFFER_ARRAY)
-    pinned += pinned_out
-    params_ptr = to_ptr_or_null(params, Buffer, "params")
+    # inputs, outputs and params share one C array (the hot path: one allocation)
+    views = to_views(inputs, "inputs", Buffer, BufferView)
+    n_in = len(views)
+    views += to_views(outputs, "outputs", Buffer, BufferView)
+    n_out = len(views) - n_in
+    if params is not None:
+        views.append(to_view(params, "params", Buffer, BufferView))
+    # the positional form is used when it passes anything (the defaults, empty, pass nothing)
+    forms = _POSITIONAL if views else 0
+    array = ffi.new(_VIEWS, views) if views else ffi.NULL
+    ins, outs = (array, array + n_in) if n_in or n_out else (ffi.NULL, ffi.NULL)
+    par = array + n_in + n_out if params is not None else ffi.NULL
+    pinned: list[Any] = [array, views]
+    fields = [forms, x, y, z, ins, n_in, outs, n_out, par]  # the rest of the struct is zero
+    if bind is None and indirect is None and immediates is None:
+        return ffi.new(_ARGS, fields), pinned
     imm, n_imm = (ffi.NULL, 0) if immediates is None else to_readable(immediates, "immediates")
     pinned.append(imm)
-    return (ins, n_in, outs, n_out, params_ptr, imm, n_imm, x, y, z), pinned
+    names_c = named = ind = ffi.NULL
+    n_named = offset = 0
+    if bind is not None:
+        fields[0] |= _NAMED
+        pairs = to_named(bind, "bind")
+        keys = [ffi.new("char[]", name) for name, _ in pairs]
+        names_c = ffi.new("char *[]", keys or 1)
+        given = [to_view(item, f"bind[{name.decode()!r}]", Buffer, BufferView) for name, item in pairs]
+        named, n_named = ffi.new(_VIEWS, given or 1), len(given)
+        pinned += (keys, names_c, named, given)
+    if indirect is not None:
+        view, offset = to_indirect(indirect, Buffer, BufferView)
+        ind = ffi.new("vn_view *", view)
+        pinned.append(ind)
+    return ffi.new(_ARGS, [*fields, imm, n_imm, names_c, named, n_named, ind, offset]), pinned
 
 
 class Pipeline(Handle):
@@ -187,38 +222,47 @@ class Pipeline(Handle):
 
     def prerecord_persistent_dispatch(
         self,
-        inputs: Sequence[Buffer],
-        outputs: Sequence[Buffer],
-        params: Buffer | None = None,
+        inputs: Sequence[Bindable] = (),
+        outputs: Sequence[Bindable] = (),
+        params: Bindable | None = None,
         workgroups: Sequence[int] = (1, 1, 1),
         immediates: Any = None,
+        *,
+        bind: Mapping[str, Bindable] | None = None,
+        indirect: tuple[Bindable, int] | None = None,
     ) -> PrerecordedDispatch:
         """Record one dispatch now, to be submitted later by ``replay()`` (once).
 
         Bindings are taken in (group, binding) order: a read_write binding takes the
         next ``outputs`` handle, the first uniform takes ``params`` when given, and
-        every other binding the next ``inputs`` handle. Each handle is checked
-        (usage, size, device); bind groups come from this pipeline's cache;
+        every other binding the next ``inputs`` handle. Or ``bind={name: buffer}``
+        names every binding the entry point uses, once (not both forms). A
+        ``vn.BufferView`` binds wherever a buffer does. Each handle is checked (usage,
+        size, device, offset alignment); bind groups come from this pipeline's cache;
         non-preserved outputs are cleared on the GPU before the dispatch.
-        ``immediates``: a bytes-like object of exactly ``immediate_size`` bytes, the
-        entry point's ``var<immediate>`` data for this dispatch (copied; None when it
-        declares none). Costs one C call: resolution, bind groups and encoding happen
-        there.
+        ``indirect=(buffer, offset)`` dispatches with the three u32 workgroup counts at
+        that offset of any buffer with INDIRECT usage, bound or not. ``immediates``: a
+        bytes-like object of exactly ``immediate_size`` bytes, the entry point's
+        ``var<immediate>`` data for this dispatch (copied; None when it declares none).
+        Costs one C call: resolution, bind groups and encoding happen there.
         """
         ptr = self._live()
-        args, pinned = dispatch_args(inputs, outputs, params, immediates, workgroups)
+        args, pinned = dispatch_args(inputs, outputs, params, workgroups, immediates, bind, indirect)
         out = ffi.new("vn_dispatch **")
-        check(lib.vn_dispatch_record(ptr, *args, out))
+        check(lib.vn_dispatch_record(ptr, args, out))
         del pinned  # held until the call returned
         return PrerecordedDispatch._adopt(self, out[0])
 
     def record(
         self,
-        inputs: Sequence[Buffer],
-        outputs: Sequence[Buffer],
-        params: Buffer | None = None,
+        inputs: Sequence[Bindable] = (),
+        outputs: Sequence[Bindable] = (),
+        params: Bindable | None = None,
         workgroups: Sequence[int] = (1, 1, 1),
         immediates: Any = None,
+        *,
+        bind: Mapping[str, Bindable] | None = None,
+        indirect: tuple[Bindable, int] | None = None,
     ) -> Recording:
         """A replayable ``vn.Recording``: same rules and checks as ``prerecord_persistent_dispatch``.
 
@@ -227,41 +271,56 @@ class Pipeline(Handle):
         the same immediates for every launch) and submits.
         """
         ptr = self._live()
-        args, pinned = dispatch_args(inputs, outputs, params, immediates, workgroups)
+        args, pinned = dispatch_args(inputs, outputs, params, workgroups, immediates, bind, indirect)
         out = ffi.new("vn_recording **")
-        check(lib.vn_recording_create(ptr, *args, out))
+        check(lib.vn_recording_create(ptr, args, out))
         del pinned  # held until the call returned
         return Recording._adopt(self, out[0])
 
     def prerecord_borrowed_dispatch(
         self,
-        inputs: Sequence[Any],
+        inputs: Sequence[Any] = (),
         workgroups: Sequence[int] = (1, 1, 1),
         output_sizes: Sequence[int] | None = None,
+        *,
+        bind: Mapping[str, Any] | None = None,
     ) -> PrerecordedDispatch:
         """Upload host buffers, allocate outputs, and record one dispatch over them.
 
         ``inputs`` are buffer-protocol objects, one per binding that is not a
         cleared output (read-only storage, uniforms, preserved read_write state), in
-        (group, binding) order. Outputs are allocated from ``output_sizes`` (bytes,
-        in output order) or else from each output's declared ``min_size``. One C
-        call makes the buffers and records the dispatch.
+        (group, binding) order; or ``bind={name: host_buffer}`` names each of those
+        bindings once (not both forms). Outputs are allocated from ``output_sizes``
+        (bytes, in output order) or else from each output's declared ``min_size``. One
+        C call makes the buffers and records the dispatch.
         """
         ptr = self._live()
         host = [to_readable(data, f"inputs[{i}]") for i, data in enumerate(to_list(inputs, "inputs"))]
+        forms = _POSITIONAL if host else 0
+        names = ffi.NULL
+        if bind is not None:  # with inputs too, C refuses the mix before it reads either
+            forms |= _NAMED
+            pairs = to_named(bind, "bind")
+            host = [to_readable(data, f"bind[{name.decode()!r}]") for name, data in pairs]
+            keys = [ffi.new("char[]", name) for name, _ in pairs]
+            names = ffi.new("char *[]", keys or 1)
         if output_sizes is None:
             sizes, n_sizes = ffi.NULL, 0
         else:
-            given = to_list(output_sizes, "output_sizes", "a list of byte counts")
-            sizes = ffi.new("uint64_t[]", [to_u64(n, f"output_sizes[{i}]") for i, n in enumerate(given)] or 1)
-            n_sizes = len(given)
+            counts = to_list(output_sizes, "output_sizes", "a list of byte counts")
+            sizes = ffi.new(
+                "uint64_t[]", [to_u64(n, f"output_sizes[{i}]") for i, n in enumerate(counts)] or 1
+            )
+            n_sizes = len(counts)
         x, y, z = to_workgroups(workgroups)
         out = ffi.new("vn_dispatch **")
         check(
             lib.vn_dispatch_record_borrowed(
                 ptr,
+                forms,
                 ffi.new("const void *[]", [h[0] for h in host] or 1),
                 ffi.new("uint64_t[]", [h[1] for h in host] or 1),
+                names,
                 len(host),
                 sizes,
                 n_sizes,

@@ -99,10 +99,11 @@ def mapped(read: Any, form: Layout | None) -> memoryview | NDArray[Any]:
     return arr if len(dims) == 1 else arr.reshape(dims)
 
 
-def start(buffer_ptr: Any) -> Any:
-    """Start reading a live C buffer back: the C read, released when dropped."""
+def start(begin: Any, *args: Any) -> Any:
+    """Start a read with the C entry point ``begin(*args, vn_pending_read **out)``: the C
+    read, released when dropped."""
     out = ffi.new("vn_pending_read **")
-    check(lib.vn_buffer_read_async(buffer_ptr, out))
+    check(begin(*args, out))
     return ffi.gc(out[0], lib.vn_pending_read_release)
 
 
@@ -133,9 +134,10 @@ class PendingRead(Handle):
     byte_len: int
 
     @classmethod
-    def _adopt(cls, raw: Any) -> PendingRead:
-        self = cls._wrap(ffi.gc(raw, lib.vn_pending_read_release))
-        self.byte_len = int(lib.vn_pending_read_len(raw))
+    def _adopt(cls, read: Any) -> PendingRead:
+        """The handle of a read from ``start`` (already released when dropped)."""
+        self = cls._wrap(read)
+        self.byte_len = int(lib.vn_pending_read_len(read))
         return self
 
     @property
@@ -225,6 +227,9 @@ class OutputReads:
 
 def read_async(buffer_ptr: Any) -> PendingRead:
     """Start reading a live C buffer back."""
-    out = ffi.new("vn_pending_read **")
-    check(lib.vn_buffer_read_async(buffer_ptr, out))
-    return PendingRead._adopt(out[0])
+    return PendingRead._adopt(start(lib.vn_buffer_read_async, buffer_ptr))
+
+
+def read_view_async(view: Any) -> PendingRead:
+    """Start reading a C view (``vn_view *``) back: only its range."""
+    return PendingRead._adopt(start(lib.vn_view_read_async, view))

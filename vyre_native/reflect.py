@@ -57,7 +57,9 @@ class Binding:
     """A buffer binding the entry point uses.
 
     ``kind`` is ``"storage_read"``, ``"storage_read_write"`` or ``"uniform"``;
-    ``is_output`` is true for a read_write binding not named in ``preserve``;
+    ``is_output`` is true for every read_write binding: it takes an ``outputs`` handle
+    (and is one of ``read_output``'s indices) whether or not it is preserved;
+    ``preserve`` says whether it is left uncleared (in/out state);
     ``min_size`` is the byte size of the declared type (for a runtime-sized array,
     the fixed part before it).
     """
@@ -1087,7 +1089,7 @@ def reflect(
             binding,
             name,
             kind,
-            is_output=name in read_write and name not in preserve,
+            is_output=name in read_write,
             preserve=name in preserve,
             min_size=size,
         )

@@ -10,7 +10,7 @@ from ._handles import Handle
 from ._lib import check, ffi, lib
 from ._marshal import to_index, to_timing, to_u32
 from ._typing import DTypeLike, ShapeLike
-from .buffer import Buffer
+from .buffer import Bindable, Buffer, as_output
 from .readback import OutputReads, PendingRead
 from .submission import Submission
 
@@ -29,22 +29,24 @@ class Recording(OutputReads, Handle):
     _kind = "Recording"
     _made_by = "pipeline.record(inputs, outputs, ...)"
     _pipeline: Pipeline
-    _outputs: list[Buffer]
+    _outputs: list[Bindable]
 
     @classmethod
     def _adopt(cls, pipeline: Pipeline, raw: Any) -> Recording:
         self = cls._wrap(ffi.gc(raw, lib.vn_recording_release))
         self._pipeline = pipeline
         self._outputs = []
-        buf = ffi.new("vn_buffer **")
+        view = ffi.new("vn_view *")
         for i in range(int(lib.vn_recording_output_count(raw))):
-            check(lib.vn_recording_output(raw, i, buf))
-            self._outputs.append(Buffer._adopt(pipeline.device, buf[0]))
+            check(lib.vn_recording_output(raw, i, view))
+            buffer = Buffer._adopt(pipeline.device, view.buffer)
+            self._outputs.append(as_output(buffer, int(view.offset), int(view.size)))
         return self
 
     @property
-    def outputs(self) -> list[Buffer]:
-        """The output buffers, in output order."""
+    def outputs(self) -> list[Bindable]:
+        """The outputs as bound, in output order: a ``vn.Buffer``, or a ``vn.BufferView``
+        where a view was bound."""
         return list(self._outputs)
 
     def replay(self, n: int = 1, timing: bool | str = False) -> Submission:
@@ -57,13 +59,13 @@ class Recording(OutputReads, Handle):
         check(lib.vn_recording_replay(self._live(), to_u32(n, "Recording.replay n"), to_timing(timing), out))
         return Submission._adopt(out[0])
 
-    def _output(self, index: Any) -> Buffer:
-        """Output ``index``'s buffer; C says whether the index names one."""
+    def _output(self, index: Any) -> Bindable:
+        """Output ``index`` as bound; C says whether the index names one."""
         ptr = self._live()
         i = to_index(index, "output index")
-        buf = ffi.new("vn_buffer **")
-        check(lib.vn_recording_output(ptr, i, buf))
-        lib.vn_buffer_release(buf[0])  # the reference C gave; self._outputs holds the handle
+        view = ffi.new("vn_view *")
+        check(lib.vn_recording_output(ptr, i, view))
+        lib.vn_buffer_release(view.buffer)  # the reference C gave; self._outputs holds the handle
         return self._outputs[i]
 
     def _read_output(

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from collections.abc import Sequence as SequenceABC
 from typing import TYPE_CHECKING, Any
 
 from ._handles import Handle
 from ._lib import check, ffi, lib
-from ._marshal import U64_MAX, to_bool, to_ptr, to_timing, to_u32, to_u64
-from .buffer import Buffer
+from ._marshal import U64_MAX, to_bool, to_ptr, to_timing, to_u32, to_u64, to_view
+from .buffer import Bindable, Buffer, BufferView
 from .pipeline import Pipeline, dispatch_args
 from .submission import Submission
 
@@ -44,35 +45,45 @@ class Sequence(Handle):
     def add(
         self,
         pipeline: Pipeline,
-        inputs: SequenceABC[Buffer],
-        outputs: SequenceABC[Buffer],
-        params: Buffer | None = None,
+        inputs: SequenceABC[Bindable] = (),
+        outputs: SequenceABC[Bindable] = (),
+        params: Bindable | None = None,
         workgroups: SequenceABC[int] = (1, 1, 1),
         clear_outputs: bool = True,
         immediates: Any = None,
+        *,
+        bind: Mapping[str, Bindable] | None = None,
+        indirect: tuple[Bindable, int] | None = None,
     ) -> Sequence:
-        """Append a dispatch (same binding rules and checks as ``prerecord_persistent_dispatch``).
+        """Append a dispatch (same binding rules and checks as ``prerecord_persistent_dispatch``,
+        ``bind=`` and ``indirect=`` too: the counts may come from a buffer an earlier step wrote).
 
         ``immediates``: this step's own ``var<immediate>`` data (exactly
         ``pipeline.immediate_size`` bytes, copied): per-step values with no uniform
         buffer and no bind-group change between steps.
         """
         ptr = self._live()
-        args, pinned = dispatch_args(inputs, outputs, params, immediates, workgroups)
+        args, pinned = dispatch_args(inputs, outputs, params, workgroups, immediates, bind, indirect)
         pipe = to_ptr(pipeline, Pipeline, "Sequence.add pipeline")
-        check(lib.vn_sequence_add(ptr, pipe, *args, to_bool(clear_outputs, "clear_outputs")))
+        check(lib.vn_sequence_add(ptr, pipe, args, to_bool(clear_outputs, "clear_outputs")))
         del pinned  # held until the call returned
         return self
 
     def copy(
-        self, src: Buffer, dst: Buffer, nbytes: int | None = None, src_offset: int = 0, dst_offset: int = 0
+        self,
+        src: Bindable,
+        dst: Bindable,
+        nbytes: int | None = None,
+        src_offset: int = 0,
+        dst_offset: int = 0,
     ) -> Sequence:
-        """Append a GPU copy (``nbytes=None``: as much as fits from the offsets)."""
+        """Append a GPU copy (``nbytes=None``: as much as fits from the offsets); a view's
+        offsets count from its start, and the copy stays inside it."""
         check(
             lib.vn_sequence_copy(
                 self._live(),
-                to_ptr(src, Buffer, "copy src"),
-                to_ptr(dst, Buffer, "copy dst"),
+                ffi.new("vn_view *", to_view(src, "copy src", Buffer, BufferView)),
+                ffi.new("vn_view *", to_view(dst, "copy dst", Buffer, BufferView)),
                 U64_MAX if nbytes is None else to_u64(nbytes, "copy nbytes"),
                 to_u64(src_offset, "copy src_offset"),
                 to_u64(dst_offset, "copy dst_offset"),
@@ -80,9 +91,10 @@ class Sequence(Handle):
         )
         return self
 
-    def clear(self, buffer: Buffer) -> Sequence:
-        """Append a clear of the whole buffer to zero."""
-        check(lib.vn_sequence_clear(self._live(), to_ptr(buffer, Buffer, "clear() buffer")))
+    def clear(self, buffer: Bindable) -> Sequence:
+        """Append a clear to zero of the whole buffer, or of only the view's range."""
+        view = ffi.new("vn_view *", to_view(buffer, "clear() buffer", Buffer, BufferView))
+        check(lib.vn_sequence_clear(self._live(), view))
         return self
 
     def replay(self, n: int = 1, timing: bool | str = False) -> Submission:
