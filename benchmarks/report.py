@@ -50,6 +50,11 @@ OPERATIONS: dict[str, str] = {
     "read_output_64MiB": "read_output 64 MiB",
     "read_output_into_4KiB": "read_output_into 4 KiB",
     "read_output_into_64MiB": "read_output_into 64 MiB",
+    "read_zero_copy_64MiB": "read copy=False 64 MiB",
+    "read_zero_copy_sum_64MiB": "read copy=False 64 MiB + sum",
+    "read_typed_copy_64MiB": "read copy=True 64 MiB",
+    "read_typed_copy_sum_64MiB": "read copy=True 64 MiB + sum",
+    "read_typed_map_64MiB": "staging copy + map 64 MiB (no host copy)",
     "borrowed_dispatch": "borrowed dispatch end to end",
     "recording_replay": "Recording.replay() (re-encode + submit)",
     "replay_n": "Recording.replay(64), per launch",
@@ -238,6 +243,29 @@ def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = F
                 pick("read_output_into_64MiB", "wgpu-py", "gb_per_s"),
             ),
         },
+        "read_zero_copy_64MiB": {
+            "what": "64 MiB read(dtype, copy=False), time to a usable array / raw-C staging + memcpy (target "
+            "<= 0.35); then the sum that reads it all, against the same for copy=True",
+            "vyre_native_us": pick("read_zero_copy_64MiB", "vyre_native"),
+            "raw_c_us": pick("read_zero_copy_64MiB", "raw-C"),
+            "ratio": ratio(
+                pick("read_zero_copy_64MiB", "vyre_native"), pick("read_zero_copy_64MiB", "raw-C")
+            ),
+            "raw_c_map_only_us": pick("read_typed_map_64MiB", "raw-C"),
+            "vs_map_only": ratio(
+                pick("read_zero_copy_64MiB", "vyre_native"), pick("read_typed_map_64MiB", "raw-C")
+            ),
+            "copy_true_us": pick("read_typed_copy_64MiB", "vyre_native"),
+            "vs_copy_true": ratio(
+                pick("read_zero_copy_64MiB", "vyre_native"), pick("read_typed_copy_64MiB", "vyre_native")
+            ),
+            "with_sum_us": pick("read_zero_copy_sum_64MiB", "vyre_native"),
+            "copy_true_with_sum_us": pick("read_typed_copy_sum_64MiB", "vyre_native"),
+            "with_sum_vs_copy_true": ratio(
+                pick("read_zero_copy_sum_64MiB", "vyre_native"),
+                pick("read_typed_copy_sum_64MiB", "vyre_native"),
+            ),
+        },
         "record_replay_vs_wgpu_py": {
             "what": "wgpu-py encode + submit / vyre_native record + replay (above 1.0: vyre_native is faster)",
             "vyre_native_us": pick("encode_submit", "vyre_native"),
@@ -402,6 +430,7 @@ def format_table(report: dict[str, Any]) -> str:
     rep, rd, rr = t["replay_vs_raw_c_submit"], t["read_output_into_64MiB"], t["record_replay_vs_wgpu_py"]
     rc, sq, ar = t["recording_replay_vs_raw_c"], t["sequence_1000"], t["async_read_16x4MiB"]
     sc, cg = t["sequence_1000_clear"], t["clear_64MiB_gpu"]
+    zc = t["read_zero_copy_64MiB"]
     lines += [
         "",
         "targets:",
@@ -414,6 +443,13 @@ def format_table(report: dict[str, Any]) -> str:
             f"{_gb(rd['raw_c_gb_per_s'])} ({_x(rd['vn_over_raw_c_throughput'])} of it), wgpu-py read_buffer "
             f"{_gb(rd['wgpu_py_gb_per_s'])} ({_x(rd['vn_over_wgpu_py_throughput'])} of it); "
             f"host memcpy {_gb(rd['host_memcpy_gb_per_s'])}"
+        ),
+        (
+            f"  read copy=False 64 MiB, to a usable array: {_us(zc['vyre_native_us'])} µs vs raw-C staging + memcpy "
+            f"{_us(zc['raw_c_us'])} µs = {_x(zc['ratio'])} (target <= 0.35x); vs raw-C staging + map alone "
+            f"{_x(zc['vs_map_only'])}; vs copy=True {_x(zc['vs_copy_true'])}; with a sum of every float "
+            f"{_us(zc['with_sum_us'])} µs vs copy=True + sum {_us(zc['copy_true_with_sum_us'])} µs "
+            f"({_x(zc['with_sum_vs_copy_true'])})"
         ),
         (
             f"  record + replay vs wgpu-py encode + submit: {_us(rr['vyre_native_us'])} vs "

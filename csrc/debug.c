@@ -18,4 +18,5 @@ void vn_debug_live_counts(vn_live_counts *out) {
     out->sequences = atomic_load(&live[VN_LIVE_SEQUENCE]);
     out->submissions = atomic_load(&live[VN_LIVE_SUBMISSION]);
     out->pending_reads = atomic_load(&live[VN_LIVE_PENDING_READ]);
+    out->mappings = atomic_load(&live[VN_LIVE_MAPPING]);
 }

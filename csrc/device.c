@@ -86,6 +86,7 @@ static void device_destroy(vn_object *object);
 
 void vn_device_init_locks(vn_device *dev) {
     vn_object_init(&dev->obj, VN_KIND_DEVICE, device_destroy);
+    atomic_init(&dev->staging_pinned, 0);
     vn_mutex_init(&dev->scope_lock);
     vn_rwlock_init(&dev->submit_lock);
     vn_mutex_init(&dev->staging_lock);
@@ -511,22 +512,47 @@ static vn_status device_wait_idle(vn_device *device) {
 
 vn_status vn_device_wait_idle(vn_device *device) { VN_CALL1(device_wait_idle(device), device, VN_KIND_DEVICE); }
 
-static vn_status device_destroy_now(vn_device *device) {
-    vn_status st = vn_device_check(device, "device.destroy");
-    if (st != VN_OK) return st;
-    /* Exclusive: no submit is between its check and its queue call while the
-     * device goes away (wgpu-native aborts on a submit to a destroyed device). */
-    vn_rwlock_write_lock(&device->submit_lock);
-    snprintf(device->lost_reason, sizeof device->lost_reason, "destroyed by Device.destroy()");
-    atomic_store(&device->lost, 1);
+/* Under the life lock held for writing. */
+static void destroy_gpu_device(vn_device *device) {
     vn_mutex_lock(&device->scope_lock);
     wgpu.DeviceDestroy(device->device);
     vn_mutex_unlock(&device->scope_lock);
+}
+
+void vn_device_mark_destroyed(vn_device *device, const char *reason) {
+    /* Exclusive: no submit is between its check and its queue call while the device
+     * goes away (wgpu-native aborts on a submit to a destroyed device), and none starts
+     * afterwards without seeing `lost`; under the scope lock no encoding of ours is
+     * between its pushes and pops. */
+    vn_rwlock_write_lock(&device->submit_lock);
+    snprintf(device->lost_reason, sizeof device->lost_reason, "%s", reason);
+    atomic_store(&device->lost, 1);
+    /* Destroying the GPU device frees every buffer's memory, the mapped memory of a
+     * pinned staging buffer too, which a zero-copy array still reads: with pins alive,
+     * only the flag is set now (every call already fails as on a destroyed device) and
+     * the last unpin destroys it (vn_device_destroy_deferred). */
+    if (atomic_load(&device->staging_pinned) > 0) device->destroy_deferred = true;
+    else destroy_gpu_device(device);
     vn_rwlock_write_unlock(&device->submit_lock);
+}
+
+static vn_status device_destroy_now(vn_device *device) {
+    vn_status st = vn_device_check(device, "device.destroy");
+    if (st != VN_OK) return st;
+    vn_device_mark_destroyed(device, "destroyed by Device.destroy()");
     return VN_OK;
 }
 
 vn_status vn_device_destroy(vn_device *device) { VN_CALL1(device_destroy_now(device), device, VN_KIND_DEVICE); }
+
+void vn_device_destroy_deferred(vn_device *device) {
+    vn_rwlock_write_lock(&device->submit_lock);
+    if (device->destroy_deferred && atomic_load(&device->staging_pinned) == 0) {
+        device->destroy_deferred = false;
+        destroy_gpu_device(device);
+    }
+    vn_rwlock_write_unlock(&device->submit_lock);
+}
 
 vn_status vn_submit_begin(vn_device *device, const char *what) {
     vn_rwlock_read_lock(&device->submit_lock);
@@ -632,6 +658,10 @@ vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation
         }
     }
     vn_mutex_unlock(&device->scope_lock);
+    /* An error from a device destroyed meanwhile ("Parent device is lost": destroy() on
+     * another thread, or the deferred destroy of a zero-copy read's last unpin, between
+     * this call's device check and its encoding) is that loss, not a validation error. */
+    if (st != VN_OK && atomic_load(&device->lost)) return vn_device_check(device, what);
     if (st != VN_OK) return st;
     if (uncaptured.type != WGPUErrorType_NoError && uncaptured.type != 0) {
         WGPUErrorType t = uncaptured.type;

@@ -74,7 +74,8 @@ typedef enum vn_kind {
     VN_KIND_RECORDING = 0x766e0006,
     VN_KIND_SEQUENCE = 0x766e0007,
     VN_KIND_SUBMISSION = 0x766e0008,
-    VN_KIND_PENDING_READ = 0x766e0009
+    VN_KIND_PENDING_READ = 0x766e0009,
+    VN_KIND_MAPPING = 0x766e000a
 } vn_kind;
 
 typedef struct vn_object {
@@ -171,17 +172,17 @@ void vn_unacquire_all(const void *const *handles, size_t n);
  *
  *   1. object locks: vn_sequence.lock, vn_submission.lock
  *   2. vn_device.submit_lock (the life lock; read by submits, which check their
- *      shared buffers under it, and mapped reads; written by destroy,
- *      vn_device_destroy_shared and vn_buffer_set_foreign_state)
+ *      shared buffers under it, mapped-range reads, and pins and unpins of staging
+ *      buffers; written by destroy, vn_device_destroy_shared, a destroy deferred to
+ *      the last unpin, and vn_buffer_set_foreign_state)
  *   3. vn_device.scope_lock (error scopes: push, work, pop)
  *   4. vn_device.pipelines_lock (the device's pipeline list)
  *   5. vn_bind_cache.lock (one pipeline's bind groups, or the device's zero-fill ones)
  *   6. vn_device.staging_lock (the readback staging ring)
  *   7. the log ring's lock (log.c): taken by wgpu's log callback on any thread,
  *      inside any of the above; nothing is taken or called under it
- *
- * One exception, documented in docs/LOCKING.md: vn_pending_read_map returns with
- * the life lock (2) held for reading until vn_pending_read_unmap. */
+ */
+
 /* ---- diagnostics (diagnostics.c) ------------------------------------------------ */
 
 /* After shader creation failed with `code`: rewrite the last error as "<what, at line
@@ -198,7 +199,7 @@ vn_status vn_immediates_unsupported(const vn_device *device, const char *what, c
 enum vn_live_kind {
     VN_LIVE_DEVICE, VN_LIVE_BUFFER, VN_LIVE_SHADER, VN_LIVE_PIPELINE, VN_LIVE_DISPATCH,
     VN_LIVE_BIND_GROUP, VN_LIVE_STAGING, VN_LIVE_RECORDING, VN_LIVE_SEQUENCE, VN_LIVE_SUBMISSION,
-    VN_LIVE_PENDING_READ, VN_LIVE_KIND_COUNT
+    VN_LIVE_PENDING_READ, VN_LIVE_MAPPING, VN_LIVE_KIND_COUNT
 };
 void vn_live_add(enum vn_live_kind kind, int64_t delta);
 
@@ -236,6 +237,13 @@ struct vn_device {
     vn_mutex staging_lock;
     vn_staging *staging_free;
     size_t staging_free_count;
+    /* Staging buffers pinned mapped by a vn_mapping (a zero-copy read): destroying the
+     * device would free the memory a caller still reads, so while any is pinned
+     * vn_device_destroy only marks the device lost and sets destroy_deferred, and the
+     * last unpin destroys it (vn_device_destroy_deferred). Both change under the life
+     * lock: pinned for reading, destroy_deferred for writing. */
+    atomic_long staging_pinned;
+    bool destroy_deferred;
 
     /* Live pipelines, so a buffer's release can purge bind groups naming it. */
     vn_mutex pipelines_lock;
@@ -272,6 +280,15 @@ vn_status vn_device_check(const vn_device *device, const char *what);
  * own message, and `fix`. */
 void vn_scope_begin(vn_device *device);
 vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation_code, const char *fix);
+
+/* Mark the device destroyed (every later call: VN_ERROR_DEVICE_LOST with `reason`) and
+ * destroy the GPU device, under the life lock (for writing) and the scope lock; while a
+ * staging buffer is pinned, the destruction waits for the last unpin. Both destroy()
+ * and wgpu-py's destroy of a shared device (vn_device_destroy_shared) come here. */
+void vn_device_mark_destroyed(vn_device *device, const char *reason);
+/* The last pinned staging buffer of a device whose destroy was deferred is gone:
+ * destroy it now. Called by the unpin, never while holding the life lock. */
+void vn_device_destroy_deferred(vn_device *device);
 
 /* Take the life lock for reading and check the device; on VN_OK the caller
  * submits or reads a mapped range, then calls vn_submit_end. On failure nothing is
@@ -347,8 +364,9 @@ vn_status vn_view_read_async_held(const vn_view *view, vn_pending_read **out);
 
 /* Copy `nbytes` of `src` from `offset` (4-aligned; src has COPY_SRC usage and an
  * allocation of at least offset + round_up(nbytes, 4) bytes) into dst, after all work
- * submitted before the call. The copy's submit checks `guard` under the life lock (NULL
- * for the layer's own buffers). */
+ * submitted before the call: the readback primitive's copying form (the pinning form is
+ * vn_pending_read_pin). The copy's submit checks `guard` under the life lock (NULL for
+ * the layer's own buffers). */
 vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t offset, uint64_t nbytes, void *dst,
                       const vn_submit_guard *guard);
 void vn_staging_free_all(vn_device *device);

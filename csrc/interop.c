@@ -166,17 +166,8 @@ vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_
 
 void vn_device_destroy_shared(vn_device *device, const char *reason) {
     if (vn_acquire(device, VN_KIND_DEVICE, __func__) != VN_OK) return;
-    /* As vn_device_destroy (and whether or not this layer closed the device): under the
-     * write side of the life lock no submit of ours is between its check and its queue
-     * call, and none starts afterwards without seeing `lost`; under the scope lock no
-     * encoding of ours is between its pushes and pops. */
-    vn_rwlock_write_lock(&device->submit_lock);
-    snprintf(device->lost_reason, sizeof device->lost_reason, "%s", reason ? reason : "destroyed by its owner");
-    atomic_store(&device->lost, 1);
-    vn_mutex_lock(&device->scope_lock);
-    wgpu.DeviceDestroy(device->device);
-    vn_mutex_unlock(&device->scope_lock);
-    vn_rwlock_write_unlock(&device->submit_lock);
+    /* As vn_device_destroy, whether or not this layer closed the device: see there. */
+    vn_device_mark_destroyed(device, reason ? reason : "destroyed by its owner");
     vn_unacquire(device);
 }
 

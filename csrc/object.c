@@ -49,6 +49,7 @@ static const char *kind_name(unsigned kind) {
     case VN_KIND_SEQUENCE: return "Sequence";
     case VN_KIND_SUBMISSION: return "Submission";
     case VN_KIND_PENDING_READ: return "PendingRead";
+    case VN_KIND_MAPPING: return "MappedStaging";
     default: return NULL;
     }
 }

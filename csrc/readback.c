@@ -1,4 +1,17 @@
-/* readback.c - GPU buffer contents into host memory through reusable staging buffers. */
+/* readback.c - GPU buffer contents into host memory through reusable staging buffers.
+ *
+ * One primitive serves every read. read_begin queues a copy of the source into a
+ * staging buffer from the device's ring, and that buffer's map; read_wait waits for
+ * the map. Then one of two endings:
+ * - read_copy: the bytes go into caller memory inside C, holding the device's life
+ *   lock for the memcpy only (destroy() cannot free the mapping mid-copy), and the
+ *   staging buffer goes back to the ring;
+ * - read_pin: the mapped pointer goes out as a vn_mapping that pins that one staging
+ *   buffer: out of the ring, mapped, and counted in device->staging_pinned, so that
+ *   vn_device_destroy defers the GPU device's destruction (which would free the
+ *   mapped memory) until the last unpin. No lock is held while the caller reads it.
+ * Blocking reads, pending reads, typed and zero-copy reads and GPU timestamps all
+ * end in one of these two. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +26,18 @@ struct vn_staging {
     vn_staging *next;
 };
 
-/* Free staging buffers kept per device; more than this are released. */
+/* Free staging buffers kept per device; more than this are released. Pinned ones are
+ * not in the ring at all: each belongs to its vn_mapping until released. */
 enum { STAGING_KEEP = 4 };
+
+/* A free staging buffer serves a read of at least half its size, or any read when it
+ * is this small: a small read, which may pin its buffer for as long as a zero-copy
+ * array lives, never holds a large one. */
+#define STAGING_SMALL ((uint64_t)64 << 10)
+
+static bool staging_fits(uint64_t have, uint64_t need) {
+    return have >= need && (have <= STAGING_SMALL || have / 2 <= need);
+}
 
 static void staging_destroy(vn_staging *s) {
     wgpu.BufferRelease(s->buffer);
@@ -26,7 +49,7 @@ static vn_status staging_acquire(vn_device *dev, uint64_t size, vn_staging **out
     vn_mutex_lock(&dev->staging_lock);
     vn_staging **best = NULL;
     for (vn_staging **p = &dev->staging_free; *p != NULL; p = &(*p)->next)
-        if ((*p)->size >= size && (best == NULL || (*p)->size < (*best)->size)) best = p;
+        if (staging_fits((*p)->size, size) && (best == NULL || (*p)->size < (*best)->size)) best = p;
     if (best != NULL) {
         vn_staging *s = *best;
         *best = s->next;
@@ -96,8 +119,17 @@ struct vn_pending_read {
     atomic_int done;     /* the map callback fired */
     WGPUMapAsyncStatus status;
     bool finished;
-    const void *mapped;  /* between read_map and read_unmap */
     char message[512];
+};
+
+/* A pinned staging buffer: the bytes a zero-copy read hands out, valid until its last
+ * release. */
+struct vn_mapping {
+    vn_object obj;       /* VN_KIND_MAPPING */
+    vn_device *device;   /* a reference: the record outlives every other owner if need be */
+    vn_staging *staging; /* pinned and mapped */
+    const void *data;
+    uint64_t nbytes;
 };
 
 static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *userdata1, void *userdata2) {
@@ -148,21 +180,17 @@ static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t offset, uin
     return VN_OK;
 }
 
-static void read_unmap(vn_pending_read *r);
-
-/* Wait for the copy and the map; on VN_OK r->mapped points at the bytes and the
- * device's life lock is held until read_unmap. */
-static vn_status read_map(vn_pending_read *r) {
+/* Wait for the copy and the map, and mark the read finished. On VN_OK the staging
+ * buffer is mapped (its range not yet taken); on failure it is gone. */
+static vn_status read_wait(vn_pending_read *r) {
     vn_device *dev = r->device;
     r->finished = true;
     wgpu.DevicePoll(dev->device, 1, &r->index);
     if (!vn_process_until(dev->instance, dev->device, &r->done, 60.0)) {
         /* The map callback still points at r: releasing the staging buffer cancels
          * the map and fires it now, before r can go away. */
-        wgpu.BufferRelease(r->staging->buffer);
-        free(r->staging);
+        staging_destroy(r->staging);
         r->staging = NULL;
-        vn_live_add(VN_LIVE_STAGING, -1);
         vn_status st = vn_device_check(dev, "reading back");
         if (st != VN_OK) return st;
         return vn_fail(VN_ERROR_TIMEOUT, "reading back %llu bytes did not complete in 60 s. Fix: check for a hung GPU "
@@ -176,42 +204,111 @@ static vn_status read_map(vn_pending_read *r) {
         return vn_fail(VN_ERROR_INTERNAL, "mapping the readback staging buffer failed (status %d): %s. Fix: retry; if it "
                        "persists, the device may be lost.", (int)r->status, r->message);
     }
-    /* The device may have been destroyed since the map succeeded, which destroys the
-     * staging buffer too, and reading a destroyed buffer's range aborts: hold the
-     * device's life lock until the range is unmapped (read_unmap). */
-    vn_status st = vn_submit_begin(dev, "reading back");
-    if (st != VN_OK) {
-        wgpu.BufferRelease(r->staging->buffer);
-        free(r->staging);
-        r->staging = NULL;
-        vn_live_add(VN_LIVE_STAGING, -1);
-        return st;
-    }
-    r->mapped = wgpu.BufferGetConstMappedRange(r->staging->buffer, 0, (size_t)vn_pad4(r->nbytes));
-    if (r->mapped == NULL) {
-        read_unmap(r);
-        return vn_fail(VN_ERROR_INTERNAL, "the mapped staging buffer has no readable range. Fix: retry the readback.");
-    }
     return VN_OK;
 }
 
-/* Unmap, release the life lock, and give the staging buffer back to the ring. */
-static void read_unmap(vn_pending_read *r) {
-    wgpu.BufferUnmap(r->staging->buffer);
-    vn_submit_end(r->device);
-    staging_return(r->device, r->staging);
+static vn_status no_range(void) {
+    return vn_fail(VN_ERROR_INTERNAL, "the mapped staging buffer has no readable range. Fix: retry the readback.");
+}
+
+/* The copying ending: copy the mapped bytes into dst (NULL: none), unmap, and give the
+ * staging buffer back to the ring. The life lock is held from reading the range to the
+ * unmap, inside this call only: the device may have been destroyed since the map
+ * succeeded, which frees the staging buffer, and reading a freed range aborts. */
+static vn_status read_copy(vn_pending_read *r, void *dst) {
+    vn_device *dev = r->device;
+    vn_staging *s = r->staging;
     r->staging = NULL;
-    r->mapped = NULL;
+    vn_status st = vn_submit_begin(dev, "reading back");
+    if (st != VN_OK) {
+        staging_destroy(s);
+        return st;
+    }
+    const void *p = NULL;
+    if (dst != NULL) {
+        p = wgpu.BufferGetConstMappedRange(s->buffer, 0, (size_t)vn_pad4(r->nbytes));
+        if (p != NULL) memcpy(dst, p, (size_t)r->nbytes);
+    }
+    wgpu.BufferUnmap(s->buffer);
+    vn_submit_end(dev);
+    staging_return(dev, s);
+    return dst != NULL && p == NULL ? no_range() : VN_OK;
+}
+
+static void mapping_destroy(vn_object *object);
+
+/* The pinning ending: hand out the mapped range as a mapping that keeps the staging
+ * buffer mapped and out of the ring until released. The pin is counted under the life
+ * lock, so destroy() either ran before (and the range is never read) or sees it (and
+ * defers); no lock is held once this returns. */
+static vn_status read_pin(vn_pending_read *r, vn_mapping **out, const void **data) {
+    vn_device *dev = r->device;
+    vn_mapping *m = calloc(1, sizeof *m);
+    if (m == NULL) {
+        read_copy(r, NULL);
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a mapping record. Fix: free host memory.");
+    }
+    vn_staging *s = r->staging;
+    r->staging = NULL;
+    vn_status st = vn_submit_begin(dev, "reading back");
+    if (st != VN_OK) {
+        staging_destroy(s);
+        free(m);
+        return st;
+    }
+    const void *p = wgpu.BufferGetConstMappedRange(s->buffer, 0, (size_t)vn_pad4(r->nbytes));
+    if (p == NULL) {
+        wgpu.BufferUnmap(s->buffer);
+        vn_submit_end(dev);
+        staging_return(dev, s);
+        free(m);
+        return no_range();
+    }
+    atomic_fetch_add(&dev->staging_pinned, 1);
+    vn_submit_end(dev);
+    vn_object_init(&m->obj, VN_KIND_MAPPING, mapping_destroy);
+    m->staging = s;
+    m->data = p;
+    m->nbytes = r->nbytes;
+    vn_device_retain(dev);
+    m->device = dev;
+    vn_live_add(VN_LIVE_MAPPING, 1);
+    *out = m;
+    *data = p;
+    return VN_OK;
+}
+
+void vn_mapping_release(vn_mapping *m) { vn_release_handle(m, VN_KIND_MAPPING); }
+
+/* The unpin. Never waits for the GPU; the locks it takes are held only inside C. */
+static void mapping_destroy(vn_object *object) {
+    vn_mapping *m = (vn_mapping *)object;
+    vn_device *dev = m->device;
+    vn_staging *s = m->staging;
+    bool reuse = false;
+    vn_rwlock_read_lock(&dev->submit_lock);
+    /* A lost device (destroyed, its destruction deferred for this pin, or lost for
+     * real) is letting its buffers go: release this one without an unmap. */
+    if (!atomic_load(&dev->lost)) {
+        wgpu.BufferUnmap(s->buffer);
+        reuse = true;
+    }
+    bool destroy_now = atomic_fetch_sub(&dev->staging_pinned, 1) == 1 && dev->destroy_deferred;
+    vn_rwlock_read_unlock(&dev->submit_lock);
+    if (reuse) staging_return(dev, s);
+    else staging_destroy(s);
+    if (destroy_now) vn_device_destroy_deferred(dev);
+    vn_device_unref(dev);
+    free(m);
+    vn_live_add(VN_LIVE_MAPPING, -1);
 }
 
 /* Wait for the copy and the map, copy out (when dst is not NULL), unmap, and give
  * the staging buffer back to the ring. */
 static vn_status read_finish(vn_pending_read *r, void *dst) {
-    vn_status st = read_map(r);
+    vn_status st = read_wait(r);
     if (st != VN_OK) return st;
-    if (dst != NULL) memcpy(dst, r->mapped, (size_t)r->nbytes);
-    read_unmap(r);
-    return VN_OK;
+    return read_copy(r, dst);
 }
 
 vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_t nbytes, void *dst,
@@ -277,32 +374,30 @@ int vn_pending_read_done(vn_pending_read *r) { VN_GET(int, pending_read_done(r),
 
 uint64_t vn_pending_read_len(const vn_pending_read *r) { VN_GET(uint64_t, r->nbytes, 0, r, VN_KIND_PENDING_READ); }
 
-static vn_status pending_read_map(vn_pending_read *r, const void **data) {
-    if (data == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pending_read_map: data is NULL. Fix: pass a result pointer.");
+static vn_status check_unfinished(const vn_pending_read *r) {
+    if (!r->finished) return VN_OK;
+    return vn_fail(VN_ERROR_ALREADY_SUBMITTED, "this asynchronous read was already completed. Fix: start a new "
+                   "read_async() for each result.");
+}
+
+static vn_status pending_read_pin(vn_pending_read *r, vn_mapping **out, const void **data) {
+    if (out == NULL || data == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pending_read_pin: a result pointer is NULL. Fix: pass both.");
+    *out = NULL;
     *data = NULL;
-    if (r->finished)
-        return vn_fail(VN_ERROR_ALREADY_SUBMITTED, "this asynchronous read was already completed. Fix: start a new "
-                       "read_async() for each result.");
-    vn_status st = read_map(r);
-    if (st == VN_OK) *data = r->mapped;
+    vn_status st = check_unfinished(r);
+    if (st == VN_OK) st = read_wait(r);
+    if (st == VN_OK) st = read_pin(r, out, data);
     return st;
 }
 
-vn_status vn_pending_read_map(vn_pending_read *r, const void **data) {
-    VN_CALL1(pending_read_map(r, data), r, VN_KIND_PENDING_READ);
-}
-
-void vn_pending_read_unmap(vn_pending_read *r) {
-    if (vn_acquire(r, VN_KIND_PENDING_READ, __func__) != VN_OK) return;
-    if (r->mapped != NULL) read_unmap(r);
-    vn_unacquire(r);
+vn_status vn_pending_read_pin(vn_pending_read *r, vn_mapping **out, const void **data) {
+    VN_CALL1(pending_read_pin(r, out, data), r, VN_KIND_PENDING_READ);
 }
 
 static vn_status pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
-    if (r->finished)
-        return vn_fail(VN_ERROR_ALREADY_SUBMITTED, "this asynchronous read was already completed. Fix: start a new "
-                       "read_async() for each result.");
+    vn_status st = check_unfinished(r);
+    if (st != VN_OK) return st;
     if (capacity < r->nbytes)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "the destination holds %llu bytes, but the read has %llu. Fix: pass a "
                        "writable buffer of at least %llu bytes.", (unsigned long long)capacity,
@@ -320,7 +415,6 @@ void vn_pending_read_release(vn_pending_read *r) { vn_release_handle(r, VN_KIND_
 
 static void pending_read_destroy(vn_object *object) {
     vn_pending_read *r = (vn_pending_read *)object;
-    if (r->mapped != NULL) read_unmap(r);
     if (!r->finished) read_finish(r, NULL);
     vn_device_unref(r->device);
     free(r);

@@ -484,11 +484,22 @@ int vn_pending_read_done(vn_pending_read *read);
 /* Wait for the copy, then copy byte_len bytes into dst (capacity >= byte_len).
  * A read can be finished once; later calls fail with VN_ERROR_ALREADY_SUBMITTED. */
 vn_status vn_pending_read_finish(vn_pending_read *read, void *dst, uint64_t capacity);
-/* Wait for the read and map it: *data points at its byte_len bytes until
- * vn_pending_read_unmap, which must follow (the device's destruction waits for it).
- * Lets a caller copy once, straight into an object of its own. Completes the read. */
-vn_status vn_pending_read_map(vn_pending_read *read, const void **data);
-void vn_pending_read_unmap(vn_pending_read *read);
+/* A read's bytes handed out in place: the staging buffer they sit in stays mapped and
+ * pinned (out of the device's staging ring) until vn_mapping_release, and nothing
+ * unmaps, reuses or frees it before then: vn_device_destroy on its device defers the
+ * GPU device's destruction until the last pin goes, and closing or releasing the
+ * device keeps its record alive for the mapping (vn_device_destroy_shared, wgpu-py's
+ * destroy of a shared device, defers as vn_device_destroy does). Holds no lock between
+ * calls. */
+typedef struct vn_mapping vn_mapping;
+/* Wait for the read, then pin its staging buffer: *out gets the mapping and *data its
+ * byte_len (vn_pending_read_len) bytes, readable until vn_mapping_release. Completes
+ * the read, as vn_pending_read_finish does. */
+vn_status vn_pending_read_pin(vn_pending_read *read, vn_mapping **out, const void **data);
+/* Unpin: unmap the staging buffer and give it back to the ring. Never waits for the
+ * GPU; safe after the device was closed, released or destroyed (the last unpin of a
+ * destroyed device destroys it). */
+void vn_mapping_release(vn_mapping *mapping);
 /* Release; an unfinished read is waited for and its staging buffer returned. */
 void vn_pending_read_release(vn_pending_read *read);
 
@@ -507,6 +518,7 @@ typedef struct vn_live_counts {
     int64_t sequences;
     int64_t submissions;
     int64_t pending_reads;
+    int64_t mappings;
 } vn_live_counts;
 
 void vn_debug_live_counts(vn_live_counts *out);

@@ -35,7 +35,7 @@ from .errors import (
     WrongTypeError,
 )
 from .pipeline import Pipeline
-from .readback import PendingRead
+from .readback import MappedStaging, PendingRead
 from .reflect import Binding
 from .replay import Recording
 from .sequence import Sequence
@@ -53,6 +53,7 @@ __all__ = [
     "InternalError",
     "InvalidArgumentError",
     "LibraryError",
+    "MappedStaging",
     "NotSubmittedError",
     "OutOfMemoryError",
     "OutputIndexError",

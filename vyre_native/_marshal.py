@@ -42,6 +42,7 @@ __all__ = [
     "to_index",
     "to_indirect",
     "to_int",
+    "to_layout",
     "to_list",
     "to_named",
     "to_path",
@@ -480,6 +481,13 @@ def to_destination(out: Any, n: int, what: str) -> tuple[Any, int]:
 def new_array(dtype: Any, shape: Any, nbytes: int, what: str) -> NDArray[Any]:
     """A new writable C-contiguous numpy array of ``dtype`` and ``shape`` that holds
     exactly ``nbytes`` (the readback fills it with one copy); ``shape=None`` is 1-D."""
+    dt, dims = to_layout(dtype, shape, nbytes, what)
+    return np.empty(dims, dtype=dt)
+
+
+def to_layout(dtype: Any, shape: Any, nbytes: int, what: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
+    """The numpy dtype and dimensions of an array of ``dtype`` and ``shape`` over exactly
+    ``nbytes``; ``shape=None`` is 1-D."""
     if dtype is None:
         raise WrongTypeError(
             f"{what}: shape={_shown(shape)} was given without a dtype. Fix: pass dtype too, e.g. dtype=numpy.float32."
@@ -514,4 +522,4 @@ def new_array(dtype: Any, shape: Any, nbytes: int, what: str) -> NDArray[Any]:
                 f"Fix: pass a shape of {nbytes // dt.itemsize if nbytes % dt.itemsize == 0 else 'a matching'} "
                 "items in all, or shape=None for a 1-D array."
             )
-    return np.empty(dims, dtype=dt)
+    return dt, dims

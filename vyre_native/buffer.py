@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from numpy.typing import NDArray
 
@@ -13,7 +13,7 @@ from ._lib import check, ffi, lib
 from ._marshal import new_array, to_destination, to_readable, to_u64, to_view
 from ._typing import DTypeLike, ShapeLike
 from .errors import WrongTypeError
-from .readback import PendingRead, read_async, read_view_async
+from .readback import PendingRead, complete, layout, read_async, read_view_async, start, want_copy
 
 if TYPE_CHECKING:
     from .device import Device
@@ -51,25 +51,44 @@ class _Reads:
     def read_into(self, out: Any) -> int:
         raise NotImplementedError
 
+    def _start_read(self) -> Any:
+        """Start reading this range: the C read (``readback.start``)."""
+        raise NotImplementedError
+
     @overload
-    def read(self, dtype: None = None, shape: None = None) -> bytes: ...
+    def read(self, dtype: None = None, shape: None = None, *, copy: Literal[True] = True) -> bytes: ...
     @overload
-    def read(self, dtype: DTypeLike, shape: ShapeLike | None = None) -> NDArray[Any]: ...
+    def read(self, dtype: None = None, shape: None = None, *, copy: Literal[False]) -> memoryview: ...
+    @overload
+    def read(self, dtype: None = None, shape: None = None, *, copy: bool) -> bytes | memoryview: ...
+    @overload
     def read(
-        self, dtype: DTypeLike | None = None, shape: ShapeLike | None = None
-    ) -> bytes | NDArray[Any]:
+        self, dtype: DTypeLike, shape: ShapeLike | None = None, *, copy: bool = True
+    ) -> NDArray[Any]: ...
+    def read(
+        self, dtype: DTypeLike | None = None, shape: ShapeLike | None = None, *, copy: bool = True
+    ) -> bytes | memoryview | NDArray[Any]:
         """The bytes (a buffer's ``byte_len``, a view's ``nbytes``: only that range leaves
         the GPU), after all work submitted before the call.
 
         With ``dtype`` (and optionally ``shape``), a new writable numpy array instead,
         filled with one copy out of the staging memory; a shape that does not cover the
         byte length exactly is an ``InvalidArgumentError``.
+
+        ``copy=False``: no copy. A read-only numpy array (with ``dtype``; else a read-only
+        memoryview of the bytes) over the mapped staging memory itself, which stays mapped
+        and pinned, and is never reused, until that array and every view of it are gone.
+        Costs the GPU copy and the map; reading the array then reads that memory.
         """
-        if dtype is None and shape is None:
-            return self.read_async().result()
-        arr = new_array(dtype, shape, self._read_len(), f"{type(self).__name__}.read")
-        self.read_into(arr)
-        return arr
+        what = f"{type(self).__name__}.read"
+        if want_copy(copy, what + " copy"):
+            if dtype is None and shape is None:
+                return complete(self._start_read(), None, True)
+            arr = new_array(dtype, shape, self._read_len(), what)
+            self.read_into(arr)
+            return arr
+        form = layout(dtype, shape, self._read_len(), what)
+        return complete(self._start_read(), form, False)
 
 
 class Buffer(_Reads, Handle):
@@ -124,6 +143,9 @@ class Buffer(_Reads, Handle):
 
     def _read_len(self) -> int:
         return self.byte_len
+
+    def _start_read(self) -> Any:
+        return start(lib.vn_buffer_read_async, self._live())
 
     def read_async(self) -> PendingRead:
         """Start reading the buffer back; returns a ``vn.PendingRead`` (``.result()`` completes it)."""
@@ -217,6 +239,9 @@ class BufferView(_Reads):
 
     def _read_len(self) -> int:
         return self.nbytes
+
+    def _start_read(self) -> Any:
+        return start(lib.vn_view_read_async, self._c_view("BufferView.read"))
 
     def read_async(self) -> PendingRead:
         """Start reading the view back; ``.result()`` completes it."""

@@ -13,8 +13,9 @@ def live_objects() -> dict[str, int]:
     """Native objects alive now, by kind. One C call; no GPU work.
 
     ``bind_groups`` counts references the C layer holds (a cached group used by a
-    live recording counts twice); ``staging_buffers`` the readback buffers kept for
-    reuse. All return to their earlier values when what made them is released.
+    live recording counts twice); ``staging_buffers`` the readback buffers, those kept for
+    reuse and those in use (pinned by a zero-copy array included); ``mappings`` the
+    zero-copy reads (``copy=False``) whose arrays are still alive. All return to their earlier values when what made them is released.
     """
     counts = ffi.new("vn_live_counts *")
     lib.vn_debug_live_counts(counts)

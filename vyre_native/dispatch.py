@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 from numpy.typing import NDArray
 
@@ -10,13 +10,13 @@ from ._handles import Handle
 from ._lib import check, ffi, lib
 from ._marshal import new_array, to_destination, to_index
 from ._typing import DTypeLike, ShapeLike
-from .readback import mapped_bytes
+from .readback import OutputReads, PendingRead, complete, layout, start
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
 
 
-class PrerecordedDispatch(Handle):
+class PrerecordedDispatch(OutputReads, Handle):
     """Made by ``Pipeline.prerecord_persistent_dispatch`` or ``prerecord_borrowed_dispatch``.
 
     The command buffer is encoded at creation; ``replay()`` only submits it, and a
@@ -64,32 +64,25 @@ class PrerecordedDispatch(Handle):
         index: int = self._index[0]
         return index
 
-    @overload
-    def read_output(self, index: int, dtype: None = None, shape: None = None) -> bytes: ...
-    @overload
-    def read_output(
-        self, index: int, dtype: DTypeLike, shape: ShapeLike | None = None
-    ) -> NDArray[Any]: ...
-    def read_output(
-        self, index: int, dtype: DTypeLike | None = None, shape: ShapeLike | None = None
-    ) -> bytes | NDArray[Any]:
-        """Output ``index``'s bytes, once this recording's own submission has completed.
-
-        One copy, from the staging buffer into the new ``bytes``; with ``dtype`` (and
-        ``shape``) into a new writable numpy array instead. ``read_output_into`` fills
-        memory you already have and is the path for repeated reads.
-        """
-        if dtype is not None or shape is not None:
-            ptr = self._live()
-            length = ffi.new("uint64_t *")
-            check(lib.vn_dispatch_output_len(ptr, to_index(index, "output index"), length))
-            arr = new_array(dtype, shape, int(length[0]), "read_output")
-            self.read_output_into(index, arr)
+    def _read_output(
+        self, index: int, dtype: DTypeLike | None, shape: ShapeLike | None, copy: bool
+    ) -> bytes | memoryview | NDArray[Any]:
+        """Once this recording's own submission has completed (its reads are queued after it)."""
+        ptr = self._live()
+        i = to_index(index, "output index")
+        if copy and (dtype is not None or shape is not None):
+            arr = new_array(dtype, shape, self.output_byte_len(i), "read_output")
+            self.read_output_into(i, arr)
             return arr
-        out = ffi.new("vn_pending_read **")
-        check(lib.vn_dispatch_read_output_async(self._live(), to_index(index, "output index"), out))
-        read = ffi.gc(out[0], lib.vn_pending_read_release)
-        return mapped_bytes(read)
+        form = None if copy else layout(dtype, shape, self.output_byte_len(i), "read_output")
+        return complete(start(lib.vn_dispatch_read_output_async, ptr, i), form, copy)
+
+    def read_output_async(self, index: int) -> PendingRead:
+        """Start reading output ``index`` (after the checks ``read_output`` makes);
+        ``.result()`` completes it."""
+        return PendingRead._adopt(
+            start(lib.vn_dispatch_read_output_async, self._live(), to_index(index, "output index"))
+        )
 
     def read_output_into(self, index: int, out: Any) -> int:
         """Fill caller memory with output ``index``; returns the bytes written.

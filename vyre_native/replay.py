@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 from numpy.typing import NDArray
 
@@ -11,14 +11,14 @@ from ._lib import check, ffi, lib
 from ._marshal import to_index, to_timing, to_u32
 from ._typing import DTypeLike, ShapeLike
 from .buffer import Bindable, Buffer, as_output
-from .readback import PendingRead
+from .readback import OutputReads, PendingRead
 from .submission import Submission
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
 
 
-class Recording(Handle):
+class Recording(OutputReads, Handle):
     """A replayable dispatch, from ``Pipeline.record``.
 
     ``replay(n)`` re-encodes the dispatch n times from the held pipeline and bind
@@ -68,18 +68,11 @@ class Recording(Handle):
         lib.vn_buffer_release(view.buffer)  # the reference C gave; self._outputs holds the handle
         return self._outputs[i]
 
-    @overload
-    def read_output(self, index: int, dtype: None = None, shape: None = None) -> bytes: ...
-    @overload
-    def read_output(
-        self, index: int, dtype: DTypeLike, shape: ShapeLike | None = None
-    ) -> NDArray[Any]: ...
-    def read_output(
-        self, index: int, dtype: DTypeLike | None = None, shape: ShapeLike | None = None
-    ) -> bytes | NDArray[Any]:
-        """Output ``index`` after all work submitted so far (every replay) completes:
-        bytes, or with ``dtype`` (and ``shape``) a new writable numpy array."""
-        return self._output(index).read(dtype, shape)
+    def _read_output(
+        self, index: int, dtype: DTypeLike | None, shape: ShapeLike | None, copy: bool
+    ) -> bytes | memoryview | NDArray[Any]:
+        """After all work submitted so far (every replay) completes."""
+        return self._output(index).read(dtype, shape, copy=copy)
 
     def read_output_into(self, index: int, out: Any) -> int:
         return self._output(index).read_into(out)

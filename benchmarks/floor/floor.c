@@ -621,7 +621,8 @@ static int map_after(floor_ctx *c, WGPUBuffer staging, uint64_t nbytes, WGPUSubm
     return 0;
 }
 
-/* Copy src to the staging buffer, submit, map, wait, memcpy to dst, unmap. */
+/* Copy src to the staging buffer, submit, map, wait, memcpy to dst (none when dst is
+ * NULL: the floor of a zero-copy read, whose mapped pointer is the result), unmap. */
 static int readback(floor_ctx *c, WGPUBuffer src, WGPUBuffer staging, uint64_t nbytes, void *dst) {
     WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
     W.CommandEncoderCopyBufferToBuffer(enc, src, 0, staging, 0, nbytes);
@@ -636,14 +637,15 @@ static int readback(floor_ctx *c, WGPUBuffer src, WGPUBuffer staging, uint64_t n
         fail("the mapped staging buffer has no range");
         return -1;
     }
-    memcpy(dst, p, (size_t)nbytes);
+    if (dst != NULL) memcpy(dst, p, (size_t)nbytes);
     W.BufferUnmap(staging);
     return 0;
 }
 
 /* 6/7. read the small (which=0) or big (which=1) source back through its reused
  * staging buffer; into the reused host buffer (reuse=1) or a fresh malloc each
- * time (reuse=0, freed after the copy, as a new bytes object would be). */
+ * time (reuse=0, freed after the copy, as a new bytes object would be); reuse=2:
+ * no host copy at all, only the staging copy and its map (a zero-copy read's floor). */
 int64_t floor_read(floor_ctx *c, int which, uint64_t n, int reuse, int64_t *samples) {
     which = which ? 1 : 0;
     uint64_t nbytes = c->read_bytes[which];
@@ -651,9 +653,9 @@ int64_t floor_read(floor_ctx *c, int which, uint64_t n, int reuse, int64_t *samp
     int rc = 0;
     for (uint64_t i = 0; i < n && rc == 0; i++) {
         TIMED(i, {
-            void *dst = reuse ? c->read_dst[which] : malloc(nbytes);
-            rc = dst == NULL ? (fail("out of host memory"), -1)
-                             : readback(c, c->read_src[which], c->staging[which], nbytes, dst);
+            void *dst = reuse == 2 ? NULL : reuse ? c->read_dst[which] : malloc(nbytes);
+            rc = dst == NULL && reuse != 2 ? (fail("out of host memory"), -1)
+                                           : readback(c, c->read_src[which], c->staging[which], nbytes, dst);
             if (!reuse) free(dst);
         });
     }
