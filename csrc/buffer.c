@@ -231,7 +231,10 @@ static vn_status view_write(const vn_view *v, uint64_t offset, const void *data,
         memcpy(tail, (const uint8_t *)data + whole, (size_t)(nbytes - whole));
         wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, at + whole, tail, 4);
     }
-    return vn_scope_end(dev, "buffer.write", VN_ERROR_VALIDATION, "check offset, length and usage.");
+    vn_status st = vn_scope_end(dev, "buffer.write", VN_ERROR_VALIDATION, "check offset, length and usage.");
+    if (st == VN_OK && atomic_fetch_add(&dev->pending_write_bytes, nbytes) + nbytes >= VN_WRITE_FLUSH_BYTES)
+        st = vn_device_flush_writes(dev, "buffer.write", NULL);
+    return st;
 }
 
 vn_status vn_view_write(const vn_view *view, uint64_t offset, const void *data, uint64_t nbytes) {

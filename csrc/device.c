@@ -87,6 +87,7 @@ static void device_destroy(vn_object *object);
 void vn_device_init_locks(vn_device *dev) {
     vn_object_init(&dev->obj, VN_KIND_DEVICE, device_destroy);
     atomic_init(&dev->staging_pinned, 0);
+    atomic_init(&dev->pending_write_bytes, 0);
     vn_mutex_init(&dev->scope_lock);
     vn_rwlock_init(&dev->submit_lock);
     vn_mutex_init(&dev->staging_lock);
@@ -504,10 +505,24 @@ vn_status vn_device_wait(vn_device *device, uint64_t index) {
     return vn_device_check(device, "waiting for submitted work");
 }
 
-static vn_status device_wait_idle(vn_device *device) {
-    vn_status st = vn_device_check(device, "device.wait_idle");
+vn_status vn_device_flush_writes(vn_device *device, const char *what, uint64_t *index) {
+    vn_status st = vn_submit_begin(device, what);
     if (st != VN_OK) return st;
-    return vn_device_wait(device, 0);
+    atomic_store(&device->pending_write_bytes, 0);
+    WGPUSubmissionIndex idx = wgpu.QueueSubmitForIndex(device->queue, 0, NULL);
+    vn_submit_end(device);
+    if (index != NULL) *index = idx;
+    return VN_OK;
+}
+
+/* buffer.write queues its bytes for the next submit (wgpu's pending writes): a wait
+ * with nothing submitted since would return before they land, and wgpu would keep
+ * every write's staging copy. The empty submit sends them, so wait_idle covers them. */
+static vn_status device_wait_idle(vn_device *device) {
+    uint64_t index = 0;
+    vn_status st = vn_device_flush_writes(device, "device.wait_idle", &index);
+    if (st != VN_OK) return st;
+    return vn_device_wait(device, index);
 }
 
 vn_status vn_device_wait_idle(vn_device *device) { VN_CALL1(device_wait_idle(device), device, VN_KIND_DEVICE); }

@@ -245,6 +245,10 @@ struct vn_device {
     atomic_long staging_pinned;
     bool destroy_deferred;
 
+    /* Bytes queued by buffer.write since the last flush (vn_device_flush_writes):
+     * wgpu keeps each write's staging copy until a submit sends it. */
+    atomic_ullong pending_write_bytes;
+
     /* Live pipelines, so a buffer's release can purge bind groups naming it. */
     vn_mutex pipelines_lock;
     struct vn_pipeline *pipelines;
@@ -255,6 +259,12 @@ struct vn_device {
 };
 
 void vn_device_retain(vn_device *device);
+/* Past this many bytes queued by writes with no submit, a write flushes them (an empty
+ * submit), so host memory for write staging stays bounded without a wait. */
+#define VN_WRITE_FLUSH_BYTES (64ull << 20)
+/* Send the writes queued since the last submit (an empty submit); *index, when not
+ * NULL, receives its submission index. */
+vn_status vn_device_flush_writes(vn_device *device, const char *what, uint64_t *index);
 /* A fresh record's refcount (1), locks and live count. */
 void vn_device_init_locks(vn_device *device);
 void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out);

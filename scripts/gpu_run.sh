@@ -13,7 +13,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 : "${OUT:?run this through the device tool, which sets OUT}"
 source .gpu/remote.sh || { echo "gpu_run: .gpu/remote.sh failed" >&2; exit 2; }
-python3 -m pip install -q --no-build-isolation --no-index --no-deps --target /tmp/site . \
+# --upgrade: a warm machine keeps /tmp/site, and pip --target never replaces a package
+# that is already there, so without it a later run would test the earlier build.
+python3 -m pip install -q --upgrade --no-build-isolation --no-index --no-deps --target /tmp/site . \
   || { echo "gpu_run: build failed" >&2; exit 2; }
 stages=("$@"); [ ${#stages[@]} -gt 0 ] || stages=(tests bench workloads)
 cd /tmp  # a neutral folder: the checkout's vyre_native/ has no compiled module here

@@ -15,7 +15,7 @@ PUBLIC_API = HERE / "typecheck" / "public_api.py"
 
 def test_public_api_signatures_type_check_under_mypy_strict() -> None:
     out, err, status = mypy_api.run(
-        ["--strict", "--no-incremental", "--python-version", "3.11", str(PUBLIC_API)]
+        ["--strict", "--no-incremental", "--show-traceback", "--python-version", "3.11", str(PUBLIC_API)]
     )
     assert status == 0, out + err
 
