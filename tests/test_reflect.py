@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from vyre_native import reflect as reflect_module
 from vyre_native.errors import ShaderError
 from vyre_native.reflect import (
     ELSE_IFS_PER_LEVEL,
@@ -809,6 +812,65 @@ def test_any_array_count_expression_reflects_or_raises_shader_error(parts: list[
         reflect(wgsl)
     except ShaderError:
         pass
+
+
+NESTING_PARTS = ["(", ")", "[", "]", "{", "}", "<", ">", "-", "+", ".", "=", ",", ";", "a", "1", "else", "if"]
+# without closers the walk's count only grows, up to what the cheap count says
+OPENING_PARTS = ["(", "[", "{", "a<", "-", "!", ".", "else if ", "a", "1", " "]
+
+
+@given(
+    st.one_of(
+        st.lists(st.sampled_from([*NESTING_PARTS, " "]), max_size=400),
+        st.lists(st.sampled_from(OPENING_PARTS)),
+    ),
+    st.integers(1, 12),
+)
+def test_the_nesting_walk_is_skipped_only_where_it_cannot_refuse(parts: list[str], depth: int) -> None:
+    # reflection walks the tokens only when a cheap count of brackets, operators and `else`s
+    # could reach the limit; with a small limit, check that the count is never lower than
+    # what the walk finds wherever the walk refuses
+    text = "".join(parts)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reflect_module, "MAX_NESTING_DEPTH", depth)
+        limit = (depth + 1) * OPERATORS_PER_LEVEL
+        try:
+            reflect_module._check_nesting(reflect_module._Source(text))
+        except ShaderError:
+            assert reflect_module._nesting_bound(text) >= limit
+
+
+@pytest.mark.parametrize(
+    ("opener", "closer"),
+    [
+        *[("(", ")"), ("[", "]"), ("{", "}"), ("array<", ">")],
+        *[("-", ""), ("!", ""), (".", ""), ("else if a ", "")],
+    ],
+    ids=["parentheses", "brackets", "braces", "template lists", "minus", "not", "dots", "else-ifs"],
+)
+@pytest.mark.parametrize("depth", [1, 2, 5, 12])
+def test_the_count_that_skips_the_nesting_walk_reaches_the_limit_where_the_walk_refuses(
+    opener: str, closer: str, depth: int
+) -> None:
+    # n openers in a row, nothing closing before the end: the walk's count grows by as
+    # much as the cheap count's, so the first n the walk refuses tests the cheap count
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reflect_module, "MAX_NESTING_DEPTH", depth)
+        limit = (depth + 1) * OPERATORS_PER_LEVEL
+        for n in range(1, 200):
+            text = opener * n + "1" + closer * n
+            try:
+                reflect_module._check_nesting(reflect_module._Source(text))
+            except ShaderError:
+                assert reflect_module._nesting_bound(text) >= limit
+                return
+    pytest.fail(f"{opener!r} * 200 was never refused")
+
+
+def test_reflection_fills_every_field_of_its_records() -> None:
+    found = reflect(f"@group(0) @binding(0) var<storage, read_write> x: array<f32>;\n{MAIN}")
+    for record in (found, *found.bindings):
+        assert set(vars(record)) == {f.name for f in dataclasses.fields(record)}
 
 
 # ---------------------------------------------------------------- long declaration chains

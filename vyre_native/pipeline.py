@@ -24,7 +24,7 @@ from ._marshal import (
 from .buffer import Bindable, Buffer, BufferView
 from .dispatch import PrerecordedDispatch
 from .errors import BindingError, ShaderError
-from .reflect import Binding, reflect, tokenize
+from .reflect import Binding, _prepare, reflect
 from .replay import Recording
 
 if TYPE_CHECKING:
@@ -138,8 +138,8 @@ class Pipeline(Handle):
         values = to_constants(constants)
         target = None if indirect is None else _indirect_pair(indirect)
         # Nesting deeper than naga's stack can take is refused before naga parses it;
-        # tokenize() checks it (and the tokens serve reflection below).
-        tokens = tokenize(wgsl)
+        # _prepare() checks it (and its tokens serve reflection below).
+        tokens = _prepare(wgsl)
         shader_out = ffi.new("vn_shader **")
         # Compile next: a WGSL error is reported by the compiler, with its line,
         # before reflection has to make sense of the text.

@@ -42,9 +42,11 @@ work list), so no input raises RecursionError.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import accumulate, chain, repeat
 from typing import NamedTuple, TypeVar, cast
 
 from .errors import ShaderError
@@ -103,13 +105,6 @@ class ModuleReflection:
 # ---------------------------------------------------------------- tokens
 
 
-class _Tok(NamedTuple):
-    kind: str  # "ident", "num" or "punct" (punctuation is always one character)
-    text: str
-    line: int
-    pos: int  # offset in the source with line breaks normalised: tells `<=` from `< =`
-
-
 #: How deep a module may nest before vyre_native refuses it, unseen by wgpu-native.
 #: naga (wgpu-native's WGSL compiler) recurses once per level and overflows its stack,
 #: killing the process, at about 2,960 nested parentheses (2,680 nested `[`, 2,770
@@ -127,37 +122,126 @@ ELSE_IFS_PER_LEVEL = 2
 # WGSL's line breaks (spec: "Blankspace and line breaks"): LF, VT, FF, CR, NEL, LS and
 # PS, with CR LF one break. Each becomes "\n" before anything else reads the text, so a
 # `//` comment ends at any of them and a CR-only file has its lines.
-_LINE_BREAK_RE = re.compile("\r\n|[\n\v\f\r\x85\u2028\u2029]")
+_LINE_BREAK_RE = re.compile("\r\n?|[\v\f\x85\u2028\u2029]")
+# Blankspace, once line breaks are "\n": space, tab, line break, LRM and RLM.
+_BLANK = " \t\n\u200e\u200f"
+# Blankspace within a line.
+_LINE_BLANK = " \t\u200e\u200f"
 
-# Punctuation stays single-character so that `>>` closing two template lists needs no
-# special case; only names are needed from expressions, never operators like `<=`.
-# Blankspace (space, tab, the line breaks, LRM and RLM) matches no alternative, so
-# finditer skips it.
-_TOKEN_RE = re.compile(
-    r"(?P<ident>[^\W\d]\w*)"
-    r"|(?P<num>0[xX](?:[0-9a-fA-F]*\.[0-9a-fA-F]*|[0-9a-fA-F]+)[pP][+-]?\d+[fh]?"
+# One token a match, with the blankspace before it (taken possessively: every run of
+# blankspace in a line that ends in a token is followed by one, so no match backtracks
+# and no position is scanned twice). Punctuation stays single-character so that `>>`
+# closing two template lists needs no special case; only names are needed from
+# expressions, never operators like `<=`.
+_TOKEN = (
+    r"[-!%&()*+,/:;<=>?@\[\]^{|}~]"  # the common punctuation first: tried most often
+    r"|[^\W\d]\w*"  # a name
+    r"|(?=[\d.])(?:0[xX](?:[0-9a-fA-F]*\.[0-9a-fA-F]*|[0-9a-fA-F]+)[pP][+-]?\d+[fh]?"  # a number
     r"|0[xX][0-9a-fA-F]*\.[0-9a-fA-F]*|0[xX][0-9a-fA-F]+[iu]?"
     r"|(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?[fh]?|\d+[eE][+-]?\d+[fh]?|\d+[fhiu]?)"
-    r"|(?P<punct>[^ \t\n\u200e\u200f])"
+    r"|[^ \t\n\u200e\u200f]"  # any other punctuation
 )
+# the texts of a line's tokens (findall: one group, around the token)
+_LINE_TOKENS_RE = re.compile(r"[ \t\u200e\u200f]*+(" + _TOKEN + ")")
+# the tokens of a whole text, group 1 at each one's offset (finditer)
+_TEXT_TOKENS_RE = re.compile(r"[ \t\n\u200e\u200f]*+(" + _TOKEN + ")")
 _COMMENT_RE = re.compile(r"//[^\n]*|/\*")
 _INT_RE = re.compile(r"(0[xX][0-9a-fA-F]+|\d+)([iu]?)$")
+
+
+def _kind(text: str) -> str:
+    """A token's kind, "ident", "num" or "punct", told by its first character as the
+    tokenizer's alternatives tell it: a name starts with a word character that is no
+    decimal digit (`[^\\W\\d]`), a number with a digit or a `.` and a digit."""
+    first = text[0]
+    if first.isalpha() or first == "_":
+        return "ident"
+    if first.isdecimal():
+        return "num"
+    if first == ".":
+        return "num" if len(text) > 1 else "punct"
+    return "ident" if first.isalnum() else "punct"  # e.g. `²`: a word character, no digit
+
+
+class _Source:
+    """A module's text, its line breaks normalised and its comments blanked, as the
+    texts of its tokens. Where a token is (its line, its offset) is found when asked:
+    declarations and error messages ask for few lines, only the nesting walk for offsets."""
+
+    __slots__ = ("text", "texts", "line_ends", "_offsets")
+
+    def __init__(self, src: str) -> None:
+        self.text = text = _strip_comments(_LINE_BREAK_RE.sub("\n", src))
+        # each line without its trailing blankspace, so that every run of blankspace the
+        # tokenizer meets ends at a token
+        lines = map(str.rstrip, text.split("\n"), repeat(_LINE_BLANK))
+        per_line = list(map(_LINE_TOKENS_RE.findall, lines))
+        self.texts: list[str] = list(chain.from_iterable(per_line))
+        self.line_ends = list(accumulate(map(len, per_line)))  # tokens up to each line's end
+        self._offsets: list[int] | None = None
+
+    def line(self, i: int) -> int:
+        """The line of token ``i``."""
+        return bisect_right(self.line_ends, i) + 1
+
+    def offsets(self) -> list[int]:
+        """Each token's offset in the text (line breaks normalised): tells `<=` from `< =`."""
+        if self._offsets is None:
+            self._offsets = [m.start(1) for m in _TEXT_TOKENS_RE.finditer(self.text.rstrip(_BLANK))]
+        return self._offsets
+
+
+class _Tok(NamedTuple):
+    """Token ``at`` of a module: its text, and its kind, line and offset when asked."""
+
+    text: str
+    at: int
+    src: _Source
+
+    @property
+    def kind(self) -> str:  # "ident", "num" or "punct" (punctuation is always one character)
+        return _kind(self.text)
+
+    @property
+    def line(self) -> int:
+        return self.src.line(self.at)
+
+    @property
+    def pos(self) -> int:
+        return self.src.offsets()[self.at]
+
+
+_new_tok = cast(Callable[[tuple[str, int, _Source]], _Tok], partial(tuple.__new__, _Tok))
+# A NamedTuple's own constructor runs Python code; the parser makes its records with this.
+_new = tuple.__new__
 
 
 def tokenize(src: str) -> list[_Tok]:
     """The tokens of ``src``, refusing (ShaderError) a module nested deeper than
     ``MAX_NESTING_DEPTH``: run it before wgpu-native sees the text."""
-    text = _strip_comments(_LINE_BREAK_RE.sub("\n", src))
-    toks: list[_Tok] = []
-    offset = 0
-    for line, line_text in enumerate(text.split("\n"), 1):
-        # every alternative of the pattern is a named group, so lastgroup is never None
-        toks += [
-            _Tok(str(m.lastgroup), m.group(), line, offset + m.start()) for m in _TOKEN_RE.finditer(line_text)
-        ]
-        offset += len(line_text) + 1
-    _check_nesting(toks)
-    return toks
+    source = _prepare(src)
+    return _Parser(source).tokens(0, len(source.texts))
+
+
+def _prepare(src: str) -> _Source:
+    """``src`` read into tokens, refusing (ShaderError) a module nested deeper than
+    ``MAX_NESTING_DEPTH``: run it before wgpu-native sees the text."""
+    source = _Source(src)
+    if _nesting_bound(source.text) >= (MAX_NESTING_DEPTH + 1) * OPERATORS_PER_LEVEL:
+        _check_nesting(source)
+    return source
+
+
+def _nesting_bound(text: str) -> int:
+    """An upper bound of the cost ``_check_nesting`` can reach on the tokens of ``text``
+    (in sixths of a level): what every bracket, `<`, operator character and `else` would
+    add if nothing closed. Below the limit the walk cannot refuse the module, so it is
+    skipped."""
+    count = text.count
+    openers = count("(") + count("[") + count("{") + count("<")
+    operators = sum(map(count, "+-*/%&|^!~>=."))
+    else_if = OPERATORS_PER_LEVEL // ELSE_IFS_PER_LEVEL
+    return OPERATORS_PER_LEVEL * openers + count("[") + operators + else_if * count("else")
 
 
 def _strip_comments(src: str) -> str:
@@ -193,36 +277,42 @@ def _block_comment_end(src: str, start: int) -> int:
                 return pos
 
 
-def _joined(toks: Sequence[_Tok], i: int, text: str) -> bool:
-    """Whether the token after ``toks[i]`` is ``text`` with nothing between them."""
-    if i + 1 >= len(toks):
-        return False
-    tok, after = toks[i], toks[i + 1]
-    return after.text == text and after.pos == tok.pos + len(tok.text)
+class _Walk(NamedTuple):
+    """A module's tokens as the nesting walk reads them."""
+
+    texts: list[str]
+    kinds: list[str]
+    offsets: list[int]
+
+    def joined(self, i: int, text: str) -> bool:
+        """Whether the token after token ``i`` is ``text`` with nothing between them."""
+        if i + 1 >= len(self.texts):
+            return False
+        return self.texts[i + 1] == text and self.offsets[i + 1] == self.offsets[i] + len(self.texts[i])
 
 
-def _template_brackets(toks: Sequence[_Tok]) -> set[int]:
+def _template_brackets(toks: _Walk) -> set[int]:
     """Indices of the `<` and `>` tokens that delimit template lists, found by the WGSL
     spec's template-list discovery (so `a < b` stays a comparison)."""
+    texts, kinds, joined = toks.texts, toks.kinds, toks.joined
     found: set[int] = set()
     pending: list[tuple[int, int]] = []  # (index of a candidate `<`, bracket depth there)
     depth, i = 0, 0
-    while i < len(toks):
-        tok, step = toks[i], 1
-        text = tok.text
-        if tok.kind == "ident":
-            if i + 1 < len(toks) and toks[i + 1].text == "<":
-                if _joined(toks, i + 1, "<") or _joined(toks, i + 1, "="):
+    while i < len(texts):
+        text, kind, step = texts[i], kinds[i], 1
+        if kind == "ident":
+            if i + 1 < len(texts) and texts[i + 1] == "<":
+                if joined(i + 1, "<") or joined(i + 1, "="):
                     step = 3  # `<<` or `<=`
                 else:
                     pending.append((i + 1, depth))
                     step = 2
-        elif tok.kind != "punct":
+        elif kind != "punct":
             pass
         elif text == ">":
             if pending and pending[-1][1] == depth:
                 found |= {pending.pop()[0], i}
-            elif _joined(toks, i, "="):
+            elif joined(i, "="):
                 step = 2
         elif text in "([":
             depth += 1
@@ -230,16 +320,16 @@ def _template_brackets(toks: Sequence[_Tok]) -> set[int]:
             while pending and pending[-1][1] >= depth:
                 pending.pop()
             depth = max(0, depth - 1)
-        elif text in "!=" and _joined(toks, i, "="):
+        elif text in "!=" and joined(i, "="):
             step = 2  # `!=` or `==`
         elif text in "=;{:":  # an assignment, a statement's end or a block: no list spans it
             depth = 0
             pending.clear()
-        elif text in "&|" and _joined(toks, i, text):
+        elif text in "&|" and joined(i, text):
             while pending and pending[-1][1] >= depth:
                 pending.pop()
             step = 2
-        elif text == "-" and _joined(toks, i, ">"):
+        elif text == "-" and joined(i, ">"):
             step = 2  # `->`
         i += step
     return found
@@ -248,24 +338,25 @@ def _template_brackets(toks: Sequence[_Tok]) -> set[int]:
 _OPERATOR_CHARS = frozenset("+-*/%&|^!~<>=.")  # `[` counts too, as it opens
 
 
-def _check_nesting(toks: Sequence[_Tok]) -> None:
+def _check_nesting(source: _Source) -> None:
     """Refuse a module nested deeper than MAX_NESTING_DEPTH, counting one level for each
     enclosing bracket (`(`, `[`, `{`, a template list), one for every OPERATORS_PER_LEVEL
     operators of the enclosing expressions (naga nests an operator chain one level per
     operator) and one for every ELSE_IFS_PER_LEVEL `else if`s of an enclosing if-chain.
     An over-estimate: a compound operator counts per character. One pass, no recursion.
     Costs are kept in sixths of a level (one operator)."""
-    templates = _template_brackets(toks)
+    texts = source.texts
+    kinds = list(map(_kind, texts))
+    templates = _template_brackets(_Walk(texts, kinds, source.offsets()))
     unit = OPERATORS_PER_LEVEL  # the cost of a level
     else_if = unit // ELSE_IFS_PER_LEVEL
     limit = (MAX_NESTING_DEPTH + 1) * unit
     ops = [0]  # per open bracket: operators in its current expression
     chains = [0]  # per open bracket: `else if`s of the if-chain it is in
     cost = 0  # unit per open bracket, plus every entry of ops, plus else_if per chain entry
-    for i, tok in enumerate(toks):
-        text = tok.text
-        if tok.kind != "punct":
-            if text == "else" and i + 1 < len(toks) and toks[i + 1].text == "if":
+    for i, text in enumerate(texts):
+        if kinds[i] != "punct":
+            if text == "else" and i + 1 < len(texts) and texts[i + 1] == "if":
                 chains[-1] += 1
                 cost += else_if
             else:
@@ -286,7 +377,7 @@ def _check_nesting(toks: Sequence[_Tok]) -> None:
             if text == "}":  # the block ends the statement that opened it
                 cost -= ops[-1]
                 ops[-1] = 0
-                if i + 1 == len(toks) or toks[i + 1].text != "else":  # and any if-chain
+                if i + 1 == len(texts) or texts[i + 1] != "else":  # and any if-chain
                     cost -= chains[-1] * else_if
                     chains[-1] = 0
         elif text in _OPERATOR_CHARS:
@@ -294,8 +385,9 @@ def _check_nesting(toks: Sequence[_Tok]) -> None:
             cost += 1
         if cost >= limit:
             brackets, else_ifs = len(ops) - 1, sum(chains)
+            line = source.line(i)
             raise ShaderError(
-                f"line {tok.line}: the WGSL nests deeper than {MAX_NESTING_DEPTH} levels here"
+                f"line {line}: the WGSL nests deeper than {MAX_NESTING_DEPTH} levels here"
                 f" ({brackets} open brackets, {cost - brackets * unit - else_ifs * else_if}"
                 f" operators and {else_ifs} `else if`s around it; each bracket or template list"
                 f" is a level, and so is every {OPERATORS_PER_LEVEL} chained operators or"
@@ -303,12 +395,12 @@ def _check_nesting(toks: Sequence[_Tok]) -> None:
                 " wgpu-native's compiler, which recurses per level and crashes the process on"
                 " deep nesting. Fix: split the expression into several `let`s, the if-chain"
                 " into a switch or several ifs, or nest less.",
-                line=tok.line,
+                line=line,
             )
 
 
 def _int_literal(tok: _Tok) -> int | None:
-    match = _INT_RE.match(tok.text) if tok.kind == "num" else None
+    match = _INT_RE.match(tok.text)  # only a number starts with a digit
     if match is None:
         return None
     body = match.group(1)
@@ -335,29 +427,31 @@ def _unexpected(tok: _Tok, wanted: str) -> ShaderError:
     )
 
 
-def _depth_step(tok: _Tok, angle: bool) -> int:
-    """How ``tok`` changes bracket depth; `<` `>` are brackets only in template lists."""
-    if tok.kind != "punct":
-        return 0
-    if tok.text in "([{" or (angle and tok.text == "<"):
-        return 1
-    if tok.text in ")]}" or (angle and tok.text == ">"):
-        return -1
-    return 0
+# Brackets, as (openers, closers); `<` `>` are brackets only in template lists. Tokens
+# are never empty and punctuation is one character, so `text in openers` is exact.
+_PLAIN = ("([{", ")]}")
+_ANGLE = ("([{<", ")]}>")
+# What a lone token between brackets cannot be for the parser's one-token shortcuts
+_PAREN_SEPARATORS = frozenset("()[]{},")
+_ANGLE_SEPARATORS = frozenset("()[]{}<>,")
 
 
 def _split(toks: Sequence[_Tok], angle: bool) -> list[list[_Tok]]:
     """Split at top-level commas; a trailing comma (allowed in WGSL lists) adds nothing."""
-    items: list[list[_Tok]] = [[]]
-    depth = 0
-    for tok in toks:
-        if depth == 0 and tok.text == ",":
-            items.append([])
-            continue
-        depth += _depth_step(tok, angle)
-        items[-1].append(tok)
-    if not items[-1]:
-        items.pop()
+    opens, closes = _ANGLE if angle else _PLAIN
+    items: list[list[_Tok]] = []
+    depth = start = 0
+    for i, tok in enumerate(toks):
+        text = tok.text
+        if text in opens:
+            depth += 1
+        elif text in closes:
+            depth -= 1
+        elif depth == 0 and text == ",":
+            items.append(list(toks[start:i]))
+            start = i + 1
+    if start < len(toks):
+        items.append(list(toks[start:]))
     return items
 
 
@@ -406,37 +500,46 @@ class _Fn(NamedTuple):
 
 
 class _Parser:
-    def __init__(self, toks: Sequence[_Tok]) -> None:
-        self.toks = toks
-        self.pos = 0
+    """Reads tokens ``start`` up to ``end`` of a module; tokens are made as it hands
+    them out, so what it skips (function bodies) costs no objects. The hot paths make
+    records with ``_new`` (NamedTuple's own constructor is Python code) and skip the
+    generic bracket walk for the common one-token template and attribute arguments."""
+
+    __slots__ = ("src", "texts", "line_ends", "pos", "start", "end")
+
+    def __init__(self, src: _Source, start: int = 0, end: int | None = None) -> None:
+        self.src, self.texts, self.line_ends = src, src.texts, src.line_ends
+        self.pos = self.start = start
+        self.end = len(src.texts) if end is None else end
 
     def more(self) -> bool:
-        return self.pos < len(self.toks)
+        return self.pos < self.end
 
     def peek(self) -> str:
-        return self.toks[self.pos].text if self.more() else ""
+        return self.texts[self.pos] if self.pos < self.end else ""
 
     def next(self) -> _Tok:
-        if not self.more():
+        pos = self.pos
+        if pos >= self.end:
             raise self._ended()
-        self.pos += 1
-        return self.toks[self.pos - 1]
+        self.pos = pos + 1
+        return _new_tok((self.texts[pos], pos, self.src))
 
     def _ended(self) -> ShaderError:
-        line = self.toks[-1].line if self.toks else 1
+        line = self.src.line(self.end - 1) if self.end > self.start else 1
         return ShaderError(
             f"line {line}: the WGSL ends in the middle of a declaration. Fix: complete it.",
             line=line,
         )
 
-    def expect(self, text: str) -> _Tok:
-        tok = self.next()
-        if tok.text != text:
-            raise _unexpected(tok, f"`{text}`")
-        return tok
+    def expect(self, text: str) -> None:
+        if self.pos < self.end and self.texts[self.pos] == text:
+            self.pos += 1
+            return
+        raise _unexpected(self.next(), f"`{text}`")
 
     def accept(self, text: str) -> bool:
-        if self.peek() == text:
+        if self.pos < self.end and self.texts[self.pos] == text:
             self.pos += 1
             return True
         return False
@@ -447,50 +550,129 @@ class _Parser:
             raise _unexpected(tok, "a name")
         return tok
 
+    def name(self) -> tuple[str, int]:
+        """``ident()``'s text and line, without making its token."""
+        pos = self.pos
+        if pos < self.end:
+            text = self.texts[pos]
+            first = text[0]
+            if first.isalpha() or first == "_" or _kind(text) == "ident":
+                self.pos = pos + 1
+                return text, bisect_right(self.line_ends, pos) + 1
+        tok = self.ident()  # raises: no name here
+        return tok.text, tok.line
+
+    def skip(self, opener: str) -> tuple[int, int]:
+        """Consume ``opener`` through its matching closer; return the indices of the
+        tokens between (start, end)."""
+        self.expect(opener)
+        opens, closes = _ANGLE if opener == "<" else _PLAIN
+        texts, depth, start = self.texts, 1, self.pos
+        for end in range(start, self.end):
+            text = texts[end]
+            if text in opens:
+                depth += 1
+            elif text in closes:
+                depth -= 1
+                if depth == 0:
+                    self.pos = end + 1
+                    return start, end
+        raise self._ended()
+
     def bracketed(self, opener: str) -> list[_Tok]:
         """Consume ``opener`` through its matching closer; return the tokens between."""
-        self.expect(opener)
-        depth, start = 1, self.pos
-        for end in range(start, len(self.toks)):
-            depth += _depth_step(self.toks[end], opener == "<")
-            if depth == 0:
-                self.pos = end + 1
-                return list(self.toks[start:end])
-        raise self._ended()
+        return self.tokens(*self.skip(opener))
+
+    def tokens(self, start: int, end: int) -> list[_Tok]:
+        return list(map(_new_tok, zip(self.texts[start:end], range(start, end), repeat(self.src))))
 
     def statement(self) -> list[_Tok]:
         """The tokens up to the next `;`, which is consumed."""
-        out: list[_Tok] = []
-        while (tok := self.next()).text != ";":
-            out.append(tok)
-        return out
+        start = self.pos
+        for end in range(start, self.end):
+            if self.texts[end] == ";":
+                self.pos = end + 1
+                return self.tokens(start, end)
+        self.pos = self.end
+        raise self._ended()
+
+    def skip_statement(self) -> None:
+        """``statement()``, its tokens unused."""
+        try:
+            self.pos = self.texts.index(";", self.pos, self.end) + 1
+        except ValueError:
+            self.pos = self.end
+            raise self._ended() from None
 
     def type(self) -> _Type:
-        name = self.ident()
-        args = _split(self.bracketed("<"), angle=True) if self.peek() == "<" else []
-        return _Type(name.text, tuple(tuple(a) for a in args), name.line)
+        name, line = self.name()
+        pos, texts = self.pos, self.texts
+        if pos >= self.end or texts[pos] != "<":
+            return _new(_Type, (name, (), line))
+        if pos + 2 < self.end and texts[pos + 2] == ">" and texts[pos + 1] not in _ANGLE_SEPARATORS:
+            self.pos = pos + 3  # the common case, one token: array<f32>
+            return _new(_Type, (name, ((_new_tok((texts[pos + 1], pos + 1, self.src)),),), line))
+        return _new(_Type, (name, tuple(map(tuple, _split(self.bracketed("<"), angle=True))), line))
 
     def attrs(self) -> dict[str, _Attr]:
         out: dict[str, _Attr] = {}
-        while self.accept("@"):
-            name = self.ident()
-            args = _split(self.bracketed("("), angle=False) if self.peek() == "(" else []
-            out[name.text] = _Attr(args, name.line)
+        texts, end = self.texts, self.end
+        while self.pos < end and texts[self.pos] == "@":
+            self.pos += 1
+            name, line = self.name()
+            pos = self.pos
+            args: list[list[_Tok]]
+            if pos >= end or texts[pos] != "(":
+                args = []
+            elif pos + 2 < end and texts[pos + 2] == ")" and texts[pos + 1] not in _PAREN_SEPARATORS:
+                self.pos = pos + 3  # the common case, one token: @binding(0)
+                args = [[_new_tok((texts[pos + 1], pos + 1, self.src))]]
+            else:
+                args = _split(self.bracketed("("), angle=False)
+            out[name] = _new(_Attr, (args, line))
         return out
+
+    def qualifiers(self) -> list[str]:
+        """A var's `<address space, access mode>`, each as text."""
+        pos, texts, end = self.pos, self.texts, self.end
+        if pos + 2 < end and texts[pos + 2] == ">" and texts[pos + 1] not in _ANGLE_SEPARATORS:
+            self.pos = pos + 3  # the common cases: <workgroup>, <storage, read>
+            return [texts[pos + 1]]
+        if (
+            pos + 4 < end
+            and texts[pos + 2] == ","
+            and texts[pos + 4] == ">"
+            and texts[pos + 1] not in _ANGLE_SEPARATORS
+            and texts[pos + 3] not in _ANGLE_SEPARATORS
+        ):
+            self.pos = pos + 5
+            return [texts[pos + 1], texts[pos + 3]]
+        return [_text(q) for q in _split(self.bracketed("<"), angle=True)]
+
+    def refs(self) -> frozenset[str]:
+        """Consume a `{` block; return the names it mentions: its identifiers, except
+        member names (those after a `.`)."""
+        start, end = self.skip("{")
+        texts = self.texts
+        # the token before the first is the `{`
+        named = {text for before, text in zip(texts[start - 1 : end - 1], texts[start:end]) if before != "."}
+        return frozenset(
+            text for text in named if (first := text[0]).isalpha() or first == "_" or _kind(text) == "ident"
+        )
 
 
 def _type_of(toks: Sequence[_Tok]) -> _Type:
-    parser = _Parser(toks)
+    """The type written by ``toks``, consecutive tokens of one module."""
+    if len(toks) == 1 and (tok := toks[0]).kind == "ident":
+        return _new(_Type, (tok.text, (), tok.line))  # the common case: a scalar or a struct
+    parser = _Parser(toks[0].src, toks[0].at, toks[-1].at + 1) if toks else _Parser(_EMPTY)
     parsed = parser.type()
     if parser.more():
         raise _unexpected(parser.next(), "the end of the type")
     return parsed
 
 
-def _refs(body: Sequence[_Tok]) -> frozenset[str]:
-    return frozenset(
-        t.text for i, t in enumerate(body) if t.kind == "ident" and (i == 0 or body[i - 1].text != ".")
-    )
+_EMPTY = _Source("")
 
 
 # ---------------------------------------------------------------- the module
@@ -525,11 +707,21 @@ class _Need(Exception):
 
 _SCALAR_SIZE = {"f32": 4, "i32": 4, "u32": 4, "f16": 2}
 _SHORTHAND = {"f": "f32", "h": "f16", "i": "i32", "u": "u32"}
-_VEC_RE = re.compile(r"vec([234])([fhiu]?)$")
-_MAT_RE = re.compile(r"mat([234])x([234])([fh]?)$")
+# vecN and matCxR by name, with their sizes and component suffix ("" when templated)
+_VECTORS = {f"vec{n}{suffix}": (n, suffix) for n in (2, 3, 4) for suffix in ("", "f", "h", "i", "u")}
+_MATRICES = {
+    f"mat{c}x{r}{suffix}": (c, r, suffix) for c in (2, 3, 4) for r in (2, 3, 4) for suffix in ("", "f", "h")
+}
+_BINDING_KINDS = {
+    ("uniform", None): "uniform",
+    ("storage", None): "storage_read",
+    ("storage", "read"): "storage_read",
+    ("storage", "read_write"): "storage_read_write",
+}
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "neg": 3}
 
 T = TypeVar("T")
+F = TypeVar("F", Binding, ModuleReflection)
 
 
 def _round_up(align: int, n: int) -> int:
@@ -549,7 +741,7 @@ def _cycle(name: str, line: int) -> ShaderError:
 
 
 class _Module:
-    def __init__(self, toks: Sequence[_Tok]) -> None:
+    def __init__(self, src: _Source) -> None:
         self.values: dict[str, float | int | bool] = {}  # override name -> value from constants
         self.value_keys: dict[str, str] = {}  # override name -> the constants key that set it
         self.consts: dict[str, _Decl] = {}
@@ -560,57 +752,68 @@ class _Module:
         self.fns: dict[str, _Fn] = {}
         self._memo: dict[_Key, object] = {}
         self._types: dict[str, str] = {}  # const or override name -> its scalar type
-        parser = _Parser(toks)
+        self._arg_types: dict[tuple[int, int], _Type] = {}  # type_of's, by where the tokens are
+        parser = _Parser(src)
         while parser.more():
             self._declaration(parser)
 
     def _declaration(self, p: _Parser) -> None:
         attrs = p.attrs()
-        kw = p.next()
-        if kw.text == "fn":
-            name = p.ident()
-            p.bracketed("(")
-            while p.peek() != "{":  # the return type, if any
-                p.next()
-            self.fns[name.text] = _Fn(attrs, _refs(p.bracketed("{")), name.line)
-        elif kw.text == "var":
-            angle = p.peek() == "<"
-            qual = [_text(q) for q in _split(p.bracketed("<"), angle=True)] if angle else []
-            name = p.ident()
+        kw = p.peek()
+        if kw == "fn":
+            p.pos += 1
+            name, line = p.name()
+            p.skip("(")
+            try:  # past the return type, if any
+                p.pos = p.texts.index("{", p.pos, p.end)
+            except ValueError:
+                p.pos = p.end
+                raise p._ended() from None
+            self.fns[name] = _new(_Fn, (attrs, p.refs(), line))
+        elif kw == "var":
+            p.pos += 1
+            qual = p.qualifiers() if p.peek() == "<" else []
+            name, line = p.name()
             vtype = p.type() if p.accept(":") else None
-            p.statement()  # an initializer, allowed only on private vars
+            p.skip_statement()  # an initializer, allowed only on private vars
             space = qual[0] if qual else None
             access = qual[1] if len(qual) > 1 else None
-            self.vars.append(_Var(name.text, space, access, vtype, attrs, name.line))
-        elif kw.text in ("const", "override"):
-            name = p.ident()
+            self.vars.append(_new(_Var, (name, space, access, vtype, attrs, line)))
+        elif kw in ("const", "override"):
+            p.pos += 1
+            name, line = p.name()
             dtype = p.type() if p.accept(":") else None
             init = p.statement()
             if init and init[0].text != "=":
                 raise _unexpected(init[0], "`=` or `;`")
-            table = self.consts if kw.text == "const" else self.overrides
-            table[name.text] = _Decl(dtype, init[1:] or None, name.line, attrs)
-        elif kw.text == "struct":
-            name = p.ident()
-            body = _Parser(p.bracketed("{"))
+            table = self.consts if kw == "const" else self.overrides
+            table[name] = _new(_Decl, (dtype, init[1:] or None, line, attrs))
+        elif kw == "struct":
+            p.pos += 1
+            name, _ = p.name()
+            body = _Parser(p.src, *p.skip("{"))
             members: list[_Member] = []
             while body.more():
                 mattrs = body.attrs()
-                body.ident()  # layout needs only the member's type and attributes
+                body.name()  # layout needs only the member's type and attributes
                 body.expect(":")
-                members.append(_Member(body.type(), mattrs))
+                members.append(_new(_Member, (body.type(), mattrs)))
                 if body.more():
                     body.expect(",")
-            self.structs[name.text] = members
-        elif kw.text in ("alias", "type"):  # `type` is the pre-2023 spelling of `alias`
-            name = p.ident()
+            self.structs[name] = members
+        elif kw in ("alias", "type"):  # `type` is the pre-2023 spelling of `alias`
+            p.pos += 1
+            name, _ = p.name()
             p.expect("=")
-            self.aliases[name.text] = p.type()
+            self.aliases[name] = p.type()
             p.expect(";")
-        elif kw.text in ("enable", "requires", "diagnostic", "const_assert"):
-            p.statement()
-        elif kw.text != ";":  # a lone `;` is an empty declaration
-            raise _unexpected(kw, "a module-scope declaration")
+        elif kw in ("enable", "requires", "diagnostic", "const_assert"):
+            p.pos += 1
+            p.skip_statement()
+        else:
+            kw_tok = p.next()  # raises at the end of the text
+            if kw != ";":  # a lone `;` is an empty declaration
+                raise _unexpected(kw_tok, "a module-scope declaration")
 
     # -- resolution
 
@@ -676,6 +879,8 @@ class _Module:
     def _eval(self, toks: Sequence[_Tok], line: int) -> int:
         """Evaluate integer literals, const/override names, + - * / and parentheses, by
         operator precedence with explicit stacks (no recursion, however deep)."""
+        if len(toks) == 1 and (literal := _int_literal(toks[0])) is not None:
+            return literal  # the common case: @binding(0), @workgroup_size(64)
 
         def bad() -> ShaderError:
             return ShaderError(
@@ -770,7 +975,10 @@ class _Module:
             ) from None
 
     def attr_int(self, attr: _Attr, name: str) -> int:
-        if len(attr.args) != 1:
+        args = attr.args
+        if len(args) == 1 and len(args[0]) == 1 and (literal := _int_literal(args[0][0])) is not None:
+            return literal  # the common case: @binding(0)
+        if len(args) != 1:
             raise ShaderError(
                 f"line {attr.line}: @{name} takes one argument, got {len(attr.args)}. Fix: write @{name}(n).",
                 line=attr.line,
@@ -870,15 +1078,15 @@ class _Module:
             return size, size, True
         if t.name == "atomic":
             return 4, 4, True
-        if (vec := _VEC_RE.match(t.name)) is not None:
-            n, s = int(vec[1]), self._component(t, vec[2], shareable)
+        if (vec := _VECTORS.get(t.name)) is not None:
+            n, s = vec[0], self._component(t, vec[1], shareable)
             return n * s, (2 if n == 2 else 4) * s, True
-        if (mat := _MAT_RE.match(t.name)) is not None:
-            cols, rows, s = int(mat[1]), int(mat[2]), self._component(t, mat[3], shareable)
+        if (mat := _MATRICES.get(t.name)) is not None:
+            cols, rows, s = mat[0], mat[1], self._component(t, mat[2], shareable)
             align = (2 if rows == 2 else 4) * s
             return cols * _round_up(align, rows * s), align, True
         if t.name == "array" and t.args:
-            size, align, _ = self.layout(_type_of(t.args[0]), shareable)
+            size, align, _ = self.layout(self.type_of(t.args[0]), shareable)
             if len(t.args) == 1:
                 return 0, align, False
             count = self.eval_int(t.args[1], t.line, f"the element count of {t}")
@@ -903,10 +1111,19 @@ class _Module:
             line=t.line,
         )
 
-    def binding_size(self, t: _Type) -> int:
-        """The byte size wgpu requires of a buffer bound as ``t``: ``layout()``'s size,
-        except that a runtime-sized array counts one element (naga sizes it so)."""
-        size, align, fixed = self.layout(t)
+    def type_of(self, toks: Sequence[_Tok]) -> _Type:
+        """``_type_of(toks)``, parsed once per template argument."""
+        key = (toks[0].at, len(toks)) if toks else (-1, 0)
+        found = self._arg_types.get(key)
+        if found is None:
+            found = self._arg_types[key] = _type_of(toks)
+        return found
+
+    def binding_size(self, t: _Type, layout: _Layout | None = None) -> int:
+        """The byte size wgpu requires of a buffer bound as ``t``: ``layout()``'s size
+        (``layout`` when the caller has it), except that a runtime-sized array counts one
+        element (naga sizes it so)."""
+        size, align, fixed = self.layout(t) if layout is None else layout
         if fixed:
             return size
         t = self._unalias(t)
@@ -914,7 +1131,7 @@ class _Module:
             # the struct's last member is the runtime-sized array: its fixed part, one
             # element, rounded up to the struct's alignment
             return _round_up(align, size + self.binding_size(self.structs[t.name][-1].type))
-        elem_size, elem_align, _ = self.layout(_type_of(t.args[0]))
+        elem_size, elem_align, _ = self.layout(self.type_of(t.args[0]))
         return _round_up(elem_align, elem_size)
 
     def _component(self, t: _Type, suffix: str, shareable: bool) -> int:
@@ -925,7 +1142,7 @@ class _Module:
                 f"line {t.line}: {t} needs one component type. Fix: write e.g. {t.name}<f32>.",
                 line=t.line,
             )
-        return self.layout(_type_of(t.args[0]), shareable)[0]
+        return self.layout(self.type_of(t.args[0]), shareable)[0]
 
     def _struct_layout(self, members: list[_Member], shareable: bool) -> _Layout:
         offset, struct_align = 0, 1
@@ -1012,21 +1229,17 @@ class _Module:
             )
         group = self.attr_int(var.attrs["group"], "group")
         binding = self.attr_int(var.attrs["binding"], "binding")
-        where = f"binding @group({group}) @binding({binding}) `{var.name}`"
         if var.space is None:
+            where = f"binding @group({group}) @binding({binding}) `{var.name}`"
             raise ShaderError(
                 f"line {var.line}: {where} has type {var.type or 'none'}, which vyre_native"
                 " cannot bind. Fix: pass the data in a storage or uniform buffer, or stop"
                 f" using `{var.name}` from entry point `{entry}` (unused bindings are ignored).",
                 line=var.line,
             )
-        kind = {
-            ("uniform", None): "uniform",
-            ("storage", None): "storage_read",
-            ("storage", "read"): "storage_read",
-            ("storage", "read_write"): "storage_read_write",
-        }.get((var.space, var.access))
+        kind = _BINDING_KINDS.get((var.space, var.access))
         if kind is None or var.type is None:
+            where = f"binding @group({group}) @binding({binding}) `{var.name}`"
             qual = var.space + (f", {var.access}" if var.access else "")
             raise ShaderError(
                 f"line {var.line}: {where} is declared var<{qual}> {var.name}:"
@@ -1034,11 +1247,12 @@ class _Module:
                 " var<storage, read>, var<storage, read_write> or var<uniform>, with a type.",
                 line=var.line,
             )
-        return group, binding, kind, self.layout(var.type)[0], self.binding_size(var.type)
+        layout = self.layout(var.type)
+        return group, binding, kind, layout[0], self.binding_size(var.type, layout)
 
 
 def reflect(
-    wgsl: str | Sequence[_Tok],
+    wgsl: str | _Source | Sequence[_Tok],
     entry_point: str = "main",
     preserve: Sequence[str] = (),
     constants: Mapping[str, float | int | bool] | None = None,
@@ -1047,12 +1261,19 @@ def reflect(
     entry point, with the override values in ``constants`` applied (keyed by name, or for
     an ``@id(n)`` override by name or ``"n"``).
 
-    ``wgsl`` is the source, or ``tokenize(source)`` when the caller already has it.
-    Pure Python over the source text, about 2 microseconds a token (a few milliseconds
-    for a 300-line module), so callers reflect once per pipeline and keep the result.
+    ``wgsl`` is the source, or what ``tokenize(source)`` (or the package's own
+    ``_prepare(source)``) returned when the caller already has it. Pure Python over the
+    source text: the tokens in one regular-expression pass, function bodies read only for
+    the names they mention, so callers reflect once per pipeline and keep the result.
     Raises ShaderError for what vyre_native cannot run or bind (see the module docstring).
     """
-    module = _Module(tokenize(wgsl) if isinstance(wgsl, str) else wgsl)
+    if isinstance(wgsl, str):
+        source = _prepare(wgsl)
+    elif isinstance(wgsl, _Source):
+        source = wgsl
+    else:  # tokenize()'s tokens: all of one module
+        source = wgsl[0].src if wgsl else _EMPTY
+    module = _Module(source)
     webgpu_constants = module.set_constants(constants or {})
     fn = module.entry(entry_point)
     workgroup_size = module.resolve(lambda: module.workgroup_size(entry_point, fn))
@@ -1084,11 +1305,12 @@ def reflect(
                 f" {_listing(read_write)}. Fix: remove `{name}` from preserve."
             )
     bindings = [
-        Binding(
-            group,
-            binding,
-            name,
-            kind,
+        _frozen(
+            Binding,
+            group=group,
+            binding=binding,
+            name=name,
+            kind=kind,
             is_output=name in read_write,
             preserve=name in preserve,
             min_size=size,
@@ -1096,17 +1318,26 @@ def reflect(
         for group, binding, name, kind, size, _ in found
     ]
     overrides = {name: module.scalar_type(decl, name) for name, decl in module.overrides.items()}
-    return ModuleReflection(
-        entry_point,
-        workgroup_size,
-        bindings,
-        overrides,
-        [f[5] for f in found],
-        workgroup_storage,
-        webgpu_constants,
-        {name: i for name in module.overrides if (i := module.override_id(name)) is not None},
-        module.resolve(lambda: _immediate_size(module, used)),
+    return _frozen(
+        ModuleReflection,
+        entry_point=entry_point,
+        workgroup_size=workgroup_size,
+        bindings=bindings,
+        overrides=overrides,
+        binding_sizes=[f[5] for f in found],
+        workgroup_storage_size=workgroup_storage,
+        constants=webgpu_constants,
+        override_ids={name: i for name in module.overrides if (i := module.override_id(name)) is not None},
+        immediate_size=module.resolve(lambda: _immediate_size(module, used)),
     )
+
+
+def _frozen(cls: type[F], **fields: object) -> F:
+    """A frozen dataclass with every field given, made without its ``__init__``, which
+    sets each field through a Python-level ``object.__setattr__`` call."""
+    made = object.__new__(cls)
+    made.__dict__.update(fields)
+    return made
 
 
 def _immediate_size(module: _Module, used: set[str]) -> int:
