@@ -40,6 +40,12 @@ _U64_MAX = 0xFFFFFFFFFFFFFFFF
 _POSITIONAL, _NAMED = int(lib.VN_BIND_POSITIONAL), int(lib.VN_BIND_NAMED)
 _VIEWS = ffi.typeof("vn_view[]")
 _ARGS = ffi.typeof("vn_dispatch_args *")
+_CHARS = ffi.typeof("char[]")
+_SHADER_OUT = ffi.typeof("vn_shader **")
+_PIPELINE_OUT = ffi.typeof("vn_pipeline **")
+_BINDING_DESCS = ffi.typeof("vn_binding_desc[]")
+_CONSTANTS = ffi.typeof("vn_constant[]")
+_PIPELINE_DESC = ffi.typeof("vn_pipeline_desc *")
 
 
 def _shader_error(err: ShaderError) -> ShaderError:
@@ -140,7 +146,7 @@ class Pipeline(Handle):
         # Nesting deeper than naga's stack can take is refused before naga parses it;
         # _prepare() checks it (and its tokens serve reflection below).
         tokens = _prepare(wgsl)
-        shader_out = ffi.new("vn_shader **")
+        shader_out = ffi.new(_SHADER_OUT)
         # Compile next: a WGSL error is reported by the compiler, with its line,
         # before reflection has to make sense of the text.
         try:
@@ -155,22 +161,22 @@ class Pipeline(Handle):
         if target is not None:
             indirect_index, indirect_offset = _indirect_target(bindings, *target)
 
-        names = [ffi.new("char[]", b.name.encode()) for b in bindings]
-        descs = ffi.new("vn_binding_desc[]", max(len(bindings), 1))
-        for i, b in enumerate(bindings):
-            d = descs[i]
-            d.group, d.binding, d.kind = b.group, b.binding, _KIND_CODES[b.kind]
-            d.preserve, d.min_size, d.name = int(b.preserve), b.min_size, names[i]
-            d.binding_size = module.binding_sizes[i]
+        # the descs hold only pointers: these locals own the memory (an empty array is NULL)
+        names = [ffi.new(_CHARS, b.name.encode()) for b in bindings]
+        descs = ffi.new(
+            _BINDING_DESCS,
+            [  # in the fields' order: group, binding, kind, preserve, min_size, binding_size, name
+                (b.group, b.binding, _KIND_CODES[b.kind], b.preserve, b.min_size, size, name)
+                for b, size, name in zip(bindings, module.binding_sizes, names)
+            ],
+        ) if bindings else ffi.NULL
         # under wgpu-native's keys: an @id(n) override's is "n", any other's its name
         keyed = module.constants
-        const_names = [ffi.new("char[]", k.encode()) for k in keyed]
-        consts = ffi.new("vn_constant[]", max(len(keyed), 1))
-        for i, value in enumerate(keyed.values()):
-            consts[i].name, consts[i].value = const_names[i], float(value)
-        entry_c = ffi.new("char[]", entry)  # the desc holds only pointers: these locals own the memory
+        const_names = [ffi.new(_CHARS, k.encode()) for k in keyed]
+        consts = ffi.new(_CONSTANTS, list(zip(const_names, map(float, keyed.values())))) if keyed else ffi.NULL
+        entry_c = ffi.new(_CHARS, entry)
         desc = ffi.new(
-            "vn_pipeline_desc *",
+            _PIPELINE_DESC,
             {
                 "entry_point": entry_c,
                 "bindings": descs,
@@ -187,7 +193,7 @@ class Pipeline(Handle):
                 "immediate_size": module.immediate_size,
             },
         )
-        out = ffi.new("vn_pipeline **")
+        out = ffi.new(_PIPELINE_OUT)
         try:
             check(lib.vn_pipeline_create(dev_ptr, shader, desc, out))
         except ShaderError as err:

@@ -146,6 +146,7 @@ _LINE_TOKENS_RE = re.compile(r"[ \t\u200e\u200f]*+(" + _TOKEN + ")")
 # the tokens of a whole text, group 1 at each one's offset (finditer)
 _TEXT_TOKENS_RE = re.compile(r"[ \t\n\u200e\u200f]*+(" + _TOKEN + ")")
 _COMMENT_RE = re.compile(r"//[^\n]*|/\*")
+_DEPTH_STEPS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 _INT_RE = re.compile(r"(0[xX][0-9a-fA-F]+|\d+)([iu]?)$")
 
 
@@ -168,10 +169,12 @@ class _Source:
     texts of its tokens. Where a token is (its line, its offset) is found when asked:
     declarations and error messages ask for few lines, only the nesting walk for offsets."""
 
-    __slots__ = ("text", "texts", "line_ends", "_offsets")
+    __slots__ = ("text", "texts", "line_ends", "_offsets", "_depths")
 
     def __init__(self, src: str) -> None:
-        self.text = text = _strip_comments(_LINE_BREAK_RE.sub("\n", src))
+        if not src.isascii() or "\r" in src or "\v" in src or "\f" in src:
+            src = _LINE_BREAK_RE.sub("\n", src)  # the scan costs more than these checks
+        self.text = text = _strip_comments(src)
         # each line without its trailing blankspace, so that every run of blankspace the
         # tokenizer meets ends at a token
         lines = map(str.rstrip, text.split("\n"), repeat(_LINE_BLANK))
@@ -179,6 +182,7 @@ class _Source:
         self.texts: list[str] = list(chain.from_iterable(per_line))
         self.line_ends = list(accumulate(map(len, per_line)))  # tokens up to each line's end
         self._offsets: list[int] | None = None
+        self._depths: list[int] | None = None
 
     def line(self, i: int) -> int:
         """The line of token ``i``."""
@@ -189,6 +193,13 @@ class _Source:
         if self._offsets is None:
             self._offsets = [m.start(1) for m in _TEXT_TOKENS_RE.finditer(self.text.rstrip(_BLANK))]
         return self._offsets
+
+    def depths(self) -> list[int]:
+        """The bracket depth after each token, `(`, `[` and `{` counting alike (`<` not):
+        a bracket's closer is the first later token one level out."""
+        if self._depths is None:
+            self._depths = list(accumulate(map(_DEPTH_STEPS.get, self.texts, repeat(0))))
+        return self._depths
 
 
 class _Tok(NamedTuple):
@@ -236,12 +247,17 @@ def _nesting_bound(text: str) -> int:
     """An upper bound of the cost ``_check_nesting`` can reach on the tokens of ``text``
     (in sixths of a level): what every bracket, `<`, operator character and `else` would
     add if nothing closed. Below the limit the walk cannot refuse the module, so it is
-    skipped."""
-    count = text.count
-    openers = count("(") + count("[") + count("{") + count("<")
-    operators = sum(map(count, "+-*/%&|^!~>=."))
+    skipped. Counted in the UTF-8 bytes, where each of these characters is one byte."""
+    data = text.encode("utf-8", "surrogatepass")
+    openers = len(data.translate(None, _ALL_BUT_OPENERS))
+    operators = len(data.translate(None, _ALL_BUT_OPERATORS))
     else_if = OPERATORS_PER_LEVEL // ELSE_IFS_PER_LEVEL
-    return OPERATORS_PER_LEVEL * openers + count("[") + operators + else_if * count("else")
+    return OPERATORS_PER_LEVEL * openers + data.count(b"[") + operators + else_if * data.count(b"else")
+
+
+# what _nesting_bound deletes to count the bytes that remain
+_ALL_BUT_OPENERS = bytes(set(range(256)) - set(b"([{<"))
+_ALL_BUT_OPERATORS = bytes(set(range(256)) - set(b"+-*/%&|^!~>=."))
 
 
 def _strip_comments(src: str) -> str:
@@ -400,7 +416,10 @@ def _check_nesting(source: _Source) -> None:
 
 
 def _int_literal(tok: _Tok) -> int | None:
-    match = _INT_RE.match(tok.text)  # only a number starts with a digit
+    text = tok.text
+    if text.isdecimal():  # the common case: `\d+`
+        return int(text)
+    match = _INT_RE.match(text)  # only a number starts with a digit
     if match is None:
         return None
     body = match.group(1)
@@ -495,7 +514,7 @@ class _Member(NamedTuple):
 
 class _Fn(NamedTuple):
     attrs: dict[str, _Attr]
-    refs: frozenset[str]  # identifiers in the body, except member names after `.`
+    body: tuple[int, int]  # where its body's tokens are (start, end)
     line: int
 
 
@@ -566,8 +585,17 @@ class _Parser:
         """Consume ``opener`` through its matching closer; return the indices of the
         tokens between (start, end)."""
         self.expect(opener)
-        opens, closes = _ANGLE if opener == "<" else _PLAIN
-        texts, depth, start = self.texts, 1, self.pos
+        start = self.pos
+        if opener != "<":
+            depths = self.src.depths()
+            try:
+                end = depths.index(depths[start - 1] - 1, start, self.end)
+            except ValueError:
+                raise self._ended() from None
+            self.pos = end + 1
+            return start, end
+        opens, closes = _ANGLE
+        texts, depth = self.texts, 1
         for end in range(start, self.end):
             text = texts[end]
             if text in opens:
@@ -648,17 +676,6 @@ class _Parser:
             self.pos = pos + 5
             return [texts[pos + 1], texts[pos + 3]]
         return [_text(q) for q in _split(self.bracketed("<"), angle=True)]
-
-    def refs(self) -> frozenset[str]:
-        """Consume a `{` block; return the names it mentions: its identifiers, except
-        member names (those after a `.`)."""
-        start, end = self.skip("{")
-        texts = self.texts
-        # the token before the first is the `{`
-        named = {text for before, text in zip(texts[start - 1 : end - 1], texts[start:end]) if before != "."}
-        return frozenset(
-            text for text in named if (first := text[0]).isalpha() or first == "_" or _kind(text) == "ident"
-        )
 
 
 def _type_of(toks: Sequence[_Tok]) -> _Type:
@@ -753,6 +770,7 @@ class _Module:
         self._memo: dict[_Key, object] = {}
         self._types: dict[str, str] = {}  # const or override name -> its scalar type
         self._arg_types: dict[tuple[int, int], _Type] = {}  # type_of's, by where the tokens are
+        self.src = src
         parser = _Parser(src)
         while parser.more():
             self._declaration(parser)
@@ -769,7 +787,7 @@ class _Module:
             except ValueError:
                 p.pos = p.end
                 raise p._ended() from None
-            self.fns[name] = _new(_Fn, (attrs, p.refs(), line))
+            self.fns[name] = _new(_Fn, (attrs, p.skip("{"), line))
         elif kw == "var":
             p.pos += 1
             qual = p.qualifiers() if p.peek() == "<" else []
@@ -866,6 +884,8 @@ class _Module:
         return self._eval(decl.init, decl.line)
 
     def _unalias(self, t: _Type) -> _Type:
+        if t.name not in self.aliases:
+            return t
         seen: set[str] = set()
         while t.name in self.aliases:
             if t.name in seen:
@@ -1162,8 +1182,10 @@ class _Module:
     # -- entry point and use
 
     def entry(self, name: str) -> _Fn:
-        computes = [n for n, f in self.fns.items() if "compute" in f.attrs]
         fn = self.fns.get(name)
+        if fn is not None and "compute" in fn.attrs and "vertex" not in fn.attrs and "fragment" not in fn.attrs:
+            return fn
+        computes = [n for n, f in self.fns.items() if "compute" in f.attrs]
         if fn is None:
             raise ShaderError(
                 f"entry point `{name}` not found: the module has no fn of that name; its"
@@ -1210,14 +1232,39 @@ class _Module:
         )
 
     def used_names(self, entry: str) -> set[str]:
-        """Every name mentioned in the entry point and the functions it reaches."""
+        """The names of module-scope vars and functions that the entry point and the
+        functions it reaches mention."""
         names: set[str] = set()
         pending = [entry]
+        scope = self.fns.keys() | {var.name for var in self.vars}
         while pending:
-            refs = self.fns[pending.pop()].refs
+            refs = self._refs(self.fns[pending.pop()], scope)
             pending += [r for r in refs - names if r in self.fns and r != entry]
             names |= refs
         return names
+
+    def _refs(self, fn: _Fn, scope: set[str]) -> set[str]:
+        """The names of ``scope`` that ``fn``'s body mentions: as identifiers, not as
+        member names (after a `.`)."""
+        start, end = fn.body
+        texts = self.src.texts
+        body = texts[start:end]
+        found = scope.intersection(body)
+        if not found or "." not in body:
+            return found
+        followers = set()  # what follows each `.`
+        at = body.index(".")
+        try:
+            while True:
+                followers.add(body[at + 1] if at + 1 < len(body) else "")
+                at = body.index(".", at + 1)
+        except ValueError:
+            pass
+        for name in found & followers:  # counts only if some mention of it follows no `.`
+            after = list(zip(texts[start - 1 : end - 1], body))  # the token before the first is `{`
+            if body.count(name) == after.count((".", name)):
+                found.discard(name)
+        return found
 
     def binding(self, var: _Var, entry: str) -> tuple[int, int, str, int, int]:
         """(group, binding, kind, min_size, binding_size) of a used buffer binding."""
