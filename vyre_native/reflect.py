@@ -46,8 +46,8 @@ from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import accumulate, chain, repeat
-from typing import NamedTuple, TypeVar, cast
+from itertools import accumulate, repeat
+from typing import NamedTuple, Protocol, TypeVar, cast
 
 from .errors import ShaderError
 
@@ -125,11 +125,9 @@ ELSE_IFS_PER_LEVEL = 2
 _LINE_BREAK_RE = re.compile("\r\n?|[\v\f\x85\u2028\u2029]")
 # Blankspace, once line breaks are "\n": space, tab, line break, LRM and RLM.
 _BLANK = " \t\n\u200e\u200f"
-# Blankspace within a line.
-_LINE_BLANK = " \t\u200e\u200f"
 
 # One token a match, with the blankspace before it (taken possessively: every run of
-# blankspace in a line that ends in a token is followed by one, so no match backtracks
+# blankspace in a text that ends in a token is followed by one, so no match backtracks
 # and no position is scanned twice). Punctuation stays single-character so that `>>`
 # closing two template lists needs no special case; only names are needed from
 # expressions, never operators like `<=`.
@@ -141,10 +139,8 @@ _TOKEN = (
     r"|(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?[fh]?|\d+[eE][+-]?\d+[fh]?|\d+[fhiu]?)"
     r"|[^ \t\n\u200e\u200f]"  # any other punctuation
 )
-# the texts of a line's tokens (findall: one group, around the token)
-_LINE_TOKENS_RE = re.compile(r"[ \t\u200e\u200f]*+(" + _TOKEN + ")")
-# the tokens of a whole text, group 1 at each one's offset (finditer)
-_TEXT_TOKENS_RE = re.compile(r"[ \t\n\u200e\u200f]*+(" + _TOKEN + ")")
+# one token a match, group 1 (findall: the texts; finditer: the offsets too)
+_TOKENS_RE = re.compile(r"[ \t\n\u200e\u200f]*+(" + _TOKEN + ")")
 _COMMENT_RE = re.compile(r"//[^\n]*|/\*")
 _DEPTH_STEPS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 _INT_RE = re.compile(r"(0[xX][0-9a-fA-F]+|\d+)([iu]?)$")
@@ -166,32 +162,31 @@ def _kind(text: str) -> str:
 
 class _Source:
     """A module's text, its line breaks normalised and its comments blanked, as the
-    texts of its tokens. Where a token is (its line, its offset) is found when asked:
-    declarations and error messages ask for few lines, only the nesting walk for offsets."""
+    texts of its tokens. Where a token is (its offset, its line) is found when asked:
+    only the nesting walk and error messages ask."""
 
-    __slots__ = ("text", "texts", "line_ends", "_offsets", "_depths")
+    __slots__ = ("text", "texts", "_offsets", "_breaks", "_depths")
 
     def __init__(self, src: str) -> None:
         if not src.isascii() or "\r" in src or "\v" in src or "\f" in src:
             src = _LINE_BREAK_RE.sub("\n", src)  # the scan costs more than these checks
         self.text = text = _strip_comments(src)
-        # each line without its trailing blankspace, so that every run of blankspace the
-        # tokenizer meets ends at a token
-        lines = map(str.rstrip, text.split("\n"), repeat(_LINE_BLANK))
-        per_line = list(map(_LINE_TOKENS_RE.findall, lines))
-        self.texts: list[str] = list(chain.from_iterable(per_line))
-        self.line_ends = list(accumulate(map(len, per_line)))  # tokens up to each line's end
+        # without trailing blankspace, every run of it the tokenizer meets ends at a token
+        self.texts: list[str] = _TOKENS_RE.findall(text.rstrip(_BLANK))
         self._offsets: list[int] | None = None
+        self._breaks: list[int] | None = None
         self._depths: list[int] | None = None
 
     def line(self, i: int) -> int:
         """The line of token ``i``."""
-        return bisect_right(self.line_ends, i) + 1
+        if self._breaks is None:
+            self._breaks = [m.start() for m in re.finditer("\n", self.text)]
+        return bisect_right(self._breaks, self.offsets()[i]) + 1
 
     def offsets(self) -> list[int]:
         """Each token's offset in the text (line breaks normalised): tells `<=` from `< =`."""
         if self._offsets is None:
-            self._offsets = [m.start(1) for m in _TEXT_TOKENS_RE.finditer(self.text.rstrip(_BLANK))]
+            self._offsets = [m.start(1) for m in _TOKENS_RE.finditer(self.text.rstrip(_BLANK))]
         return self._offsets
 
     def depths(self) -> list[int]:
@@ -477,10 +472,23 @@ def _split(toks: Sequence[_Tok], angle: bool) -> list[list[_Tok]]:
 # ---------------------------------------------------------------- declarations
 
 
+class _Located(Protocol):
+    """Anything messages can name the line of: a token or a record, which keep where in
+    their module they are (token ``at`` of ``src``) and find the line when asked."""
+
+    @property
+    def line(self) -> int: ...
+
+
 class _Type(NamedTuple):
     name: str
     args: tuple[tuple[_Tok, ...], ...]  # template arguments as tokens: types or expressions
-    line: int
+    at: int  # the token the record starts at, its name: what messages give the line of
+    src: _Source
+
+    @property
+    def line(self) -> int:
+        return self.src.line(self.at)
 
     def __str__(self) -> str:
         return self.name + (f"<{', '.join(_text(a) for a in self.args)}>" if self.args else "")
@@ -488,14 +496,24 @@ class _Type(NamedTuple):
 
 class _Attr(NamedTuple):
     args: list[list[_Tok]]
-    line: int
+    at: int  # the token the record starts at, its name: what messages give the line of
+    src: _Source
+
+    @property
+    def line(self) -> int:
+        return self.src.line(self.at)
 
 
 class _Decl(NamedTuple):  # a module-scope const or override
     type: _Type | None
     init: list[_Tok] | None
-    line: int
     attrs: dict[str, _Attr]
+    at: int  # the token the record starts at, its name: what messages give the line of
+    src: _Source
+
+    @property
+    def line(self) -> int:
+        return self.src.line(self.at)
 
 
 class _Var(NamedTuple):
@@ -504,7 +522,12 @@ class _Var(NamedTuple):
     access: str | None
     type: _Type | None
     attrs: dict[str, _Attr]
-    line: int
+    at: int  # the token the record starts at, its name: what messages give the line of
+    src: _Source
+
+    @property
+    def line(self) -> int:
+        return self.src.line(self.at)
 
 
 class _Member(NamedTuple):
@@ -515,7 +538,12 @@ class _Member(NamedTuple):
 class _Fn(NamedTuple):
     attrs: dict[str, _Attr]
     body: tuple[int, int]  # where its body's tokens are (start, end)
-    line: int
+    at: int  # the token the record starts at, its name: what messages give the line of
+    src: _Source
+
+    @property
+    def line(self) -> int:
+        return self.src.line(self.at)
 
 
 class _Parser:
@@ -524,10 +552,10 @@ class _Parser:
     records with ``_new`` (NamedTuple's own constructor is Python code) and skip the
     generic bracket walk for the common one-token template and attribute arguments."""
 
-    __slots__ = ("src", "texts", "line_ends", "pos", "start", "end")
+    __slots__ = ("src", "texts", "pos", "start", "end")
 
     def __init__(self, src: _Source, start: int = 0, end: int | None = None) -> None:
-        self.src, self.texts, self.line_ends = src, src.texts, src.line_ends
+        self.src, self.texts = src, src.texts
         self.pos = self.start = start
         self.end = len(src.texts) if end is None else end
 
@@ -570,16 +598,16 @@ class _Parser:
         return tok
 
     def name(self) -> tuple[str, int]:
-        """``ident()``'s text and line, without making its token."""
+        """``ident()``'s text and index, without making its token."""
         pos = self.pos
         if pos < self.end:
             text = self.texts[pos]
             first = text[0]
             if first.isalpha() or first == "_" or _kind(text) == "ident":
                 self.pos = pos + 1
-                return text, bisect_right(self.line_ends, pos) + 1
+                return text, pos
         tok = self.ident()  # raises: no name here
-        return tok.text, tok.line
+        return tok.text, tok.at
 
     def skip(self, opener: str) -> tuple[int, int]:
         """Consume ``opener`` through its matching closer; return the indices of the
@@ -633,21 +661,21 @@ class _Parser:
             raise self._ended() from None
 
     def type(self) -> _Type:
-        name, line = self.name()
-        pos, texts = self.pos, self.texts
+        name, at = self.name()
+        pos, texts, src = self.pos, self.texts, self.src
         if pos >= self.end or texts[pos] != "<":
-            return _new(_Type, (name, (), line))
+            return _new(_Type, (name, (), at, src))
         if pos + 2 < self.end and texts[pos + 2] == ">" and texts[pos + 1] not in _ANGLE_SEPARATORS:
             self.pos = pos + 3  # the common case, one token: array<f32>
-            return _new(_Type, (name, ((_new_tok((texts[pos + 1], pos + 1, self.src)),),), line))
-        return _new(_Type, (name, tuple(map(tuple, _split(self.bracketed("<"), angle=True))), line))
+            return _new(_Type, (name, ((_new_tok((texts[pos + 1], pos + 1, src)),),), at, src))
+        return _new(_Type, (name, tuple(map(tuple, _split(self.bracketed("<"), angle=True))), at, src))
 
     def attrs(self) -> dict[str, _Attr]:
         out: dict[str, _Attr] = {}
         texts, end = self.texts, self.end
         while self.pos < end and texts[self.pos] == "@":
             self.pos += 1
-            name, line = self.name()
+            name, at = self.name()
             pos = self.pos
             args: list[list[_Tok]]
             if pos >= end or texts[pos] != "(":
@@ -657,7 +685,7 @@ class _Parser:
                 args = [[_new_tok((texts[pos + 1], pos + 1, self.src))]]
             else:
                 args = _split(self.bracketed("("), angle=False)
-            out[name] = _new(_Attr, (args, line))
+            out[name] = _new(_Attr, (args, at, self.src))
         return out
 
     def qualifiers(self) -> list[str]:
@@ -681,7 +709,7 @@ class _Parser:
 def _type_of(toks: Sequence[_Tok]) -> _Type:
     """The type written by ``toks``, consecutive tokens of one module."""
     if len(toks) == 1 and (tok := toks[0]).kind == "ident":
-        return _new(_Type, (tok.text, (), tok.line))  # the common case: a scalar or a struct
+        return _new(_Type, (tok.text, (), tok.at, tok.src))  # the common case: a scalar or a struct
     parser = _Parser(toks[0].src, toks[0].at, toks[-1].at + 1) if toks else _Parser(_EMPTY)
     parsed = parser.type()
     if parser.more():
@@ -716,10 +744,10 @@ class _Need(Exception):
     resolves that first and retries, so a chain of declarations (a const defined by the
     one before, a struct holding the one before) grows a list, not Python's stack."""
 
-    def __init__(self, key: _Key, line: int) -> None:
+    def __init__(self, key: _Key, where: _Located) -> None:
         super().__init__(key)
         self.key = key
-        self.line = line
+        self.where = where  # what needs it, for the message if it turns out a cycle
 
 
 _SCALAR_SIZE = {"f32": 4, "i32": 4, "u32": 4, "f16": 2}
@@ -780,32 +808,32 @@ class _Module:
         kw = p.peek()
         if kw == "fn":
             p.pos += 1
-            name, line = p.name()
+            name, at = p.name()
             p.skip("(")
             try:  # past the return type, if any
                 p.pos = p.texts.index("{", p.pos, p.end)
             except ValueError:
                 p.pos = p.end
                 raise p._ended() from None
-            self.fns[name] = _new(_Fn, (attrs, p.skip("{"), line))
+            self.fns[name] = _new(_Fn, (attrs, p.skip("{"), at, p.src))
         elif kw == "var":
             p.pos += 1
             qual = p.qualifiers() if p.peek() == "<" else []
-            name, line = p.name()
+            name, at = p.name()
             vtype = p.type() if p.accept(":") else None
             p.skip_statement()  # an initializer, allowed only on private vars
             space = qual[0] if qual else None
             access = qual[1] if len(qual) > 1 else None
-            self.vars.append(_new(_Var, (name, space, access, vtype, attrs, line)))
+            self.vars.append(_new(_Var, (name, space, access, vtype, attrs, at, p.src)))
         elif kw in ("const", "override"):
             p.pos += 1
-            name, line = p.name()
+            name, at = p.name()
             dtype = p.type() if p.accept(":") else None
             init = p.statement()
             if init and init[0].text != "=":
                 raise _unexpected(init[0], "`=` or `;`")
             table = self.consts if kw == "const" else self.overrides
-            table[name] = _new(_Decl, (dtype, init[1:] or None, line, attrs))
+            table[name] = _new(_Decl, (dtype, init[1:] or None, attrs, at, p.src))
         elif kw == "struct":
             p.pos += 1
             name, _ = p.name()
@@ -852,14 +880,14 @@ class _Module:
                 waiting.discard(pending.pop())
             except _Need as need:
                 if need.key in waiting:
-                    raise _cycle(need.key[1], need.line) from None
+                    raise _cycle(need.key[1], need.where.line) from None
                 pending.append(need.key)
                 waiting.add(need.key)
 
-    def _resolved(self, kind: str, name: str, line: int, shareable: bool = True) -> object:
+    def _resolved(self, kind: str, name: str, where: _Located, shareable: bool = True) -> object:
         key = (kind, name, shareable)
         if key not in self._memo:
-            raise _Need(key, line)
+            raise _Need(key, where)
         return self._memo[key]
 
     def _resolve(self, key: _Key) -> object:
@@ -881,7 +909,7 @@ class _Module:
         decl = self.consts.get(name) or self.overrides[name]
         if decl.init is None:
             raise _Unresolved(name)
-        return self._eval(decl.init, decl.line)
+        return self._eval(decl.init, decl)
 
     def _unalias(self, t: _Type) -> _Type:
         if t.name not in self.aliases:
@@ -896,13 +924,14 @@ class _Module:
 
     # -- constant expressions
 
-    def _eval(self, toks: Sequence[_Tok], line: int) -> int:
+    def _eval(self, toks: Sequence[_Tok], where: _Located) -> int:
         """Evaluate integer literals, const/override names, + - * / and parentheses, by
         operator precedence with explicit stacks (no recursion, however deep)."""
         if len(toks) == 1 and (literal := _int_literal(toks[0])) is not None:
             return literal  # the common case: @binding(0), @workgroup_size(64)
 
         def bad() -> ShaderError:
+            line = where.line
             return ShaderError(
                 f"line {line}: `{_text(toks)}` is not an integer expression vyre_native can"
                 " evaluate (it takes integer literals, names of module-scope consts and"
@@ -976,15 +1005,16 @@ class _Module:
                 f" const or override. Fix: declare it, e.g. `const {name} = 64;`.",
                 line=tok.line,
             )
-        value = self._resolved("value", name, tok.line)
+        value = self._resolved("value", name, tok)
         if isinstance(value, _Unresolved):
             raise _Unresolved(value.name)
         return cast(int, value)
 
-    def eval_int(self, toks: Sequence[_Tok], line: int, what: str) -> int:
+    def eval_int(self, toks: Sequence[_Tok], where: _Located, what: str) -> int:
         try:
-            return self._eval(toks, line)
+            return self._eval(toks, where)
         except _Unresolved as e:
+            line = where.line
             key = self.webgpu_key(e.name)
             named = f"{{'{key}': ...}}" + (f" (or {{'{e.name}': ...}})" if key != e.name else "")
             raise ShaderError(
@@ -1003,7 +1033,7 @@ class _Module:
                 f"line {attr.line}: @{name} takes one argument, got {len(attr.args)}. Fix: write @{name}(n).",
                 line=attr.line,
             )
-        return self.eval_int(attr.args[0], attr.line, f"@{name}")
+        return self.eval_int(attr.args[0], attr, f"@{name}")
 
     # -- overrides
 
@@ -1090,9 +1120,9 @@ class _Module:
         The module's own structs and aliases come first: they shadow predeclared names
         (a struct named vec2f is that struct)."""
         if t.name in self.aliases:
-            return cast(_Layout, self._resolved("alias", t.name, t.line, shareable))
+            return cast(_Layout, self._resolved("alias", t.name, t, shareable))
         if t.name in self.structs:
-            return cast(_Layout, self._resolved("struct", t.name, t.line, shareable))
+            return cast(_Layout, self._resolved("struct", t.name, t, shareable))
         if t.name in _SCALAR_SIZE:
             size = _SCALAR_SIZE[t.name]
             return size, size, True
@@ -1109,7 +1139,7 @@ class _Module:
             size, align, _ = self.layout(self.type_of(t.args[0]), shareable)
             if len(t.args) == 1:
                 return 0, align, False
-            count = self.eval_int(t.args[1], t.line, f"the element count of {t}")
+            count = self.eval_int(t.args[1], t, f"the element count of {t}")
             if count <= 0:
                 raise ShaderError(
                     f"line {t.line}: {t} has {count} elements. Fix: use a count of at least 1.",
@@ -1183,7 +1213,7 @@ class _Module:
 
     def entry(self, name: str) -> _Fn:
         fn = self.fns.get(name)
-        if fn is not None and "compute" in fn.attrs and "vertex" not in fn.attrs and "fragment" not in fn.attrs:
+        if fn is not None and "compute" in fn.attrs and not {"vertex", "fragment"} & fn.attrs.keys():
             return fn
         computes = [n for n, f in self.fns.items() if "compute" in f.attrs]
         if fn is None:
@@ -1213,7 +1243,7 @@ class _Module:
                 line=fn.line,
             )
         what = f"@workgroup_size of `{name}`"
-        dims = [self.eval_int(arg, attr.line, what) for arg in attr.args]
+        dims = [self.eval_int(arg, attr, what) for arg in attr.args]
         if min(dims) < 1:
             raise ShaderError(
                 f"line {attr.line}: {what} evaluates to {dims}. Fix: make every dimension at least 1.",
