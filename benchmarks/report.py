@@ -69,6 +69,7 @@ OPERATIONS: dict[str, str] = {
     "async_read_16x4MiB": "16 x 4 MiB readbacks in flight",
     "write_64MiB": "write 64 MiB + wait",
     "compile": "compile WGSL into a pipeline",
+    "compile_seen": "compile WGSL seen before",
     "multi_device_one": "compute unit, one device",
     "multi_device_two": "compute unit, two devices / two threads",
 }

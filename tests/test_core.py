@@ -396,6 +396,37 @@ def test_compile_constants_set_override_values(device: vn.Device, run) -> None:
     np.testing.assert_array_equal(tripled, host * 3)
 
 
+def test_compiling_a_source_again_reflects_it_as_the_first_time(device: vn.Device, run) -> None:
+    # compile() keeps what reflection found per source, entry point, preserve and constants
+    wgsl = """
+    override block: u32 = 4;
+    @group(0) @binding(0) var<storage, read_write> out: array<u32>;
+    @compute @workgroup_size(block) fn main(@builtin(local_invocation_index) i: u32) { out[i] = block; }
+    @compute @workgroup_size(2) fn two(@builtin(local_invocation_index) i: u32) { out[i] = 7u; }
+    """
+    for _ in range(2):
+        assert device.compile(wgsl).workgroup_size == (4, 1, 1)
+        assert device.compile(wgsl, constants={"block": 8}).workgroup_size == (8, 1, 1)
+        assert device.compile(wgsl, entry_point="two").workgroup_size == (2, 1, 1)
+        assert device.compile(wgsl, preserve=["out"]).bindings[0].preserve
+        assert not device.compile(wgsl).bindings[0].preserve
+        with pytest.raises(vn.ShaderError, match="preserve names `nothing`"):
+            device.compile(wgsl, preserve=["nothing"])
+    (out,) = run(device.compile(wgsl, constants={"block": 8}), [], [device.alloc(32)], dtype=np.uint32)
+    assert out.tolist() == [8] * 8
+
+
+def test_compile_keeps_a_bounded_number_of_reflections(device: vn.Device) -> None:
+    from vyre_native import pipeline
+
+    for k in range(pipeline._REFLECTED_MAX + 5):
+        device.compile(
+            "@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n"
+            f"@compute @workgroup_size(1) fn main() {{ o[0] = {k}u; }}"
+        )
+        assert len(pipeline._REFLECTED) <= pipeline._REFLECTED_MAX
+
+
 ID_OVERRIDE = """
 @id(7) override k: u32 = 1;
 override w: u32 = 2;

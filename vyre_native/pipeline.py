@@ -24,7 +24,7 @@ from ._marshal import (
 from .buffer import Bindable, Buffer, BufferView
 from .dispatch import PrerecordedDispatch
 from .errors import BindingError, ShaderError
-from .reflect import Binding, _prepare, reflect
+from .reflect import Binding, ModuleReflection, _prepare, reflect
 from .replay import Recording
 
 if TYPE_CHECKING:
@@ -46,6 +46,13 @@ _PIPELINE_OUT = ffi.typeof("vn_pipeline **")
 _BINDING_DESCS = ffi.typeof("vn_binding_desc[]")
 _CONSTANTS = ffi.typeof("vn_constant[]")
 _PIPELINE_DESC = ffi.typeof("vn_pipeline_desc *")
+
+# What reflect() found for sources compiled before, keyed by all it reads: compiling a
+# source again (with the same entry point, preserve and constants) skips reading the
+# text; the shader itself is compiled again all the same. Bounded (emptied when full);
+# only single dict operations, atomic under the GIL, so no lock (none held across a fork).
+_REFLECTED: dict[tuple[Any, ...], ModuleReflection] = {}
+_REFLECTED_MAX = 64
 
 
 def _shader_error(err: ShaderError) -> ShaderError:
@@ -143,9 +150,13 @@ class Pipeline(Handle):
         names_kept = to_str_tuple(preserve, "preserve")
         values = to_constants(constants)
         target = None if indirect is None else _indirect_pair(indirect)
+        # the key: exact types, and each constant's type and repr (-0.0 is not 0.0)
+        key = (wgsl, entry_point, names_kept, tuple((k, type(v), repr(v)) for k, v in values.items()))
+        cacheable = type(wgsl) is str and type(entry_point) is str and all(type(n) is str for n in names_kept)
+        module = _REFLECTED.get(key) if cacheable else None
         # Nesting deeper than naga's stack can take is refused before naga parses it;
         # _prepare() checks it (and its tokens serve reflection below).
-        tokens = _prepare(wgsl)
+        tokens = _prepare(wgsl) if module is None else None
         shader_out = ffi.new(_SHADER_OUT)
         # Compile next: a WGSL error is reported by the compiler, with its line,
         # before reflection has to make sense of the text.
@@ -155,7 +166,12 @@ class Pipeline(Handle):
             raise _shader_error(err) from None
         shader = ffi.gc(shader_out[0], lib.vn_shader_release)
 
-        module = reflect(tokens, entry_point, names_kept, values)
+        if module is None:
+            module = reflect(wgsl if tokens is None else tokens, entry_point, names_kept, values)
+            if cacheable:
+                if len(_REFLECTED) >= _REFLECTED_MAX:
+                    _REFLECTED.clear()
+                _REFLECTED[key] = module
         bindings = module.bindings
         indirect_index, indirect_offset = -1, 0
         if target is not None:
@@ -173,7 +189,8 @@ class Pipeline(Handle):
         # under wgpu-native's keys: an @id(n) override's is "n", any other's its name
         keyed = module.constants
         const_names = [ffi.new(_CHARS, k.encode()) for k in keyed]
-        consts = ffi.new(_CONSTANTS, list(zip(const_names, map(float, keyed.values())))) if keyed else ffi.NULL
+        pairs = list(zip(const_names, map(float, keyed.values())))
+        consts = ffi.new(_CONSTANTS, pairs) if pairs else ffi.NULL
         entry_c = ffi.new(_CHARS, entry)
         desc = ffi.new(
             _PIPELINE_DESC,
