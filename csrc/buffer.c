@@ -150,7 +150,7 @@ vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, 
     return vn_scope_end(dev, "buffer.write", VN_ERROR_VALIDATION, "check offset, length and usage.");
 }
 
-vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity) {
+vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity, vn_pending_read **pending) {
     vn_status st = vn_buffer_check(buffer, "buffer.read");
     if (st == VN_OK) st = vn_buffers_submittable(&buffer, 1, "buffer.read()");
     if (st != VN_OK) return st;
@@ -166,11 +166,12 @@ vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity) {
                        (unsigned long long)capacity, (unsigned long long)buffer->byte_len,
                        (unsigned long long)buffer->byte_len);
     if (buffer->byte_len == 0) return VN_OK;
-    return vn_readback(buffer->device, buffer->buffer, buffer->byte_len, dst);
+    return vn_readback(buffer->device, buffer->buffer, buffer->byte_len, dst, pending);
 }
 
 void vn_buffer_release(vn_buffer *buffer) {
-    if (buffer == NULL || atomic_fetch_sub(&buffer->refs, 1) != 1) return;
+    if (buffer == NULL || vn_inherited(buffer->device)) return; /* fork() child: forget it */
+    if (atomic_fetch_sub(&buffer->refs, 1) != 1) return;
     /* Cached bind groups naming this buffer would keep its memory alive; drop them. */
     vn_device_forget_buffer(buffer->device, buffer->identity);
     wgpu.BufferRelease(buffer->buffer);

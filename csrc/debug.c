@@ -5,8 +5,11 @@ static atomic_llong live[VN_LIVE_KIND_COUNT];
 
 void vn_live_add(enum vn_live_kind kind, int64_t delta) { atomic_fetch_add(&live[kind], delta); }
 
-void vn_debug_live_counts(vn_live_counts *out) {
+void vn_debug_live_counts(vn_live_counts *out, double wait_s) {
     if (out == NULL) return;
+    /* Devices released while their work ran are freed once it has finished: let a leak
+     * test see them go. */
+    vn_devices_reap(wait_s);
     out->devices = atomic_load(&live[VN_LIVE_DEVICE]);
     out->buffers = atomic_load(&live[VN_LIVE_BUFFER]);
     out->shaders = atomic_load(&live[VN_LIVE_SHADER]);
@@ -18,4 +21,8 @@ void vn_debug_live_counts(vn_live_counts *out) {
     out->sequences = atomic_load(&live[VN_LIVE_SEQUENCE]);
     out->submissions = atomic_load(&live[VN_LIVE_SUBMISSION]);
     out->pending_reads = atomic_load(&live[VN_LIVE_PENDING_READ]);
+}
+
+vn_status vn_debug_error_status(uint32_t wgpu_error_type, const char *message) {
+    return vn_error_status((WGPUErrorType)wgpu_error_type, message != NULL ? message : "", VN_ERROR_VALIDATION);
 }

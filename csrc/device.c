@@ -56,8 +56,32 @@ static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStr
     atomic_store(&req->done, 1);
 }
 
+/* ---- processes: fork() and devices released while busy ------------------------- */
+
+atomic_uint vn_fork_generation;
+
+/* Devices whose last reference went while their work was still running. wgpu-native's
+ * release of a device waits for its queue to drain (for ever on a device lost to a GPU
+ * fault), and a release runs from ffi.gc finalizers, which must never block: such a
+ * device waits here, and vn_devices_reap frees the ones that have become idle. A
+ * lock-free stack (push by compare-exchange, take-all by exchange), so no mutex is
+ * inherited locked by a fork() child. */
+static _Atomic(vn_device *) parked;
+
+static void on_fork_child(void) {
+    atomic_fetch_add(&vn_fork_generation, 1);
+    /* The parent's parked devices are the parent's: forget them here. */
+    atomic_store(&parked, NULL);
+}
+
+static vn_once process_once = VN_ONCE_INIT;
+static void process_init(void) { vn_at_fork_child(on_fork_child); }
+
 void vn_device_init_locks(vn_device *dev) {
+    vn_once_run(&process_once, process_init);
+    dev->generation = atomic_load(&vn_fork_generation);
     atomic_init(&dev->refs, 1);
+    atomic_init(&dev->abandoned_count, 0);
     vn_mutex_init(&dev->scope_lock);
     vn_rwlock_init(&dev->submit_lock);
     vn_mutex_init(&dev->staging_lock);
@@ -72,8 +96,44 @@ static void on_device_lost(WGPUDevice const *device, WGPUDeviceLostReason reason
     vn_device *dev = userdata1;
     /* CallbackCancelled fires when we release the device ourselves: not a loss. */
     if (dev == NULL || reason == WGPUDeviceLostReason_CallbackCancelled) return;
-    vn_string_view_copy(message, dev->lost_reason, sizeof dev->lost_reason);
-    atomic_store(&dev->lost, 1);
+    char text[512];
+    vn_string_view_copy(message, text, sizeof text);
+    vn_device_note_lost(dev, text[0] ? text : "lost by the driver");
+}
+
+void vn_device_note_lost(vn_device *device, const char *reason) {
+    if (device == NULL || atomic_load(&device->lost)) return;
+    snprintf(device->lost_reason, sizeof device->lost_reason, "%s", reason);
+    atomic_store(&device->lost, 1);
+}
+
+/* Case-insensitive substring search (wgpu spells the same condition several ways). */
+static bool contains_nocase(const char *text, const char *word) {
+    if (text == NULL) return false;
+    size_t n = strlen(word);
+    for (; *text; text++) {
+        size_t i = 0;
+        while (i < n && text[i] && tolower((unsigned char)text[i]) == tolower((unsigned char)word[i])) i++;
+        if (i == n) return true;
+    }
+    return false;
+}
+
+bool vn_message_says_lost(const char *message) {
+    return contains_nocase(message, "device is lost") || contains_nocase(message, "device lost");
+}
+
+vn_status vn_error_status(WGPUErrorType type, const char *message, vn_status validation_code) {
+    /* wgpu-native 29 reports a failed GPU allocation ("Not enough memory left.") and
+     * errors on a lost device ("Parent device is lost") with the Validation type. */
+    if (contains_nocase(message, "not enough memory") || contains_nocase(message, "out of memory") ||
+        type == WGPUErrorType_OutOfMemory)
+        return VN_ERROR_OUT_OF_MEMORY;
+    if (vn_message_says_lost(message)) return VN_ERROR_DEVICE_LOST;
+    switch (type) {
+    case WGPUErrorType_Validation: return validation_code;
+    default: return VN_ERROR_INTERNAL;
+    }
 }
 
 /* An error that reached no scope. The C layer wraps every creating and encoding
@@ -218,8 +278,55 @@ vn_status vn_enumerate_adapters(const char *backend, vn_device_info *out, size_t
 
 void vn_device_retain(vn_device *device) { atomic_fetch_add(&device->refs, 1); }
 
-void vn_device_unref(vn_device *device) {
-    if (device == NULL || atomic_fetch_sub(&device->refs, 1) != 1) return;
+/* ---- fences: "everything submitted so far has finished" -------------------------- */
+
+/* wgpuDevicePoll's return value does not say whether work is still running (wgpu-native
+ * 29 returns true with a submission in flight), so completion of "all work so far" is a
+ * work-done callback registered now: it fires once everything submitted before it has. */
+struct vn_fence {
+    atomic_int done;
+    atomic_int refs; /* the holder's and the callback's */
+};
+
+static void fence_unref(vn_fence *f) {
+    if (f != NULL && atomic_fetch_sub(&f->refs, 1) == 1) free(f);
+}
+
+static void on_fence(WGPUQueueWorkDoneStatus status, WGPUStringView message, void *userdata1, void *userdata2) {
+    (void)status; /* cancelled or failed work is finished work too */
+    (void)message;
+    (void)userdata2;
+    vn_fence *f = userdata1;
+    atomic_store(&f->done, 1);
+    fence_unref(f);
+}
+
+/* NULL only when out of host memory (the caller then polls as if it were not done). */
+static vn_fence *fence_create(vn_device *device) {
+    vn_fence *f = calloc(1, sizeof *f);
+    if (f == NULL) return NULL;
+    atomic_init(&f->refs, 2);
+    WGPUQueueWorkDoneCallbackInfo info = WGPU_QUEUE_WORK_DONE_CALLBACK_INFO_INIT;
+    info.mode = WGPUCallbackMode_AllowProcessEvents;
+    info.callback = on_fence;
+    info.userdata1 = f;
+    wgpu.QueueOnSubmittedWorkDone(device->queue, info);
+    return f;
+}
+
+/* True when nothing submitted to the device is still running (its callbacks have run).
+ * Never blocks: the first call registers the fence, later ones poll it. */
+static bool device_idle(vn_device *device) {
+    if (device->idle_fence == NULL) device->idle_fence = fence_create(device);
+    wgpu.DevicePoll(device->device, 0, NULL);
+    wgpu.InstanceProcessEvents(device->instance);
+    vn_reads_reap(device, false);
+    return device->idle_fence != NULL && atomic_load(&device->idle_fence->done);
+}
+
+static void device_free(vn_device *device) {
+    fence_unref(device->idle_fence);
+    vn_reads_reap(device, true);
     vn_staging_free_all(device);
     if (device->queue) wgpu.QueueRelease(device->queue);
     if (device->device) wgpu.DeviceRelease(device->device);
@@ -233,8 +340,50 @@ void vn_device_unref(vn_device *device) {
     vn_live_add(VN_LIVE_DEVICE, -1);
 }
 
+static void park(vn_device *device) {
+    vn_device *head = atomic_load(&parked);
+    do {
+        device->parked_next = head;
+    } while (!atomic_compare_exchange_weak(&parked, &head, device));
+}
+
+bool vn_devices_reap(double wait_s) {
+    double deadline = vn_monotonic_seconds() + wait_s;
+    for (;;) {
+        vn_device *list = atomic_exchange(&parked, NULL);
+        while (list != NULL) {
+            vn_device *device = list;
+            list = device->parked_next;
+            if (vn_inherited(device)) continue; /* the parent's: forget it */
+            if (device_idle(device)) device_free(device);
+            else park(device);
+        }
+        if (atomic_load(&parked) == NULL) return true;
+        if (vn_monotonic_seconds() >= deadline) return false;
+        vn_sleep_ns(1000000);
+    }
+}
+
+void vn_device_unref(vn_device *device) {
+    /* In a fork() child an inherited device is only forgotten: its driver threads are
+     * in the parent, and destroying it here blocks for ever. */
+    if (device == NULL || vn_inherited(device)) return;
+    if (atomic_fetch_sub(&device->refs, 1) != 1) return;
+    if (device->device != NULL && !device_idle(device)) {
+        park(device);
+        return;
+    }
+    device_free(device);
+}
+
 vn_status vn_device_check(const vn_device *device, const char *what) {
     if (device == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%s: device is NULL. Fix: pass a live Device.", what);
+    if (vn_inherited(device))
+        return vn_fail(VN_ERROR_FORKED,
+                       "%s: the device '%s' was created before os.fork() and this process is the child, which "
+                       "inherited it; wgpu-native cannot use a device across fork(). Fix: create a new vn.Device "
+                       "in the child (and its buffers and pipelines there); objects inherited from the parent can "
+                       "only be dropped.", what, device->info.name);
     if (atomic_load(&device->closed))
         return vn_fail(VN_ERROR_RELEASED,
                        "%s: the device was closed. Fix: create a new vn.Device and its buffers and pipelines "
@@ -255,6 +404,7 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_create: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
+    vn_devices_reap(0.0); /* free devices released while busy that have finished since */
     if (power_preference != VN_POWER_DEFAULT && power_preference != VN_POWER_LOW && power_preference != VN_POWER_HIGH)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "power preference %d is not one of 0 (default), 1 (low-power), "
                        "2 (high-performance). Fix: pass one of those.", (int)power_preference);
@@ -371,6 +521,7 @@ static vn_status finish_device(vn_device *dev, vn_device **out) {
     }
     dev->device = dreq.device;
     dev->queue = wgpu.DeviceGetQueue(dev->device);
+    dev->serial_submits = strcmp(dev->info.adapter_type, "CPU") == 0;
     dev->timestamp_period = dev->timestamps ? (double)wgpu.QueueGetTimestampPeriod(dev->queue) : 0.0;
     dev->limits = WGPU_LIMITS_INIT;
     if (wgpu.DeviceGetLimits(dev->device, &dev->limits) != WGPUStatus_Success) dev->limits = limits;
@@ -410,16 +561,56 @@ vn_status vn_device_get_limits(const vn_device *device, vn_limits *out) {
 
 int vn_device_has_timestamps(const vn_device *device) { return device != NULL && device->timestamps; }
 
-vn_status vn_device_wait(vn_device *device, uint64_t index) {
-    WGPUSubmissionIndex idx = index;
-    wgpu.DevicePoll(device->device, 1, index ? &idx : NULL);
-    return vn_device_check(device, "waiting for submitted work");
+/* Polls spin (yielding) this long, so work of microseconds is seen at once, then sleep
+ * between polls, doubling from the first pause to the longest: a long wait costs a
+ * poll every 0.2 ms, not a busy core, and sees completion at most that late. */
+enum { SPIN_NS = 200000, FIRST_PAUSE_NS = 20000, LONGEST_PAUSE_NS = 200000 };
+
+vn_status vn_wait(vn_device *device, atomic_int *flag, double limit_s, double *waited_s) {
+    if (flag == NULL) {
+        /* All work so far: a fence of this call's own. */
+        vn_fence *f = fence_create(device);
+        if (f == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a fence. Fix: free host memory.");
+        vn_status st = vn_wait(device, &f->done, limit_s, waited_s);
+        fence_unref(f);
+        return st;
+    }
+    uint64_t start = vn_monotonic_ns();
+    uint64_t limit = (uint64_t)VN_WAIT_SLICE_MS * 1000000u;
+    if (limit_s >= 0 && limit_s * 1e9 < (double)limit) limit = (uint64_t)(limit_s * 1e9);
+    uint64_t pause = 0;
+    vn_status st = VN_PENDING;
+    for (;;) {
+        wgpu.DevicePoll(device->device, 0, NULL);
+        /* Map and work-done callbacks (AllowProcessEvents) fire from here too. */
+        wgpu.InstanceProcessEvents(device->instance);
+        if (atomic_load_explicit(&device->abandoned_count, memory_order_relaxed) != 0) vn_reads_reap(device, false);
+        if (atomic_load(flag)) {
+            st = VN_OK;
+            break;
+        }
+        if (atomic_load(&device->lost)) {
+            /* Destroyed or lost: what has not finished by now will not. */
+            st = vn_device_check(device, "waiting for submitted work");
+            break;
+        }
+        uint64_t spent = vn_monotonic_ns() - start;
+        if (spent >= limit) break;
+        if (spent < SPIN_NS) {
+            vn_yield();
+            continue;
+        }
+        pause = pause == 0 ? FIRST_PAUSE_NS : pause * 2 > LONGEST_PAUSE_NS ? LONGEST_PAUSE_NS : pause * 2;
+        vn_sleep_ns(pause < limit - spent ? pause : limit - spent);
+    }
+    if (waited_s != NULL) *waited_s += (double)(vn_monotonic_ns() - start) * 1e-9;
+    return st;
 }
 
 vn_status vn_device_wait_idle(vn_device *device) {
     vn_status st = vn_device_check(device, "device.wait_idle");
     if (st != VN_OK) return st;
-    return vn_device_wait(device, 0);
+    return vn_wait(device, NULL, -1.0, NULL);
 }
 
 vn_status vn_device_destroy(vn_device *device) {
@@ -438,6 +629,8 @@ vn_status vn_device_destroy(vn_device *device) {
 }
 
 vn_status vn_submit_begin(vn_device *device, const char *what) {
+    /* Before the lock: a fork() child may have inherited it held. */
+    if (vn_inherited(device)) return vn_device_check(device, what);
     vn_rwlock_read_lock(&device->submit_lock);
     vn_status st = vn_device_check(device, what);
     if (st != VN_OK) vn_rwlock_read_unlock(&device->submit_lock);
@@ -484,6 +677,23 @@ static void on_pop(WGPUPopErrorScopeStatus status, WGPUErrorType type, WGPUStrin
     atomic_store(&r->done, 1);
 }
 
+/* A captured error as its status and message. An error saying the device is lost also
+ * marks it lost, so that no later call submits to it (wgpu-native aborts on that), and
+ * a failed allocation is out of memory whatever type wgpu gave it. */
+static vn_status scope_failure(vn_device *device, WGPUErrorType type, const char *message, const char *what,
+                               vn_status validation_code, const char *fix) {
+    vn_status st = vn_error_status(type, message, validation_code);
+    if (st == VN_ERROR_DEVICE_LOST) {
+        vn_device_note_lost(device, message);
+        return vn_fail(st, "%s failed: the device '%s' is lost (%s). Fix: create a new vn.Device and re-create "
+                       "buffers and pipelines on it.", what, device->info.name, message);
+    }
+    if (st == VN_ERROR_OUT_OF_MEMORY)
+        return vn_fail(st, "%s failed: the GPU could not allocate it (%s). Fix: free GPU memory (release buffers "
+                       "you no longer need) or use smaller buffers.", what, message);
+    return vn_fail(st, "%s failed: %s. Fix: %s", what, message, fix);
+}
+
 void vn_scope_begin(vn_device *device) {
     vn_mutex_lock(&device->scope_lock);
     uncaptured.type = WGPUErrorType_NoError;
@@ -491,14 +701,6 @@ void vn_scope_begin(vn_device *device) {
      * internal errors reach the uncaptured-error backstop instead. */
     wgpu.DevicePushErrorScope(device->device, WGPUErrorFilter_OutOfMemory);
     wgpu.DevicePushErrorScope(device->device, WGPUErrorFilter_Validation);
-}
-
-static vn_status error_status(WGPUErrorType type, vn_status validation_code) {
-    switch (type) {
-    case WGPUErrorType_Validation: return validation_code;
-    case WGPUErrorType_OutOfMemory: return VN_ERROR_OUT_OF_MEMORY;
-    default: return VN_ERROR_INTERNAL;
-    }
 }
 
 vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation_code, const char *fix) {
@@ -518,15 +720,14 @@ vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation
         if (!atomic_load(&r->done)) continue;
         if (r->status == WGPUPopErrorScopeStatus_Success && r->type != WGPUErrorType_NoError && r->type != 0) {
             tidy_message(r->message);
-            return vn_fail(error_status(r->type, validation_code),
-                           "%s failed: %s. Fix: %s", what, r->message, fix);
+            return scope_failure(device, r->type, r->message, what, validation_code, fix);
         }
     }
     if (uncaptured.type != WGPUErrorType_NoError && uncaptured.type != 0) {
         WGPUErrorType t = uncaptured.type;
         tidy_message(uncaptured.message);
         uncaptured.type = WGPUErrorType_NoError;
-        return vn_fail(error_status(t, validation_code), "%s failed: %s. Fix: %s", what, uncaptured.message, fix);
+        return scope_failure(device, t, uncaptured.message, what, validation_code, fix);
     }
     return vn_device_check(device, what);
 }

@@ -50,11 +50,19 @@ void vn_live_add(enum vn_live_kind kind, int64_t delta);
 /* ---- device (device.c) ------------------------------------------------------ */
 
 typedef struct vn_staging vn_staging;
+typedef struct vn_fence vn_fence;
+
+/* Bumped in the child process after every fork() (device.c registers the handler when
+ * the first device is made). A device records the value when it is made; a device
+ * whose record differs was inherited across fork(), and nothing may call wgpu-native
+ * on it or lock its mutexes in this process. A plain load, no system call. */
+extern atomic_uint vn_fork_generation;
 
 struct vn_device {
     atomic_long refs;
     atomic_int closed; /* vn_device_close called: calls fail with VN_ERROR_RELEASED */
     atomic_int lost;   /* destroyed or lost: calls fail with VN_ERROR_DEVICE_LOST */
+    unsigned generation; /* vn_fork_generation when made */
     WGPUInstance instance;
     WGPUAdapter adapter;
     WGPUDevice device;
@@ -63,6 +71,10 @@ struct vn_device {
     vn_device_info info;
     char lost_reason[512];
     bool timestamps;          /* TimestampQuery enabled */
+    /* The queue runs one submission at a time: on a CPU adapter (lavapipe) a submit
+     * blocks inside the driver until the earlier work has finished, where no signal can
+     * interrupt it, so vn_submit_ready drains the queue first, in time slices. */
+    bool serial_submits;
     double timestamp_period;  /* nanoseconds per timestamp tick */
 
     /* Error scopes are a stack per device: one thread at a time pushes, works and
@@ -75,10 +87,19 @@ struct vn_device {
      * checking the flags) and vn_device_destroy holds it for writing. */
     vn_rwlock submit_lock;
 
-    /* Readback staging buffers kept for reuse (readback.c). */
+    /* Readback staging buffers kept for reuse (readback.c), and reads released while
+     * their copy was in flight: their map callback still points at them, so the device
+     * keeps them until it fires and then returns their staging buffers (vn_reads_reap). */
     vn_mutex staging_lock;
     vn_staging *staging_free;
     size_t staging_free_count;
+    struct vn_pending_read *abandoned;
+    atomic_int abandoned_count;
+
+    /* The process-wide list of devices released with work still running, and the
+     * fence that says when that work has finished (device.c). */
+    struct vn_device *parked_next;
+    struct vn_fence *idle_fence;
 
     /* Live pipelines, so a buffer's release can purge bind groups naming it. */
     vn_mutex pipelines_lock;
@@ -94,8 +115,25 @@ void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out);
 const char *vn_feature_name(uint32_t id);
 void vn_describe_features(WGPUAdapter adapter, char *out, size_t capacity);
 void vn_device_unref(vn_device *device);
-/* VN_OK, VN_ERROR_RELEASED (closed) or VN_ERROR_DEVICE_LOST, with a message naming `what`. */
+/* Free the devices released while busy whose work has finished, polling them up to
+ * wait_s seconds; true when none is left waiting. */
+bool vn_devices_reap(double wait_s);
+/* True when the device was made before a fork() and this is the child. */
+static inline bool vn_inherited(const vn_device *device) {
+    return device->generation != atomic_load_explicit(&vn_fork_generation, memory_order_relaxed);
+}
+/* VN_OK, VN_ERROR_FORKED (inherited across fork), VN_ERROR_RELEASED (closed) or
+ * VN_ERROR_DEVICE_LOST, with a message naming `what`. */
 vn_status vn_device_check(const vn_device *device, const char *what);
+/* The device is lost (wgpu said so in an error or a callback): later calls fail with
+ * VN_ERROR_DEVICE_LOST. Takes no lock, so a callback may call it. */
+void vn_device_note_lost(vn_device *device, const char *reason);
+/* VN_ERROR_OUT_OF_MEMORY, VN_ERROR_DEVICE_LOST or VN_ERROR_INTERNAL when a wgpu error
+ * message says so whatever its type, else the status of its WGPUErrorType (Validation:
+ * validation_code). */
+vn_status vn_error_status(WGPUErrorType type, const char *message, vn_status validation_code);
+/* True when a wgpu message says the device is lost ("Parent device is lost"). */
+bool vn_message_says_lost(const char *message);
 
 /* Error scopes around a creating or encoding call. vn_scope_begin locks the
  * device's scope lock; vn_scope_end pops, unlocks, and turns a captured error into
@@ -105,18 +143,30 @@ vn_status vn_device_check(const vn_device *device, const char *what);
 void vn_scope_begin(vn_device *device);
 vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation_code, const char *fix);
 
+/* Poll the device until *flag is set (flag NULL: until all work submitted before the
+ * call has finished, through a work-done fence of its own), for at most
+ * limit_s seconds (< 0: no limit of its own) and never past one VN_WAIT_SLICE_MS slice:
+ * VN_OK once it is, VN_PENDING when the time ran out first, VN_ERROR_DEVICE_LOST when
+ * the device is lost and the work did not finish. Adds the time spent to *waited_s (may
+ * be NULL). Never blocks inside wgpu-native: the blocking poll has no timeout, so a
+ * hung kernel would hold the thread, and a signal, for ever. */
+vn_status vn_wait(vn_device *device, atomic_int *flag, double limit_s, double *waited_s);
+
 /* Take the life lock for reading and check the device; on VN_OK the caller
  * submits or reads a mapped range, then calls vn_submit_end. On failure nothing is
  * held. */
 vn_status vn_submit_begin(vn_device *device, const char *what);
 void vn_submit_end(vn_device *device);
+/* Before encoding or submitting anything: VN_OK, or on a device with serial_submits
+ * VN_PENDING while earlier work still runs (the caller returns it, to be called again). */
+static inline vn_status vn_submit_ready(vn_device *device) {
+    return device->serial_submits ? vn_wait(device, NULL, -1.0, NULL) : VN_OK;
+}
 
 /* wgpu-native fires AllowProcessEvents callbacks from wgpuInstanceProcessEvents or a
  * device poll: drive both until *flag is set; false after limit_s seconds. */
 bool vn_process_until(WGPUInstance instance, WGPUDevice device, atomic_int *flag, double limit_s);
 
-/* Block until submission `index` (or all work when index is 0) has completed. */
-vn_status vn_device_wait(vn_device *device, uint64_t index);
 
 /* ---- buffers (buffer.c) ----------------------------------------------------- */
 
@@ -144,9 +194,17 @@ vn_status vn_buffer_check(const vn_buffer *buffer, const char *what);
 /* ---- readback (readback.c) ---------------------------------------------------- */
 
 /* Copy `nbytes` of `src` (which has COPY_SRC usage and an allocation of at least
- * round_up(nbytes, 4) bytes) into dst, after all work submitted before the call. */
-vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t nbytes, void *dst);
+ * round_up(nbytes, 4) bytes) into dst, after all work submitted before the call, waiting
+ * one time slice at most: VN_OK, or VN_PENDING with *pending the read in flight (finish
+ * it with vn_pending_read_finish; NULL pending: it is abandoned). */
+vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t nbytes, void *dst, vn_pending_read **pending);
+/* Queue the copy of `nbytes` of `src` into a staging buffer and its map: a pending read
+ * the caller owns (vn_pending_read_release). */
+vn_status vn_read_start(vn_device *device, WGPUBuffer src, uint64_t nbytes, vn_pending_read **out);
 void vn_staging_free_all(vn_device *device);
+/* Return the staging buffers of abandoned reads whose map has completed (all of them
+ * when final, leaking any whose callback has not fired: it still points at them). */
+void vn_reads_reap(vn_device *device, bool final);
 
 /* GPU timing of one encode: a query set, the passes it times, and where the
  * resolved ticks go. Passes open through vn_begin_pass, which assigns writes. */
@@ -166,9 +224,13 @@ vn_status vn_timing_prepare(vn_device *device, vn_timing_mode mode, uint32_t pas
 /* After the passes: resolve the queries into the resolve buffer. */
 void vn_timing_resolve(vn_timing *timing, WGPUCommandEncoder encoder);
 void vn_timing_release(vn_timing *timing);
-/* Read the times once the timed submission has completed (ns[0] total, ns[1..] per
- * pass in per-dispatch mode; ns holds 1 + passes values); *count gets how many. */
-vn_status vn_timing_read(vn_device *device, vn_timing *timing, uint64_t *ns, size_t *count);
+/* Start reading the resolved timestamps (the copy is queued after the timed submission):
+ * a pending read of timing->queries ticks. */
+vn_status vn_timing_read_start(vn_device *device, vn_timing *timing, vn_pending_read **out);
+/* The ticks read into ns (ns[0] total, ns[1..] per pass in per-dispatch mode; ns holds
+ * 1 + passes values); *count gets how many. */
+void vn_timing_convert(const vn_device *device, const vn_timing *timing, const uint64_t *ticks, uint64_t *ns,
+                       size_t *count);
 
 /* Submit one finished command buffer (holding the submit lock) and track its
  * completion; *out gets a submission the caller owns, which takes over the timing

@@ -29,6 +29,7 @@ vn_status vn_device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t devic
     wgpu.DeviceAddRef(dev->device);
     wgpu.QueueAddRef(dev->queue);
     vn_describe_adapter(dev->adapter, &dev->info);
+    dev->serial_submits = strcmp(dev->info.adapter_type, "CPU") == 0;
     dev->limits = (WGPULimits)WGPU_LIMITS_INIT;
     if (wgpu.DeviceGetLimits(dev->device, &dev->limits) != WGPUStatus_Success) {
         vn_device_unref(dev);
@@ -110,7 +111,7 @@ vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const 
 }
 
 void vn_device_mark_lost(vn_device *device, const char *reason) {
-    if (device == NULL) return;
+    if (device == NULL || vn_inherited(device)) return;
     /* The write side of the life lock: no submit of ours is between its check and its
      * queue call when this returns, and none starts afterwards. */
     vn_rwlock_write_lock(&device->submit_lock);

@@ -37,7 +37,8 @@ vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len,
 }
 
 void vn_shader_release(vn_shader *shader) {
-    if (shader == NULL || atomic_fetch_sub(&shader->refs, 1) != 1) return;
+    if (shader == NULL || vn_inherited(shader->device)) return; /* fork() child: forget it */
+    if (atomic_fetch_sub(&shader->refs, 1) != 1) return;
     wgpu.ShaderModuleRelease(shader->module);
     vn_device_unref(shader->device);
     free(shader);
@@ -85,6 +86,25 @@ static vn_status check_desc(const vn_device *device, const vn_pipeline_desc *des
                                "@binding(%u) `%s`. Fix: sort them; each (group, binding) may appear once.",
                                b->group, b->binding, b->name ? b->name : "?");
         }
+    }
+    /* wgpu-native 29 checks @workgroup_size against the limits only when the size is a
+     * literal; one set by an override passes, and on NVIDIA the dispatch then faults
+     * the GPU and loses the device, after which the next submit aborts the process. */
+    const uint32_t *wg = desc->workgroup_size;
+    if (wg[0] || wg[1] || wg[2]) {
+        const WGPULimits *l = &device->limits;
+        uint64_t total = (uint64_t)wg[0] * wg[1] * wg[2];
+        if (wg[0] == 0 || wg[1] == 0 || wg[2] == 0 || wg[0] > l->maxComputeWorkgroupSizeX ||
+            wg[1] > l->maxComputeWorkgroupSizeY || wg[2] > l->maxComputeWorkgroupSizeZ ||
+            total > l->maxComputeInvocationsPerWorkgroup)
+            return vn_fail(VN_ERROR_SHADER,
+                           "entry point `%s` has @workgroup_size (%u, %u, %u) (%llu invocations) with its override "
+                           "values, but this device ('%s') allows at most (%u, %u, %u) and %u invocations per "
+                           "workgroup. Fix: pass smaller override values (constants=...) or a smaller "
+                           "@workgroup_size; every dimension must be at least 1.",
+                           desc->entry_point, wg[0], wg[1], wg[2], (unsigned long long)total, device->info.name,
+                           l->maxComputeWorkgroupSizeX, l->maxComputeWorkgroupSizeY, l->maxComputeWorkgroupSizeZ,
+                           l->maxComputeInvocationsPerWorkgroup);
     }
     if (desc->indirect_binding >= 0) {
         if ((size_t)desc->indirect_binding >= desc->binding_count)
@@ -240,7 +260,8 @@ vn_status vn_pipeline_cache_stats(const vn_pipeline *pipeline, vn_cache_stats *o
 }
 
 void vn_pipeline_release(vn_pipeline *pipeline) {
-    if (pipeline == NULL || atomic_fetch_sub(&pipeline->refs, 1) != 1) return;
+    if (pipeline == NULL || vn_inherited(pipeline->device)) return; /* fork() child: forget it */
+    if (atomic_fetch_sub(&pipeline->refs, 1) != 1) return;
     vn_device *dev = pipeline->device;
     vn_mutex_lock(&dev->pipelines_lock);
     if (pipeline->prev) pipeline->prev->next = pipeline->next;

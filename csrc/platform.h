@@ -1,8 +1,9 @@
 /* platform.h - the operating-system services the C layer uses, behind one small API:
  * loading a shared library, locks, run-once, thread-local storage, a monotonic clock,
- * sleeping and yielding. platform_posix.c implements it over POSIX, platform_win32.c
- * over Win32; each compiles to nothing on the other platform. No other file includes
- * a system threading or loader header (pthread.h is here only for its types on POSIX).
+ * sleeping and yielding, and a hook run in the child after fork(). platform_posix.c
+ * implements it over POSIX, platform_win32.c over Win32; each compiles to nothing on
+ * the other platform. No other file includes a system threading or loader header
+ * (pthread.h is here only for its types on POSIX).
  *
  * Compilers: GCC or Clang on POSIX; on Windows MinGW-w64 GCC or clang-cl, or MSVC from
  * Visual Studio 2022 17.9 (the function table in internal.h needs __typeof__, which
@@ -95,6 +96,12 @@ void vn_sleep_ns(uint64_t ns);
 void vn_yield(void);
 
 static inline double vn_monotonic_seconds(void) { return (double)vn_monotonic_ns() * 1e-9; }
+
+/* ---- processes ------------------------------------------------------------------ */
+
+/* Run fn in the child process right after every fork() (pthread_atfork's child
+ * handler), before fork() returns there. Windows has no fork: nothing to register. */
+void vn_at_fork_child(void (*fn)(void));
 
 /* ---- strings -------------------------------------------------------------------- */
 

@@ -56,6 +56,8 @@ void vn_sleep_ns(uint64_t ns) {
 
 void vn_yield(void) { sched_yield(); }
 
+void vn_at_fork_child(void (*fn)(void)) { pthread_atfork(NULL, NULL, fn); }
+
 #else
 /* ISO C wants a declaration in every file (MSVC's /W4 says C4206 otherwise). */
 typedef int vn_platform_posix_not_built;

@@ -87,15 +87,19 @@ void vn_staging_free_all(vn_device *dev) {
     }
 }
 
+/* A readback in flight: a copy into a staging buffer, then its map. Owned by the
+ * caller until released; a read released before its map callback fired is handed to
+ * its device (abandoned), because the callback still points at it. */
 struct vn_pending_read {
-    vn_device *device;
+    vn_device *device;   /* a reference while the caller owns the read */
     vn_staging *staging;
     uint64_t nbytes;
-    WGPUSubmissionIndex index;
     atomic_int done;     /* the map callback fired */
     WGPUMapAsyncStatus status;
-    bool finished;
+    bool map_pending;    /* a map was requested and its outcome not taken yet */
+    bool finished;       /* completed (or failed for good): a second finish is refused */
     const void *mapped;  /* between read_map and read_unmap */
+    vn_pending_read *next; /* the device's abandoned reads */
     char message[512];
 };
 
@@ -132,7 +136,7 @@ static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, vn_
         r->staging = NULL;
         return st;
     }
-    r->index = wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
+    wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
     vn_submit_end(dev);
     wgpu.CommandBufferRelease(cb);
 
@@ -142,32 +146,95 @@ static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, vn_
     info.userdata1 = r;
     /* An explicit size: wgpu-native 29 rejects WGPU_WHOLE_MAP_SIZE here. */
     wgpu.BufferMapAsync(r->staging->buffer, WGPUMapMode_Read, 0, (size_t)padded, info);
+    r->map_pending = true;
     return VN_OK;
+}
+
+vn_status vn_read_start(vn_device *dev, WGPUBuffer src, uint64_t nbytes, vn_pending_read **out) {
+    vn_status st = vn_submit_ready(dev); /* VN_PENDING: nothing started yet */
+    if (st != VN_OK) return st;
+    vn_pending_read *r = malloc(sizeof *r);
+    if (r == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a pending read. Fix: free host memory.");
+    st = read_begin(dev, src, nbytes, r);
+    if (st != VN_OK) {
+        free(r);
+        return st;
+    }
+    vn_device_retain(dev);
+    vn_live_add(VN_LIVE_PENDING_READ, 1);
+    *out = r;
+    return VN_OK;
+}
+
+/* The map's outcome is in (its callback fired) and nobody will read it: unmap the
+ * staging buffer and give it back to the ring, or release it when the device is lost
+ * (its buffers are destroyed with it). Sets no error message: it runs in releases. */
+static void settle(vn_pending_read *r) {
+    vn_device *dev = r->device;
+    vn_staging *s = r->staging;
+    r->staging = NULL;
+    r->map_pending = false;
+    if (s == NULL) return;
+    bool reuse = false;
+    if (r->status == WGPUMapAsyncStatus_Success) {
+        vn_rwlock_read_lock(&dev->submit_lock); /* destroy() cannot run between check and unmap */
+        if (!atomic_load(&dev->lost)) {
+            wgpu.BufferUnmap(s->buffer);
+            reuse = true;
+        }
+        vn_rwlock_read_unlock(&dev->submit_lock);
+    }
+    if (reuse) staging_return(dev, s);
+    else staging_destroy(s);
+}
+
+void vn_reads_reap(vn_device *dev, bool final) {
+    if (atomic_load(&dev->abandoned_count) == 0) return;
+    vn_pending_read *ready = NULL;
+    vn_mutex_lock(&dev->staging_lock);
+    for (vn_pending_read **p = &dev->abandoned; *p != NULL;) {
+        vn_pending_read *r = *p;
+        if (atomic_load(&r->done)) {
+            *p = r->next;
+            r->next = ready;
+            ready = r;
+            atomic_fetch_sub(&dev->abandoned_count, 1);
+        } else {
+            p = &r->next;
+        }
+    }
+    if (final) {
+        /* Maps that never completed (a device lost to a GPU fault): their callbacks may
+         * still fire, so the records stay allocated, leaked with their staging buffers. */
+        dev->abandoned = NULL;
+        atomic_store(&dev->abandoned_count, 0);
+    }
+    vn_mutex_unlock(&dev->staging_lock);
+    while (ready != NULL) {
+        vn_pending_read *r = ready;
+        ready = r->next;
+        settle(r);
+        free(r);
+    }
 }
 
 static void read_unmap(vn_pending_read *r);
 
-/* Wait for the copy and the map; on VN_OK r->mapped points at the bytes and the
- * device's life lock is held until read_unmap. */
+/* Wait (one time slice at most) for the copy and the map; on VN_OK r->mapped points at
+ * the bytes and the device's life lock is held until read_unmap. VN_PENDING, or a
+ * device lost under the wait: the read stays in flight. */
 static vn_status read_map(vn_pending_read *r) {
     vn_device *dev = r->device;
-    r->finished = true;
-    wgpu.DevicePoll(dev->device, 1, &r->index);
-    if (!vn_process_until(dev->instance, dev->device, &r->done, 60.0)) {
-        /* The map callback still points at r: releasing the staging buffer cancels
-         * the map and fires it now, before r can go away. */
-        wgpu.BufferRelease(r->staging->buffer);
-        free(r->staging);
-        r->staging = NULL;
-        vn_live_add(VN_LIVE_STAGING, -1);
-        vn_status st = vn_device_check(dev, "reading back");
+    if (!atomic_load(&r->done)) {
+        vn_status st = vn_wait(dev, &r->done, -1.0, NULL);
         if (st != VN_OK) return st;
-        return vn_fail(VN_ERROR_TIMEOUT, "reading back %llu bytes did not complete in 60 s. Fix: check for a hung GPU "
-                       "kernel (an endless loop in the shader).", (unsigned long long)r->nbytes);
     }
+    r->map_pending = false;
+    r->finished = true;
     if (r->status != WGPUMapAsyncStatus_Success) {
-        staging_return(dev, r->staging);
+        staging_destroy(r->staging);
         r->staging = NULL;
+        if (vn_message_says_lost(r->message)) vn_device_note_lost(dev, r->message);
         vn_status st = vn_device_check(dev, "reading back");
         if (st != VN_OK) return st;
         return vn_fail(VN_ERROR_INTERNAL, "mapping the readback staging buffer failed (status %d): %s. Fix: retry; if it "
@@ -178,10 +245,8 @@ static vn_status read_map(vn_pending_read *r) {
      * device's life lock until the range is unmapped (read_unmap). */
     vn_status st = vn_submit_begin(dev, "reading back");
     if (st != VN_OK) {
-        wgpu.BufferRelease(r->staging->buffer);
-        free(r->staging);
+        staging_destroy(r->staging);
         r->staging = NULL;
-        vn_live_add(VN_LIVE_STAGING, -1);
         return st;
     }
     r->mapped = wgpu.BufferGetConstMappedRange(r->staging->buffer, 0, (size_t)vn_pad4(r->nbytes));
@@ -201,8 +266,7 @@ static void read_unmap(vn_pending_read *r) {
     r->mapped = NULL;
 }
 
-/* Wait for the copy and the map, copy out (when dst is not NULL), unmap, and give
- * the staging buffer back to the ring. */
+/* Wait for the copy and the map, copy out, unmap, and give the staging buffer back. */
 static vn_status read_finish(vn_pending_read *r, void *dst) {
     vn_status st = read_map(r);
     if (st != VN_OK) return st;
@@ -211,11 +275,18 @@ static vn_status read_finish(vn_pending_read *r, void *dst) {
     return VN_OK;
 }
 
-vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t nbytes, void *dst) {
-    vn_pending_read r;
-    vn_status st = read_begin(dev, src, nbytes, &r);
-    if (st != VN_OK) return st;
-    return read_finish(&r, dst);
+vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t nbytes, void *dst, vn_pending_read **pending) {
+    if (pending != NULL) *pending = NULL;
+    vn_pending_read *r;
+    vn_status st = vn_read_start(dev, src, nbytes, &r);
+    if (st != VN_OK) return st; /* VN_PENDING here: not started, *pending NULL */
+    st = read_finish(r, dst);
+    if (st == VN_PENDING && pending != NULL) {
+        *pending = r;
+        return st;
+    }
+    vn_pending_read_release(r);
+    return st;
 }
 
 vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
@@ -230,42 +301,38 @@ vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
                        "read_async: buffer %llu has usage 0x%llx without COPY_SRC, so it cannot be copied out. Fix: "
                        "create it with vn.BufferUsage.COPY_SRC (the default usage has it).",
                        (unsigned long long)buffer->identity, (unsigned long long)buffer->usage);
-    vn_pending_read *r = malloc(sizeof *r);
-    if (r == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a pending read. Fix: free host memory.");
-    st = read_begin(buffer->device, buffer->buffer, buffer->byte_len, r);
-    if (st != VN_OK) {
-        free(r);
-        return st;
-    }
-    vn_device_retain(buffer->device);
-    vn_live_add(VN_LIVE_PENDING_READ, 1);
-    *out = r;
-    return VN_OK;
+    return vn_read_start(buffer->device, buffer->buffer, buffer->byte_len, out);
 }
 
 uint64_t vn_pending_read_len(const vn_pending_read *r) { return r == NULL ? 0 : r->nbytes; }
+
+/* The checks every completion of a read makes first. */
+static vn_status check_unfinished(const vn_pending_read *r) {
+    if (vn_inherited(r->device)) return vn_device_check(r->device, "completing a read");
+    if (r->finished)
+        return vn_fail(VN_ERROR_ALREADY_SUBMITTED, "this asynchronous read was already completed. Fix: start a new "
+                       "read_async() for each result.");
+    return VN_OK;
+}
 
 vn_status vn_pending_read_map(vn_pending_read *r, const void **data) {
     if (r == NULL || data == NULL)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pending_read_map: NULL argument. Fix: pass a read and a result.");
     *data = NULL;
-    if (r->finished)
-        return vn_fail(VN_ERROR_ALREADY_SUBMITTED, "this asynchronous read was already completed. Fix: start a new "
-                       "read_async() for each result.");
-    vn_status st = read_map(r);
+    vn_status st = check_unfinished(r);
+    if (st == VN_OK) st = read_map(r);
     if (st == VN_OK) *data = r->mapped;
     return st;
 }
 
 void vn_pending_read_unmap(vn_pending_read *r) {
-    if (r != NULL && r->mapped != NULL) read_unmap(r);
+    if (r != NULL && r->mapped != NULL && !vn_inherited(r->device)) read_unmap(r);
 }
 
 vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
     if (r == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pending read is NULL. Fix: pass a live read.");
-    if (r->finished)
-        return vn_fail(VN_ERROR_ALREADY_SUBMITTED, "this asynchronous read was already completed. Fix: start a new "
-                       "read_async() for each result.");
+    vn_status st = check_unfinished(r);
+    if (st != VN_OK) return st;
     if (capacity < r->nbytes)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "the destination holds %llu bytes, but the read has %llu. Fix: pass a "
                        "writable buffer of at least %llu bytes.", (unsigned long long)capacity,
@@ -277,9 +344,22 @@ vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacit
 
 void vn_pending_read_release(vn_pending_read *r) {
     if (r == NULL) return;
+    vn_device *dev = r->device;
+    if (vn_inherited(dev)) return; /* a fork() child only forgets it */
     if (r->mapped != NULL) read_unmap(r);
-    if (!r->finished) read_finish(r, NULL);
-    vn_device_unref(r->device);
-    free(r);
     vn_live_add(VN_LIVE_PENDING_READ, -1);
+    if (r->map_pending && !atomic_load(&r->done)) {
+        /* Never wait here (this runs from finalizers): the device keeps the read and
+         * returns its staging buffer once the map callback has fired. */
+        vn_mutex_lock(&dev->staging_lock);
+        r->next = dev->abandoned;
+        dev->abandoned = r;
+        atomic_fetch_add(&dev->abandoned_count, 1);
+        vn_mutex_unlock(&dev->staging_lock);
+        vn_device_unref(dev);
+        return;
+    }
+    if (r->map_pending) settle(r);
+    vn_device_unref(dev);
+    free(r);
 }

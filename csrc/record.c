@@ -60,6 +60,10 @@ vn_status vn_dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
     vn_device *dev = d->bound.pipeline->device;
     vn_status st = VN_OK;
     if (d->bound.adopted) st = vn_buffers_submittable(d->bound.buffers, d->bound.buffer_count, "replay()");
+    if (st == VN_OK && dev->serial_submits && atomic_load(&d->state) == DISPATCH_RECORDED) {
+        st = vn_device_check(dev, "replaying a pre-recorded dispatch");
+        if (st == VN_OK) st = vn_submit_ready(dev);
+    }
     if (st == VN_OK) st = vn_submit_begin(dev, "replaying a pre-recorded dispatch");
     if (st != VN_OK) return st;
     /* Exactly one caller wins the exchange, however many threads race here. */
@@ -126,7 +130,8 @@ vn_status vn_dispatch_read_output_async(vn_dispatch *d, int64_t index, vn_pendin
     return vn_buffer_read_async(b, out);
 }
 
-vn_status vn_dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint64_t capacity, uint64_t *written) {
+vn_status vn_dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint64_t capacity, uint64_t *written,
+                                  vn_pending_read **pending) {
     if (written != NULL) *written = 0;
     vn_buffer *b = NULL;
     vn_status st = readable_output(d, index, &b);
@@ -141,7 +146,7 @@ vn_status vn_dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint
         if (dst == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "destination is NULL. Fix: pass a writable buffer.");
         /* The readback's copy is queued after this dispatch's submission, so its
          * completion implies the dispatch's. */
-        st = vn_readback(b->device, b->buffer, b->byte_len, dst);
+        st = vn_readback(b->device, b->buffer, b->byte_len, dst, pending);
         if (st != VN_OK) return st;
     }
     if (written != NULL) *written = b->byte_len;
@@ -149,7 +154,8 @@ vn_status vn_dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint
 }
 
 void vn_dispatch_release(vn_dispatch *d) {
-    if (d == NULL || atomic_fetch_sub(&d->refs, 1) != 1) return;
+    if (d == NULL || vn_inherited(d->bound.pipeline->device)) return; /* fork() child: forget it */
+    if (atomic_fetch_sub(&d->refs, 1) != 1) return;
     if (d->command_buffer != NULL) wgpu.CommandBufferRelease(d->command_buffer);
     vn_bound_release(&d->bound);
     free(d);

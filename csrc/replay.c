@@ -131,6 +131,7 @@ static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const
                                    vn_timing_mode mode, const char *label, vn_submission **out) {
     vn_status st = vn_device_check(dev, label);
     if (st == VN_OK) st = job->submittable(what);
+    if (st == VN_OK) st = vn_submit_ready(dev);
     if (st != VN_OK) return st;
     vn_timing timing;
     memset(&timing, 0, sizeof timing);
@@ -221,9 +222,20 @@ vn_status vn_recording_create(vn_pipeline *pipeline, vn_buffer *const *inputs, s
     return VN_OK;
 }
 
-static vn_status check_count(uint32_t n, const char *what) {
+/* n launches of `steps` steps each in one command buffer: wgpu keeps encoder memory for
+ * every step until the GPU has run it (about 17 KiB a launch with clears on lavapipe),
+ * so one submit holds at most VN_MAX_LAUNCHES_PER_SUBMIT steps; one launch of a longer
+ * sequence is allowed (its size is the sequence the caller built). */
+static vn_status check_count(uint32_t n, size_t steps, const char *what) {
     if (n == 0)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%s.replay(n=0): nothing to launch. Fix: pass n >= 1.", what);
+    if (n > 1 && (uint64_t)n * steps > VN_MAX_LAUNCHES_PER_SUBMIT)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s.replay(n=%u) would encode %llu steps into one command buffer, above the %d one submit "
+                       "holds (each keeps encoder memory until the GPU has run it). Fix: pass n <= %llu per call; "
+                       "without timing, vn's Python replay(n) splits a larger n into submits of that size itself.",
+                       what, n, (unsigned long long)n * steps, VN_MAX_LAUNCHES_PER_SUBMIT,
+                       (unsigned long long)(steps ? VN_MAX_LAUNCHES_PER_SUBMIT / steps : 1));
     return VN_OK;
 }
 
@@ -231,7 +243,7 @@ vn_status vn_recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing
     if (r == NULL || out == NULL)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_replay: NULL argument. Fix: pass a recording and a result.");
     *out = NULL;
-    vn_status st = check_count(n, "Recording");
+    vn_status st = check_count(n, 1, "Recording");
     if (st != VN_OK) return st;
     return encode_and_submit(r->bound.pipeline->device, &recording_job, r, n, timing, "replaying a recording", out);
 }
@@ -253,7 +265,8 @@ vn_status vn_recording_output(const vn_recording *r, int64_t index, vn_buffer **
 }
 
 void vn_recording_release(vn_recording *r) {
-    if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1) return;
+    if (r == NULL || vn_inherited(r->bound.pipeline->device)) return; /* fork() child: forget it */
+    if (atomic_fetch_sub(&r->refs, 1) != 1) return;
     vn_bound_release(&r->bound);
     free(r);
     vn_live_add(VN_LIVE_RECORDING, -1);
@@ -387,12 +400,18 @@ vn_status vn_sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, 
     if (s == NULL || out == NULL)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_sequence_replay: NULL argument. Fix: pass a sequence and a result.");
     *out = NULL;
-    vn_status st = check_count(n, "Sequence");
+    /* Before the lock: a fork() child may have inherited it held. */
+    vn_status st = vn_device_check(s->device, "replaying a sequence");
     if (st != VN_OK) return st;
     vn_mutex_lock(&s->lock);
     if (s->count == 0) {
         vn_mutex_unlock(&s->lock);
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "the sequence is empty. Fix: add dispatches, copies or clears first.");
+    }
+    st = check_count(n, s->count, "Sequence");
+    if (st != VN_OK) {
+        vn_mutex_unlock(&s->lock);
+        return st;
     }
     st = encode_and_submit(s->device, &sequence_job, s, n, timing, "replaying a sequence", out);
     vn_mutex_unlock(&s->lock);
@@ -400,7 +419,8 @@ vn_status vn_sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, 
 }
 
 void vn_sequence_release(vn_sequence *s) {
-    if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1) return;
+    if (s == NULL || vn_inherited(s->device)) return; /* fork() child: forget it */
+    if (atomic_fetch_sub(&s->refs, 1) != 1) return;
     for (size_t i = 0; i < s->count; i++) {
         vn_step *st = &s->steps[i];
         if (st->kind == STEP_DISPATCH) vn_bound_release(&st->bound);
@@ -478,11 +498,23 @@ vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count,
         if (owner != device)
             return vn_fail(VN_ERROR_BINDING, "work item %zu belongs to another device. Fix: submit it on its own device.", i);
     }
+
     /* Sequences are locked for the encode so a concurrent add cannot move their steps. */
     for (size_t i = 0; i < count; i++)
         if (first_mention(work, i)) vn_mutex_lock(&work[i].sequence->lock);
-    batch b = {work, count};
-    st = encode_and_submit(device, &batch_job, &b, 1, timing, "device.submit", out);
+    /* One item is what the caller built; several are bounded as one replay is. */
+    uint64_t steps = 0;
+    for (size_t i = 0; i < count; i++) steps += work[i].recording != NULL ? 1 : work[i].sequence->count;
+    if (count > 1 && steps > VN_MAX_LAUNCHES_PER_SUBMIT) {
+        st = vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                     "device.submit() of %zu items would encode %llu steps into one command buffer, above the %d "
+                     "one submit holds (each keeps encoder memory until the GPU has run it). Fix: split the list "
+                     "into submits of at most %d steps (a recording is one step, a sequence its length).",
+                     count, (unsigned long long)steps, VN_MAX_LAUNCHES_PER_SUBMIT, VN_MAX_LAUNCHES_PER_SUBMIT);
+    } else {
+        batch b = {work, count};
+        st = encode_and_submit(device, &batch_job, &b, 1, timing, "device.submit", out);
+    }
     for (size_t i = count; i-- > 0;)
         if (first_mention(work, i)) vn_mutex_unlock(&work[i].sequence->lock);
     return st;

@@ -40,8 +40,24 @@ typedef enum vn_status {
     VN_ERROR_NOT_SUBMITTED = 11,    /* output read before the recording was replayed */
     VN_ERROR_TIMEOUT = 12,          /* a wait ran past its timeout */
     VN_ERROR_INTERNAL = 13,         /* an unexpected failure */
-    VN_ERROR_WRONG_TYPE = 14        /* an argument of the wrong type */
+    VN_ERROR_WRONG_TYPE = 14,       /* an argument of the wrong type */
+    VN_ERROR_FORKED = 15,           /* an object inherited across fork(): unusable in the child */
+    /* Not a failure: a blocking call waited one time slice (VN_WAIT_SLICE_MS) and the
+     * work is not done yet. Call it again (with the same arguments) to keep waiting;
+     * returning in between lets the caller notice a signal (Python: KeyboardInterrupt). */
+    VN_PENDING = 16
 } vn_status;
+
+/* Bounds of one call. */
+typedef enum vn_bounds {
+    /* Steps one call encodes into one command buffer (launches of a recording; n * steps
+     * for a sequence replayed n > 1 times; the items' steps for a batch of more than one
+     * item): each holds encoder memory until the GPU has run it, so a larger count is
+     * VN_ERROR_INVALID_ARGUMENT. */
+    VN_MAX_LAUNCHES_PER_SUBMIT = 256,
+    /* The longest a blocking call waits before it returns VN_PENDING. */
+    VN_WAIT_SLICE_MS = 20
+} vn_bounds;
 
 typedef struct vn_device vn_device;
 typedef struct vn_buffer vn_buffer;
@@ -64,6 +80,11 @@ uint32_t vn_library_version(void);
 uint32_t vn_expected_version(void);
 
 /* ---- device (csrc/device.c) ----------------------------------------------- */
+
+/* Devices belong to the process that made them. In a child after fork(), every call
+ * on an inherited device or anything made from it fails with VN_ERROR_FORKED, and
+ * releasing one only forgets it: wgpu-native's device cannot be used, or destroyed,
+ * across fork() (its driver threads stay in the parent). */
 
 typedef enum vn_power_preference {
     VN_POWER_DEFAULT = 0,
@@ -118,7 +139,8 @@ vn_status vn_device_get_info(const vn_device *device, vn_device_info *out);
 vn_status vn_device_get_limits(const vn_device *device, vn_limits *out);
 /* 1 when the device can time GPU work (timestamp queries), else 0. */
 int vn_device_has_timestamps(const vn_device *device);
-/* Block (GIL released by cffi) until all submitted work has finished. */
+/* Wait (GIL released by cffi) until all submitted work has finished: VN_OK, or
+ * VN_PENDING after one time slice (call again). */
 vn_status vn_device_wait_idle(vn_device *device);
 /* Destroy the GPU device now (as a lost device): every later call on it, or on
  * anything made from it, fails with VN_ERROR_DEVICE_LOST. */
@@ -127,6 +149,9 @@ vn_status vn_device_destroy(vn_device *device);
  * VN_ERROR_RELEASED. Does not drop the caller's reference (vn_device_release does),
  * so a thread still inside a call on the device never sees it freed. */
 void vn_device_close(vn_device *device);
+/* Drop the caller's reference. Never waits: the last reference to a device whose
+ * submitted work is still running parks it, and the next vn_device_create (or
+ * vn_debug_live_counts) frees it once that work is done. */
 void vn_device_release(vn_device *device);
 
 /* ---- buffers (csrc/buffer.c) ---------------------------------------------- */
@@ -162,8 +187,14 @@ vn_status vn_buffer_describe(const vn_buffer *buffer, vn_buffer_desc *out);
 /* Queue a write of nbytes at offset (both 4-aligned, or the write ends the buffer). */
 vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes);
 /* Copy the buffer's byte_len bytes into dst (capacity >= byte_len), after all
- * work submitted before the call. */
-vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity);
+ * work submitted before the call. When the work is not done within one time slice,
+ * returns VN_PENDING with *pending set to the read in flight: finish it with
+ * vn_pending_read_finish(*pending, dst, capacity) (VN_PENDING again means call again)
+ * and release it with vn_pending_read_release. VN_PENDING with *pending NULL: the read
+ * has not started (a CPU adapter's queue runs one submission at a time, and earlier
+ * work is still running): call vn_buffer_read again. pending may be NULL only when the
+ * caller accepts VN_PENDING as a failure (a read in flight is then abandoned). */
+vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity, vn_pending_read **pending);
 void vn_buffer_release(vn_buffer *buffer);
 
 /* ---- shaders and pipelines (csrc/pipeline.c) ------------------------------ */
@@ -202,6 +233,10 @@ typedef struct vn_pipeline_desc {
     int32_t indirect_binding;         /* index into bindings of the indirect-args buffer, -1: none */
     uint64_t indirect_offset;         /* byte offset of the three u32 counts */
     uint32_t cache_capacity;          /* bind-group LRU entries, 0: 256 */
+    /* @workgroup_size after overrides (reflected), 0 0 0 when unknown: checked against the
+     * device's limits, which wgpu-native 29 does not do for sizes set by an override (on
+     * NVIDIA such a pipeline faults the GPU and loses the device). */
+    uint32_t workgroup_size[3];
 } vn_pipeline_desc;
 
 vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipeline_desc *desc,
@@ -238,9 +273,10 @@ vn_status vn_dispatch_output_len(const vn_dispatch *dispatch, int64_t index, uin
 /* Start reading output `index` (after the same checks as vn_dispatch_read_output). */
 vn_status vn_dispatch_read_output_async(vn_dispatch *dispatch, int64_t index, vn_pending_read **out);
 /* Copy output `index` (its byte_len bytes) into dst once this recording's own
- * submission has completed; *written gets the byte count. */
+ * submission has completed; *written gets the byte count. VN_PENDING and *pending
+ * as for vn_buffer_read. */
 vn_status vn_dispatch_read_output(vn_dispatch *dispatch, int64_t index, void *dst,
-                                  uint64_t capacity, uint64_t *written);
+                                  uint64_t capacity, uint64_t *written, vn_pending_read **pending);
 void vn_dispatch_release(vn_dispatch *dispatch);
 
 /* ---- interop with wgpu-py in the same process (csrc/interop.c) ---------------- */
@@ -284,13 +320,15 @@ typedef enum vn_timing_mode {
 uint64_t vn_submission_index(const vn_submission *submission);
 /* GPU times in nanoseconds, after waiting for the work: out[0] is the total, and in
  * VN_TIMING_PER_DISPATCH mode out[1..] each dispatch's time. *count gets how many
- * values exist (0 when the submission was not timed). */
+ * values exist (0 when the submission was not timed). VN_PENDING: call again. */
 vn_status vn_submission_gpu_times(vn_submission *submission, uint64_t *out, size_t capacity, size_t *count);
 /* 1 when the submission's work has completed, 0 when not yet (never blocks). */
 int vn_submission_done(vn_submission *submission);
-/* Block (GIL released) until the work completes; timeout_s < 0 waits without limit,
- * else VN_ERROR_TIMEOUT after timeout_s seconds (the work keeps running). */
-vn_status vn_submission_wait(vn_submission *submission, double timeout_s);
+/* Wait (GIL released) until the work completes, for at most one time slice: VN_OK,
+ * or VN_PENDING (call again). timeout_s < 0 waits without limit; otherwise *waited_s
+ * (0 before the first call) accumulates the time waited across calls, and the call
+ * that takes it to timeout_s fails with VN_ERROR_TIMEOUT (the work keeps running). */
+vn_status vn_submission_wait(vn_submission *submission, double timeout_s, double *waited_s);
 void vn_submission_release(vn_submission *submission);
 
 /* ---- replayable recordings and sequences (csrc/replay.c) --------------------- */
@@ -307,9 +345,9 @@ vn_status vn_recording_create(vn_pipeline *pipeline,
                               vn_buffer *params,
                               uint32_t x, uint32_t y, uint32_t z,
                               vn_recording **out);
-/* Encode n launches into one command buffer and submit it once. Without outputs to
- * clear the n dispatches share one compute pass; otherwise each launch is its
- * clears then its pass. */
+/* Encode n launches (1..VN_MAX_LAUNCHES_PER_SUBMIT) into one command buffer and submit
+ * it once. Without outputs to clear the n dispatches share one compute pass; otherwise
+ * each launch is its clears then its pass. */
 vn_status vn_recording_replay(vn_recording *recording, uint32_t n, vn_timing_mode timing, vn_submission **out);
 size_t vn_recording_output_count(const vn_recording *recording);
 /* The output buffer (a new reference for the caller), or VN_ERROR_OUTPUT_INDEX. */
@@ -331,7 +369,7 @@ vn_status vn_sequence_copy(vn_sequence *sequence, vn_buffer *src, vn_buffer *dst
 vn_status vn_sequence_clear(vn_sequence *sequence, vn_buffer *buffer);
 size_t vn_sequence_length(const vn_sequence *sequence);
 /* Encode every step n times into one command buffer (consecutive dispatches share
- * a compute pass) and submit it once. */
+ * a compute pass) and submit it once; n > 1 needs n * steps <= VN_MAX_LAUNCHES_PER_SUBMIT. */
 vn_status vn_sequence_replay(vn_sequence *sequence, uint32_t n, vn_timing_mode timing, vn_submission **out);
 void vn_sequence_release(vn_sequence *sequence);
 
@@ -341,25 +379,32 @@ typedef struct vn_work {
     vn_sequence *sequence;
 } vn_work;
 
-/* Encode every item once, in order, into one command buffer; one queue submit. */
+/* Encode every item once, in order, into one command buffer; one queue submit. More
+ * than one item: at most VN_MAX_LAUNCHES_PER_SUBMIT steps in all (a recording is one
+ * step, a sequence its length). */
 vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
                            vn_submission **out);
 
 /* ---- asynchronous readback (csrc/readback.c) -------------------------------- */
 
 /* Queue a copy of the buffer's bytes into a staging buffer from the device's ring
- * and return at once; many may be in flight. */
+ * and return at once; many may be in flight. VN_PENDING (*out NULL): a CPU adapter's
+ * queue still runs earlier work, and submitting now would block inside the driver;
+ * call again. The same holds for every replay and submit on such a device. */
 vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out);
 uint64_t vn_pending_read_len(const vn_pending_read *read);
 /* Wait for the copy, then copy byte_len bytes into dst (capacity >= byte_len).
- * A read can be finished once; later calls fail with VN_ERROR_ALREADY_SUBMITTED. */
+ * VN_PENDING: one time slice passed first, nothing was copied; call again. A read can
+ * be finished once; later calls fail with VN_ERROR_ALREADY_SUBMITTED. */
 vn_status vn_pending_read_finish(vn_pending_read *read, void *dst, uint64_t capacity);
 /* Wait for the read and map it: *data points at its byte_len bytes until
  * vn_pending_read_unmap, which must follow (the device's destruction waits for it).
- * Lets a caller copy once, straight into an object of its own. Completes the read. */
+ * Lets a caller copy once, straight into an object of its own. Completes the read.
+ * VN_PENDING as for vn_pending_read_finish. */
 vn_status vn_pending_read_map(vn_pending_read *read, const void **data);
 void vn_pending_read_unmap(vn_pending_read *read);
-/* Release; an unfinished read is waited for and its staging buffer returned. */
+/* Release without waiting: a read still in flight is handed to its device, which
+ * returns its staging buffer once the copy completes (at a later poll). */
 void vn_pending_read_release(vn_pending_read *read);
 
 /* ---- introspection (csrc/debug.c) ------------------------------------------ */
@@ -379,7 +424,13 @@ typedef struct vn_live_counts {
     int64_t pending_reads;
 } vn_live_counts;
 
-void vn_debug_live_counts(vn_live_counts *out);
+/* Live objects by kind. Devices released while their work was still running are
+ * finished first, waiting up to wait_s seconds for that work. */
+void vn_debug_live_counts(vn_live_counts *out, double wait_s);
+/* The status a wgpu error of this WGPUErrorType and message maps to (for tests of the
+ * mapping: "Not enough memory left" is VN_ERROR_OUT_OF_MEMORY whatever its type,
+ * "Parent device is lost" VN_ERROR_DEVICE_LOST). */
+vn_status vn_debug_error_status(uint32_t wgpu_error_type, const char *message);
 
 /* VN_CDEF_END */
 

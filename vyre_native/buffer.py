@@ -6,7 +6,7 @@ import enum
 from typing import TYPE_CHECKING, Any
 
 from ._handles import Handle, destination, readable_bytes
-from ._lib import check, ffi, lib
+from ._lib import check, ffi, finish_read, lib
 from .errors import InvalidArgumentError, WrongTypeError
 
 if TYPE_CHECKING:
@@ -125,5 +125,8 @@ class Buffer(Handle):
         """Fill ``out`` with the buffer's bytes; see ``PrerecordedDispatch.read_output_into``."""
         ptr = self._live()
         dst = destination(out, self.byte_len, "Buffer.read_into")
-        check(lib.vn_buffer_read(ptr, dst, len(dst)))
+        n, pending = len(dst), ffi.new("vn_pending_read **")
+        status = lib.vn_buffer_read(ptr, dst, n, pending)
+        if status:
+            finish_read(status, pending, dst, n, lambda: lib.vn_buffer_read(ptr, dst, n, pending))
         return self.byte_len

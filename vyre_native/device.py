@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ._handles import Handle, readable_bytes
-from ._lib import check, ffi, lib, load_library
+from ._lib import check, check_wait, ffi, lib, load_library
 from .buffer import Buffer, BufferUsage, usage_bits
 from .errors import InvalidArgumentError, WrongTypeError
 
@@ -177,8 +177,12 @@ class Device(Handle):
         check(lib.vn_device_destroy(self._live()))
 
     def wait_idle(self) -> None:
-        """Block (GIL released) until all work submitted on this device has finished."""
-        check(lib.vn_device_wait_idle(self._live()))
+        """Block (GIL released) until all work submitted on this device has finished.
+
+        Waits in slices of about 20 ms, so Ctrl-C raises KeyboardInterrupt at once.
+        """
+        ptr = self._live()
+        check_wait(lib.vn_device_wait_idle(ptr), lambda: lib.vn_device_wait_idle(ptr))
 
     # -- buffers -----------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._handles import Handle, destination
-from ._lib import check, ffi, lib
+from ._lib import check, check_wait, ffi, finish_read, lib
 from .errors import OutputIndexError, WrongTypeError
 from .replay import mapped_bytes
 
@@ -80,7 +80,8 @@ class PrerecordedDispatch(Handle):
             self._live()  # raises ReleasedError
         status = lib.vn_dispatch_replay(ptr, self._index)
         if status:
-            check(status)
+            slot = self._index  # VN_PENDING: a CPU adapter's queue still runs earlier work
+            check_wait(status, lambda: lib.vn_dispatch_replay(ptr, slot))
         index: int = self._index[0]
         return index
 
@@ -91,8 +92,11 @@ class PrerecordedDispatch(Handle):
         fills memory you already have and is the path for repeated reads.
         """
         self._check_index(index)
-        out = ffi.new("vn_pending_read **")
-        check(lib.vn_dispatch_read_output_async(self._live(), index, out))
+        ptr, out = self._live(), ffi.new("vn_pending_read **")
+        check_wait(
+            lib.vn_dispatch_read_output_async(ptr, index, out),
+            lambda: lib.vn_dispatch_read_output_async(ptr, index, out),
+        )
         read = ffi.gc(out[0], lib.vn_pending_read_release)
         return mapped_bytes(read)
 
@@ -107,5 +111,10 @@ class PrerecordedDispatch(Handle):
         ptr = self._live()
         n = self._out_lens[self._check_index(index)]
         dst = destination(out, n, "read_output_into")
-        check(lib.vn_dispatch_read_output(ptr, index, dst, len(dst), ffi.NULL))
+        size, pending = len(dst), ffi.new("vn_pending_read **")
+        status = lib.vn_dispatch_read_output(ptr, index, dst, size, ffi.NULL, pending)
+        if status:
+            finish_read(
+                status, pending, dst, size, lambda: lib.vn_dispatch_read_output(ptr, index, dst, size, ffi.NULL, pending)
+            )
         return n

@@ -113,6 +113,12 @@ class WrongTypeError(VyreError, TypeError):
     code = 14
 
 
+class ForkedError(VyreError):
+    """An object inherited across ``os.fork()``: unusable in the child; create a vn.Device there."""
+
+    code = 15
+
+
 _BY_CODE: dict[int, type[VyreError]] = {
     cls.code: cls
     for cls in (
@@ -130,6 +136,7 @@ _BY_CODE: dict[int, type[VyreError]] = {
         WaitTimeoutError,
         InternalError,
         WrongTypeError,
+        ForkedError,
     )
 }
 

@@ -178,6 +178,7 @@ class Pipeline(Handle):
                 "indirect_binding": indirect_index,
                 "indirect_offset": indirect_offset,
                 "cache_capacity": 0,
+                "workgroup_size": module.workgroup_size or (0, 0, 0),
             },
         )
         out = ffi.new("vn_pipeline **")

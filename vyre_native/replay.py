@@ -6,7 +6,7 @@ from collections.abc import Sequence as SequenceABC
 from typing import TYPE_CHECKING, Any
 
 from ._handles import Handle, destination
-from ._lib import check, ffi, lib
+from ._lib import check, check_wait, ffi, lib
 from .buffer import Buffer
 from .errors import InvalidArgumentError, OutputIndexError, WrongTypeError
 
@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from .pipeline import Pipeline
 
 _U32_MAX = 0xFFFFFFFF
+# Steps one submit encodes at most (C's bound, VN_MAX_LAUNCHES_PER_SUBMIT), and how many
+# such submits a long replay(n) keeps in flight before waiting for the oldest.
+_PER_SUBMIT = int(lib.VN_MAX_LAUNCHES_PER_SUBMIT)
+_IN_FLIGHT = 2
 
 
 def _launches(n: Any, what: str) -> int:
@@ -53,25 +57,43 @@ class Submission:
     @property
     def done(self) -> bool:
         """True once the GPU has finished this submission's work. Never blocks."""
-        return bool(lib.vn_submission_done(self._ptr))
+        done = lib.vn_submission_done(self._ptr)
+        if done < 0:
+            check(-done)  # inherited across fork()
+        return bool(done)
 
     def wait(self, timeout: float | None = None) -> None:
-        """Block (GIL released) until the work completes; TimeoutError after ``timeout`` seconds."""
+        """Block (GIL released) until the work completes; TimeoutError after ``timeout`` seconds.
+
+        Waits in slices of about 20 ms, so Ctrl-C raises KeyboardInterrupt at once;
+        the work keeps running and the device stays usable.
+        """
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))):
             raise WrongTypeError(
                 f"wait(timeout={timeout!r}) is a {type(timeout).__name__}. Fix: pass None or a number of seconds."
             )
         if timeout is not None and not timeout >= 0:  # also refuses NaN
             raise InvalidArgumentError(f"wait(timeout={timeout!r}): Fix: pass None or a number of seconds >= 0.")
-        check(lib.vn_submission_wait(self._ptr, -1.0 if timeout is None else float(timeout)))
+        ptr = self._ptr
+        if timeout is None:
+            status = lib.vn_submission_wait(ptr, -1.0, ffi.NULL)
+            if status:
+                check_wait(status, lambda: lib.vn_submission_wait(ptr, -1.0, ffi.NULL))
+            return
+        seconds, waited = float(timeout), ffi.new("double *")
+        status = lib.vn_submission_wait(ptr, seconds, waited)
+        check_wait(status, lambda: lib.vn_submission_wait(ptr, seconds, waited))
 
     def _gpu_times(self) -> list[int]:
-        count = ffi.new("size_t *")
-        check(lib.vn_submission_gpu_times(self._ptr, ffi.NULL, 0, count))
+        ptr, count = self._ptr, ffi.new("size_t *")
+        check_wait(
+            lib.vn_submission_gpu_times(ptr, ffi.NULL, 0, count),
+            lambda: lib.vn_submission_gpu_times(ptr, ffi.NULL, 0, count),
+        )
         if count[0] == 0:
             return []
         times = ffi.new("uint64_t[]", int(count[0]))
-        check(lib.vn_submission_gpu_times(self._ptr, times, int(count[0]), count))
+        check(lib.vn_submission_gpu_times(ptr, times, int(count[0]), count))
         return [int(times[i]) for i in range(int(count[0]))]
 
     @property
@@ -101,7 +123,7 @@ def mapped_bytes(read: Any) -> bytes:
     """Complete a pending read into a new ``bytes`` with one copy, straight from the
     mapped staging memory (a bytearray first and then ``bytes`` would copy twice)."""
     data = ffi.new("void **")
-    check(lib.vn_pending_read_map(read, data))
+    check_wait(lib.vn_pending_read_map(read, data), lambda: lib.vn_pending_read_map(read, data))
     try:
         copied: bytes = ffi.buffer(ffi.cast(_CHAR_P, data[0]), int(lib.vn_pending_read_len(read)))[:]
         return copied
@@ -131,13 +153,35 @@ class PendingRead(Handle):
         """Fill ``out`` as ``read_output_into`` does; returns the bytes written."""
         ptr = self._live()
         dst = destination(out, self.byte_len, "result_into")
-        check(lib.vn_pending_read_finish(ptr, dst, len(dst)))
+        n = len(dst)
+        check_wait(lib.vn_pending_read_finish(ptr, dst, n), lambda: lib.vn_pending_read_finish(ptr, dst, n))
         return self.byte_len
 
 
+def _replay_in_submits(replay: Any, ptr: Any, n: int, per_submit: int) -> Submission:
+    """Launch ``n`` times in submits of ``per_submit`` launches (C bounds one submit),
+    keeping at most _IN_FLIGHT of them running: each holds encoder memory until the GPU
+    has run it, so waiting for the oldest keeps memory bounded for any n. The waits are
+    interruptible (Ctrl-C leaves the submits made so far running). Returns the last
+    submit's Submission: the queue runs in order, so its completion implies all of them."""
+    out = ffi.new("vn_submission **")
+    running: list[Submission] = []
+    while True:
+        k = min(per_submit, n)
+        status = replay(ptr, k, 0, out)
+        check_wait(status, lambda: replay(ptr, k, 0, out))  # noqa: B023 -- used before k changes
+        sub = Submission(out[0])
+        n -= k
+        if n == 0:
+            return sub
+        running.append(sub)
+        if len(running) >= _IN_FLIGHT:
+            running.pop(0).wait()
+
+
 def read_async(buffer: Buffer) -> PendingRead:
-    out = ffi.new("vn_pending_read **")
-    check(lib.vn_buffer_read_async(buffer._live(), out))
+    ptr, out = buffer._live(), ffi.new("vn_pending_read **")
+    check_wait(lib.vn_buffer_read_async(ptr, out), lambda: lib.vn_buffer_read_async(ptr, out))
     return PendingRead(out[0])
 
 
@@ -171,15 +215,26 @@ class Recording(Handle):
         return list(self._outputs)
 
     def replay(self, n: int = 1, timing: bool | str = False) -> Submission:
-        """Launch the dispatch ``n`` times (one command buffer, one submit).
+        """Launch the dispatch ``n`` times (one command buffer, one submit, up to 256 launches).
 
-        ``timing=True`` records the GPU time (``Submission.gpu_time_ns``);
-        ``timing="dispatch"`` each launch's own (in a pass of its own).
+        A larger ``n`` goes in submits of 256 launches, at most two in flight: the call
+        waits for older ones (memory stays bounded whatever ``n``), and the Submission
+        returned is the last one's. ``timing=True`` records the GPU time
+        (``Submission.gpu_time_ns``); ``timing="dispatch"`` each launch's own (in a pass
+        of its own); timed replays take ``n`` up to 256.
         """
-        out = ffi.new("vn_submission **")
-        check(lib.vn_recording_replay(self._live(), _launches(n, "Recording"), _timing_mode(timing), out))
+        ptr = self._live()
+        n, mode = _launches(n, "Recording"), _timing_mode(timing)
+        if n > _PER_SUBMIT and not mode:
+            sub = _replay_in_submits(lib.vn_recording_replay, ptr, n, _PER_SUBMIT)
+        else:
+            out = ffi.new("vn_submission **")
+            status = lib.vn_recording_replay(ptr, n, mode, out)
+            if status:  # VN_PENDING: a CPU adapter's queue still runs earlier work
+                check_wait(status, lambda: lib.vn_recording_replay(ptr, n, mode, out))
+            sub = Submission(out[0])
         self._replayed = True
-        return Submission(out[0])
+        return sub
 
     def _output(self, index: Any) -> Buffer:
         self._live()
@@ -275,10 +330,18 @@ class Sequence(Handle):
         """Encode every step ``n`` times into one command buffer and submit it once.
 
         ``timing=True``: total GPU time; ``timing="dispatch"``: each dispatch in a
-        pass of its own, timed (``Submission.dispatch_times_ns``).
+        pass of its own, timed (``Submission.dispatch_times_ns``). One submit holds at
+        most 256 steps (n times the sequence's length, or one whole sequence); without
+        timing a larger ``n`` goes in several submits, as ``Recording.replay`` does.
         """
+        ptr = self._live()
+        n, mode = _launches(n, "Sequence"), _timing_mode(timing)
+        steps = int(lib.vn_sequence_length(ptr))
+        if n > 1 and n * steps > _PER_SUBMIT and not mode:
+            return _replay_in_submits(lib.vn_sequence_replay, ptr, n, max(1, _PER_SUBMIT // max(steps, 1)))
         out = ffi.new("vn_submission **")
-        check(lib.vn_sequence_replay(self._live(), _launches(n, "Sequence"), _timing_mode(timing), out))
+        status = lib.vn_sequence_replay(ptr, n, mode, out)
+        check_wait(status, lambda: lib.vn_sequence_replay(ptr, n, mode, out))
         return Submission(out[0])
 
 
@@ -295,6 +358,7 @@ def submit(device: Device, work: SequenceABC[Recording | Sequence], timing: bool
             raise WrongTypeError(
                 f"submit() item {i} is a {type(w).__name__}, not a vn.Recording or vn.Sequence. Fix: record it first."
             )
-    out = ffi.new("vn_submission **")
-    check(lib.vn_device_submit(device._live(), items, len(work), _timing_mode(timing), out))
+    ptr, count, mode, out = device._live(), len(work), _timing_mode(timing), ffi.new("vn_submission **")
+    status = lib.vn_device_submit(ptr, items, count, mode, out)
+    check_wait(status, lambda: lib.vn_device_submit(ptr, items, count, mode, out))
     return Submission(out[0])
