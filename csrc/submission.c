@@ -86,7 +86,10 @@ int vn_submission_done(vn_submission *s) {
     if (atomic_load(&s->done)) return 1;
     if (vn_inherited(s->device)) return -(int)vn_device_check(s->device, "Submission.done");
     wgpu.DevicePoll(s->device->device, 0, NULL);
-    return atomic_load(&s->done);
+    if (atomic_load(&s->done)) return 1;
+    /* Lost or destroyed: what has not finished will not. */
+    if (atomic_load(&s->device->lost)) return -(int)vn_device_check(s->device, "Submission.done");
+    return 0;
 }
 
 vn_status vn_submission_wait(vn_submission *s, double timeout_s, double *waited_s) {

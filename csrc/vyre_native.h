@@ -322,7 +322,9 @@ uint64_t vn_submission_index(const vn_submission *submission);
  * VN_TIMING_PER_DISPATCH mode out[1..] each dispatch's time. *count gets how many
  * values exist (0 when the submission was not timed). VN_PENDING: call again. */
 vn_status vn_submission_gpu_times(vn_submission *submission, uint64_t *out, size_t capacity, size_t *count);
-/* 1 when the submission's work has completed, 0 when not yet (never blocks). */
+/* 1 when the submission's work has completed, 0 when not yet (never blocks); minus a
+ * status (vn_last_error says why) when it never will here: -VN_ERROR_DEVICE_LOST, or
+ * -VN_ERROR_FORKED for a submission inherited across fork(). */
 int vn_submission_done(vn_submission *submission);
 /* Wait (GIL released) until the work completes, for at most one time slice: VN_OK,
  * or VN_PENDING (call again). timeout_s < 0 waits without limit; otherwise *waited_s

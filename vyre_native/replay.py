@@ -56,10 +56,13 @@ class Submission:
 
     @property
     def done(self) -> bool:
-        """True once the GPU has finished this submission's work. Never blocks."""
+        """True once the GPU has finished this submission's work. Never blocks.
+
+        DeviceLostError when the device was lost first (the work will never finish).
+        """
         done = lib.vn_submission_done(self._ptr)
         if done < 0:
-            check(-done)  # inherited across fork()
+            check(-done)  # lost, or inherited across fork()
         return bool(done)
 
     def wait(self, timeout: float | None = None) -> None:
