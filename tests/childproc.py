@@ -73,15 +73,16 @@ def long_recording(dev, seconds=3.0):
 '''
 
 
-def run_child(code: str, timeout: float = 180, env: dict[str, str] | None = None) -> Any:
-    """Run PRELUDE + code in a fresh interpreter; assert it exited 0; return its report."""
+def run_child(code: str, timeout: float = 180, env: dict[str, str] | None = None, prelude: str = PRELUDE) -> Any:
+    """Run prelude + code in a fresh interpreter; assert it exited 0; return what it
+    printed last on a line starting "RESULT " (JSON)."""
     full_env = dict(os.environ)
     full_env.setdefault("XDG_RUNTIME_DIR", "/tmp")
     full_env.update(env or {})
     # A neutral working directory: `python -c` puts it first on sys.path, and the source
     # tree's vyre_native (no compiled module) must not shadow the installed one.
     proc = subprocess.run(  # noqa: PLW1510 -- the returncode is asserted
-        [sys.executable, "-c", PRELUDE + textwrap.dedent(code)],
+        [sys.executable, "-c", prelude + textwrap.dedent(code)],
         capture_output=True,
         text=True,
         timeout=timeout,

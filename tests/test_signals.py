@@ -81,28 +81,9 @@ def _check_interrupted(mode: str) -> None:
     assert res["read_after"] == 256, f"{mode}: reading the output afterwards gave {res['read_after']} bytes"
 
 
-def test_ctrl_c_during_wait_raises_keyboard_interrupt_promptly() -> None:
-    _check_interrupted("wait")
-
-
-def test_ctrl_c_during_wait_with_timeout_raises_keyboard_interrupt_promptly() -> None:
-    _check_interrupted("wait_timeout")
-
-
-def test_ctrl_c_during_read_raises_keyboard_interrupt_promptly() -> None:
-    _check_interrupted("read")
-
-
-def test_ctrl_c_during_read_into_raises_keyboard_interrupt_promptly() -> None:
-    _check_interrupted("read_into")
-
-
-def test_ctrl_c_during_pending_read_result_raises_keyboard_interrupt_promptly() -> None:
-    _check_interrupted("read_async_result")
-
-
-def test_ctrl_c_during_wait_idle_raises_keyboard_interrupt_promptly() -> None:
-    _check_interrupted("wait_idle")
+@pytest.mark.parametrize("mode", ["wait", "wait_timeout", "read", "read_into", "read_async_result", "wait_idle"])
+def test_ctrl_c_during_a_blocking_call_raises_keyboard_interrupt_promptly(mode: str) -> None:
+    _check_interrupted(mode)
 
 
 def test_ctrl_c_during_a_replay_that_waits_for_a_busy_cpu_queue_raises_keyboard_interrupt_promptly() -> None:
