@@ -5,6 +5,8 @@ static atomic_llong live[VN_LIVE_KIND_COUNT];
 
 void vn_live_add(enum vn_live_kind kind, int64_t delta) { atomic_fetch_add(&live[kind], delta); }
 
+int64_t vn_live_count(enum vn_live_kind kind) { return atomic_load(&live[kind]); }
+
 void vn_debug_live_counts(vn_live_counts *out, double wait_s) {
     if (out == NULL) return;
     /* Devices released while their work ran are freed once it has finished: let a leak

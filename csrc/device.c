@@ -72,6 +72,11 @@ static void on_fork_child(void) {
     atomic_fetch_add(&vn_fork_generation, 1);
     /* The parent's parked devices are the parent's: forget them here. */
     atomic_store(&parked, NULL);
+    /* With a device inherited, the GPU driver's own exit handlers (registered in the
+     * parent) tear down state whose threads stayed in the parent: lavapipe crashes in
+     * them, NVIDIA's wait. The child's exit ends before them; Python's own finalization
+     * (and so every finalizer) has run by then. */
+    if (vn_live_count(VN_LIVE_DEVICE) > 0) vn_exit_before_earlier_handlers();
 }
 
 static vn_once process_once = VN_ONCE_INIT;

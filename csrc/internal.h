@@ -46,6 +46,7 @@ enum vn_live_kind {
     VN_LIVE_PENDING_READ, VN_LIVE_KIND_COUNT
 };
 void vn_live_add(enum vn_live_kind kind, int64_t delta);
+int64_t vn_live_count(enum vn_live_kind kind);
 
 /* ---- device (device.c) ------------------------------------------------------ */
 

@@ -102,6 +102,12 @@ static inline double vn_monotonic_seconds(void) { return (double)vn_monotonic_ns
 /* Run fn in the child process right after every fork() (pthread_atfork's child
  * handler), before fork() returns there. Windows has no fork: nothing to register. */
 void vn_at_fork_child(void (*fn)(void));
+/* From now on, exit() ends the process (with its status, stdio flushed) right after the
+ * exit handlers registered later than this call: those registered earlier never run.
+ * For a fork() child, where the earlier ones are GPU drivers' teardown of the parent's
+ * devices (Mesa's lavapipe crashes there, NVIDIA's waits). glibc (on_exit); elsewhere
+ * nothing. */
+void vn_exit_before_earlier_handlers(void);
 
 /* ---- strings -------------------------------------------------------------------- */
 

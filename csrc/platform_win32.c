@@ -131,6 +131,7 @@ void vn_yield(void) { SwitchToThread(); }
 
 /* No fork() on Windows: a child process never inherits this one's objects. */
 void vn_at_fork_child(void (*fn)(void)) { (void)fn; }
+void vn_exit_before_earlier_handlers(void) {}
 
 #else
 /* ISO C wants a declaration in every file (MSVC's /W4 says C4206 otherwise). */

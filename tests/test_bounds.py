@@ -10,6 +10,8 @@ command buffer, is refused past 256 with a typed error.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from childproc import run_child
@@ -45,9 +47,13 @@ def test_the_per_submit_bound_is_256_launches() -> None:
     assert lib.VN_MAX_LAUNCHES_PER_SUBMIT == PER_SUBMIT
 
 
+@pytest.mark.skipif(
+    "libasan" in os.environ.get("LD_PRELOAD", ""),
+    reason="under AddressSanitizer freed memory sits in its quarantine, so RSS measures nothing here",
+)
 def test_replay_of_100000_launches_with_clears_keeps_memory_bounded() -> None:
-    # Measured on lavapipe: RSS +1832 MiB before the bound (one command buffer of 10**5
-    # launches), +5 MiB with it.
+    # Measured: RSS +1,832 MiB before the bound (one command buffer of 10**5 launches),
+    # +5 MiB with it, on lavapipe; +7,614 and +45 MiB on the H200.
     res = run_child(
         f"""
         def rss_mib():
