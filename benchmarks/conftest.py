@@ -69,6 +69,10 @@ def vnx() -> Any:
     a = dev.upload(host)
     o = dev.alloc(harness.IO_BYTES)
     miss_outs = [dev.alloc(harness.IO_BYTES) for _ in range(harness.MISS_SETS)]
+    # the 64 MiB clear row's buffer: made at session start with the floor's usage, as the
+    # floor's own is (on a CPU adapter a fresh 64 MiB allocation clears slower for a while)
+    usage = vn.BufferUsage.STORAGE | vn.BufferUsage.COPY_SRC | vn.BufferUsage.COPY_DST
+    big = dev.upload(np.ones(harness.BIG_READ // 4, np.uint32), usage=usage)
     info = dev.info
     harness.SESSION["vyre_native"] = {
         "adapter": info["name"],
@@ -81,7 +85,7 @@ def vnx() -> Any:
         "vyre_native_version": vn.__version__,
         "vyre_native_path": str(pathlib.Path(vn.__file__).parent),
     }
-    ns = SimpleNamespace(vn=vn, dev=dev, prog=prog, host=host, a=a, o=o, miss_outs=miss_outs)
+    ns = SimpleNamespace(vn=vn, dev=dev, prog=prog, host=host, a=a, o=o, miss_outs=miss_outs, big=big)
     yield ns
     dev.wait_idle()
 
@@ -117,11 +121,35 @@ def wgx() -> Any:
             ],
         )
 
-    def encode(group: Any, dst: Any) -> Any:
-        """What vyre_native records: clear the output, one pass, one 1x1x1 dispatch."""
+    # vyre_native clears an output with its zero-fill kernel inside the pass; the same
+    # kernel here (harness.fill_dispatch says which entry point and how many workgroups).
+    fill_module = device.create_shader_module(code=vn.debug.fill_wgsl())
+    fill_pipelines = [
+        device.create_compute_pipeline(layout="auto", compute={"module": fill_module, "entry_point": entry})
+        for entry in ("fill_words", "fill_quads")
+    ]
+    max_groups = adapter.limits["max-compute-workgroups-per-dimension"]
+
+    def bind_fill(dst: Any) -> tuple[Any, Any, int]:
+        """dst's fill as vyre_native dispatches it: (pipeline, bind group, workgroups)."""
+        variant, groups = harness.fill_dispatch(dst.size, max_groups)
+        fill_group = device.create_bind_group(
+            layout=fill_pipelines[variant].get_bind_group_layout(0),
+            entries=[{"binding": variant, "resource": {"buffer": dst, "offset": 0, "size": dst.size}}],
+        )
+        return fill_pipelines[variant], fill_group, groups
+
+    def fill_in_pass(cpass: Any, fill: tuple[Any, Any, int]) -> None:
+        cpass.set_pipeline(fill[0])
+        cpass.set_bind_group(0, fill[1])
+        cpass.dispatch_workgroups(fill[2], 1, 1)
+
+    def encode(group: Any, fill: tuple[Any, Any, int]) -> Any:
+        """What vyre_native records: one pass with the output's fill (its clear) and
+        one 1x1x1 dispatch."""
         enc = device.create_command_encoder()
-        enc.clear_buffer(dst)
         cpass = enc.begin_compute_pass()
+        fill_in_pass(cpass, fill)
         cpass.set_pipeline(pipeline)
         cpass.set_bind_group(0, group)
         cpass.dispatch_workgroups(1, 1, 1)
@@ -147,8 +175,11 @@ def wgx() -> Any:
         o=o,
         miss_outs=miss_outs,
         bind=bind,
+        bind_fill=bind_fill,
+        fill_in_pass=fill_in_pass,
         encode=encode,
         group=bind(a, o),
+        fill=bind_fill(o),
     )
     yield ns
     harness.wgpu_wait(ns)

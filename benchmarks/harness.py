@@ -12,10 +12,9 @@ import importlib.util
 import os
 import pathlib
 import shutil
-import statistics
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -50,6 +49,17 @@ BURST = DRAIN_EVERY
 
 WAYS = ("vyre_native", "wgpu-py", "raw-C")
 
+
+def fill_dispatch(nbytes: int, max_per_dimension: int) -> tuple[int, int]:
+    """How vyre_native's zero fill (vn.debug.fill_wgsl(), csrc/fill.c) clears a buffer
+    of ``nbytes`` (a multiple of 4): (entry point: 0 ``fill_words``, 1 ``fill_quads``
+    where nbytes is a multiple of 16; workgroups of 256, at most 65535 or the device's
+    per-dimension limit). floor.c's fill_plan is the same rule in C."""
+    variant = 1 if nbytes % 16 == 0 else 0
+    elements = nbytes // (16 if variant else 4)
+    return variant, min(-(-elements // 256), 65535, max_per_dimension)
+
+
 #: operation id -> (table label, what one operation is)
 OPERATIONS: dict[str, tuple[str, str]] = {
     "prerecord_hit": ("pre-record, bind-group cache hit", "record one dispatch with the same buffers"),
@@ -62,6 +72,14 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "read_output_64MiB": ("read_output 64 MiB", "GPU buffer -> new host bytes"),
     "read_output_into_4KiB": ("read_output_into 4 KiB", "GPU buffer -> reused numpy array"),
     "read_output_into_64MiB": ("read_output_into 64 MiB", "GPU buffer -> reused numpy array"),
+    "read_zero_copy_64MiB": ("read copy=False 64 MiB", "GPU buffer -> read-only array over mapped staging"),
+    "read_zero_copy_sum_64MiB": ("read copy=False 64 MiB + sum", "the same, then numpy sum of every float"),
+    "read_typed_copy_64MiB": ("read copy=True 64 MiB", "GPU buffer -> new float32 array"),
+    "read_typed_copy_sum_64MiB": ("read copy=True 64 MiB + sum", "the same, then numpy sum of every float"),
+    "read_typed_map_64MiB": (
+        "staging copy + map 64 MiB (no host copy)",
+        "raw C only: a zero-copy read's floor",
+    ),
     "borrowed_dispatch": ("borrowed dispatch end to end", "upload + record + replay + read back"),
     "recording_replay": ("Recording.replay() (re-encode + submit)", "encode + submit one dispatch"),
     "replay_n": ("Recording.replay(64), per launch", "one of 64 launches in one command buffer"),
@@ -73,6 +91,27 @@ OPERATIONS: dict[str, tuple[str, str]] = {
         "sequence of 1000, per dispatch (done)",
         "one of 1000 dispatches in one pass, submit + wait",
     ),
+    "sequence_1000_immediates": (
+        "sequence of 1000, per-step immediates",
+        "one of 1000 dispatches in one pass, each setting its own var<immediate> scalar",
+    ),
+    "sequence_1000_uniforms": (
+        "sequence of 1000, per-step uniform buffers",
+        "one of 1000 dispatches in one pass, each binding its own uniform buffer",
+    ),
+    "sequence_1000_clear": (
+        "sequence of 1000 clearing, per step (host)",
+        "one of 1000 steps that clear their output (fill in the one pass), one submit",
+    ),
+    "sequence_1000_clear_wait": (
+        "sequence of 1000 clearing, per step (done)",
+        "one of 1000 clearing steps in one pass, submit + wait",
+    ),
+    "sequence_1000_clear_naive": (
+        "1000 clearing steps, clear_buffer + pass each (host)",
+        "one of 1000 steps written clear_buffer + pass + dispatch, one submit",
+    ),
+    "clear_64MiB_gpu": ("clear 64 MiB between two dispatches (GPU time)", "GPU time by timestamps"),
     "async_read_16x4MiB": ("16 x 4 MiB readbacks in flight", "64 MiB read back as 16 slices at once"),
 }
 
@@ -181,23 +220,45 @@ def wgpu_wait(wgx: Any) -> None:
         wgx.queue.on_submitted_work_done_sync()
 
 
+def _per_operation(benchmark: Any, seconds: Iterable[float]) -> Any:
+    """Replace the benchmark's samples with per-operation ones, so that pytest-benchmark's
+    own table and JSON speak per operation on every row (a round of many operations,
+    or of one C call doing many, would otherwise read that many times slower)."""
+    from pytest_benchmark.stats import Stats
+
+    per_op = Stats()
+    for s in seconds:
+        per_op.update(s)
+    benchmark.stats.stats = per_op
+    return per_op
+
+
+def _per_op_info(info: dict[str, Any], s: Any, nbytes: int | None) -> None:
+    info["per_op_ns_median"] = s.median * 1e9
+    info["per_op_ns_min"] = s.min * 1e9
+    info["per_op_ns_q1"] = s.q1 * 1e9
+    info["per_op_ns_q3"] = s.q3 * 1e9
+    if nbytes:
+        info["bytes"] = nbytes
+        info["gb_per_s"] = nbytes / info["per_op_ns"]
+
+
 def record_python(
     benchmark: Any, way: str, operation: str, nbytes: int | None = None, ops_per_round: int = 1, **extra: Any
 ) -> None:
     """extra_info for a vyre_native or wgpu-py benchmark (one call per round, or
-    ``ops_per_round`` operations in one timed round)."""
+    ``ops_per_round`` operations in one timed round: each round then counts as its
+    per-operation average)."""
     info = benchmark.extra_info
     info.update(way=way, operation=operation, ops_per_round=ops_per_round, **extra)
     stats = getattr(benchmark, "stats", None)
     if stats is None:  # --benchmark-disable
         return
     s = stats.stats
-    info["per_op_ns"] = s.mean * 1e9 / ops_per_round
-    info["per_op_ns_median"] = s.median * 1e9 / ops_per_round
-    info["per_op_ns_min"] = s.min * 1e9 / ops_per_round
-    if nbytes:
-        info["bytes"] = nbytes
-        info["gb_per_s"] = nbytes / info["per_op_ns"]
+    if ops_per_round != 1:
+        s = _per_operation(benchmark, [d / ops_per_round for d in s.data])
+    info["per_op_ns"] = s.mean * 1e9
+    _per_op_info(info, s, nbytes)
 
 
 def run_floor(
@@ -208,15 +269,18 @@ def run_floor(
     ops: int,
     rounds: int,
     nbytes: int | None = None,
+    per_sample: int = 1,
     **extra: Any,
 ) -> None:
     """Time a raw-C entry point: each round is one C call doing ``ops`` operations.
+    Where one C sample covers ``per_sample`` operations (a submit of 1000 dispatches),
+    every figure is divided by it.
 
     ``call(n, samples)`` runs the operation n times in C and returns the total ns;
-    C times each operation on its own into ``samples``. pytest-benchmark's own
-    columns for these rows are per round (``ops`` operations plus one cffi call);
-    the per-operation figures are ``extra_info["per_op_ns"]`` (mean),
-    ``per_op_ns_median`` and ``per_op_ns_min``, from the C timings.
+    C times each operation on its own into ``samples``, and those per-operation
+    samples replace pytest-benchmark's per-round ones (its table then reads per
+    operation, as every other row does). ``extra_info["per_op_ns"]`` is the mean from
+    the C totals, the median, min and quartiles come from the C samples.
     """
     ffi = floor.ffi
     buf = ffi.new("int64_t[]", ops)
@@ -231,21 +295,84 @@ def run_floor(
     benchmark.pedantic(target, rounds=rounds, iterations=1, warmup_rounds=0)
     info = benchmark.extra_info
     info.update(way="raw-C", operation=operation, ops_per_round=ops, **extra)
-    if totals:
-        info["per_op_ns"] = sum(totals) / (ops * len(totals))
-        info["per_op_ns_median"] = float(statistics.median(samples))
-        info["per_op_ns_min"] = float(min(samples))
-        if nbytes:
-            info["bytes"] = nbytes
-            info["gb_per_s"] = nbytes / info["per_op_ns"]
+    if per_sample != 1:
+        info["ops_per_sample"] = per_sample
+    if totals and getattr(benchmark, "stats", None) is not None:
+        s = _per_operation(benchmark, [ns * 1e-9 / per_sample for ns in samples])
+        info["per_op_ns"] = sum(totals) / (ops * len(totals) * per_sample)
+        _per_op_info(info, s, nbytes)
+
+
+def sequence_operation(benchmark: Any, operation: str, wait: bool) -> str:
+    """The operation (and benchmark group) of a sequence row: ``operation`` for the host
+    cost, ``operation + "_wait"`` to completion."""
+    name = operation + ("_wait" if wait else "")
+    benchmark.group = name
+    return name
+
+
+def bench_vn_sequence(benchmark: Any, vnx: Any, rounds: Rounds, seq: Any, operation: str, wait: bool) -> None:
+    """One replay of a vyre_native sequence of SEQUENCE_LEN steps per round: host cost
+    (the drain untimed), or with ``wait`` to completion; reported per step."""
+    operation = sequence_operation(benchmark, operation, wait)
+    if wait:
+        benchmark.pedantic(lambda: seq.replay().wait(), rounds=rounds.burst, warmup_rounds=1)
+    else:
+        benchmark.pedantic(
+            seq.replay, setup=Drainer(vnx.dev.wait_idle, every=1), rounds=rounds.burst, warmup_rounds=1
+        )
+        vnx.dev.wait_idle()
+    record_python(benchmark, "vyre_native", operation, ops_per_round=SEQUENCE_LEN)
+
+
+def bench_wgpu_sequence(
+    benchmark: Any, wgx: Any, rounds: Rounds, submit: Callable[[], None], operation: str, wait: bool
+) -> None:
+    """The same through wgpu-py: ``submit`` encodes and submits SEQUENCE_LEN steps."""
+    operation = sequence_operation(benchmark, operation, wait)
+    if wait:
+
+        def target() -> None:
+            submit()
+            wgpu_wait(wgx)
+
+        benchmark.pedantic(target, rounds=rounds.burst, warmup_rounds=1)
+    else:
+        benchmark.pedantic(
+            submit, setup=Drainer(lambda: wgpu_wait(wgx), every=1), rounds=rounds.burst, warmup_rounds=1
+        )
+        wgpu_wait(wgx)
+    record_python(benchmark, "wgpu-py", operation, ops_per_round=SEQUENCE_LEN)
+
+
+def bench_floor_sequence(
+    benchmark: Any,
+    floor: Floor,
+    rounds: Rounds,
+    operation: str,
+    wait: bool,
+    call: Callable[[int, int, Any], int],
+) -> None:
+    """The raw-C floor of the same: each sample one submit of SEQUENCE_LEN steps;
+    ``call(wait, n, samples)``."""
+    operation = sequence_operation(benchmark, operation, wait)
+    run_floor(
+        benchmark,
+        floor,
+        operation,
+        lambda n, s: call(int(wait), n, s),
+        rounds.burst,
+        1,
+        per_sample=SEQUENCE_LEN,
+    )
 
 
 def bench_wgpu_encode_submit(benchmark: Any, wgx: Any, rounds: Rounds, operation: str) -> None:
     """wgpu-py encoding and submitting one dispatch per round (what vyre_native records)."""
-    encode, group, o, queue = wgx.encode, wgx.group, wgx.o, wgx.queue
+    encode, group, fill, queue = wgx.encode, wgx.group, wgx.fill, wgx.queue
 
     def target() -> None:
-        queue.submit([encode(group, o)])
+        queue.submit([encode(group, fill)])
 
     benchmark.pedantic(
         target,
@@ -282,6 +409,7 @@ const char *floor_adapter_name(floor_ctx *c);
 const char *floor_backend(floor_ctx *c);
 const char *floor_driver(floor_ctx *c);
 uint32_t floor_library_version(void);
+int floor_timestamps(floor_ctx *c);
 int64_t floor_prerecord_hit(floor_ctx *c, uint64_t n, int64_t *samples);
 int64_t floor_prerecord_miss(floor_ctx *c, uint64_t n, int64_t *samples);
 int64_t floor_replay(floor_ctx *c, uint64_t n, int64_t *samples);
@@ -290,11 +418,16 @@ int64_t floor_replay_wait(floor_ctx *c, uint64_t n, int64_t *samples);
 int64_t floor_encode_submit(floor_ctx *c, uint64_t n, int64_t *samples);
 int64_t floor_read(floor_ctx *c, int which, uint64_t n, int reuse, int64_t *samples);
 int64_t floor_borrowed(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n, int64_t *samples);
+int64_t floor_write(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n, int64_t *samples);
+int64_t floor_compile(floor_ctx *c, const char *wgsl, uint64_t n, int64_t *samples);
 int floor_result(floor_ctx *c, void *dst, uint64_t nbytes);
 int64_t floor_memcpy(floor_ctx *c, uint64_t n);
 int64_t floor_encode_n_submit(floor_ctx *c, uint32_t launches, uint64_t n, int64_t *samples);
 int64_t floor_one_pass(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, int64_t *samples);
 int64_t floor_read_parts(floor_ctx *c, uint32_t parts, uint64_t n, int64_t *samples);
+int floor_fill_setup(floor_ctx *c, const char *fill_wgsl);
+int64_t floor_fill_in_pass(floor_ctx *c, uint32_t steps, int wait, uint64_t n, int64_t *samples);
+int64_t floor_clear_gpu(floor_ctx *c, int how, uint64_t n, int64_t *samples);
 """
 
 _LIB_NAMES = {
@@ -421,6 +554,13 @@ def build_floor(build_dir: pathlib.Path) -> Floor | FloorUnavailable:
         return FloorUnavailable(
             "floor_create failed: " + ffi.string(lib.floor_last_error()).decode("utf-8", "replace")
         )
+    # The clears-in-pass rows dispatch vyre_native's own zero-fill kernel.
+    from vyre_native.debug import fill_wgsl
+
+    if lib.floor_fill_setup(ctx, fill_wgsl().encode()) != 0:
+        reason = ffi.string(lib.floor_last_error()).decode("utf-8", "replace")
+        lib.floor_destroy(ctx)
+        return FloorUnavailable(f"floor_fill_setup failed: {reason}")
     return Floor(ffi, lib, ctx, str(so_path), compiler)
 
 

@@ -28,20 +28,21 @@ def test_borrowed_dispatch_vyre_native(benchmark, vnx, rounds):
 
 @pytest.mark.benchmark(group="borrowed_dispatch")
 def test_borrowed_dispatch_wgpu_py(benchmark, wgx, rounds):
-    """create_buffer_with_data + create_buffer + bind group + encode + submit + read_buffer."""
-    device, queue, usage, host, bind, encode = (
+    """create_buffer_with_data + create_buffer + bind groups + encode + submit + read_buffer."""
+    device, queue, usage, host, bind, bind_fill, encode = (
         wgx.device,
         wgx.queue,
         wgx.usage,
         wgx.host,
         wgx.bind,
+        wgx.bind_fill,
         wgx.encode,
     )
 
     def once():
         src = device.create_buffer_with_data(data=host, usage=usage)
         out = device.create_buffer(size=IO_BYTES, usage=usage)
-        queue.submit([encode(bind(src, out), out)])
+        queue.submit([encode(bind(src, out), bind_fill(out))])
         return queue.read_buffer(out)
 
     def target():

@@ -139,3 +139,91 @@ def test_read_output_into_raw_c(benchmark, cfloor, rounds, size):
         r,
         nbytes=SIZES[size],
     )
+
+
+# ---- 6b. typed 64 MiB reads: copy=False (the mapped staging memory) vs copy=True ---------
+#
+# Time from the call to a usable float32 array, and to its sum (reading every byte once).
+# The zero-copy array is dropped inside the timer, which unpins and unmaps its staging
+# buffer, as the floor unmaps. Every row's raw-C way is the same floor: staging copy +
+# map + memcpy into a reused host buffer (+ unmap); typed_map_64MiB is the floor's
+# staging copy + map alone, with no host copy (what a zero-copy read cannot go below).
+
+TYPED = {
+    "zero_copy_64MiB": (False, False),
+    "zero_copy_sum_64MiB": (False, True),
+    "typed_copy_64MiB": (True, False),
+    "typed_copy_sum_64MiB": (True, True),
+}
+
+
+@pytest.mark.parametrize("op", list(TYPED))
+def test_typed_read_vyre_native(benchmark, vnx, vn_sources, rounds, op):
+    benchmark.group = f"read_{op}"
+    rec = vn_sources["64MiB"]
+    copy, then_sum = TYPED[op]
+
+    def target():
+        arr = rec.read_output(0, np.float32, copy=copy)
+        if then_sum:
+            arr.sum()
+
+    benchmark.pedantic(target, rounds=rounds.big_read, warmup_rounds=_warmup("64MiB"))
+    record_python(benchmark, "vyre_native", f"read_{op}", nbytes=BIG_READ)
+
+
+@pytest.fixture(scope="module")
+def wg_staging(wgx):
+    import wgpu
+
+    return wgx.device.create_buffer(
+        size=BIG_READ, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
+    )
+
+
+@pytest.mark.parametrize("op", list(TYPED))
+def test_typed_read_wgpu_py(benchmark, wgx, wg_sources, wg_staging, rounds, op):
+    """copy=False: a copy into a reused MAP_READ buffer, map_sync, read_mapped(copy=False),
+    unmap after; copy=True: queue.read_buffer (a copy of its own) as a numpy array."""
+    benchmark.group = f"read_{op}"
+    src, device, queue = wg_sources["64MiB"], wgx.device, wgx.queue
+    copy, then_sum = TYPED[op]
+
+    def target():
+        if copy:
+            arr = np.frombuffer(queue.read_buffer(src), np.float32)
+            if then_sum:
+                arr.sum()
+            return
+        enc = device.create_command_encoder()
+        enc.copy_buffer_to_buffer(src, 0, wg_staging, 0, BIG_READ)
+        queue.submit([enc.finish()])
+        wg_staging.map_sync("READ")
+        view = wg_staging.read_mapped(copy=False)
+        arr = np.frombuffer(view, np.float32)
+        if then_sum:
+            arr.sum()
+        del arr
+        view.release()
+        wg_staging.unmap()
+
+    benchmark.pedantic(target, rounds=rounds.big_read, warmup_rounds=_warmup("64MiB"))
+    record_python(benchmark, "wgpu-py", f"read_{op}", nbytes=BIG_READ)
+
+
+@pytest.mark.parametrize("op", [*TYPED, "typed_map_64MiB"])
+def test_typed_read_raw_c(benchmark, cfloor, rounds, op):
+    """Reused staging buffer; memcpy into a reused destination (mode 1), or none (mode 2)."""
+    benchmark.group = f"read_{op}"
+    lib, ctx = cfloor.lib, cfloor.ctx
+    mode = 2 if op == "typed_map_64MiB" else 1
+    r, ops = _c_rounds(rounds, "64MiB")
+    run_floor(
+        benchmark,
+        cfloor,
+        f"read_{op}",
+        lambda n, s: lib.floor_read(ctx, 1, n, mode, s),
+        ops,
+        r,
+        nbytes=BIG_READ,
+    )

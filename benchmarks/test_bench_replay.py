@@ -2,10 +2,11 @@
 
 - Recording.replay(): re-encode + submit one dispatch from held state (vs wgpu-py and
   raw C encoding + submitting the same commands);
-- Recording.replay(64): 64 launches (clear, pass, dispatch each) in one command
-  buffer, one submit, per launch;
+- Recording.replay(64): 64 launches (each its output's fill and its dispatch) in one
+  compute pass, one submit, per launch;
 - a sequence of 1000 dispatches in one pass, one submit, per dispatch: host cost, and
-  to completion;
+  to completion; without clears, and with every step clearing its output (a fill
+  dispatch in the pass);
 - 64 MiB read back as 16 slices of 4 MiB all in flight at once (vs one 64 MiB
   readback, the target's reference, in test_bench_readback.py).
 """
@@ -21,7 +22,10 @@ from harness import (
     SEQUENCE_LEN,
     Drainer,
     bench_floor_encode_submit,
+    bench_floor_sequence,
+    bench_vn_sequence,
     bench_wgpu_encode_submit,
+    bench_wgpu_sequence,
     record_python,
     run_floor,
     wgpu_wait,
@@ -69,17 +73,19 @@ def test_replay_n_vyre_native(benchmark, vnx, rounds):
 
 @pytest.mark.benchmark(group="replay_n")
 def test_replay_n_wgpu_py(benchmark, wgx, rounds):
-    device, pipeline, group, o, queue = wgx.device, wgx.pipeline, wgx.group, wgx.o, wgx.queue
+    device, pipeline, group, queue = wgx.device, wgx.pipeline, wgx.group, wgx.queue
+    fill_in_pass, fill = wgx.fill_in_pass, wgx.fill
 
     def target():
+        # what Recording.replay(64) encodes: one pass, each launch its output's fill + dispatch
         enc = device.create_command_encoder()
+        cpass = enc.begin_compute_pass()
         for _ in range(REPLAY_N):
-            enc.clear_buffer(o)
-            cpass = enc.begin_compute_pass()
+            fill_in_pass(cpass, fill)
             cpass.set_pipeline(pipeline)
             cpass.set_bind_group(0, group)
             cpass.dispatch_workgroups(1, 1, 1)
-            cpass.end()
+        cpass.end()
         queue.submit([enc.finish()])
 
     benchmark.pedantic(
@@ -96,35 +102,39 @@ def test_replay_n_raw_c(benchmark, cfloor, rounds):
         benchmark,
         cfloor,
         "replay_n",
-        lambda n, s: lib.floor_encode_n_submit(ctx, REPLAY_N, n, s),
+        lambda n, s: lib.floor_fill_in_pass(ctx, REPLAY_N, 0, n, s),
         rounds.burst,
         1,
+        per_sample=REPLAY_N,
     )
-    _per_dispatch(benchmark, REPLAY_N)
-
-
-def _per_dispatch(benchmark, per_round: int) -> None:
-    """The floor times one submit of `per_round` operations per sample: report per op."""
-    info = benchmark.extra_info
-    for key in ("per_op_ns", "per_op_ns_median", "per_op_ns_min"):
-        if key in info:
-            info[key] /= per_round
-    info["ops_per_sample"] = per_round
 
 
 # ---- a sequence of 1000 dispatches: one pass, one submit --------------------------------
+#
+# Each way twice: with nothing cleared (sequence_1000: pipeline and bind group set
+# once), and with every step clearing its output (sequence_1000_clear, the default
+# clear_outputs=True: per step the fill pipeline and its bind group, the fill
+# dispatch, the kernel's pipeline and bind group, its dispatch); each for the host
+# cost and, as ..._wait, to completion.
+
+SEQUENCES = pytest.mark.parametrize(
+    "operation, wait",
+    [(op, wait) for op in ("sequence_1000", "sequence_1000_clear") for wait in (False, True)],
+    ids=["host", "done", "clear-host", "clear-done"],
+)
 
 
-def _vn_sequence(vnx):
+def _vn_sequence(vnx, clear: bool):
     seq = vnx.dev.sequence()
     for _ in range(SEQUENCE_LEN):
-        # clear_outputs=False: nothing between the dispatches, so all share one pass
-        seq.add(vnx.prog, [vnx.a], [vnx.o], workgroups=(1, 1, 1), clear_outputs=False)
+        # without clears nothing sits between the dispatches; with them, fills in the pass
+        seq.add(vnx.prog, [vnx.a], [vnx.o], workgroups=(1, 1, 1), clear_outputs=clear)
     return seq
 
 
-def _wgpu_one_pass(wgx):
+def _wgpu_one_pass(wgx, clear: bool):
     device, pipeline, group, queue = wgx.device, wgx.pipeline, wgx.group, wgx.queue
+    fill_in_pass, fill = wgx.fill_in_pass, wgx.fill
 
     def submit():
         enc = device.create_command_encoder()
@@ -132,6 +142,10 @@ def _wgpu_one_pass(wgx):
         cpass.set_pipeline(pipeline)
         cpass.set_bind_group(0, group)
         for _ in range(SEQUENCE_LEN):
+            if clear:
+                fill_in_pass(cpass, fill)
+                cpass.set_pipeline(pipeline)
+                cpass.set_bind_group(0, group)
             cpass.dispatch_workgroups(1, 1, 1)
         cpass.end()
         queue.submit([enc.finish()])
@@ -139,73 +153,25 @@ def _wgpu_one_pass(wgx):
     return submit
 
 
-@pytest.mark.benchmark(group="sequence_1000")
-def test_sequence_1000_vyre_native(benchmark, vnx, rounds):
-    seq = _vn_sequence(vnx)
-    benchmark.pedantic(
-        seq.replay, setup=Drainer(vnx.dev.wait_idle, every=1), rounds=rounds.burst, warmup_rounds=1
-    )
-    vnx.dev.wait_idle()
-    record_python(benchmark, "vyre_native", "sequence_1000", ops_per_round=SEQUENCE_LEN)
+@SEQUENCES
+def test_sequence_1000_vyre_native(benchmark, vnx, rounds, operation, wait):
+    seq = _vn_sequence(vnx, operation.endswith("clear"))
+    bench_vn_sequence(benchmark, vnx, rounds, seq, operation, wait)
 
 
-@pytest.mark.benchmark(group="sequence_1000")
-def test_sequence_1000_wgpu_py(benchmark, wgx, rounds):
-    benchmark.pedantic(
-        _wgpu_one_pass(wgx),
-        setup=Drainer(lambda: wgpu_wait(wgx), every=1),
-        rounds=rounds.burst,
-        warmup_rounds=1,
-    )
-    wgpu_wait(wgx)
-    record_python(benchmark, "wgpu-py", "sequence_1000", ops_per_round=SEQUENCE_LEN)
+@SEQUENCES
+def test_sequence_1000_wgpu_py(benchmark, wgx, rounds, operation, wait):
+    submit = _wgpu_one_pass(wgx, operation.endswith("clear"))
+    bench_wgpu_sequence(benchmark, wgx, rounds, submit, operation, wait)
 
 
-@pytest.mark.benchmark(group="sequence_1000")
-def test_sequence_1000_raw_c(benchmark, cfloor, rounds):
+@SEQUENCES
+def test_sequence_1000_raw_c(benchmark, cfloor, rounds, operation, wait):
     lib, ctx = cfloor.lib, cfloor.ctx
-    run_floor(
-        benchmark,
-        cfloor,
-        "sequence_1000",
-        lambda n, s: lib.floor_one_pass(ctx, SEQUENCE_LEN, 0, n, s),
-        rounds.burst,
-        1,
+    run = lib.floor_fill_in_pass if operation.endswith("clear") else lib.floor_one_pass
+    bench_floor_sequence(
+        benchmark, cfloor, rounds, operation, wait, lambda w, n, s: run(ctx, SEQUENCE_LEN, w, n, s)
     )
-    _per_dispatch(benchmark, SEQUENCE_LEN)
-
-
-@pytest.mark.benchmark(group="sequence_1000_wait")
-def test_sequence_1000_wait_vyre_native(benchmark, vnx, rounds):
-    seq = _vn_sequence(vnx)
-    benchmark.pedantic(lambda: seq.replay().wait(), rounds=rounds.burst, warmup_rounds=1)
-    record_python(benchmark, "vyre_native", "sequence_1000_wait", ops_per_round=SEQUENCE_LEN)
-
-
-@pytest.mark.benchmark(group="sequence_1000_wait")
-def test_sequence_1000_wait_wgpu_py(benchmark, wgx, rounds):
-    submit = _wgpu_one_pass(wgx)
-
-    def target():
-        submit()
-        wgpu_wait(wgx)
-
-    benchmark.pedantic(target, rounds=rounds.burst, warmup_rounds=1)
-    record_python(benchmark, "wgpu-py", "sequence_1000_wait", ops_per_round=SEQUENCE_LEN)
-
-
-@pytest.mark.benchmark(group="sequence_1000_wait")
-def test_sequence_1000_wait_raw_c(benchmark, cfloor, rounds):
-    lib, ctx = cfloor.lib, cfloor.ctx
-    run_floor(
-        benchmark,
-        cfloor,
-        "sequence_1000_wait",
-        lambda n, s: lib.floor_one_pass(ctx, SEQUENCE_LEN, 1, n, s),
-        rounds.burst,
-        1,
-    )
-    _per_dispatch(benchmark, SEQUENCE_LEN)
 
 
 # ---- 16 x 4 MiB readbacks in flight at once ----------------------------------------------

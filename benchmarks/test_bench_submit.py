@@ -41,10 +41,10 @@ def test_replay_vyre_native(benchmark, vnx, rounds):
 
 @pytest.mark.benchmark(group="replay")
 def test_replay_wgpu_py(benchmark, wgx, rounds):
-    encode, group, o, queue = wgx.encode, wgx.group, wgx.o, wgx.queue
+    encode, group, fill, queue = wgx.encode, wgx.group, wgx.fill, wgx.queue
 
     def make():
-        return encode(group, o)
+        return encode(group, fill)
 
     def target(cb):
         queue.submit([cb])
@@ -94,11 +94,11 @@ def test_replay_burst_vyre_native(benchmark, vnx, rounds):
 
 @pytest.mark.benchmark(group="replay_burst")
 def test_replay_burst_wgpu_py(benchmark, wgx, rounds):
-    encode, group, o, queue = wgx.encode, wgx.group, wgx.o, wgx.queue
+    encode, group, fill, queue = wgx.encode, wgx.group, wgx.fill, wgx.queue
 
     def make():
         wgpu_wait(wgx)
-        return [encode(group, o) for _ in range(BURST)]
+        return [encode(group, fill) for _ in range(BURST)]
 
     def target(cbs):
         for cb in cbs:
@@ -147,10 +147,10 @@ def test_replay_wait_vyre_native(benchmark, vnx, rounds):
 def test_replay_wait_wgpu_py(benchmark, wgx, rounds):
     """queue.submit, then a blocking device poll (see harness.wgpu_wait: wgpu-py 0.32's
     public on_submitted_work_done_sync() is broken against its wgpu-native)."""
-    encode, group, o, queue = wgx.encode, wgx.group, wgx.o, wgx.queue
+    encode, group, fill, queue = wgx.encode, wgx.group, wgx.fill, wgx.queue
 
     def make():
-        return encode(group, o)
+        return encode(group, fill)
 
     def target(cb):
         queue.submit([cb])

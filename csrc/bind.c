@@ -35,16 +35,61 @@ static void usage_names(uint64_t bits, char *buf, size_t cap) {
     if (used == 0) snprintf(buf, cap, "none");
 }
 
-static vn_status check_handle(const vn_pipeline *p, const vn_binding *b, const vn_buffer *h, const char *role,
-                              size_t role_index) {
-    if (h == NULL)
-        return vn_fail(VN_ERROR_BINDING, "%s %zu for @group(%u) @binding(%u) `%s` is NULL. Fix: pass a live Buffer.",
-                       role, role_index, b->group, b->binding, b->name);
+/* "input 2", "output 0", "params 0" or "bind['x']": where a binding's view came from. */
+typedef struct vn_source {
+    const vn_view *view;
+    const char *role;  /* "input", "output", "params"; NULL for the named form */
+    size_t index;      /* in its role's array, or in names[] */
+} vn_source;
+
+static void source_label(const vn_source *src, const vn_binding *b, char *buf, size_t cap) {
+    if (src->role != NULL) snprintf(buf, cap, "%s %zu", src->role, src->index);
+    else snprintf(buf, cap, "bind['%s']", b->name);
+}
+
+/* "(buffer 12)" or "(48 bytes at offset 256 of buffer 12)": what a resolved view is. */
+static void view_label(const vn_view *v, char *buf, size_t cap) {
+    if (v->offset == 0 && v->size == v->buffer->byte_len)
+        snprintf(buf, cap, "(buffer %llu)", (unsigned long long)v->buffer->identity);
+    else
+        snprintf(buf, cap, "(%llu bytes at offset %llu of buffer %llu)", (unsigned long long)v->size,
+                 (unsigned long long)v->offset, (unsigned long long)v->buffer->identity);
+}
+
+void vn_binding_list(const vn_pipeline *p, bool (*filter)(const vn_binding *), char *buf, size_t cap) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < p->binding_count && used < cap; i++) {
+        const vn_binding *b = &p->bindings[i];
+        if (filter != NULL && !filter(b)) continue;
+        used += (size_t)snprintf(buf + used, cap - used, "%s`%s` (@group(%u) @binding(%u) %s)", used ? ", " : "",
+                                 b->name, b->group, b->binding, kind_name(b->kind));
+    }
+    if (used == 0) snprintf(buf, cap, "none");
+}
+
+/* Check view `src` for binding b; *v gets it resolved and, when its buffer is a live
+ * buffer, *held is set and the buffer retained (whatever the checks after that say: the
+ * caller releases what it took on any failure). */
+static vn_status check_view(const vn_pipeline *p, const vn_binding *b, const vn_source *src, vn_view *v, bool *held) {
+    char role[160], what[96];
+    source_label(src, b, role, sizeof role);
+    *held = false;
+    if (src->view->buffer == NULL)
+        return vn_fail(VN_ERROR_BINDING, "%s for @group(%u) @binding(%u) `%s` is NULL. Fix: pass a live Buffer.",
+                       role, b->group, b->binding, b->name);
+    char fn[224];
+    snprintf(fn, sizeof fn, "%s for @group(%u) @binding(%u) `%s`", role, b->group, b->binding, b->name);
+    /* Held from here: by the call while resolving, then by the recording. */
+    vn_status st = vn_view_acquire(src->view, fn, v);
+    if (st != VN_OK) return st;
+    *held = true;
+    const vn_buffer *h = v->buffer;
+    view_label(v, what, sizeof what);
     if (h->device != p->device)
         return vn_fail(VN_ERROR_BINDING,
-                       "%s %zu (buffer %llu) for @group(%u) @binding(%u) `%s` belongs to another device. Fix: "
-                       "create or upload the buffer on the pipeline's device.",
-                       role, role_index, (unsigned long long)h->identity, b->group, b->binding, b->name);
+                       "%s %s for @group(%u) @binding(%u) `%s` belongs to another device. Fix: create or upload the "
+                       "buffer on the pipeline's device.", role, what, b->group, b->binding, b->name);
     uint64_t need = required_usage(b);
     if ((h->usage & need) != need) {
         char have_s[160], need_s[160], miss_s[160];
@@ -52,44 +97,227 @@ static vn_status check_handle(const vn_pipeline *p, const vn_binding *b, const v
         usage_names(need, need_s, sizeof need_s);
         usage_names(need & ~h->usage, miss_s, sizeof miss_s);
         return vn_fail(VN_ERROR_BINDING,
-                       "%s %zu (buffer %llu) for @group(%u) @binding(%u) `%s` (%s) has usage %s, missing %s. Fix: "
-                       "create it with usage including %s, or leave usage unset for the default.",
-                       role, role_index, (unsigned long long)h->identity, b->group, b->binding, b->name,
-                       kind_name(b->kind), have_s, miss_s, need_s);
+                       "%s %s for @group(%u) @binding(%u) `%s` (%s) has usage %s, missing %s. Fix: create it with "
+                       "usage including %s, or leave usage unset for the default.",
+                       role, what, b->group, b->binding, b->name, kind_name(b->kind), have_s, miss_s, need_s);
     }
-    if (h->allocation_len < b->binding_size)
+    uint64_t bound = vn_pad4(v->size);
+    if (bound < b->binding_size)
         return vn_fail(VN_ERROR_BINDING,
-                       "%s %zu (buffer %llu) for @group(%u) @binding(%u) `%s` has %llu bytes, but its declared type "
-                       "needs at least %llu%s. Fix: pass a buffer of at least %llu bytes.",
-                       role, role_index, (unsigned long long)h->identity, b->group, b->binding, b->name,
-                       (unsigned long long)h->byte_len, (unsigned long long)b->binding_size,
+                       "%s %s for @group(%u) @binding(%u) `%s` has %llu bytes, but its declared type needs at least "
+                       "%llu%s. Fix: pass a buffer of at least %llu bytes.",
+                       role, what, b->group, b->binding, b->name, (unsigned long long)v->size,
+                       (unsigned long long)b->binding_size,
                        b->binding_size > b->min_size ? " (one element of its runtime-sized array)" : "",
                        (unsigned long long)b->binding_size);
-    uint64_t max_binding = b->kind == VN_BINDING_UNIFORM ? p->device->limits.maxUniformBufferBindingSize
-                                                         : p->device->limits.maxStorageBufferBindingSize;
-    if (h->allocation_len > max_binding)
+    bool uniform = b->kind == VN_BINDING_UNIFORM;
+    uint64_t max_binding = uniform ? p->device->limits.maxUniformBufferBindingSize
+                                   : p->device->limits.maxStorageBufferBindingSize;
+    if (bound > max_binding)
         return vn_fail(VN_ERROR_BINDING,
-                       "%s %zu (buffer %llu) for @group(%u) @binding(%u) `%s` has %llu bytes, above this device's "
-                       "largest %s binding of %llu bytes. Fix: split the data across bindings or dispatches.",
-                       role, role_index, (unsigned long long)h->identity, b->group, b->binding, b->name,
-                       (unsigned long long)h->allocation_len, b->kind == VN_BINDING_UNIFORM ? "uniform" : "storage",
-                       (unsigned long long)max_binding);
+                       "%s %s for @group(%u) @binding(%u) `%s` has %llu bytes, above this device's largest %s binding "
+                       "of %llu bytes. Fix: split the data across bindings or dispatches.",
+                       role, what, b->group, b->binding, b->name, (unsigned long long)bound,
+                       uniform ? "uniform" : "storage", (unsigned long long)max_binding);
+    uint64_t align = uniform ? p->device->limits.minUniformBufferOffsetAlignment
+                             : p->device->limits.minStorageBufferOffsetAlignment;
+    if (align > 1 && v->offset % align != 0)
+        return vn_fail(VN_ERROR_BINDING,
+                       "%s %s for @group(%u) @binding(%u) `%s` (%s) starts at offset %llu, but this device's "
+                       "min_%s_buffer_offset_alignment is %llu. Fix: place the view at a multiple of %llu bytes "
+                       "(dev.limits['min_%s_buffer_offset_alignment']).",
+                       role, what, b->group, b->binding, b->name, kind_name(b->kind), (unsigned long long)v->offset,
+                       uniform ? "uniform" : "storage", (unsigned long long)align, (unsigned long long)align,
+                       uniform ? "uniform" : "storage");
     return VN_OK;
 }
 
-static vn_status check_indirect(const vn_pipeline *p, const vn_buffer *h) {
-    const vn_binding *b = &p->bindings[p->indirect_binding];
+/* The three u32 counts at `offset` into view v (resolved), read by an indirect dispatch. */
+static vn_status check_indirect(const vn_pipeline *p, const char *role, const vn_view *v, uint64_t offset) {
+    const vn_buffer *h = v->buffer;
+    char what[96];
+    view_label(v, what, sizeof what);
+    if (h->device != p->device)
+        return vn_fail(VN_ERROR_BINDING,
+                       "indirect buffer %s %s belongs to another device than the pipeline. Fix: create it on the "
+                       "pipeline's device.", role, what);
     if (!(h->usage & VN_USAGE_INDIRECT))
         return vn_fail(VN_ERROR_BINDING,
-                       "indirect buffer `%s` (buffer %llu) has no INDIRECT usage. Fix: create it with "
-                       "vn.BufferUsage.INDIRECT, or leave usage unset for the default.",
-                       b->name, (unsigned long long)h->identity);
-    if (p->indirect_offset > h->byte_len || h->byte_len - p->indirect_offset < 12)
+                       "indirect buffer %s %s has no INDIRECT usage. Fix: create it with vn.BufferUsage.INDIRECT, or "
+                       "leave usage unset for the default.", role, what);
+    if (offset % 4 != 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "indirect offset %llu into %s %s is not a multiple of 4. Fix: place the three u32 workgroup "
+                       "counts at a 4-byte-aligned offset.", (unsigned long long)offset, role, what);
+    if (offset > v->size || v->size - offset < 12)
         return vn_fail(VN_ERROR_BINDING,
-                       "indirect buffer `%s` (buffer %llu) has %llu bytes, too few for three u32 workgroup counts "
-                       "at offset %llu (needs %llu). Fix: pass a buffer of at least offset + 12 bytes.",
-                       b->name, (unsigned long long)h->identity, (unsigned long long)h->byte_len,
-                       (unsigned long long)p->indirect_offset, (unsigned long long)p->indirect_offset + 12);
+                       "indirect buffer %s %s has %llu bytes, too few for three u32 workgroup counts at offset %llu "
+                       "(needs %llu). Fix: pass a buffer of at least offset + 12 bytes.",
+                       role, what, (unsigned long long)v->size, (unsigned long long)offset,
+                       (unsigned long long)offset + 12);
+    return VN_OK;
+}
+
+vn_status vn_check_forms(uint32_t forms) {
+    if ((forms & VN_BIND_POSITIONAL) && (forms & VN_BIND_NAMED))
+        return vn_fail(VN_ERROR_BINDING,
+                       "bind= was passed together with inputs/outputs/params. Fix: name every binding in bind= "
+                       "(bind={'x': buf, ...}), or pass them positionally, not both.");
+    return VN_OK;
+}
+
+vn_status vn_match_names(const vn_pipeline *p, const char *const *names, size_t count,
+                         bool (*takes)(const vn_binding *), const char *not_taken, size_t *index_of) {
+    size_t n = p->binding_count;
+    char list[1024];
+    if (count > 0 && names == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%zu named buffers but the names are NULL. Fix: pass the names.", count);
+    for (size_t j = 0; j < n; j++) index_of[j] = SIZE_MAX;
+    for (size_t i = 0; i < count; i++) {
+        if (names[i] == NULL)
+            return vn_fail(VN_ERROR_INVALID_ARGUMENT, "bind name %zu is NULL. Fix: pass binding names.", i);
+        size_t j = 0;
+        while (j < n && strcmp(p->bindings[j].name, names[i]) != 0) j++;
+        if (j == n || !takes(&p->bindings[j])) {
+            vn_binding_list(p, takes, list, sizeof list);
+            if (j == n)
+                return vn_fail(VN_ERROR_BINDING,
+                               "bind= names `%s`, which is not a binding the entry point uses; its bindings are %s. "
+                               "Fix: name each of those exactly once.", names[i], list);
+            return vn_fail(VN_ERROR_BINDING,
+                           "bind= names `%s`, %s; bind= names %s. Fix: leave `%s` out of bind=.", names[i], not_taken,
+                           list, names[i]);
+        }
+        if (index_of[j] != SIZE_MAX)
+            return vn_fail(VN_ERROR_BINDING,
+                           "bind= names `%s` twice (entries %zu and %zu). Fix: name each binding exactly once.",
+                           names[i], index_of[j], i);
+        index_of[j] = i;
+    }
+    char missing[512];
+    size_t used = 0, absent = 0;
+    missing[0] = '\0';
+    for (size_t j = 0; j < n; j++) {
+        if (index_of[j] != SIZE_MAX || !takes(&p->bindings[j])) continue;
+        absent++;
+        if (used < sizeof missing)
+            used += (size_t)snprintf(missing + used, sizeof missing - used, "%s`%s`", used ? ", " : "",
+                                     p->bindings[j].name);
+    }
+    if (absent > 0) {
+        vn_binding_list(p, takes, list, sizeof list);
+        return vn_fail(VN_ERROR_BINDING,
+                       "bind= does not name %s; every binding the entry point uses must be named exactly once, and its "
+                       "bindings are %s. Fix: name %s in bind= too.", missing, list, missing);
+    }
+    return VN_OK;
+}
+
+static bool any_binding(const vn_binding *b) {
+    (void)b;
+    return true;
+}
+
+/* The seed's rule: outputs take the next output handle, the first uniform takes
+ * params when given, everything else the next input handle. */
+static vn_status assign_positional(const vn_pipeline *p, const vn_dispatch_args *a, vn_source *src) {
+    if ((a->input_count && a->inputs == NULL) || (a->output_count && a->outputs == NULL))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "handle counts are non-zero but the arrays are NULL. Fix: pass the handles.");
+    size_t n = p->binding_count, next_in = 0, next_out = 0;
+    bool params_used = false;
+    for (size_t i = 0; i < n; i++) {
+        const vn_binding *b = &p->bindings[i];
+        if (b->kind == VN_BINDING_STORAGE_READ_WRITE) {
+            if (next_out >= a->output_count)
+                return vn_fail(VN_ERROR_BINDING,
+                               "@group(%u) @binding(%u) `%s` (%s) needs output %zu, but %zu output(s) were passed. "
+                               "Fix: pass one output buffer per read_write binding, in (group, binding) order.",
+                               b->group, b->binding, b->name, kind_name(b->kind), next_out, a->output_count);
+            src[i] = (vn_source){&a->outputs[next_out], "output", next_out};
+            next_out++;
+        } else if (b->kind == VN_BINDING_UNIFORM && a->params != NULL && !params_used) {
+            src[i] = (vn_source){a->params, "params", 0};
+            params_used = true;
+        } else {
+            if (next_in >= a->input_count)
+                return vn_fail(VN_ERROR_BINDING,
+                               "@group(%u) @binding(%u) `%s` (%s) needs input %zu, but %zu input(s) were passed. Fix: "
+                               "pass one input buffer per read-only storage%s binding, in (group, binding) order.",
+                               b->group, b->binding, b->name, kind_name(b->kind), next_in, a->input_count,
+                               a->params != NULL ? " and every uniform after the first" : " and uniform");
+            src[i] = (vn_source){&a->inputs[next_in], "input", next_in};
+            next_in++;
+        }
+    }
+    if (a->params != NULL && !params_used)
+        return vn_fail(VN_ERROR_BINDING, "params was passed, but entry point has no var<uniform> binding to take it. "
+                       "Fix: pass params=None, or declare the uniform in the WGSL.");
+    if (next_in == a->input_count && next_out == a->output_count) return VN_OK;
+    /* Name the bindings that do take handles of the kind left over. */
+    bool outs_left = next_out != a->output_count;
+    char names[512];
+    size_t used = 0;
+    names[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        const vn_binding *b = &p->bindings[i];
+        bool is_out = b->kind == VN_BINDING_STORAGE_READ_WRITE;
+        if (is_out != outs_left || used >= sizeof names) continue;
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s@group(%u) @binding(%u) `%s`",
+                                 used ? ", " : "", b->group, b->binding, b->name);
+    }
+    return vn_fail(VN_ERROR_BINDING,
+                   "%zu %s(s) were passed, but the entry point has %zu %s binding(s)%s%s; %s %zu has no binding to "
+                   "take it. Fix: pass exactly one handle per binding (see pipeline.bindings).",
+                   outs_left ? a->output_count : a->input_count, outs_left ? "output" : "input",
+                   outs_left ? next_out : next_in, outs_left ? "read_write" : "input", used ? ": " : "", names,
+                   outs_left ? "output" : "input", outs_left ? next_out : next_in);
+}
+
+static vn_status assign_named(const vn_pipeline *p, const vn_dispatch_args *a, vn_source *src) {
+    size_t n = p->binding_count;
+    size_t stack_index[32];
+    size_t *index_of = n <= 32 ? stack_index : malloc(n * sizeof *index_of);
+    if (index_of == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a name table. Fix: free host memory.");
+    if (a->named_count > 0 && a->named == NULL) {
+        if (index_of != stack_index) free(index_of);
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%zu names but the named views are NULL. Fix: pass them.",
+                       a->named_count);
+    }
+    vn_status st = vn_match_names(p, a->names, a->named_count, any_binding, "", index_of);
+    for (size_t j = 0; j < n && st == VN_OK; j++) src[j] = (vn_source){&a->named[index_of[j]], NULL, index_of[j]};
+    if (index_of != stack_index) free(index_of);
+    return st;
+}
+
+/* WebGPU's usage scopes: a buffer bound writable may not be used anywhere else in the
+ * same dispatch (another binding, another view of it, the indirect counts). wgpu
+ * reports it only when the command buffer is finished; here it is an error at recording
+ * time, naming both uses. */
+static vn_status check_aliasing(const vn_pipeline *p, const vn_view *views, const vn_buffer *indirect) {
+    size_t n = p->binding_count;
+    for (size_t i = 0; i < n; i++) {
+        const vn_binding *a = &p->bindings[i];
+        if (a->kind != VN_BINDING_STORAGE_READ_WRITE) continue;
+        if (views[i].buffer == indirect)
+            return vn_fail(VN_ERROR_BINDING,
+                           "buffer %llu holds the indirect workgroup counts and is bound to @group(%u) @binding(%u) "
+                           "`%s` (%s) of the same dispatch, but a writable storage binding may not share its buffer "
+                           "with any other use%s. Fix: keep the counts in a buffer this dispatch does not write.",
+                           (unsigned long long)indirect->identity, a->group, a->binding, a->name, kind_name(a->kind),
+                           a->preserve ? "" : " (and the clear before the dispatch would zero the counts)");
+        for (size_t j = 0; j < n; j++) {
+            if (j == i || views[j].buffer != views[i].buffer) continue;
+            const vn_binding *b = &p->bindings[j];
+            return vn_fail(VN_ERROR_BINDING,
+                           "buffer %llu is bound to @group(%u) @binding(%u) `%s` (%s) and to @group(%u) @binding(%u) "
+                           "`%s` (%s) of the same dispatch, but a writable storage binding may not share its buffer "
+                           "with any other binding (not even through another view of it). Fix: pass distinct "
+                           "buffers (copy the input first), or make the buffer one preserved read_write binding "
+                           "(compile(..., preserve=[\"%s\"])).",
+                           (unsigned long long)views[i].buffer->identity, a->group, a->binding, a->name,
+                           kind_name(a->kind), b->group, b->binding, b->name, kind_name(b->kind), a->name);
+        }
+    }
     return VN_OK;
 }
 
@@ -102,144 +330,157 @@ void vn_bound_release(vn_bound *bound) {
             }
         free(bound->groups);
     }
+    if (bound->clears != NULL) { /* before the buffers they name */
+        for (size_t i = 0; i < bound->clear_count; i++) vn_clear_release(&bound->clears[i]);
+        free(bound->clears);
+    }
     if (bound->buffers != NULL) {
         for (size_t i = 0; i < bound->buffer_count; i++) vn_buffer_release(bound->buffers[i]);
         free(bound->buffers);
     }
+    if (bound->indirect != NULL) vn_buffer_release(bound->indirect);
+    free(bound->views);
     free(bound->outputs);
+    free(bound->immediates);
     if (bound->pipeline != NULL) vn_pipeline_release(bound->pipeline);
     memset(bound, 0, sizeof *bound);
 }
 
-vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t input_count, vn_buffer *const *outputs,
-                           size_t output_count, vn_buffer *params, uint32_t x, uint32_t y, uint32_t z, vn_bound *out) {
-    memset(out, 0, sizeof *out);
-    if (p == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pipeline is NULL. Fix: pass a live Pipeline.");
+/* Which view binds each binding, each checked, and the indirect counts' view. Every
+ * buffer taken is retained as it is taken (views[i].buffer, indirect->buffer non-NULL:
+ * held), so a release on another thread cannot free it while it is checked. */
+static vn_status resolve_views(vn_pipeline *p, const vn_dispatch_args *a, vn_source *src, vn_view *views,
+                               vn_view *indirect, uint64_t *indirect_offset) {
+    vn_status st = vn_check_forms(a->forms);
+    if (st == VN_OK) st = (a->forms & VN_BIND_NAMED) ? assign_named(p, a, src) : assign_positional(p, a, src);
+    for (size_t i = 0; i < p->binding_count && st == VN_OK; i++) {
+        bool held = false;
+        st = check_view(p, &p->bindings[i], &src[i], &views[i], &held);
+        if (!held) views[i].buffer = NULL;
+    }
+    if (st != VN_OK) return st;
+    if (a->indirect != NULL) {
+        if (p->indirect_binding >= 0)
+            return vn_fail(VN_ERROR_BINDING,
+                           "indirect= was passed, but the pipeline was compiled with indirect=('%s', %llu), which "
+                           "already names where its workgroup counts are. Fix: pass indirect= to compile() or to the "
+                           "dispatch, not both.", p->bindings[p->indirect_binding].name,
+                           (unsigned long long)p->indirect_offset);
+        if (a->indirect->buffer == NULL)
+            return vn_fail(VN_ERROR_BINDING, "the indirect buffer is NULL. Fix: pass indirect=(buffer, offset).");
+        st = vn_view_acquire(a->indirect, "indirect buffer", indirect);
+        if (st != VN_OK) {
+            indirect->buffer = NULL;
+            return st;
+        }
+        st = check_indirect(p, "indirect=", indirect, a->indirect_offset);
+        *indirect_offset = a->indirect_offset;
+    } else if (p->indirect_binding >= 0) {
+        const vn_view *v = &views[p->indirect_binding];
+        *indirect_offset = p->indirect_offset;
+        char role[160];
+        snprintf(role, sizeof role, "`%s`", p->bindings[p->indirect_binding].name);
+        st = check_indirect(p, role, v, p->indirect_offset);
+        if (st == VN_OK) {
+            vn_buffer_retain(v->buffer); /* the bound dispatch's own reference, as for any indirect buffer */
+            *indirect = *v;
+        }
+    }
+    if (st == VN_OK)
+        st = check_aliasing(p, views, a->indirect != NULL ? indirect->buffer : NULL);
+    return st;
+}
+
+/* The dispatch's var<immediate> data against the pipeline's: exactly immediate_size
+ * bytes, copied into the bound dispatch (a replay re-encodes from the copy). */
+static vn_status take_immediates(const vn_pipeline *p, const void *immediates, size_t len, vn_bound *out) {
+    if (len > 0 && immediates == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "immediates_len is %zu but immediates is NULL. Fix: pass the bytes.", len);
+    if (p->immediate_size == 0 && len > 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%zu bytes of immediates were passed, but the entry point declares no var<immediate> data "
+                       "(immediate_size 0). Fix: pass immediates=None, or declare e.g. `var<immediate> k: u32;` and "
+                       "use it in the entry point.", len);
+    if (len != p->immediate_size)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "immediates has %zu bytes, but the entry point's var<immediate> data is %u bytes "
+                       "(pipeline.immediate_size). Fix: pass exactly %u bytes of immediates, laid out as the WGSL "
+                       "type declares (e.g. numpy.array([...], numpy.uint32).tobytes()).",
+                       len, p->immediate_size, p->immediate_size);
+    if (len == 0) return VN_OK;
+    out->immediates = malloc(len);
+    if (out->immediates == NULL)
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not copy %zu bytes of immediates. Fix: free host memory.", len);
+    memcpy(out->immediates, immediates, len);
+    out->immediate_len = (uint32_t)len;
+    return VN_OK;
+}
+
+static vn_status bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bound *out) {
     vn_status st = vn_device_check(p->device, "recording a dispatch");
     if (st != VN_OK) return st;
-    if ((input_count && inputs == NULL) || (output_count && outputs == NULL))
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "handle counts are non-zero but the arrays are NULL. Fix: pass the handles.");
+    st = take_immediates(p, a->immediates, a->immediates_len, out);
+    if (st != VN_OK) return st;
+    bool indirect_dispatch = a->indirect != NULL || p->indirect_binding >= 0;
     uint32_t max_wg = p->device->limits.maxComputeWorkgroupsPerDimension;
-    if (p->indirect_binding < 0 && (x > max_wg || y > max_wg || z > max_wg))
+    if (!indirect_dispatch && (a->x > max_wg || a->y > max_wg || a->z > max_wg))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
                        "workgroups (%u, %u, %u) exceed this device's maxComputeWorkgroupsPerDimension of %u. Fix: "
                        "use at most %u workgroups per dimension (spread work over y and z, or loop in the kernel).",
-                       x, y, z, max_wg, max_wg);
+                       a->x, a->y, a->z, max_wg, max_wg);
 
-    size_t n = p->binding_count;
-    vn_buffer **bound = calloc(n ? n : 1, sizeof *bound);
-    vn_buffer **outs = calloc(n ? n : 1, sizeof *outs);
-    if (bound == NULL || outs == NULL) {
+    size_t n = p->binding_count, slots = n ? n : 1;
+    vn_source *src = calloc(slots, sizeof *src);
+    vn_view *views = calloc(slots, sizeof *views);
+    vn_buffer **bound = calloc(slots, sizeof *bound);
+    vn_view *outs = calloc(slots, sizeof *outs);
+    if (src == NULL || views == NULL || bound == NULL || outs == NULL) {
+        free(src);
+        free(views);
         free(bound);
         free(outs);
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate binding tables. Fix: free host memory.");
     }
-    /* The seed's rule: outputs take the next output handle, the first uniform
-     * takes params when given, everything else the next input handle. */
-    size_t next_in = 0, next_out = 0, n_outs = 0;
-    bool params_used = false;
-    for (size_t i = 0; i < n && st == VN_OK; i++) {
-        const vn_binding *b = &p->bindings[i];
-        if (b->kind == VN_BINDING_STORAGE_READ_WRITE) {
-            if (next_out >= output_count) {
-                st = vn_fail(VN_ERROR_BINDING,
-                             "@group(%u) @binding(%u) `%s` (%s) needs output %zu, but %zu output(s) were passed. "
-                             "Fix: pass one output buffer per read_write binding, in (group, binding) order.",
-                             b->group, b->binding, b->name, kind_name(b->kind), next_out, output_count);
-                break;
-            }
-            bound[i] = outputs[next_out];
-            st = check_handle(p, b, bound[i], "output", next_out);
-            next_out++;
-            outs[n_outs++] = bound[i];
-        } else if (b->kind == VN_BINDING_UNIFORM && params != NULL && !params_used) {
-            bound[i] = params;
-            params_used = true;
-            st = check_handle(p, b, bound[i], "params", 0);
-        } else {
-            if (next_in >= input_count) {
-                st = vn_fail(VN_ERROR_BINDING,
-                             "@group(%u) @binding(%u) `%s` (%s) needs input %zu, but %zu input(s) were passed. Fix: "
-                             "pass one input buffer per read-only storage%s binding, in (group, binding) order.",
-                             b->group, b->binding, b->name, kind_name(b->kind), next_in, input_count,
-                             params != NULL ? " and every uniform after the first" : " and uniform");
-                break;
-            }
-            bound[i] = inputs[next_in];
-            st = check_handle(p, b, bound[i], "input", next_in);
-            next_in++;
-        }
-    }
-    if (st == VN_OK && (next_in != input_count || next_out != output_count || (params != NULL && !params_used))) {
-        if (params != NULL && !params_used)
-            st = vn_fail(VN_ERROR_BINDING, "params was passed, but entry point has no var<uniform> binding to take it. "
-                         "Fix: pass params=None, or declare the uniform in the WGSL.");
-        else {
-            /* Name the bindings that do take handles of the kind left over. */
-            bool outs_left = next_out != output_count;
-            char names[512];
-            size_t used = 0;
-            names[0] = '\0';
-            for (size_t i = 0; i < n; i++) {
-                const vn_binding *b = &p->bindings[i];
-                bool is_out = b->kind == VN_BINDING_STORAGE_READ_WRITE;
-                if (is_out != outs_left || used >= sizeof names) continue;
-                used += (size_t)snprintf(names + used, sizeof names - used, "%s@group(%u) @binding(%u) `%s`",
-                                         used ? ", " : "", b->group, b->binding, b->name);
-            }
-            st = vn_fail(VN_ERROR_BINDING,
-                         "%zu %s(s) were passed, but the entry point has %zu %s binding(s)%s%s; %s %zu has no "
-                         "binding to take it. Fix: pass exactly one handle per binding (see pipeline.bindings).",
-                         outs_left ? output_count : input_count, outs_left ? "output" : "input",
-                         outs_left ? next_out : next_in, outs_left ? "read_write" : "input",
-                         used ? ": " : "", names, outs_left ? "output" : "input", outs_left ? next_out : next_in);
-        }
-    }
-    /* WebGPU's usage scopes: a buffer bound writable may not be bound anywhere else
-     * in the same dispatch. wgpu reports it only when the command buffer is
-     * finished; here it is an error at recording time, naming both bindings. */
-    for (size_t i = 0; i < n && st == VN_OK; i++) {
-        if (p->bindings[i].kind != VN_BINDING_STORAGE_READ_WRITE) continue;
-        for (size_t j = 0; j < n && st == VN_OK; j++) {
-            if (j == i || bound[j] != bound[i]) continue;
-            const vn_binding *a = &p->bindings[i], *b = &p->bindings[j];
-            st = vn_fail(VN_ERROR_BINDING,
-                         "buffer %llu is bound to @group(%u) @binding(%u) `%s` (%s) and to @group(%u) @binding(%u) "
-                         "`%s` (%s) of the same dispatch, but a writable storage binding may not share its buffer "
-                         "with any other binding. Fix: pass distinct buffers (copy the input first), or make the "
-                         "buffer one preserved read_write binding (compile(..., preserve=[\"%s\"])).",
-                         (unsigned long long)bound[i]->identity, a->group, a->binding, a->name, kind_name(a->kind),
-                         b->group, b->binding, b->name, kind_name(b->kind), a->name);
-        }
-    }
-    vn_buffer *indirect = NULL;
-    if (st == VN_OK && p->indirect_binding >= 0) {
-        indirect = bound[p->indirect_binding];
-        st = check_indirect(p, indirect);
-    }
+    vn_view indirect = {NULL, 0, 0};
+    uint64_t indirect_offset = 0;
+    st = resolve_views(p, a, src, views, &indirect, &indirect_offset);
+    free(src);
     if (st != VN_OK) {
+        for (size_t i = 0; i < n; i++)
+            if (views[i].buffer != NULL) vn_buffer_release(views[i].buffer);
+        if (indirect.buffer != NULL) vn_buffer_release(indirect.buffer);
+        free(views);
         free(bound);
         free(outs);
         return st;
     }
 
-    /* Everything checks out: take references so the recording keeps its buffers. */
+    /* Everything checks out: the recording keeps the pipeline, the buffers and the
+     * indirect buffer (the references taken while checking). */
     vn_pipeline_retain(p);
-    for (size_t i = 0; i < n; i++) vn_buffer_retain(bound[i]);
+    size_t n_outs = 0;
+    for (size_t i = 0; i < n; i++) {
+        bound[i] = views[i].buffer;
+        if (p->bindings[i].kind == VN_BINDING_STORAGE_READ_WRITE) outs[n_outs++] = views[i];
+    }
     out->pipeline = p;
     out->buffers = bound;
+    out->views = views;
     out->buffer_count = n;
     out->outputs = outs;
     out->output_count = n_outs;
-    out->x = x;
-    out->y = y;
-    out->z = z;
-    out->indirect = indirect;
-    out->indirect_offset = p->indirect_offset;
-    for (size_t i = 0; i < n; i++) out->adopted = out->adopted || bound[i]->adopted;
+    out->x = a->x;
+    out->y = a->y;
+    out->z = a->z;
+    out->indirect = indirect.buffer;
+    out->indirect_offset = indirect.offset + indirect_offset;
     out->group_count = p->group_count;
     out->groups = calloc(p->group_count ? p->group_count : 1, sizeof *out->groups);
-    if (out->groups == NULL) {
+    /* Outputs start at zero unless they are preserved in/out state. */
+    size_t clears = 0;
+    for (size_t i = 0; i < n; i++) clears += p->bindings[i].kind == VN_BINDING_STORAGE_READ_WRITE && !p->bindings[i].preserve;
+    out->clears = clears ? calloc(clears, sizeof *out->clears) : NULL;
+    if (out->groups == NULL || (clears && out->clears == NULL)) {
         vn_bound_release(out);
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate bind-group slots. Fix: free host memory.");
     }
@@ -248,35 +489,63 @@ vn_status vn_bound_resolve(vn_pipeline *p, vn_buffer *const *inputs, size_t inpu
     for (uint32_t g = 0; g < p->group_count && st == VN_OK; g++) {
         size_t count = 0;
         while (first + count < n && p->bindings[first + count].group == g) count++;
-        st = vn_bind_cache_get(p, g, bound + first, (uint32_t)count, &out->groups[g]);
+        st = vn_bind_cache_get(p, g, views + first, (uint32_t)count, &out->groups[g]);
         first += count;
+    }
+    for (size_t i = 0; i < n && st == VN_OK; i++) {
+        if (p->bindings[i].kind != VN_BINDING_STORAGE_READ_WRITE || p->bindings[i].preserve) continue;
+        st = vn_clear_plan(p->device, &views[i], &out->clears[out->clear_count]);
+        if (st == VN_OK) out->clear_count++;
     }
     vn_status scope = vn_scope_end(p->device, "creating bind groups", VN_ERROR_VALIDATION,
                                    "check that each buffer fits its binding (size and usage).");
     if (st == VN_OK) st = scope;
     if (st != VN_OK) {
-        /* A group that failed validation may sit in the cache as an invalid object. */
-        for (size_t i = 0; i < n; i++) vn_bind_cache_forget(&p->cache, bound[i]->identity);
+        /* A group that failed validation may sit in a cache as an invalid object. */
+        for (size_t i = 0; i < n; i++) {
+            vn_bind_cache_forget(&p->cache, bound[i]->identity);
+            vn_fill_forget(p->device, bound[i]->identity);
+        }
         vn_bound_release(out);
     }
     return st;
 }
 
-bool vn_bound_clears(const vn_bound *bound) {
-    for (size_t i = 0; i < bound->buffer_count; i++) {
-        const vn_binding *b = &bound->pipeline->bindings[i];
-        if (b->kind == VN_BINDING_STORAGE_READ_WRITE && !b->preserve) return true;
-    }
+vn_status vn_bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bound *out) {
+    memset(out, 0, sizeof *out);
+    if (p == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pipeline is NULL. Fix: pass a live Pipeline.");
+    if (a == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "the dispatch arguments are NULL. Fix: pass them.");
+    vn_status st = bound_resolve(p, a, out);
+    if (st == VN_OK) return VN_OK;
+    free(out->immediates); /* a failure before the bound owned anything else */
+    memset(out, 0, sizeof *out);
+    /* Every message of the binding rules names the pipeline, by its label. */
+    char prefix[200];
+    snprintf(prefix, sizeof prefix, "pipeline `%s`: ", p->label);
+    return vn_fail_prefixed(st, prefix);
+}
+
+vn_status vn_bound_submittable(const vn_bound *bound, const char *what) {
+    vn_status st = vn_buffers_submittable(bound->buffers, bound->buffer_count, what);
+    if (st == VN_OK && bound->indirect != NULL) st = vn_buffers_submittable(&bound->indirect, 1, what);
+    return st;
+}
+
+bool vn_bound_clears_outside(const vn_bound *bound, const vn_timing *timing) {
+    for (size_t i = 0; i < bound->clear_count; i++)
+        if (vn_clear_outside(&bound->clears[i], timing)) return true;
     return false;
 }
 
-void vn_bound_encode_clears(const vn_bound *bound, WGPUCommandEncoder encoder) {
-    /* Outputs start at zero unless they are preserved in/out state. */
-    for (size_t i = 0; i < bound->buffer_count; i++) {
-        const vn_binding *b = &bound->pipeline->bindings[i];
-        if (b->kind == VN_BINDING_STORAGE_READ_WRITE && !b->preserve)
-            wgpu.CommandEncoderClearBuffer(encoder, bound->buffers[i]->buffer, 0, bound->buffers[i]->allocation_len);
-    }
+void vn_bound_encode_clears(const vn_bound *bound, WGPUCommandEncoder encoder, const vn_timing *timing) {
+    for (size_t i = 0; i < bound->clear_count; i++)
+        if (vn_clear_outside(&bound->clears[i], timing)) vn_clear_encode_outside(&bound->clears[i], encoder);
+}
+
+void vn_bound_fill_in_pass(const vn_bound *bound, WGPUComputePassEncoder pass, vn_pass_state *state,
+                           const vn_timing *timing) {
+    for (size_t i = 0; i < bound->clear_count; i++)
+        if (!vn_clear_outside(&bound->clears[i], timing)) vn_clear_fill_in_pass(&bound->clears[i], pass, state);
 }
 
 void vn_bound_dispatch_in_pass(const vn_bound *bound, WGPUComputePassEncoder pass, vn_pass_state *state) {
@@ -293,6 +562,7 @@ void vn_bound_dispatch_in_pass(const vn_bound *bound, WGPUComputePassEncoder pas
         wgpu.ComputePassEncoderSetBindGroup(pass, g, bound->groups[g], 0, NULL);
         if (g < 8) state->groups[g] = bound->groups[g];
     }
+    if (bound->immediate_len > 0) wgpu.ComputePassEncoderSetImmediates(pass, 0, bound->immediates, bound->immediate_len);
     if (bound->indirect != NULL)
         wgpu.ComputePassEncoderDispatchWorkgroupsIndirect(pass, bound->indirect->buffer, bound->indirect_offset);
     else if (bound->x && bound->y && bound->z)
@@ -300,10 +570,11 @@ void vn_bound_dispatch_in_pass(const vn_bound *bound, WGPUComputePassEncoder pas
 }
 
 void vn_bound_encode(const vn_bound *bound, WGPUCommandEncoder encoder, vn_timing *timing) {
-    vn_bound_encode_clears(bound, encoder);
+    vn_bound_encode_clears(bound, encoder, timing);
     WGPUComputePassEncoder pass = vn_begin_pass(encoder, timing);
     vn_pass_state state;
     memset(&state, 0, sizeof state);
+    vn_bound_fill_in_pass(bound, pass, &state, timing);
     vn_bound_dispatch_in_pass(bound, pass, &state);
     wgpu.ComputePassEncoderEnd(pass);
     wgpu.ComputePassEncoderRelease(pass);

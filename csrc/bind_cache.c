@@ -1,9 +1,10 @@
 /* bind_cache.c - a bounded LRU of bind groups per pipeline.
  *
  * Key: the group index (the layout; the cache is per pipeline) and each bound
- * buffer's (allocation identity, padded size). Identities are never reused, so a
- * hit can never name a freed buffer; a released buffer's entries are purged so
- * the cache does not keep its GPU memory alive.
+ * view's (allocation identity, offset, padded size), so two views of one buffer are
+ * two entries. Identities are never reused, so a hit can never name a freed buffer;
+ * a released buffer's entries are purged so the cache does not keep its GPU memory
+ * alive.
  *
  * Lookup is a linear scan comparing a precomputed 64-bit hash first: at the
  * default 256 entries that is well under a microsecond, far below the cost of
@@ -13,6 +14,9 @@
 #include <string.h>
 
 #include "internal.h"
+
+/* Key words per bound view: allocation identity, offset, padded size. */
+enum { VN_KEY_WORDS = 3 };
 
 vn_status vn_bind_cache_init(vn_bind_cache *cache, uint32_t capacity) {
     memset(cache, 0, sizeof *cache);
@@ -61,23 +65,30 @@ static void remove_at(vn_bind_cache *cache, uint32_t i) {
     }
 }
 
-vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, vn_buffer *const *buffers, uint32_t count,
+vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, const vn_view *views, uint32_t count,
                             WGPUBindGroup *out) {
-    vn_bind_cache *cache = &pipeline->cache;
-    uint64_t stack_key[32];
-    uint64_t *key = 2 * count <= 32 ? stack_key : malloc(2 * count * sizeof *key);
+    return vn_bind_cache_fetch(&pipeline->cache, pipeline->device->device, pipeline->layouts[group], pipeline->bindings,
+                               pipeline->binding_count, pipeline->label, group, views, count, out);
+}
+
+vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindGroupLayout layout,
+                              const vn_binding *bindings, size_t binding_count, const char *owner, uint32_t group,
+                              const vn_view *views, uint32_t count, WGPUBindGroup *out) {
+    uint64_t stack_key[3 * 16];
+    uint64_t *key = count <= 16 ? stack_key : malloc(VN_KEY_WORDS * count * sizeof *key);
     if (key == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a bind-group key. Fix: free host memory.");
     for (uint32_t i = 0; i < count; i++) {
-        key[2 * i] = buffers[i]->identity;
-        key[2 * i + 1] = buffers[i]->allocation_len;
+        key[VN_KEY_WORDS * i] = views[i].buffer->identity;
+        key[VN_KEY_WORDS * i + 1] = views[i].offset;
+        key[VN_KEY_WORDS * i + 2] = vn_pad4(views[i].size);
     }
-    uint64_t h = hash_key(group, key, 2 * count);
+    uint64_t h = hash_key(group, key, VN_KEY_WORDS * count);
 
     vn_mutex_lock(&cache->lock);
     for (uint32_t i = 0; i < cache->count; i++) {
         vn_bind_cache_entry *e = &cache->entries[i];
         if (e->hash == h && e->group == group && e->key_len == count &&
-            memcmp(e->key, key, 2 * count * sizeof *key) == 0) {
+            memcmp(e->key, key, VN_KEY_WORDS * count * sizeof *key) == 0) {
             e->last_used = ++cache->tick;
             cache->hits++;
             wgpu.BindGroupAddRef(e->bind_group);
@@ -100,20 +111,23 @@ vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, vn_buffer *co
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate bind-group entries. Fix: free host memory.");
     }
     uint32_t n = 0;
-    for (size_t i = 0; i < pipeline->binding_count; i++) {
-        if (pipeline->bindings[i].group != group) continue;
+    for (size_t i = 0; i < binding_count; i++) {
+        if (bindings[i].group != group) continue;
         WGPUBindGroupEntry e = WGPU_BIND_GROUP_ENTRY_INIT;
-        e.binding = pipeline->bindings[i].binding;
-        e.buffer = buffers[n]->buffer;
-        e.offset = 0;
-        e.size = buffers[n]->allocation_len;
+        e.binding = bindings[i].binding;
+        e.buffer = views[n].buffer->buffer;
+        e.offset = views[n].offset;
+        e.size = vn_pad4(views[n].size);
         entries[n++] = e;
     }
+    char label[240];
+    snprintf(label, sizeof label, "%s @group(%u)", owner, group);
     WGPUBindGroupDescriptor desc = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
-    desc.layout = pipeline->layouts[group];
+    desc.label = vn_sv(label);
+    desc.layout = layout;
     desc.entryCount = n;
     desc.entries = entries;
-    WGPUBindGroup bg = wgpu.DeviceCreateBindGroup(pipeline->device->device, &desc);
+    WGPUBindGroup bg = wgpu.DeviceCreateBindGroup(device, &desc);
     if (entries != stack_entries) free(entries);
     if (bg == NULL) {
         if (key != stack_key) free(key);
@@ -123,8 +137,8 @@ vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, vn_buffer *co
 
     uint64_t *owned = key;
     if (key == stack_key) {
-        owned = malloc(2 * count * sizeof *owned + 1);
-        if (owned != NULL) memcpy(owned, key, 2 * count * sizeof *owned);
+        owned = malloc(VN_KEY_WORDS * count * sizeof *owned + 1);
+        if (owned != NULL) memcpy(owned, key, VN_KEY_WORDS * count * sizeof *owned);
     }
     vn_mutex_lock(&cache->lock);
     if (owned != NULL && cache->capacity > 0) {
@@ -152,7 +166,7 @@ void vn_bind_cache_forget(vn_bind_cache *cache, uint64_t identity) {
     for (uint32_t i = 0; i < cache->count;) {
         vn_bind_cache_entry *e = &cache->entries[i];
         bool names = false;
-        for (uint32_t k = 0; k < e->key_len && !names; k++) names = e->key[2 * k] == identity;
+        for (uint32_t k = 0; k < e->key_len && !names; k++) names = e->key[VN_KEY_WORDS * k] == identity;
         if (names) remove_at(cache, i);
         else i++;
     }

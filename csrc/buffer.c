@@ -5,22 +5,36 @@
 
 #include "internal.h"
 
-/* Allocation identity: monotonic and never reused, unlike an address, so a cache
- * keyed by it cannot hand out a bind group that names a freed buffer's successor. */
-static atomic_ullong next_identity = 1;
-
 static const uint64_t known_usage = 0x3ff;
 
-uint64_t vn_next_identity(void) { return atomic_fetch_add(&next_identity, 1); }
+void vn_buffer_retain(vn_buffer *buffer) { vn_retain(&buffer->obj); }
 
-void vn_buffer_retain(vn_buffer *buffer) { atomic_fetch_add(&buffer->refs, 1); }
+static void buffer_destroy(vn_object *object) {
+    vn_buffer *buffer = (vn_buffer *)object;
+    /* Cached bind groups naming this buffer would keep its memory alive; drop them. */
+    vn_device_forget_buffer(buffer->device, buffer->identity);
+    wgpu.BufferRelease(buffer->buffer);
+    vn_device_unref(buffer->device);
+    free(buffer);
+    vn_live_add(VN_LIVE_BUFFER, -1);
+}
+
+void vn_buffer_init(vn_buffer *buffer, vn_device *device) {
+    vn_object_init(&buffer->obj, VN_KIND_BUFFER, buffer_destroy);
+    /* The allocation identity is the object's id: monotonic, never an address. */
+    buffer->identity = buffer->obj.id;
+    vn_device_retain(device);
+    buffer->device = device;
+    vn_live_add(VN_LIVE_BUFFER, 1);
+}
 
 vn_status vn_buffer_check(const vn_buffer *buffer, const char *what) {
     if (buffer == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%s: buffer is NULL. Fix: pass a live Buffer.", what);
     return vn_device_check(buffer->device, what);
 }
 
-vn_status vn_buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage, const void *data, vn_buffer **out) {
+static vn_status buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage, const void *data,
+                               vn_buffer **out) {
     vn_status st = vn_device_check(device, "creating a buffer");
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_create: out is NULL. Fix: pass a result pointer.");
@@ -55,7 +69,12 @@ vn_status vn_buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage,
     vn_buffer *buf = calloc(1, sizeof *buf);
     if (buf == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a buffer record. Fix: free host memory.");
 
+    /* Labelled by identity, so wgpu's own messages name the buffer as ours do. */
+    uint64_t identity = vn_next_identity();
+    char label[40];
+    snprintf(label, sizeof label, "vn buffer %llu", (unsigned long long)identity);
     WGPUBufferDescriptor desc = WGPU_BUFFER_DESCRIPTOR_INIT;
+    desc.label = vn_sv(label);
     desc.usage = usage;
     desc.size = allocation_len;
     /* Initial data goes in through a mapping at creation: one memcpy, no staging
@@ -91,22 +110,25 @@ vn_status vn_buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage,
         free(buf);
         return st;
     }
-    atomic_init(&buf->refs, 1);
-    vn_device_retain(device);
-    buf->device = device;
+    vn_buffer_init(buf, device);
     buf->buffer = handle;
     buf->byte_len = byte_len;
     buf->allocation_len = allocation_len;
     buf->usage = usage;
-    buf->identity = vn_next_identity();
-    vn_live_add(VN_LIVE_BUFFER, 1);
+    /* The id drawn for the label before the buffer existed (from the same sequence as
+     * every object id, so still unique): wgpu's messages and ours name one number. */
+    buf->obj.id = buf->identity = identity;
     *out = buf;
     return VN_OK;
 }
 
-vn_status vn_buffer_describe(const vn_buffer *buffer, vn_buffer_desc *out) {
-    if (buffer == NULL || out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_describe: NULL argument. Fix: pass a buffer and a result.");
+vn_status vn_buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage, const void *data, vn_buffer **out) {
+    VN_CALL1(buffer_create(device, byte_len, usage, data, out), device, VN_KIND_DEVICE);
+}
+
+static vn_status buffer_describe(const vn_buffer *buffer, vn_buffer_desc *out) {
+    if (out == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_describe: out is NULL. Fix: pass a result pointer.");
     out->byte_len = buffer->byte_len;
     out->allocation_len = buffer->allocation_len;
     out->usage = buffer->usage;
@@ -114,21 +136,83 @@ vn_status vn_buffer_describe(const vn_buffer *buffer, vn_buffer_desc *out) {
     return VN_OK;
 }
 
-vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes) {
-    vn_status st = vn_buffer_check(buffer, "buffer.write");
+vn_status vn_buffer_describe(const vn_buffer *buffer, vn_buffer_desc *out) {
+    VN_CALL1(buffer_describe(buffer, out), buffer, VN_KIND_BUFFER);
+}
+
+vn_status vn_view_resolve(const vn_view *view, const char *what, vn_view *out) {
+    vn_status st = vn_buffer_check(view->buffer, what);
     if (st != VN_OK) return st;
+    const vn_buffer *b = view->buffer;
+    uint64_t offset = view->offset, len = b->byte_len;
+    if (offset > len)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s: a view at offset %llu starts past the end of buffer %llu, which has %llu bytes. Fix: keep "
+                       "offset + nbytes within the buffer's byte_len.", what, (unsigned long long)offset,
+                       (unsigned long long)b->identity, (unsigned long long)len);
+    if (view->size != UINT64_MAX && view->size > len - offset)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s: a view of %llu bytes at offset %llu runs past the end of buffer %llu, which has %llu "
+                       "bytes. Fix: keep offset + nbytes within the buffer's byte_len.", what,
+                       (unsigned long long)view->size, (unsigned long long)offset, (unsigned long long)b->identity,
+                       (unsigned long long)len);
+    if (view->size == 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s: a view of 0 bytes (at offset %llu of buffer %llu) has nothing to bind, copy or read. Fix: "
+                       "pass nbytes >= 1.", what, (unsigned long long)offset, (unsigned long long)b->identity);
+    uint64_t size = view->size == UINT64_MAX ? len - offset : view->size;
+    if (offset % 4 != 0 || (size % 4 != 0 && offset + size != len))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s: a view of %llu bytes at offset %llu of buffer %llu: GPU bindings and copies address whole "
+                       "4-byte words, so the offset must be a multiple of 4, and so must the size unless the view "
+                       "ends the buffer. Fix: align offset and nbytes to 4 bytes.", what, (unsigned long long)size,
+                       (unsigned long long)offset, (unsigned long long)b->identity);
+    out->buffer = view->buffer;
+    out->offset = offset;
+    out->size = size;
+    return VN_OK;
+}
+
+vn_status vn_view_acquire(const vn_view *view, const char *what, vn_view *out) {
+    out->buffer = NULL;
+    if (view == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%s: the view is NULL. Fix: pass a buffer or a view.", what);
+    vn_status st = vn_acquire(view->buffer, VN_KIND_BUFFER, what);
+    if (st != VN_OK) return st;
+    st = vn_view_resolve(view, what, out);
+    if (st != VN_OK) {
+        vn_unacquire(view->buffer);
+        out->buffer = NULL;
+    }
+    return st;
+}
+
+vn_status vn_view_check(const vn_view *view, vn_view *resolved) {
+    vn_view v;
+    vn_status st = vn_view_acquire(view, "buffer.view", &v);
+    if (st != VN_OK) return st;
+    if (resolved != NULL) *resolved = v;
+    vn_unacquire(v.buffer);
+    return VN_OK;
+}
+
+/* A write into the resolved view v (its buffer held). */
+static vn_status view_write(const vn_view *v, uint64_t offset, const void *data, uint64_t nbytes) {
+    vn_buffer *buffer = v->buffer;
     if (!(buffer->usage & VN_USAGE_COPY_DST))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
                        "buffer.write: buffer %llu has usage 0x%llx without COPY_DST. Fix: create it with "
                        "vn.BufferUsage.COPY_DST (the default usage has it).",
                        (unsigned long long)buffer->identity, (unsigned long long)buffer->usage);
-    if (offset > buffer->byte_len || nbytes > buffer->byte_len - offset)
+    bool whole_buffer = v->size == buffer->byte_len;
+    if (offset > v->size || nbytes > v->size - offset)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.write of %llu bytes at offset %llu runs past the buffer's %llu bytes. Fix: write at "
-                       "most byte_len - offset bytes.",
-                       (unsigned long long)nbytes, (unsigned long long)offset, (unsigned long long)buffer->byte_len);
-    bool ends_buffer = offset + nbytes == buffer->byte_len;
-    if (offset % 4 != 0 || (nbytes % 4 != 0 && !ends_buffer))
+                       "buffer.write of %llu bytes at offset %llu runs past the %s's %llu bytes. Fix: write at "
+                       "most %s - offset bytes.",
+                       (unsigned long long)nbytes, (unsigned long long)offset, whole_buffer ? "buffer" : "view",
+                       (unsigned long long)v->size, whole_buffer ? "byte_len" : "nbytes");
+    uint64_t at = v->offset + offset;
+    bool ends_buffer = at + nbytes == buffer->byte_len;
+    if (at % 4 != 0 || (nbytes % 4 != 0 && !ends_buffer))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
                        "buffer.write of %llu bytes at offset %llu: GPU copies move whole 4-byte words, so the offset "
                        "must be a multiple of 4 and so must the length unless the write ends the buffer. Fix: align "
@@ -139,43 +223,74 @@ vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, 
     uint64_t whole = nbytes & ~(uint64_t)3;
     vn_device *dev = buffer->device;
     vn_scope_begin(dev);
-    if (whole > 0) wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, offset, data, (size_t)whole);
+    if (whole > 0) wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, at, data, (size_t)whole);
     if (whole < nbytes) {
         /* A tail of 1-3 bytes at the end of the buffer: the padding bytes after it
          * belong to the allocation only, so writing them as zeros is harmless. */
         uint8_t tail[4] = {0, 0, 0, 0};
         memcpy(tail, (const uint8_t *)data + whole, (size_t)(nbytes - whole));
-        wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, offset + whole, tail, 4);
+        wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, at + whole, tail, 4);
     }
-    return vn_scope_end(dev, "buffer.write", VN_ERROR_VALIDATION, "check offset, length and usage.");
+    vn_status st = vn_scope_end(dev, "buffer.write", VN_ERROR_VALIDATION, "check offset, length and usage.");
+    if (st == VN_OK && atomic_fetch_add(&dev->pending_write_bytes, nbytes) + nbytes >= VN_WRITE_FLUSH_BYTES)
+        st = vn_device_flush_writes(dev, "buffer.write", NULL);
+    return st;
+}
+
+vn_status vn_view_write(const vn_view *view, uint64_t offset, const void *data, uint64_t nbytes) {
+    vn_view v;
+    vn_status st = vn_view_acquire(view, "buffer.write", &v);
+    if (st != VN_OK) return st;
+    st = view_write(&v, offset, data, nbytes);
+    vn_unacquire(v.buffer);
+    return st;
+}
+
+vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes) {
+    vn_view whole = {buffer, 0, UINT64_MAX};
+    return vn_view_write(&whole, offset, data, nbytes);
+}
+
+vn_status vn_view_readable(const vn_view *v, const char *what) {
+    if (!(v->buffer->usage & VN_USAGE_COPY_SRC))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s: buffer %llu has usage 0x%llx without COPY_SRC, so it cannot be copied out. Fix: "
+                       "create it with vn.BufferUsage.COPY_SRC (the default usage has it).",
+                       what, (unsigned long long)v->buffer->identity, (unsigned long long)v->buffer->usage);
+    return VN_OK;
+}
+
+/* A blocking read of the resolved view v (its buffer held), one time slice at a time
+ * (VN_PENDING and *pending as vn_readback says). */
+static vn_status view_read(const vn_view *v, void *dst, uint64_t capacity, vn_pending_read **pending) {
+    if (pending != NULL) *pending = NULL;
+    vn_status st = vn_buffer_check(v->buffer, "buffer.read");
+    if (st == VN_OK) st = vn_view_readable(v, "buffer.read");
+    if (st != VN_OK) return st;
+    if (capacity < v->size)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "buffer.read into %llu bytes, but the %s holds %llu. Fix: pass a destination of at least "
+                       "%llu bytes.",
+                       (unsigned long long)capacity, v->size == v->buffer->byte_len ? "buffer" : "view",
+                       (unsigned long long)v->size, (unsigned long long)v->size);
+    if (v->size == 0) return VN_OK;
+    if (dst == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "buffer.read: destination is NULL. Fix: pass a writable buffer.");
+    const vn_submit_guard guard = {vn_buffer_submittable, v->buffer};
+    return vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard, pending);
+}
+
+vn_status vn_view_read(const vn_view *view, void *dst, uint64_t capacity, vn_pending_read **pending) {
+    vn_view v;
+    vn_status st = vn_view_acquire(view, "buffer.read", &v);
+    if (st != VN_OK) return st;
+    st = view_read(&v, dst, capacity, pending);
+    vn_unacquire(v.buffer);
+    return st;
 }
 
 vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity, vn_pending_read **pending) {
-    vn_status st = vn_buffer_check(buffer, "buffer.read");
-    if (st == VN_OK) st = vn_buffers_submittable(&buffer, 1, "buffer.read()");
-    if (st != VN_OK) return st;
-    if (!(buffer->usage & VN_USAGE_COPY_SRC))
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.read: buffer %llu has usage 0x%llx without COPY_SRC, so it cannot be copied out. Fix: "
-                       "create it with vn.BufferUsage.COPY_SRC (the default usage has it).",
-                       (unsigned long long)buffer->identity, (unsigned long long)buffer->usage);
-    if (capacity < buffer->byte_len)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.read into %llu bytes, but the buffer holds %llu. Fix: pass a destination of at least "
-                       "%llu bytes.",
-                       (unsigned long long)capacity, (unsigned long long)buffer->byte_len,
-                       (unsigned long long)buffer->byte_len);
-    if (buffer->byte_len == 0) return VN_OK;
-    return vn_readback(buffer->device, buffer->buffer, buffer->byte_len, dst, pending);
+    vn_view whole = {buffer, 0, UINT64_MAX};
+    return vn_view_read(&whole, dst, capacity, pending);
 }
 
-void vn_buffer_release(vn_buffer *buffer) {
-    if (buffer == NULL || vn_inherited(buffer->device)) return; /* fork() child: forget it */
-    if (atomic_fetch_sub(&buffer->refs, 1) != 1) return;
-    /* Cached bind groups naming this buffer would keep its memory alive; drop them. */
-    vn_device_forget_buffer(buffer->device, buffer->identity);
-    wgpu.BufferRelease(buffer->buffer);
-    vn_device_unref(buffer->device);
-    free(buffer);
-    vn_live_add(VN_LIVE_BUFFER, -1);
-}
+void vn_buffer_release(vn_buffer *buffer) { vn_release_handle(buffer, VN_KIND_BUFFER); }

@@ -23,6 +23,7 @@ void vn_debug_live_counts(vn_live_counts *out, double wait_s) {
     out->sequences = atomic_load(&live[VN_LIVE_SEQUENCE]);
     out->submissions = atomic_load(&live[VN_LIVE_SUBMISSION]);
     out->pending_reads = atomic_load(&live[VN_LIVE_PENDING_READ]);
+    out->mappings = atomic_load(&live[VN_LIVE_MAPPING]);
 }
 
 vn_status vn_debug_error_status(uint32_t wgpu_error_type, const char *message) {

@@ -22,8 +22,27 @@ bool vn_process_until(WGPUInstance instance, WGPUDevice device, atomic_int *flag
     return true;
 }
 
+/* A record a callback fills while a waiter waits for it, up to a deadline. A waiter
+ * that gives up must not leave the callback a dead frame to write into, so the record
+ * is on the heap and `state` says who frees it: the callback completes it (PENDING ->
+ * DONE) or the waiter abandons it (PENDING -> ABANDONED), and whichever of the two
+ * exchanges finds the other's mark is the last user and frees it. */
+enum { REQUEST_PENDING = 0, REQUEST_DONE = 1, REQUEST_ABANDONED = 2 };
+
+/* In a callback, after filling the record: mark it done; true when its waiter had
+ * already given up, so the callback must free it. */
+static bool request_complete(atomic_int *state) {
+    return atomic_exchange(state, REQUEST_DONE) == REQUEST_ABANDONED;
+}
+
+/* In a waiter whose wait timed out: true when the callback came after all (the record
+ * is the waiter's to read and free); false when the callback will free it. */
+static bool request_abandon(atomic_int *state) {
+    return atomic_exchange(state, REQUEST_ABANDONED) == REQUEST_DONE;
+}
+
 struct adapter_request {
-    atomic_int done;
+    atomic_int state;
     WGPURequestAdapterStatus status;
     WGPUAdapter adapter;
     char message[512];
@@ -36,11 +55,12 @@ static void on_adapter(WGPURequestAdapterStatus status, WGPUAdapter adapter, WGP
     req->status = status;
     req->adapter = adapter;
     vn_string_view_copy(message, req->message, sizeof req->message);
-    atomic_store(&req->done, 1);
+    /* Abandoned: an adapter that came too late is leaked (callbacks call no wgpu). */
+    if (request_complete(&req->state)) free(req);
 }
 
 struct device_request {
-    atomic_int done;
+    atomic_int state;
     WGPURequestDeviceStatus status;
     WGPUDevice device;
     char message[512];
@@ -53,39 +73,21 @@ static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStr
     req->status = status;
     req->device = device;
     vn_string_view_copy(message, req->message, sizeof req->message);
-    atomic_store(&req->done, 1);
+    if (request_complete(&req->state)) free(req);
 }
 
-/* ---- processes: fork() and devices released while busy ------------------------- */
-
-atomic_uint vn_fork_generation;
-
-/* Devices whose last reference went while their work was still running. wgpu-native's
- * release of a device waits for its queue to drain (for ever on a device lost to a GPU
- * fault), and a release runs from ffi.gc finalizers, which must never block: such a
- * device waits here, and vn_devices_reap frees the ones that have become idle. A
- * lock-free stack (push by compare-exchange, take-all by exchange), so no mutex is
- * inherited locked by a fork() child. */
-static _Atomic(vn_device *) parked;
-
-static void on_fork_child(void) {
-    atomic_fetch_add(&vn_fork_generation, 1);
-    /* The parent's parked devices are the parent's: forget them here. */
-    atomic_store(&parked, NULL);
-    /* With a device inherited, the GPU driver's own exit handlers (registered in the
-     * parent) tear down state whose threads stayed in the parent: lavapipe crashes in
-     * them, NVIDIA's wait. The child's exit ends before them; Python's own finalization
-     * (and so every finalizer) has run by then. */
-    if (vn_live_count(VN_LIVE_DEVICE) > 0) vn_exit_before_earlier_handlers();
+/* Wait for a request record's callback; false (the record then belongs to the
+ * callback, which frees it) when it did not come within limit_s. */
+static bool request_wait(WGPUInstance instance, WGPUDevice device, atomic_int *state, double limit_s) {
+    return vn_process_until(instance, device, state, limit_s) || request_abandon(state);
 }
 
-static vn_once process_once = VN_ONCE_INIT;
-static void process_init(void) { vn_at_fork_child(on_fork_child); }
+static void device_destroy(vn_object *object);
 
 void vn_device_init_locks(vn_device *dev) {
-    vn_once_run(&process_once, process_init);
-    dev->generation = atomic_load(&vn_fork_generation);
-    atomic_init(&dev->refs, 1);
+    vn_object_init(&dev->obj, VN_KIND_DEVICE, device_destroy);
+    atomic_init(&dev->staging_pinned, 0);
+    atomic_init(&dev->pending_write_bytes, 0);
     atomic_init(&dev->abandoned_count, 0);
     vn_mutex_init(&dev->scope_lock);
     vn_rwlock_init(&dev->submit_lock);
@@ -281,7 +283,11 @@ vn_status vn_enumerate_adapters(const char *backend, vn_device_info *out, size_t
 
 /* ---- lifetime -------------------------------------------------------------------- */
 
-void vn_device_retain(vn_device *device) { atomic_fetch_add(&device->refs, 1); }
+void vn_device_retain(vn_device *device) { vn_retain(&device->obj); }
+
+void vn_device_unref(vn_device *device) {
+    if (device != NULL) vn_release(&device->obj);
+}
 
 /* ---- fences: "everything submitted so far has finished" -------------------------- */
 
@@ -329,21 +335,14 @@ static bool device_idle(vn_device *device) {
     return device->idle_fence != NULL && atomic_load(&device->idle_fence->done);
 }
 
-static void device_free(vn_device *device) {
-    fence_unref(device->idle_fence);
-    vn_reads_reap(device, true);
-    vn_staging_free_all(device);
-    if (device->queue) wgpu.QueueRelease(device->queue);
-    if (device->device) wgpu.DeviceRelease(device->device);
-    if (device->adapter) wgpu.AdapterRelease(device->adapter);
-    if (device->instance) wgpu.InstanceRelease(device->instance);
-    vn_mutex_destroy(&device->scope_lock);
-    vn_rwlock_destroy(&device->submit_lock);
-    vn_mutex_destroy(&device->staging_lock);
-    vn_mutex_destroy(&device->pipelines_lock);
-    free(device);
-    vn_live_add(VN_LIVE_DEVICE, -1);
-}
+/* ---- devices released while busy ----------------------------------------------------
+ *
+ * wgpu-native's release of a device waits for its queue to drain (for ever on a device
+ * lost to a GPU fault), and a release runs from ffi.gc finalizers, which must never
+ * block: such a device waits here, and vn_devices_reap frees the ones that have become
+ * idle. A lock-free stack (push by compare-exchange, take-all by exchange), so no mutex
+ * is inherited locked by a fork() child; a child forgets the parent's (vn_inherited). */
+static _Atomic(vn_device *) parked;
 
 static void park(vn_device *device) {
     vn_device *head = atomic_load(&parked);
@@ -352,6 +351,9 @@ static void park(vn_device *device) {
     } while (!atomic_compare_exchange_weak(&parked, &head, device));
 }
 
+static void free_scope_results(vn_device *device);
+static void device_free(vn_device *device);
+
 bool vn_devices_reap(double wait_s) {
     double deadline = vn_monotonic_seconds() + wait_s;
     for (;;) {
@@ -359,7 +361,7 @@ bool vn_devices_reap(double wait_s) {
         while (list != NULL) {
             vn_device *device = list;
             list = device->parked_next;
-            if (vn_inherited(device)) continue; /* the parent's: forget it */
+            if (vn_inherited(&device->obj)) continue; /* the parent's: forget it */
             if (device_idle(device)) device_free(device);
             else park(device);
         }
@@ -369,11 +371,9 @@ bool vn_devices_reap(double wait_s) {
     }
 }
 
-void vn_device_unref(vn_device *device) {
-    /* In a fork() child an inherited device is only forgotten: its driver threads are
-     * in the parent, and destroying it here blocks for ever. */
-    if (device == NULL || vn_inherited(device)) return;
-    if (atomic_fetch_sub(&device->refs, 1) != 1) return;
+/* The last reference went: free the device now, or park it while its work runs. */
+static void device_destroy(vn_object *object) {
+    vn_device *device = (vn_device *)object;
     if (device->device != NULL && !device_idle(device)) {
         park(device);
         return;
@@ -381,14 +381,26 @@ void vn_device_unref(vn_device *device) {
     device_free(device);
 }
 
+static void device_free(vn_device *device) {
+    fence_unref(device->idle_fence);
+    vn_reads_reap(device, true);
+    vn_fill_release(device);
+    vn_staging_free_all(device);
+    if (device->queue) wgpu.QueueRelease(device->queue);
+    if (device->device) wgpu.DeviceRelease(device->device);
+    if (device->adapter) wgpu.AdapterRelease(device->adapter);
+    if (device->instance) wgpu.InstanceRelease(device->instance);
+    vn_mutex_destroy(&device->scope_lock);
+    vn_rwlock_destroy(&device->submit_lock);
+    vn_mutex_destroy(&device->staging_lock);
+    vn_mutex_destroy(&device->pipelines_lock);
+    free_scope_results(device);
+    free(device);
+    vn_live_add(VN_LIVE_DEVICE, -1);
+}
+
 vn_status vn_device_check(const vn_device *device, const char *what) {
     if (device == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%s: device is NULL. Fix: pass a live Device.", what);
-    if (vn_inherited(device))
-        return vn_fail(VN_ERROR_FORKED,
-                       "%s: the device '%s' was created before os.fork() and this process is the child, which "
-                       "inherited it; wgpu-native cannot use a device across fork(). Fix: create a new vn.Device "
-                       "in the child (and its buffers and pipelines there); objects inherited from the parent can "
-                       "only be dropped.", what, device->info.name);
     if (atomic_load(&device->closed))
         return vn_fail(VN_ERROR_RELEASED,
                        "%s: the device was closed. Fix: create a new vn.Device and its buffers and pipelines "
@@ -401,10 +413,10 @@ vn_status vn_device_check(const vn_device *device, const char *what) {
     return VN_OK;
 }
 
-static vn_status finish_device(vn_device *dev, vn_device **out);
+static vn_status finish_device(vn_device *dev, const char *required_features, vn_device **out);
 
 vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, const char *backend,
-                           vn_device **out) {
+                           const char *required_features, vn_device **out) {
     vn_status st = vn_require_library();
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_create: out is NULL. Fix: pass a result pointer.");
@@ -443,23 +455,30 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
         }
         dev->adapter = adapters[adapter_index];
         release_adapters(adapters, n, dev->adapter);
-        return finish_device(dev, out);
+        return finish_device(dev, required_features, out);
     }
     WGPURequestAdapterOptions opts = WGPU_REQUEST_ADAPTER_OPTIONS_INIT;
     opts.powerPreference = power_preference == VN_POWER_LOW    ? WGPUPowerPreference_LowPower
                            : power_preference == VN_POWER_HIGH ? WGPUPowerPreference_HighPerformance
                                                                : WGPUPowerPreference_Undefined;
-    struct adapter_request areq = {0};
+    struct adapter_request *pending = calloc(1, sizeof *pending);
+    if (pending == NULL) {
+        vn_device_unref(dev);
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate an adapter request. Fix: free host memory.");
+    }
     WGPURequestAdapterCallbackInfo acb = WGPU_REQUEST_ADAPTER_CALLBACK_INFO_INIT;
     acb.mode = WGPUCallbackMode_AllowProcessEvents;
     acb.callback = on_adapter;
-    acb.userdata1 = &areq;
+    acb.userdata1 = pending;
     wgpu.InstanceRequestAdapter(dev->instance, &opts, acb);
-    if (!vn_process_until(dev->instance, NULL, &areq.done, 60.0)) {
+    if (!request_wait(dev->instance, NULL, &pending->state, 60.0)) {
         vn_device_unref(dev);
         return vn_fail(VN_ERROR_TIMEOUT, "requesting an adapter (power preference %s) did not finish in 60 s. "
                        "Fix: check the Vulkan driver installation.", power_name(power_preference));
     }
+    struct adapter_request areq;
+    memcpy(&areq, pending, sizeof areq); /* the callback is done with it */
+    free(pending);
     if (areq.status != WGPURequestAdapterStatus_Success || areq.adapter == NULL) {
         vn_device_unref(dev);
         size_t len = strlen(areq.message);
@@ -477,52 +496,72 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
                        wanted, power_name(power_preference), areq.message[0] ? areq.message : "none offered");
     }
     dev->adapter = areq.adapter;
-    return finish_device(dev, out);
+    return finish_device(dev, required_features, out);
 }
 
 /* With dev->adapter chosen: read its info and limits and request the device. On
  * failure dev is released. */
-static vn_status finish_device(vn_device *dev, vn_device **out) {
+static vn_status finish_device(vn_device *dev, const char *required_features, vn_device **out) {
     vn_describe_adapter(dev->adapter, &dev->info);
 
     /* The adapter's own limits, not WebGPU's defaults: a 1 GiB storage buffer must
      * bind wherever the hardware allows it. */
     WGPULimits limits = WGPU_LIMITS_INIT;
     if (wgpu.AdapterGetLimits(dev->adapter, &limits) != WGPUStatus_Success) {
+        vn_status st = vn_fail(VN_ERROR_INTERNAL, "could not read the limits of adapter '%s'. Fix: update the GPU "
+                               "driver.", dev->info.name);
         vn_device_unref(dev);
-        return vn_fail(VN_ERROR_INTERNAL, "could not read the limits of adapter '%s'. Fix: update the GPU driver.", dev->info.name);
+        return st;
     }
     limits.nextInChain = NULL;
 
     WGPUDeviceDescriptor ddesc = WGPU_DEVICE_DESCRIPTOR_INIT;
     ddesc.label = vn_sv("vyre_native");
     ddesc.requiredLimits = &limits;
-    /* Timestamps where the adapter has them: replays can then report GPU time. */
-    WGPUFeatureName timestamp_feature = WGPUFeatureName_TimestampQuery;
-    if (wgpu.AdapterHasFeature(dev->adapter, timestamp_feature)) {
-        ddesc.requiredFeatureCount = 1;
-        ddesc.requiredFeatures = &timestamp_feature;
-        dev->timestamps = true;
+    /* The compute features the adapter offers (timestamps among them: replays can then
+     * report GPU time), and what the caller requires. */
+    WGPUFeatureName features[VN_MAX_DEVICE_FEATURES];
+    size_t feature_count;
+    vn_status st = vn_features_choose(dev->adapter, dev->info.name, required_features, features,
+                                      VN_MAX_DEVICE_FEATURES, &feature_count);
+    if (st != VN_OK) {
+        vn_device_unref(dev);
+        return st;
     }
+    ddesc.requiredFeatureCount = feature_count;
+    ddesc.requiredFeatures = features;
+    for (size_t i = 0; i < feature_count; i++)
+        if (features[i] == WGPUFeatureName_TimestampQuery) dev->timestamps = true;
     ddesc.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
     ddesc.deviceLostCallbackInfo.callback = on_device_lost;
     ddesc.deviceLostCallbackInfo.userdata1 = dev;
     ddesc.uncapturedErrorCallbackInfo.callback = on_uncaptured_error;
     ddesc.uncapturedErrorCallbackInfo.userdata1 = dev;
-    struct device_request dreq = {0};
+    struct device_request *pending = calloc(1, sizeof *pending);
+    if (pending == NULL) {
+        vn_device_unref(dev);
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a device request. Fix: free host memory.");
+    }
     WGPURequestDeviceCallbackInfo dcb = WGPU_REQUEST_DEVICE_CALLBACK_INFO_INIT;
     dcb.mode = WGPUCallbackMode_AllowProcessEvents;
     dcb.callback = on_device;
-    dcb.userdata1 = &dreq;
+    dcb.userdata1 = pending;
     wgpu.AdapterRequestDevice(dev->adapter, &ddesc, dcb);
-    if (!vn_process_until(dev->instance, NULL, &dreq.done, 60.0)) {
+    if (!request_wait(dev->instance, NULL, &pending->state, 60.0)) {
+        /* The message names the adapter: written before dev goes. */
+        vn_status st = vn_fail(VN_ERROR_TIMEOUT, "requesting a device from adapter '%s' did not finish in 60 s. "
+                               "Fix: check the GPU driver.", dev->info.name);
         vn_device_unref(dev);
-        return vn_fail(VN_ERROR_TIMEOUT, "requesting a device from adapter '%s' did not finish in 60 s. Fix: check the GPU driver.", dev->info.name);
+        return st;
     }
+    struct device_request dreq;
+    memcpy(&dreq, pending, sizeof dreq); /* the callback is done with it */
+    free(pending);
     if (dreq.status != WGPURequestDeviceStatus_Success || dreq.device == NULL) {
+        vn_status st = vn_fail(VN_ERROR_INTERNAL, "adapter '%s' refused to create a device: %s. Fix: update the GPU "
+                               "driver.", dev->info.name, dreq.message);
         vn_device_unref(dev);
-        return vn_fail(VN_ERROR_INTERNAL, "adapter '%s' refused to create a device: %s. Fix: update the GPU driver.",
-                       dev->info.name, dreq.message);
+        return st;
     }
     dev->device = dreq.device;
     dev->queue = wgpu.DeviceGetQueue(dev->device);
@@ -535,14 +574,18 @@ static vn_status finish_device(vn_device *dev, vn_device **out) {
     return VN_OK;
 }
 
-vn_status vn_device_get_info(const vn_device *device, vn_device_info *out) {
+static vn_status device_get_info(const vn_device *device, vn_device_info *out) {
     vn_status st = vn_device_check(device, "device.info");
     if (st != VN_OK) return st;
     *out = device->info;
     return VN_OK;
 }
 
-vn_status vn_device_get_limits(const vn_device *device, vn_limits *out) {
+vn_status vn_device_get_info(const vn_device *device, vn_device_info *out) {
+    VN_CALL1(device_get_info(device, out), device, VN_KIND_DEVICE);
+}
+
+static vn_status device_get_limits(const vn_device *device, vn_limits *out) {
     vn_status st = vn_device_check(device, "device.limits");
     if (st != VN_OK) return st;
     const WGPULimits *l = &device->limits;
@@ -561,10 +604,30 @@ vn_status vn_device_get_limits(const vn_device *device, vn_limits *out) {
     out->max_compute_workgroup_size_y = l->maxComputeWorkgroupSizeY;
     out->max_compute_workgroup_size_z = l->maxComputeWorkgroupSizeZ;
     out->max_compute_workgroups_per_dimension = l->maxComputeWorkgroupsPerDimension;
+    out->max_immediate_size = l->maxImmediateSize == WGPU_LIMIT_U32_UNDEFINED ? 0 : l->maxImmediateSize;
     return VN_OK;
 }
 
-int vn_device_has_timestamps(const vn_device *device) { return device != NULL && device->timestamps; }
+vn_status vn_device_get_limits(const vn_device *device, vn_limits *out) {
+    VN_CALL1(device_get_limits(device, out), device, VN_KIND_DEVICE);
+}
+
+static vn_status device_get_features(const vn_device *device, char *out, size_t capacity) {
+    vn_status st = vn_device_check(device, "vn_device_get_features");
+    if (st != VN_OK) return st;
+    if (out == NULL || capacity == 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_get_features: no output buffer. Fix: pass one.");
+    vn_describe_device_features(device->device, out, capacity);
+    return VN_OK;
+}
+
+vn_status vn_device_get_features(const vn_device *device, char *out, size_t capacity) {
+    VN_CALL1(device_get_features(device, out, capacity), device, VN_KIND_DEVICE);
+}
+
+int vn_device_has_timestamps(const vn_device *device) {
+    VN_GET(int, device->timestamps, 0, device, VN_KIND_DEVICE);
+}
 
 /* Polls spin (yielding) this long, so work of microseconds is seen at once, then sleep
  * between polls, doubling from the first pause to the longest: a long wait costs a
@@ -612,30 +675,76 @@ vn_status vn_wait(vn_device *device, atomic_int *flag, double limit_s, double *w
     return st;
 }
 
-vn_status vn_device_wait_idle(vn_device *device) {
+vn_status vn_device_flush_writes(vn_device *device, const char *what, uint64_t *index) {
+    vn_status st = vn_submit_begin(device, what);
+    if (st != VN_OK) return st;
+    atomic_store(&device->pending_write_bytes, 0);
+    WGPUSubmissionIndex idx = wgpu.QueueSubmitForIndex(device->queue, 0, NULL);
+    vn_submit_end(device);
+    if (index != NULL) *index = idx;
+    return VN_OK;
+}
+
+/* buffer.write queues its bytes for the next submit (wgpu's pending writes): a wait
+ * with nothing submitted since would return before they land, and wgpu would keep
+ * every write's staging copy. The empty submit sends them, so wait_idle covers them;
+ * it is made once (a call again after VN_PENDING finds nothing queued), after a CPU
+ * adapter's queue has drained (vn_submit_ready). */
+static vn_status device_wait_idle(vn_device *device) {
     vn_status st = vn_device_check(device, "device.wait_idle");
+    if (st == VN_OK && atomic_load(&device->pending_write_bytes) > 0) {
+        st = vn_submit_ready(device);
+        if (st == VN_OK) st = vn_device_flush_writes(device, "device.wait_idle", NULL);
+    }
     if (st != VN_OK) return st;
     return vn_wait(device, NULL, -1.0, NULL);
 }
 
-vn_status vn_device_destroy(vn_device *device) {
-    vn_status st = vn_device_check(device, "device.destroy");
-    if (st != VN_OK) return st;
-    /* Exclusive: no submit is between its check and its queue call while the
-     * device goes away (wgpu-native aborts on a submit to a destroyed device). */
-    vn_rwlock_write_lock(&device->submit_lock);
-    snprintf(device->lost_reason, sizeof device->lost_reason, "destroyed by Device.destroy()");
-    atomic_store(&device->lost, 1);
+vn_status vn_device_wait_idle(vn_device *device) { VN_CALL1(device_wait_idle(device), device, VN_KIND_DEVICE); }
+
+/* Under the life lock held for writing. */
+static void destroy_gpu_device(vn_device *device) {
     vn_mutex_lock(&device->scope_lock);
     wgpu.DeviceDestroy(device->device);
     vn_mutex_unlock(&device->scope_lock);
+}
+
+void vn_device_mark_destroyed(vn_device *device, const char *reason) {
+    /* Exclusive: no submit is between its check and its queue call while the device
+     * goes away (wgpu-native aborts on a submit to a destroyed device), and none starts
+     * afterwards without seeing `lost`; under the scope lock no encoding of ours is
+     * between its pushes and pops. */
+    vn_rwlock_write_lock(&device->submit_lock);
+    snprintf(device->lost_reason, sizeof device->lost_reason, "%s", reason);
+    atomic_store(&device->lost, 1);
+    /* Destroying the GPU device frees every buffer's memory, the mapped memory of a
+     * pinned staging buffer too, which a zero-copy array still reads: with pins alive,
+     * only the flag is set now (every call already fails as on a destroyed device) and
+     * the last unpin destroys it (vn_device_destroy_deferred). */
+    if (atomic_load(&device->staging_pinned) > 0) device->destroy_deferred = true;
+    else destroy_gpu_device(device);
     vn_rwlock_write_unlock(&device->submit_lock);
+}
+
+static vn_status device_destroy_now(vn_device *device) {
+    vn_status st = vn_device_check(device, "device.destroy");
+    if (st != VN_OK) return st;
+    vn_device_mark_destroyed(device, "destroyed by Device.destroy()");
     return VN_OK;
 }
 
+vn_status vn_device_destroy(vn_device *device) { VN_CALL1(device_destroy_now(device), device, VN_KIND_DEVICE); }
+
+void vn_device_destroy_deferred(vn_device *device) {
+    vn_rwlock_write_lock(&device->submit_lock);
+    if (device->destroy_deferred && atomic_load(&device->staging_pinned) == 0) {
+        device->destroy_deferred = false;
+        destroy_gpu_device(device);
+    }
+    vn_rwlock_write_unlock(&device->submit_lock);
+}
+
 vn_status vn_submit_begin(vn_device *device, const char *what) {
-    /* Before the lock: a fork() child may have inherited it held. */
-    if (vn_inherited(device)) return vn_device_check(device, what);
     vn_rwlock_read_lock(&device->submit_lock);
     vn_status st = vn_device_check(device, what);
     if (st != VN_OK) vn_rwlock_read_unlock(&device->submit_lock);
@@ -645,19 +754,27 @@ vn_status vn_submit_begin(vn_device *device, const char *what) {
 void vn_submit_end(vn_device *device) { vn_rwlock_read_unlock(&device->submit_lock); }
 
 void vn_device_close(vn_device *device) {
-    if (device != NULL) atomic_store(&device->closed, 1);
+    if (vn_acquire(device, VN_KIND_DEVICE, __func__) != VN_OK) return;
+    atomic_store(&device->closed, 1);
+    vn_unacquire(device);
 }
 
-void vn_device_release(vn_device *device) { vn_device_unref(device); }
+void vn_device_release(vn_device *device) { vn_release_handle(device, VN_KIND_DEVICE); }
 
 /* ---- error scopes ------------------------------------------------------------------ */
 
-struct scope_result {
-    atomic_int done;
+/* What one pop reports: a request record (see request_complete), owned by the device
+ * between pops so the encoding path allocates nothing. */
+struct vn_scope_result {
+    atomic_int state;
     WGPUPopErrorScopeStatus status;
     WGPUErrorType type;
     char message[1536];
 };
+
+static void free_scope_results(vn_device *device) {
+    for (int i = 0; i < 2; i++) free(device->scope_results[i]);
+}
 
 /* wgpu's messages open with "Validation Error\n\nCaused by:\n" and end in blank
  * lines; keep what follows (the call, the cause, naga's source excerpt). */
@@ -675,11 +792,21 @@ static void tidy_message(char *msg) {
 static void on_pop(WGPUPopErrorScopeStatus status, WGPUErrorType type, WGPUStringView message, void *userdata1,
                    void *userdata2) {
     (void)userdata2;
-    struct scope_result *r = userdata1;
+    struct vn_scope_result *r = userdata1;
+    if (r == NULL) return; /* popped without a record (host memory ran out) */
     r->status = status;
     r->type = type;
     vn_string_view_copy(message, r->message, sizeof r->message);
-    atomic_store(&r->done, 1);
+    if (request_complete(&r->state)) free(r);
+}
+
+void vn_scope_begin(vn_device *device) {
+    vn_mutex_lock(&device->scope_lock);
+    uncaptured.type = WGPUErrorType_NoError;
+    /* wgpu-native 29 panics on WGPUErrorFilter_Internal ("invalid error filter"), so
+     * internal errors reach the uncaptured-error backstop instead. */
+    wgpu.DevicePushErrorScope(device->device, WGPUErrorFilter_OutOfMemory);
+    wgpu.DevicePushErrorScope(device->device, WGPUErrorFilter_Validation);
 }
 
 /* A captured error as its status and message. An error saying the device is lost also
@@ -699,35 +826,42 @@ static vn_status scope_failure(vn_device *device, WGPUErrorType type, const char
     return vn_fail(st, "%s failed: %s. Fix: %s", what, message, fix);
 }
 
-void vn_scope_begin(vn_device *device) {
-    vn_mutex_lock(&device->scope_lock);
-    uncaptured.type = WGPUErrorType_NoError;
-    /* wgpu-native 29 panics on WGPUErrorFilter_Internal ("invalid error filter"), so
-     * internal errors reach the uncaptured-error backstop instead. */
-    wgpu.DevicePushErrorScope(device->device, WGPUErrorFilter_OutOfMemory);
-    wgpu.DevicePushErrorScope(device->device, WGPUErrorFilter_Validation);
-}
-
 vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation_code, const char *fix) {
-    struct scope_result results[2];
-    memset(results, 0, sizeof results);
+    /* The device's two records, reused under scope_lock; a pop whose callback did not
+     * come in time leaves its record to the callback, and the slot gets a new one. */
+    struct vn_scope_result **results = device->scope_results;
+    bool done[2] = {false, false}, recorded = true;
     for (int i = 0; i < 2; i++) {
+        if (results[i] == NULL) results[i] = malloc(sizeof *results[i]);
+        if (results[i] != NULL) memset(results[i], 0, sizeof *results[i]);
+        recorded = recorded && results[i] != NULL;
         WGPUPopErrorScopeCallbackInfo cb = WGPU_POP_ERROR_SCOPE_CALLBACK_INFO_INIT;
         cb.mode = WGPUCallbackMode_AllowProcessEvents;
         cb.callback = on_pop;
-        cb.userdata1 = &results[i];
+        cb.userdata1 = results[i]; /* NULL: popped all the same, its report dropped */
         wgpu.DevicePopErrorScope(device->device, cb);
-        vn_process_until(device->instance, NULL, &results[i].done, 10.0);
+        if (results[i] == NULL) continue;
+        done[i] = request_wait(device->instance, NULL, &results[i]->state, 10.0);
+        if (!done[i]) results[i] = NULL;
     }
-    vn_mutex_unlock(&device->scope_lock);
-    for (int i = 0; i < 2; i++) {
-        struct scope_result *r = &results[i];
-        if (!atomic_load(&r->done)) continue;
+    /* Read before unlocking: the records are the next scope's once the lock is free. */
+    vn_status st = recorded ? VN_OK
+                            : vn_fail(VN_ERROR_OUT_OF_MEMORY, "%s: no host memory for its error report. Fix: free "
+                                      "host memory.", what);
+    for (int i = 0; i < 2 && st == VN_OK; i++) {
+        struct vn_scope_result *r = results[i];
+        if (!done[i]) continue;
         if (r->status == WGPUPopErrorScopeStatus_Success && r->type != WGPUErrorType_NoError && r->type != 0) {
             tidy_message(r->message);
-            return scope_failure(device, r->type, r->message, what, validation_code, fix);
+            st = scope_failure(device, r->type, r->message, what, validation_code, fix);
         }
     }
+    vn_mutex_unlock(&device->scope_lock);
+    /* An error from a device destroyed meanwhile ("Parent device is lost": destroy() on
+     * another thread, or the deferred destroy of a zero-copy read's last unpin, between
+     * this call's device check and its encoding) is that loss, not a validation error. */
+    if (st != VN_OK && atomic_load(&device->lost)) return vn_device_check(device, what);
+    if (st != VN_OK) return st;
     if (uncaptured.type != WGPUErrorType_NoError && uncaptured.type != 0) {
         WGPUErrorType t = uncaptured.type;
         tidy_message(uncaptured.message);

@@ -8,16 +8,40 @@
 /* One slot per thread, as SQLite keeps one per connection: a failing call on one
  * thread never overwrites the message another thread is about to read. */
 static VN_THREAD_LOCAL char last_error[2048];
+/* Where in WGSL the last failure points (line 0: nowhere); vn_fail resets it. */
+static VN_THREAD_LOCAL uint32_t last_line, last_column;
 
 const char *vn_last_error(void) { return last_error; }
 
-void vn_clear_error(void) { last_error[0] = '\0'; }
+int vn_last_error_position(uint32_t *line, uint32_t *column) {
+    if (line != NULL) *line = last_line;
+    if (column != NULL) *column = last_column;
+    return last_line != 0;
+}
+
+void vn_set_error_position(uint32_t line, uint32_t column) {
+    last_line = line;
+    last_column = column;
+}
+
+void vn_clear_error(void) {
+    last_error[0] = '\0';
+    last_line = last_column = 0;
+}
 
 vn_status vn_fail(vn_status code, const char *fmt, ...) {
     va_list args;
+    last_line = last_column = 0;
     va_start(args, fmt);
     vsnprintf(last_error, sizeof last_error, fmt, args);
     va_end(args);
+    return code;
+}
+
+vn_status vn_fail_prefixed(vn_status code, const char *prefix) {
+    char kept[sizeof last_error];
+    memcpy(kept, last_error, sizeof kept);
+    snprintf(last_error, sizeof last_error, "%s%s", prefix, kept);
     return code;
 }
 

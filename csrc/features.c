@@ -2,6 +2,7 @@
  * wgpu-py's for wgpu-native's own (so a name means the same thing in both
  * packages). Names are what users see (the CLI's `info`, and in time Device.features);
  * wgpu-native's numbers never leave C. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include "internal.h"
@@ -90,18 +91,17 @@ const char *vn_feature_name(uint32_t id) {
     return NULL;
 }
 
-void vn_describe_features(WGPUAdapter adapter, char *out, size_t capacity) {
+/* Space-separated names of a feature list into out (unknown ids as hex, so a feature
+ * newer than this table is listed by number rather than dropped). */
+static void names_of(const WGPUSupportedFeatures *features, char *out, size_t capacity) {
     if (capacity == 0) return;
     out[0] = '\0';
-    WGPUSupportedFeatures features = WGPU_SUPPORTED_FEATURES_INIT;
-    wgpu.AdapterGetFeatures(adapter, &features);
     size_t used = 0;
-    for (size_t i = 0; i < features.featureCount; i++) {
+    for (size_t i = 0; i < features->featureCount; i++) {
         char unknown[24];
-        const char *name = vn_feature_name((uint32_t)features.features[i]);
+        const char *name = vn_feature_name((uint32_t)features->features[i]);
         if (name == NULL) {
-            /* A feature newer than this table: listed by number rather than dropped. */
-            snprintf(unknown, sizeof unknown, "0x%08x", (unsigned)features.features[i]);
+            snprintf(unknown, sizeof unknown, "0x%08x", (unsigned)features->features[i]);
             name = unknown;
         }
         size_t len = strlen(name);
@@ -110,5 +110,80 @@ void vn_describe_features(WGPUAdapter adapter, char *out, size_t capacity) {
         memcpy(out + used, name, len + 1);
         used += len;
     }
+}
+
+void vn_describe_features(WGPUAdapter adapter, char *out, size_t capacity) {
+    WGPUSupportedFeatures features = WGPU_SUPPORTED_FEATURES_INIT;
+    wgpu.AdapterGetFeatures(adapter, &features);
+    names_of(&features, out, capacity);
     wgpu.SupportedFeaturesFreeMembers(features);
+}
+
+void vn_describe_device_features(WGPUDevice device, char *out, size_t capacity) {
+    WGPUSupportedFeatures features = WGPU_SUPPORTED_FEATURES_INIT;
+    wgpu.DeviceGetFeatures(device, &features);
+    names_of(&features, out, capacity);
+    wgpu.SupportedFeaturesFreeMembers(features);
+}
+
+/* What compute code uses: every device requests these where its adapter offers them,
+ * so `enable f16;`, subgroup operations, 64-bit types, float atomics, immediates,
+ * timestamps and the pipeline cache work without the user asking. */
+static const uint32_t compute_features[] = {
+    WGPUFeatureName_TimestampQuery,      WGPUFeatureName_ShaderF16,
+    WGPUFeatureName_Subgroups,           WGPUNativeFeature_Subgroup,
+    WGPUNativeFeature_SubgroupBarrier,   WGPUNativeFeature_ShaderF64,
+    WGPUNativeFeature_ShaderInt64,       WGPUNativeFeature_ShaderFloat32Atomic,
+    WGPUNativeFeature_ShaderInt64AtomicMinMax, WGPUNativeFeature_ShaderInt64AtomicAllOps,
+    WGPUNativeFeature_Immediates,        WGPUNativeFeature_PipelineCache,
+};
+
+static bool listed(const WGPUFeatureName *list, size_t count, uint32_t id) {
+    for (size_t i = 0; i < count; i++)
+        if ((uint32_t)list[i] == id) return true;
+    return false;
+}
+
+vn_status vn_features_choose(WGPUAdapter adapter, const char *adapter_name, const char *required,
+                             WGPUFeatureName *out, size_t capacity, size_t *count) {
+    *count = 0;
+    char missing[512] = "";
+    size_t missing_len = 0;
+    for (const char *p = required ? required : ""; *p;) {
+        while (*p == ' ') p++;
+        size_t len = strcspn(p, " ");
+        if (len == 0) break;
+        uint32_t id = 0;
+        bool known = false;
+        for (size_t i = 0; i < sizeof feature_names / sizeof feature_names[0]; i++)
+            if (strlen(feature_names[i].name) == len && memcmp(feature_names[i].name, p, len) == 0) {
+                id = feature_names[i].id;
+                known = true;
+                break;
+            }
+        if (!known)
+            return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                           "required feature '%.*s' is not a WebGPU or wgpu-native feature name. Fix: use the "
+                           "names `python -m vyre_native info` lists for the adapter, e.g. \"shader-f16\" or "
+                           "\"subgroup\".", (int)(len > 64 ? 64 : len), p);
+        if (!wgpu.AdapterHasFeature(adapter, (WGPUFeatureName)id)) {
+            if (missing_len + len + 3 < sizeof missing)
+                missing_len += (size_t)snprintf(missing + missing_len, sizeof missing - missing_len, "%s%.*s",
+                                                missing_len ? ", " : "", (int)len, p);
+        } else if (!listed(out, *count, id) && *count < capacity) {
+            out[(*count)++] = (WGPUFeatureName)id;
+        }
+        p += len;
+    }
+    if (missing_len)
+        return vn_fail(VN_ERROR_UNSUPPORTED,
+                       "adapter '%s' does not offer the required feature(s) %s. Fix: pick an adapter that "
+                       "does (`python -m vyre_native info` lists each adapter's features; Device(adapter=i)), or "
+                       "drop them from required_features and take the path that works without them.",
+                       adapter_name, missing);
+    for (size_t i = 0; i < sizeof compute_features / sizeof compute_features[0]; i++)
+        if (wgpu.AdapterHasFeature(adapter, (WGPUFeatureName)compute_features[i]) &&
+            !listed(out, *count, compute_features[i]) && *count < capacity)
+            out[(*count)++] = (WGPUFeatureName)compute_features[i];
+    return VN_OK;
 }

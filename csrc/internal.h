@@ -29,21 +29,207 @@ extern struct vn_wgpu_table wgpu;
 /* VN_OK when the library is loaded, else the load's status with its message. */
 vn_status vn_require_library(void);
 
+/* library_file.c: true when `path` is a regular file holding a whole shared library of
+ * this platform's format and architecture, every segment and header table its header
+ * names inside the file (a truncated one would fault inside the system loader);
+ * otherwise false with the reason in why. *size gets the file's size (UINT64_MAX when
+ * it could not be opened). */
+bool vn_library_file_check(const char *path, uint64_t *size, char *why, size_t cap);
+
 /* ---- errors (error.c) ------------------------------------------------------ */
 
 /* Record `code` and a printf-formatted message as this thread's last error and
  * return `code`, so call sites read `return vn_fail(...)`. */
 vn_status vn_fail(vn_status code, const char *fmt, ...) VN_PRINTF_LIKE(2, 3);
 void vn_clear_error(void);
+/* After vn_fail: the failure points at WGSL line and column (vn_last_error_position). */
+void vn_set_error_position(uint32_t line, uint32_t column);
+/* Put `prefix` before this thread's last message (keeping its position) and return
+ * `code`: "pipeline `main`: " before what a shared helper reported. */
+vn_status vn_fail_prefixed(vn_status code, const char *prefix);
 /* wgpu's WGPUStringView as a C string into buf (always terminated). */
 void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap);
+
+/* ---- the object header (object.c) -------------------------------------------
+ *
+ * Every object behind a public handle starts with a vn_object: a kind tag, a
+ * reference count, its destroy function and a monotonic id. Entry points check the
+ * tag (wrong kinds and destroyed objects are typed errors, never a read of another
+ * kind's fields) and hold a reference for the length of the call, so a release on
+ * another thread can never free an object mid-call: the caller's own reference
+ * keeps it alive until the entry point has taken one of its own (the precondition
+ * of every handle argument, as in any reference-counted C API; Python keeps the
+ * handle's cdata referenced for the call). The last release poisons the tag
+ * (VN_KIND_DEAD) before destroying, so a stale pointer whose memory has not been
+ * reused reads as released (as SQLite's sqlite3SafetyCheckOk reads a closed
+ * connection). A retain/release pair is two atomics and no allocation.
+ *
+ * fork(): each object records the process generation it was made in
+ * (vn_fork_generation, bumped in the child after every fork). In a child, an object
+ * of an earlier generation is no live object of any kind: an entry point refuses it
+ * with VN_ERROR_FORKED, and a release never touches it (its device's driver threads
+ * stayed in the parent, and its destroy would call wgpu-native there or wait for
+ * ever). That check is here, in vn_is and vn_release, once for every kind. */
+
+typedef enum vn_kind {
+    VN_KIND_DEAD = 0x766e0000,      /* "vn" + 0: destroyed */
+    VN_KIND_DEVICE = 0x766e0001,
+    VN_KIND_BUFFER = 0x766e0002,
+    VN_KIND_SHADER = 0x766e0003,
+    VN_KIND_PIPELINE = 0x766e0004,
+    VN_KIND_DISPATCH = 0x766e0005,
+    VN_KIND_RECORDING = 0x766e0006,
+    VN_KIND_SEQUENCE = 0x766e0007,
+    VN_KIND_SUBMISSION = 0x766e0008,
+    VN_KIND_PENDING_READ = 0x766e0009,
+    VN_KIND_MAPPING = 0x766e000a
+} vn_kind;
+
+typedef struct vn_object {
+    atomic_uint kind;                         /* a vn_kind; VN_KIND_DEAD once destroyed */
+    atomic_long refs;
+    void (*destroy)(struct vn_object *self);  /* frees the object: runs once, at the last release */
+    uint64_t id;                              /* monotonic per process, never reused */
+    unsigned generation;                      /* vn_fork_generation when made */
+} vn_object;
+
+/* Bumped in the child process after every fork() (the handler is registered when the
+ * first object is made). A plain load, no system call. */
+extern atomic_uint vn_fork_generation;
+/* True when the object was made before a fork() and this process is the child. */
+static inline bool vn_inherited(const vn_object *object) {
+    return object->generation != atomic_load_explicit(&vn_fork_generation, memory_order_relaxed);
+}
+
+/* A fresh object of `kind`: one reference (the creator's), the next id. */
+void vn_object_init(vn_object *object, vn_kind kind, void (*destroy)(vn_object *));
+static inline void vn_retain(vn_object *object) {
+    atomic_fetch_add_explicit(&object->refs, 1, memory_order_relaxed);
+}
+/* Drop one reference; the last poisons the tag and destroys. Call it with no lock
+ * held: a destroy takes the locks its object's owner takes (see "Lock order"). */
+void vn_release(vn_object *object);
+/* The next id of the process-wide sequence (objects and buffer identities). */
+uint64_t vn_next_identity(void);
+
+/* The cold path of vn_acquire: the status and message for a NULL, destroyed or
+ * wrong-kind handle, naming the entry point `fn`. */
+vn_status vn_handle_error(const void *handle, vn_kind kind, const char *fn);
+/* True when `handle` is a live object of `kind` made in this process (no reference
+ * taken): not an object a fork() child inherited. */
+static inline bool vn_is(const void *handle, vn_kind kind) {
+    return handle != NULL &&
+           atomic_load_explicit(&((const vn_object *)handle)->kind, memory_order_relaxed) == (unsigned)kind &&
+           !vn_inherited((const vn_object *)handle);
+}
+/* At an entry point: check that `handle` is a live object of `kind` and retain it
+ * for the call (the entry point releases it before returning). */
+static inline vn_status vn_acquire(const void *handle, vn_kind kind, const char *fn) {
+    if (!vn_is(handle, kind)) return vn_handle_error(handle, kind, fn);
+    vn_retain((vn_object *)handle);
+    return VN_OK;
+}
+static inline void vn_unacquire(const void *handle) { vn_release((vn_object *)handle); }
+/* The public release of a handle: drops the caller's reference when `handle` is a
+ * live object of `kind`; anything else (NULL, released, another kind, inherited across
+ * fork()) is ignored, since a release has no status to report it with. */
+static inline void vn_release_handle(const void *handle, vn_kind kind) {
+    if (vn_is(handle, kind)) vn_release((vn_object *)handle);
+}
+
+/* Several handles at once: acquire handles[0..n) as kinds[0..n); on failure none
+ * stays held. */
+vn_status vn_acquire_all(const void *const *handles, const vn_kind *kinds, size_t n, const char *fn);
+void vn_unacquire_all(const void *const *handles, size_t n);
+
+/* The body of an entry point that takes handles: acquire each (handle, kind) pair,
+ * run `call` with them held, release them, return call's status. So every entry
+ * point is its public wrapper, one line, over a static body that may then use its
+ * handles freely. */
+#define VN_CALL1(call, h1, k1)                                                           \
+    do {                                                                                 \
+        vn_status vn_call_st_ = vn_acquire((h1), (k1), __func__);                         \
+        if (vn_call_st_ != VN_OK) return vn_call_st_;                                     \
+        vn_call_st_ = (call);                                                            \
+        vn_unacquire(h1);                                                                \
+        return vn_call_st_;                                                              \
+    } while (0)
+#define VN_CALL_N_(call, n, handles, kinds)                                              \
+    do {                                                                                 \
+        const void *const *vn_call_h_ = (handles);                                       \
+        vn_status vn_call_st_ = vn_acquire_all(vn_call_h_, (kinds), (n), __func__);       \
+        if (vn_call_st_ != VN_OK) return vn_call_st_;                                     \
+        vn_call_st_ = (call);                                                            \
+        vn_unacquire_all(vn_call_h_, (n));                                               \
+        return vn_call_st_;                                                              \
+    } while (0)
+#define VN_CALL2(call, h1, k1, h2, k2) \
+    VN_CALL_N_(call, 2, ((const void *const[]){(h1), (h2)}), ((const vn_kind[]){(k1), (k2)}))
+#define VN_CALL3(call, h1, k1, h2, k2, h3, k3) \
+    VN_CALL_N_(call, 3, ((const void *const[]){(h1), (h2), (h3)}), ((const vn_kind[]){(k1), (k2), (k3)}))
+
+/* The body of a getter that reads `expr` of one handle: `fallback` (the error then in
+ * vn_last_error) when the handle is no live object of the kind. */
+#define VN_GET(type, expr, fallback, h1, k1)                                             \
+    do {                                                                                 \
+        if (vn_acquire((h1), (k1), __func__) != VN_OK) return (fallback);                 \
+        type vn_get_value_ = (expr);                                                     \
+        vn_unacquire(h1);                                                                \
+        return vn_get_value_;                                                            \
+    } while (0)
+
+/* The body of a probe that answers an int of one handle (1 done, 0 not yet): `expr`, or
+ * minus the handle's error status (vn_last_error says why) when it is no live object of
+ * the kind, a fork() child's inherited one included. */
+#define VN_PROBE(expr, h1, k1)                                                           \
+    do {                                                                                 \
+        vn_status vn_probe_st_ = vn_acquire((h1), (k1), __func__);                        \
+        if (vn_probe_st_ != VN_OK) return -(int)vn_probe_st_;                             \
+        int vn_probe_value_ = (expr);                                                    \
+        vn_unacquire(h1);                                                                \
+        return vn_probe_value_;                                                          \
+    } while (0)
+
+/* ---- lock order --------------------------------------------------------------
+ *
+ * Every lock of the C layer, outermost first. A thread holding one may take only
+ * locks further down the list; two locks of one rank are never held together,
+ * except object locks, which an operation over several objects takes in ascending
+ * object id with each object once (vn_device_submit). No lock is held when a call
+ * returns to Python, and none across vn_release (a destroy takes its owner's locks).
+ * wgpu callbacks take none of ranks 1-6, so none can wait on a lock its own thread
+ * holds; the log callback takes only the leaf 7.
+ *
+ *   1. object locks: vn_sequence.lock, vn_submission.lock
+ *   2. vn_device.submit_lock (the life lock; read by submits, which check their
+ *      shared buffers under it, mapped-range reads, and pins and unpins of staging
+ *      buffers; written by destroy, vn_device_destroy_shared, a destroy deferred to
+ *      the last unpin, and vn_buffer_set_foreign_state)
+ *   3. vn_device.scope_lock (error scopes: push, work, pop)
+ *   4. vn_device.pipelines_lock (the device's pipeline list)
+ *   5. vn_bind_cache.lock (one pipeline's bind groups, or the device's zero-fill ones)
+ *   6. vn_device.staging_lock (the readback staging ring, the device's abandoned reads)
+ *   7. the log ring's lock (log.c): taken by wgpu's log callback on any thread,
+ *      inside any of the above; nothing is taken or called under it
+ */
+
+/* ---- diagnostics (diagnostics.c) ------------------------------------------------ */
+
+/* After shader creation failed with `code`: rewrite the last error as "<what, at line
+ * L, column C>\n<source line>\n<caret>\nFix: ..." with its position set
+ * (vn_last_error_position); var<immediate> on a device without the feature becomes
+ * VN_ERROR_UNSUPPORTED. Returns the resulting code. */
+vn_status vn_shader_diagnose(vn_device *device, const char *wgsl, size_t wgsl_len, vn_status code);
+/* VN_ERROR_UNSUPPORTED: "<what>, but this device lacks ... immediates", then `shown` (a
+ * source excerpt, or NULL) and the Fix that fits (the adapter offers it or not). */
+vn_status vn_immediates_unsupported(const vn_device *device, const char *what, const char *shown);
 
 /* ---- live-object counters (debug.c) ---------------------------------------- */
 
 enum vn_live_kind {
     VN_LIVE_DEVICE, VN_LIVE_BUFFER, VN_LIVE_SHADER, VN_LIVE_PIPELINE, VN_LIVE_DISPATCH,
     VN_LIVE_BIND_GROUP, VN_LIVE_STAGING, VN_LIVE_RECORDING, VN_LIVE_SEQUENCE, VN_LIVE_SUBMISSION,
-    VN_LIVE_PENDING_READ, VN_LIVE_KIND_COUNT
+    VN_LIVE_PENDING_READ, VN_LIVE_MAPPING, VN_LIVE_KIND_COUNT
 };
 void vn_live_add(enum vn_live_kind kind, int64_t delta);
 int64_t vn_live_count(enum vn_live_kind kind);
@@ -53,17 +239,10 @@ int64_t vn_live_count(enum vn_live_kind kind);
 typedef struct vn_staging vn_staging;
 typedef struct vn_fence vn_fence;
 
-/* Bumped in the child process after every fork() (device.c registers the handler when
- * the first device is made). A device records the value when it is made; a device
- * whose record differs was inherited across fork(), and nothing may call wgpu-native
- * on it or lock its mutexes in this process. A plain load, no system call. */
-extern atomic_uint vn_fork_generation;
-
 struct vn_device {
-    atomic_long refs;
+    vn_object obj; /* first, as in every handle's object: VN_KIND_DEVICE */
     atomic_int closed; /* vn_device_close called: calls fail with VN_ERROR_RELEASED */
     atomic_int lost;   /* destroyed or lost: calls fail with VN_ERROR_DEVICE_LOST */
-    unsigned generation; /* vn_fork_generation when made */
     WGPUInstance instance;
     WGPUAdapter adapter;
     WGPUDevice device;
@@ -81,6 +260,8 @@ struct vn_device {
     /* Error scopes are a stack per device: one thread at a time pushes, works and
      * pops, so another thread's error never lands in this thread's scope. */
     vn_mutex scope_lock;
+    /* The two pops' reports, reused under scope_lock (device.c). */
+    struct vn_scope_result *scope_results[2];
 
     /* The device's life lock. Submitting to a destroyed device, or reading the
      * mapped range of a buffer it destroyed, aborts the process inside wgpu-native,
@@ -88,26 +269,48 @@ struct vn_device {
      * checking the flags) and vn_device_destroy holds it for writing. */
     vn_rwlock submit_lock;
 
-    /* Readback staging buffers kept for reuse (readback.c), and reads released while
-     * their copy was in flight: their map callback still points at them, so the device
-     * keeps them until it fires and then returns their staging buffers (vn_reads_reap). */
+    /* Readback staging buffers kept for reuse (readback.c). */
     vn_mutex staging_lock;
     vn_staging *staging_free;
     size_t staging_free_count;
+    /* Staging buffers pinned mapped by a vn_mapping (a zero-copy read): destroying the
+     * device would free the memory a caller still reads, so while any is pinned
+     * vn_device_destroy only marks the device lost and sets destroy_deferred, and the
+     * last unpin destroys it (vn_device_destroy_deferred). Both change under the life
+     * lock: pinned for reading, destroy_deferred for writing. */
+    atomic_long staging_pinned;
+    bool destroy_deferred;
+    /* Reads released while their copy was in flight: their map callback still points
+     * at them, so the device keeps them (under staging_lock) until it fires and then
+     * returns their staging buffers (vn_reads_reap). */
     struct vn_pending_read *abandoned;
     atomic_int abandoned_count;
 
     /* The process-wide list of devices released with work still running, and the
      * fence that says when that work has finished (device.c). */
     struct vn_device *parked_next;
-    struct vn_fence *idle_fence;
+    vn_fence *idle_fence;
+
+    /* Bytes queued by buffer.write since the last flush (vn_device_flush_writes):
+     * wgpu keeps each write's staging copy until a submit sends it. */
+    atomic_ullong pending_write_bytes;
 
     /* Live pipelines, so a buffer's release can purge bind groups naming it. */
     vn_mutex pipelines_lock;
     struct vn_pipeline *pipelines;
+
+    /* The built-in zero fill (fill.c): made on first use under scope_lock, then
+     * fixed until the device is freed. */
+    _Atomic(struct vn_fill *) fill;
 };
 
 void vn_device_retain(vn_device *device);
+/* Past this many bytes queued by writes with no submit, a write flushes them (an empty
+ * submit), so host memory for write staging stays bounded without a wait. */
+#define VN_WRITE_FLUSH_BYTES (64ull << 20)
+/* Send the writes queued since the last submit (an empty submit); *index, when not
+ * NULL, receives its submission index. */
+vn_status vn_device_flush_writes(vn_device *device, const char *what, uint64_t *index);
 /* A fresh record's refcount (1), locks and live count. */
 void vn_device_init_locks(vn_device *device);
 void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out);
@@ -115,16 +318,18 @@ void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out);
  * adapter's features as space-separated names (unknown ones as hex) into out. */
 const char *vn_feature_name(uint32_t id);
 void vn_describe_features(WGPUAdapter adapter, char *out, size_t capacity);
+void vn_describe_device_features(WGPUDevice device, char *out, size_t capacity);
+/* The features a new device requests: `required` (space-separated names; unknown ->
+ * VN_ERROR_INVALID_ARGUMENT, not on the adapter -> VN_ERROR_UNSUPPORTED naming them all)
+ * and every compute feature the adapter offers. At most `capacity` into out. */
+#define VN_MAX_DEVICE_FEATURES 96
+vn_status vn_features_choose(WGPUAdapter adapter, const char *adapter_name, const char *required,
+                             WGPUFeatureName *out, size_t capacity, size_t *count);
 void vn_device_unref(vn_device *device);
 /* Free the devices released while busy whose work has finished, polling them up to
  * wait_s seconds; true when none is left waiting. */
 bool vn_devices_reap(double wait_s);
-/* True when the device was made before a fork() and this is the child. */
-static inline bool vn_inherited(const vn_device *device) {
-    return device->generation != atomic_load_explicit(&vn_fork_generation, memory_order_relaxed);
-}
-/* VN_OK, VN_ERROR_FORKED (inherited across fork), VN_ERROR_RELEASED (closed) or
- * VN_ERROR_DEVICE_LOST, with a message naming `what`. */
+/* VN_OK, VN_ERROR_RELEASED (closed) or VN_ERROR_DEVICE_LOST, with a message naming `what`. */
 vn_status vn_device_check(const vn_device *device, const char *what);
 /* The device is lost (wgpu said so in an error or a callback): later calls fail with
  * VN_ERROR_DEVICE_LOST. Takes no lock, so a callback may call it. */
@@ -144,20 +349,29 @@ bool vn_message_says_lost(const char *message);
 void vn_scope_begin(vn_device *device);
 vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation_code, const char *fix);
 
-/* Poll the device until *flag is set (flag NULL: until all work submitted before the
- * call has finished, through a work-done fence of its own), for at most
- * limit_s seconds (< 0: no limit of its own) and never past one VN_WAIT_SLICE_MS slice:
- * VN_OK once it is, VN_PENDING when the time ran out first, VN_ERROR_DEVICE_LOST when
- * the device is lost and the work did not finish. Adds the time spent to *waited_s (may
- * be NULL). Never blocks inside wgpu-native: the blocking poll has no timeout, so a
- * hung kernel would hold the thread, and a signal, for ever. */
-vn_status vn_wait(vn_device *device, atomic_int *flag, double limit_s, double *waited_s);
+/* Mark the device destroyed (every later call: VN_ERROR_DEVICE_LOST with `reason`) and
+ * destroy the GPU device, under the life lock (for writing) and the scope lock; while a
+ * staging buffer is pinned, the destruction waits for the last unpin. Both destroy()
+ * and wgpu-py's destroy of a shared device (vn_device_destroy_shared) come here. */
+void vn_device_mark_destroyed(vn_device *device, const char *reason);
+/* The last pinned staging buffer of a device whose destroy was deferred is gone:
+ * destroy it now. Called by the unpin, never while holding the life lock. */
+void vn_device_destroy_deferred(vn_device *device);
 
 /* Take the life lock for reading and check the device; on VN_OK the caller
  * submits or reads a mapped range, then calls vn_submit_end. On failure nothing is
  * held. */
 vn_status vn_submit_begin(vn_device *device, const char *what);
 void vn_submit_end(vn_device *device);
+
+/* Poll the device until *flag is set (flag NULL: until all work submitted before the
+ * call has finished, through a work-done fence of its own), for at most limit_s seconds
+ * (< 0: no limit of its own) and never past one VN_WAIT_SLICE_MS slice: VN_OK once it
+ * is, VN_PENDING when the time ran out first, VN_ERROR_DEVICE_LOST when the device is
+ * lost and the work did not finish. Adds the time spent to *waited_s (may be NULL).
+ * Never blocks inside wgpu-native: the blocking poll has no timeout, so a hung kernel
+ * would hold the thread, and a signal, for ever. */
+vn_status vn_wait(vn_device *device, atomic_int *flag, double limit_s, double *waited_s);
 /* Before encoding or submitting anything: VN_OK, or on a device with serial_submits
  * VN_PENDING while earlier work still runs (the caller returns it, to be called again). */
 static inline vn_status vn_submit_ready(vn_device *device) {
@@ -168,40 +382,78 @@ static inline vn_status vn_submit_ready(vn_device *device) {
  * device poll: drive both until *flag is set; false after limit_s seconds. */
 bool vn_process_until(WGPUInstance instance, WGPUDevice device, atomic_int *flag, double limit_s);
 
-
 /* ---- buffers (buffer.c) ----------------------------------------------------- */
 
 struct vn_buffer {
-    atomic_long refs;
+    vn_object obj; /* VN_KIND_BUFFER */
     vn_device *device;
     WGPUBuffer buffer;
     uint64_t byte_len;
     uint64_t allocation_len;
     uint64_t usage;
-    uint64_t identity;
-    bool adopted;          /* made by another binding (vn_buffer_adopt) */
-    atomic_int foreign;    /* vn_foreign_state, for adopted buffers */
+    uint64_t identity;     /* the allocation identity: obj.id */
+    /* vn_foreign_state: what wgpu-py did to it, when it shares it (interop.c). Written
+     * under the device's life lock for writing, read by submits under it for reading. */
+    atomic_int foreign;
 };
 
-/* VN_OK, or VN_ERROR_BINDING when one of the buffers is mapped or destroyed by the
- * binding it was adopted from (submitting it would abort the process). */
+/* ---- what a submit re-checks under the life lock (interop.c) ------------------- */
+
+/* A check a submit makes while it holds the device's life lock for reading, right
+ * before its queue call: that wgpu-py has not mapped or destroyed a buffer the work
+ * uses. wgpu-py's map and destroy change that state under the write side, so the
+ * check and the submit are one step for them (vn_buffer_set_foreign_state). */
+typedef struct vn_submit_guard {
+    vn_status (*check)(const void *arg);
+    const void *arg;
+} vn_submit_guard;
+
+/* vn_submit_begin, then guard->check (guard may be NULL) with the lock held; on
+ * failure nothing is held. */
+vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard);
+/* The guard's check now (VN_OK for NULL). Work that encodes before it submits calls it
+ * first too: refused at once, it encodes nothing (a command buffer finished and never
+ * submitted is memory wgpu-native 29 does not reclaim); the check under the lock decides. */
+vn_status vn_submit_guard_check(const vn_submit_guard *guard);
+/* VN_OK, or VN_ERROR_BINDING naming `what` when one of the buffers is mapped or
+ * destroyed by wgpu-py (submitting it would abort the process). Call under the life lock. */
 vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const char *what);
+/* A guard check over one vn_buffer (arg), for readbacks. */
+vn_status vn_buffer_submittable(const void *buffer);
 
 void vn_buffer_retain(vn_buffer *buffer);
-uint64_t vn_next_identity(void);
+/* The header, identity, device reference and live count of a new buffer record. */
+void vn_buffer_init(vn_buffer *buffer, vn_device *device);
 /* VN_OK or why the buffer cannot be used (device closed or lost). */
 vn_status vn_buffer_check(const vn_buffer *buffer, const char *what);
+/* vn_view_check's rules, with `what` (the argument, e.g. "input 0") in the message:
+ * *out gets the view with its size resolved. The view's buffer must be held (acquired). */
+vn_status vn_view_resolve(const vn_view *view, const char *what, vn_view *out);
+/* At an entry point: check that the view's buffer is a live buffer, retain it for the
+ * call (as vn_acquire does; `what` names it in the message), and resolve the view into
+ * *out. On failure nothing is held and out->buffer is NULL; on success the caller
+ * releases out->buffer (vn_buffer_release) when done, or keeps the reference. */
+vn_status vn_view_acquire(const vn_view *view, const char *what, vn_view *out);
+/* The view can be read back: COPY_SRC usage (the readback's submit checks the rest). */
+vn_status vn_view_readable(const vn_view *view, const char *what);
+/* vn_view_read_async of a resolved view whose buffer the caller holds. */
+vn_status vn_view_read_async_held(const vn_view *view, vn_pending_read **out);
 
 /* ---- readback (readback.c) ---------------------------------------------------- */
 
-/* Copy `nbytes` of `src` (which has COPY_SRC usage and an allocation of at least
- * round_up(nbytes, 4) bytes) into dst, after all work submitted before the call, waiting
- * one time slice at most: VN_OK, or VN_PENDING with *pending the read in flight (finish
- * it with vn_pending_read_finish; NULL pending: it is abandoned). */
-vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t nbytes, void *dst, vn_pending_read **pending);
-/* Queue the copy of `nbytes` of `src` into a staging buffer and its map: a pending read
- * the caller owns (vn_pending_read_release). */
-vn_status vn_read_start(vn_device *device, WGPUBuffer src, uint64_t nbytes, vn_pending_read **out);
+/* Copy `nbytes` of `src` from `offset` (4-aligned; src has COPY_SRC usage and an
+ * allocation of at least offset + round_up(nbytes, 4) bytes) into dst, after all work
+ * submitted before the call: the readback primitive's copying form (the pinning form is
+ * vn_pending_read_pin). The copy's submit checks `guard` under the life lock (NULL for
+ * the layer's own buffers). Waits one time slice at most: VN_OK, or VN_PENDING with
+ * *pending the read in flight (finish it with vn_pending_read_finish; NULL pending: it
+ * is dropped), or with *pending NULL when it has not started (vn_submit_ready). */
+vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t offset, uint64_t nbytes, void *dst,
+                      const vn_submit_guard *guard, vn_pending_read **pending);
+/* Queue the copy and its map: a pending read (a handle) the caller owns. VN_PENDING
+ * (*out NULL): not started, as vn_submit_ready says. */
+vn_status vn_read_start(vn_device *device, WGPUBuffer src, uint64_t offset, uint64_t nbytes,
+                        const vn_submit_guard *guard, vn_pending_read **out);
 void vn_staging_free_all(vn_device *device);
 /* Return the staging buffers of abandoned reads whose map has completed (all of them
  * when final, leaking any whose callback has not fired: it still points at them). */
@@ -233,16 +485,16 @@ vn_status vn_timing_read_start(vn_device *device, vn_timing *timing, vn_pending_
 void vn_timing_convert(const vn_device *device, const vn_timing *timing, const uint64_t *ticks, uint64_t *ns,
                        size_t *count);
 
-/* Submit one finished command buffer (holding the submit lock) and track its
- * completion; *out gets a submission the caller owns, which takes over the timing
- * resources (timing may be NULL). Releases cb. */
+/* Submit one finished command buffer (holding the submit lock, after `guard`'s check
+ * under it; guard may be NULL) and track its completion; *out gets a submission the
+ * caller owns, which takes over the timing resources (timing may be NULL). Releases cb. */
 vn_status vn_submit_tracked(vn_device *device, WGPUCommandBuffer cb, const char *what, vn_timing *timing,
-                            vn_submission **out);
+                            const vn_submit_guard *guard, vn_submission **out);
 
 /* ---- pipelines and the bind-group cache (pipeline.c, bind_cache.c) ---------- */
 
 struct vn_shader {
-    atomic_long refs;
+    vn_object obj; /* VN_KIND_SHADER */
     vn_device *device;
     WGPUShaderModule module;
 };
@@ -260,8 +512,8 @@ typedef struct vn_binding {
 typedef struct vn_bind_cache_entry {
     uint64_t hash;
     uint32_t group;
-    uint32_t key_len;   /* number of (identity, size) pairs */
-    uint64_t *key;      /* 2 * key_len words */
+    uint32_t key_len;   /* number of bound views */
+    uint64_t *key;      /* (identity, offset, padded size) per view: 3 * key_len words */
     WGPUBindGroup bind_group;
     uint64_t last_used;
 } vn_bind_cache_entry;
@@ -276,7 +528,7 @@ typedef struct vn_bind_cache {
 } vn_bind_cache;
 
 struct vn_pipeline {
-    atomic_long refs;
+    vn_object obj; /* VN_KIND_PIPELINE */
     vn_device *device;
     WGPUComputePipeline pipeline;
     WGPUBindGroupLayout *layouts;
@@ -285,6 +537,8 @@ struct vn_pipeline {
     size_t binding_count;
     int32_t indirect_binding;
     uint64_t indirect_offset;
+    uint32_t immediate_size;    /* bytes of var<immediate> data each dispatch takes, 0: none */
+    char *label;                /* the entry point: wgpu's label, and what messages call it */
     vn_bind_cache cache;
     struct vn_pipeline *next, *prev; /* device->pipelines, under pipelines_lock */
 };
@@ -293,16 +547,33 @@ void vn_pipeline_retain(vn_pipeline *pipeline);
 
 vn_status vn_bind_cache_init(vn_bind_cache *cache, uint32_t capacity);
 void vn_bind_cache_destroy(vn_bind_cache *cache);
-/* A bind group for `group` of `pipeline` binding `buffers` (one per entry of the
- * group, in binding order), from the cache or created; the caller gets its own
- * reference. Must run inside vn_scope_begin/end. */
-vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, vn_buffer *const *buffers,
+/* A bind group for `group` of `pipeline` binding `views` (resolved: one per entry of the
+ * group, in binding order; each binds its offset and its size padded to 4), from the
+ * cache or created; the caller gets its own reference. Must run inside
+ * vn_scope_begin/end. */
+vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, const vn_view *views,
                             uint32_t count, WGPUBindGroup *out);
+/* The same for any cache: `group` keys the entry and selects, from `bindings`, the
+ * binding numbers of its entries; the group is made with `layout` on `device` and
+ * labelled "<owner> @group(<group>)". */
+vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindGroupLayout layout,
+                              const vn_binding *bindings, size_t binding_count, const char *owner, uint32_t group,
+                              const vn_view *views, uint32_t count, WGPUBindGroup *out);
 /* Drop every cached bind group that binds the buffer of `identity` (on its release). */
 void vn_bind_cache_forget(vn_bind_cache *cache, uint64_t identity);
 void vn_device_forget_buffer(vn_device *device, uint64_t identity);
 
 /* ---- bound dispatch state (bind.c) -------------------------------------------- */
+
+/* How one buffer range is zeroed before a dispatch (fill.c): a fill dispatch inside the
+ * compute pass, or, where pipeline is NULL, clear_buffer outside it. */
+typedef struct vn_clear {
+    vn_view view;                  /* what is zeroed: [offset, offset + pad4(size)) of the
+                                    * buffer, borrowed (whoever holds the clear holds it) */
+    WGPUComputePipeline pipeline;  /* the device's fill pipeline (borrowed), or NULL */
+    WGPUBindGroup group;           /* the clear's own reference; NULL with pipeline NULL */
+    uint32_t workgroups;           /* of the fill dispatch */
+} vn_clear;
 
 /* Handles resolved against a pipeline's bindings, validated, with bind groups: all
  * that encoding one dispatch needs. Holds a reference on everything it names. */
@@ -312,30 +583,79 @@ typedef struct vn_bound {
     WGPUBindGroup *groups;
     size_t buffer_count;
     vn_buffer **buffers;   /* one per binding, binding order */
+    vn_view *views;        /* one per binding: its buffer (held by buffers), offset, size */
     size_t output_count;
-    vn_buffer **outputs;   /* output order (borrowed from buffers) */
+    vn_view *outputs;      /* the read_write bindings' views, output order */
     uint32_t x, y, z;
-    vn_buffer *indirect;   /* borrowed from buffers, NULL for a direct dispatch */
-    uint64_t indirect_offset;
-    bool adopted;          /* some buffer is adopted: check vn_buffers_submittable */
+    vn_buffer *indirect;   /* its own reference; NULL for a direct dispatch */
+    uint64_t indirect_offset; /* from the start of the buffer */
+    uint8_t *immediates;   /* the dispatch's own copy of its var<immediate> data, or NULL */
+    uint32_t immediate_len;
+    size_t clear_count;
+    vn_clear *clears;      /* one per non-preserved output, output order */
 } vn_bound;
 
-vn_status vn_bound_resolve(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                           vn_buffer *const *outputs, size_t output_count, vn_buffer *params,
-                           uint32_t x, uint32_t y, uint32_t z, vn_bound *out);
-/* Clears of the non-preserved outputs, then one compute pass with the dispatch. */
+/* The binding rule's one owner: args (vn_dispatch_args' rules) resolved against the
+ * pipeline's bindings and checked, with bind groups; immediates copied. Failures name
+ * the pipeline ("pipeline `main`: ..."). */
+vn_status vn_bound_resolve(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_bound *out);
+/* vn_buffers_submittable over every buffer the bound dispatch uses (its bindings' and
+ * its indirect buffer). Call under the life lock. */
+vn_status vn_bound_submittable(const vn_bound *bound, const char *what);
+/* VN_ERROR_BINDING when `forms` (vn_bind_form bits) names both forms. */
+vn_status vn_check_forms(uint32_t forms);
+/* The named form's matching: index_of[j] (binding_count entries) gets the index into
+ * names of the name of binding j, or SIZE_MAX for a binding `takes` refuses. A name that
+ * is no binding, one `takes` refuses (the message says it `not_taken`), one repeated,
+ * or a binding `takes` accepts left unnamed is VN_ERROR_BINDING listing the bindings. */
+vn_status vn_match_names(const vn_pipeline *p, const char *const *names, size_t count,
+                         bool (*takes)(const vn_binding *), const char *not_taken, size_t *index_of);
+/* "`x` (@group(0) @binding(0) var<storage, read>), ..." of the bindings `filter` accepts
+ * (all when NULL), or "none". */
+void vn_binding_list(const vn_pipeline *p, bool (*filter)(const vn_binding *), char *buf, size_t cap);
+/* Per-dispatch timing gives every dispatch a pass of its own, and its clears go
+ * outside the timed passes (clear_buffer), so each time is the dispatch's alone. */
+static inline bool vn_timing_splits(const vn_timing *t) { return t != NULL && t->mode == VN_TIMING_PER_DISPATCH; }
+/* One compute pass with the non-preserved outputs' clears and the dispatch; clears
+ * that need clear_buffer (all of them when timing splits) go before the pass. */
 void vn_bound_encode(const vn_bound *bound, WGPUCommandEncoder encoder, vn_timing *timing);
 /* True when encoding the bound dispatch clears at least one output. */
-bool vn_bound_clears(const vn_bound *bound);
+static inline bool vn_bound_clears(const vn_bound *bound) { return bound->clear_count > 0; }
+/* True when some clear of the bound dispatch is a clear_buffer, which ends the pass. */
+bool vn_bound_clears_outside(const vn_bound *bound, const vn_timing *timing);
 /* Inside an open compute pass: set pipeline and bind groups where they differ from
- * *state (updated), then dispatch. */
+ * *state (updated), the dispatch's immediates (always: each step may carry its own),
+ * then dispatch. */
 typedef struct vn_pass_state {
     WGPUComputePipeline pipeline;
     WGPUBindGroup groups[8];
 } vn_pass_state;
 void vn_bound_dispatch_in_pass(const vn_bound *bound, WGPUComputePassEncoder pass, vn_pass_state *state);
-void vn_bound_encode_clears(const vn_bound *bound, WGPUCommandEncoder encoder);
+/* Outside a pass: the clears that go there (see vn_bound_clears_outside). */
+void vn_bound_encode_clears(const vn_bound *bound, WGPUCommandEncoder encoder, const vn_timing *timing);
+/* Inside an open pass: the fill dispatches of the clears that go there. */
+void vn_bound_fill_in_pass(const vn_bound *bound, WGPUComputePassEncoder pass, vn_pass_state *state,
+                           const vn_timing *timing);
 void vn_bound_release(vn_bound *bound);
+
+/* ---- the built-in zero fill (fill.c) ------------------------------------------ */
+
+/* Plan how the resolved `view` is zeroed: a fill dispatch where its range can be bound
+ * as storage (STORAGE usage, the offset aligned for a storage binding, the size within
+ * the binding limit) and is no larger than the device's fill limit, else clear_buffer.
+ * Runs inside vn_scope_begin/end (it may make the fill pipelines and a bind group). */
+vn_status vn_clear_plan(vn_device *device, const vn_view *view, vn_clear *out);
+void vn_clear_release(vn_clear *clear);
+/* Whether the clear is a clear_buffer outside the pass (always, when timing splits). */
+static inline bool vn_clear_outside(const vn_clear *clear, const vn_timing *timing) {
+    return clear->pipeline == NULL || vn_timing_splits(timing);
+}
+void vn_clear_encode_outside(const vn_clear *clear, WGPUCommandEncoder encoder);
+void vn_clear_fill_in_pass(const vn_clear *clear, WGPUComputePassEncoder pass, vn_pass_state *state);
+/* On a buffer's release: drop the fill bind group naming it. */
+void vn_fill_forget(vn_device *device, uint64_t identity);
+/* On the device's last release: free its fill pipelines and bind groups. */
+void vn_fill_release(vn_device *device);
 
 /* ---- small helpers ------------------------------------------------------------ */
 

@@ -44,7 +44,22 @@ vn_status vn_device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t devic
     return VN_OK;
 }
 
-vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, vn_buffer **out) {
+/* True when wgpu-native reports `buffer` destroyed. wgpu-py keeps no record of a destroy,
+ * and one made before its calls were watched (before the first interop call) would make
+ * every submit using the buffer abort. Unmapping a buffer that is not mapped changes
+ * nothing and reports "not mapped", or "destroyed" for a destroyed one: the one probe
+ * wgpu-native 29 answers without side effects (wgpuBufferGetMapState is a stub). Only
+ * for a buffer wgpu-py reports unmapped: a mapped one would be unmapped under it. */
+static bool destroyed_already(vn_device *device, WGPUBuffer buffer) {
+    vn_scope_begin(device);
+    wgpu.BufferUnmap(buffer);
+    bool destroyed = vn_scope_end(device, "probing the buffer", VN_ERROR_VALIDATION, "none.") != VN_OK &&
+                     strstr(vn_last_error(), "destroyed") != NULL;
+    vn_clear_error();
+    return destroyed;
+}
+
+static vn_status buffer_adopt(vn_device *device, uintptr_t buffer, int mapped, vn_buffer **out) {
     vn_status st = vn_device_check(device, "adopting a buffer");
     if (st != VN_OK) return st;
     if (out == NULL || !buffer)
@@ -67,18 +82,26 @@ vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, vn_buffer **out) 
                        "the wgpu buffer has %llu bytes, not a positive multiple of 4, which binding and clearing need. "
                        "Fix: create it with a size rounded up to 4 bytes.", (unsigned long long)size);
     }
-    atomic_init(&b->refs, 1);
-    atomic_init(&b->foreign, VN_FOREIGN_USABLE);
-    b->adopted = true;
-    vn_device_retain(device);
-    b->device = device;
-    b->identity = vn_next_identity();
-    vn_live_add(VN_LIVE_BUFFER, 1);
+    if (!mapped && destroyed_already(device, b->buffer)) {
+        uint64_t size = b->byte_len;
+        wgpu.BufferRelease(b->buffer);
+        free(b);
+        return vn_fail(VN_ERROR_BINDING,
+                       "the wgpu buffer of %llu bytes was destroyed (GPUBuffer.destroy()) before it was adopted; "
+                       "wgpu-native would abort the process on submitting work that uses it. Fix: adopt a live "
+                       "buffer.", (unsigned long long)size);
+    }
+    atomic_init(&b->foreign, mapped ? VN_FOREIGN_MAPPED : VN_FOREIGN_USABLE);
+    vn_buffer_init(b, device);
     *out = b;
     return VN_OK;
 }
 
-vn_status vn_buffer_export(vn_buffer *buffer, uintptr_t *out) {
+vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, int mapped, vn_buffer **out) {
+    VN_CALL1(buffer_adopt(device, buffer, mapped, out), device, VN_KIND_DEVICE);
+}
+
+static vn_status buffer_export(vn_buffer *buffer, uintptr_t *out) {
     vn_status st = vn_buffer_check(buffer, "buffer.to_wgpu");
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_export: out is NULL. Fix: pass a result pointer.");
@@ -87,43 +110,69 @@ vn_status vn_buffer_export(vn_buffer *buffer, uintptr_t *out) {
     return VN_OK;
 }
 
-void vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state state) {
-    if (buffer == NULL || !buffer->adopted) return;
+vn_status vn_buffer_export(vn_buffer *buffer, uintptr_t *out) {
+    VN_CALL1(buffer_export(buffer, out), buffer, VN_KIND_BUFFER);
+}
+
+static vn_foreign_state set_foreign_state(vn_buffer *buffer, vn_foreign_state state) {
+    if (state != VN_FOREIGN_USABLE && state != VN_FOREIGN_MAPPED && state != VN_FOREIGN_DESTROYED)
+        state = VN_FOREIGN_DESTROYED; /* an unknown report: refuse the buffer rather than trust it */
+    /* The write side of the life lock: every submit reads its buffers' states under the
+     * read side (vn_submit_begin_guarded), so none is between that check and its queue
+     * call when this returns, and every later one sees the new state. */
+    vn_rwlock_write_lock(&buffer->device->submit_lock);
+    vn_foreign_state before = (vn_foreign_state)atomic_load(&buffer->foreign);
     /* Destroyed is final: a later unmap report must not make it usable again. */
-    if (atomic_load(&buffer->foreign) == VN_FOREIGN_DESTROYED) return;
-    atomic_store(&buffer->foreign, state);
+    if (before != VN_FOREIGN_DESTROYED) atomic_store(&buffer->foreign, (int)state);
+    vn_rwlock_write_unlock(&buffer->device->submit_lock);
+    return before;
+}
+
+vn_foreign_state vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state state) {
+    VN_GET(vn_foreign_state, set_foreign_state(buffer, state), VN_FOREIGN_DESTROYED, buffer, VN_KIND_BUFFER);
 }
 
 vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const char *what) {
     for (size_t i = 0; i < count; i++) {
         const vn_buffer *b = buffers[i];
-        if (b == NULL || !b->adopted) continue;
+        if (b == NULL) continue;
         int state = atomic_load(&b->foreign);
         if (state == VN_FOREIGN_USABLE) continue;
         return vn_fail(VN_ERROR_BINDING,
-                       "%s uses buffer %llu (adopted from wgpu-py), which wgpu-py has %s; wgpu-native would abort "
-                       "the process on submitting it. Fix: %s",
+                       "%s uses buffer %llu, which it shares with wgpu-py and which wgpu-py has %s; wgpu-native "
+                       "would abort the process on submitting it. Fix: %s",
                        what, (unsigned long long)b->identity, state == VN_FOREIGN_MAPPED ? "mapped" : "destroyed",
-                       state == VN_FOREIGN_MAPPED ? "unmap it in wgpu-py (buffer.unmap()) before replaying."
-                                                  : "record again with a live buffer.");
+                       state == VN_FOREIGN_MAPPED ? "unmap it in wgpu-py (gpu_buffer.unmap()) before using it here."
+                                                  : "use a live buffer (record again with it).");
     }
     return VN_OK;
 }
 
-void vn_device_mark_lost(vn_device *device, const char *reason) {
-    if (device == NULL || vn_inherited(device)) return;
-    /* The write side of the life lock: no submit of ours is between its check and its
-     * queue call when this returns, and none starts afterwards. */
-    vn_rwlock_write_lock(&device->submit_lock);
-    snprintf(device->lost_reason, sizeof device->lost_reason, "%s", reason ? reason : "destroyed by its owner");
-    atomic_store(&device->lost, 1);
-    vn_rwlock_write_unlock(&device->submit_lock);
+vn_status vn_buffer_submittable(const void *buffer) {
+    vn_buffer *b = (vn_buffer *)buffer;
+    return vn_buffers_submittable(&b, 1, "reading a buffer back");
 }
 
-void vn_buffer_retain_for_watch(vn_buffer *buffer) {
-    if (buffer != NULL) vn_buffer_retain(buffer);
+vn_status vn_submit_guard_check(const vn_submit_guard *guard) {
+    return guard == NULL || guard->check == NULL ? VN_OK : guard->check(guard->arg);
 }
 
-void vn_device_retain_for_watch(vn_device *device) {
-    if (device != NULL) vn_device_retain(device);
+vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard) {
+    vn_status st = vn_submit_begin(device, what);
+    if (st != VN_OK) return st;
+    st = vn_submit_guard_check(guard);
+    if (st != VN_OK) vn_submit_end(device);
+    return st;
 }
+
+void vn_device_destroy_shared(vn_device *device, const char *reason) {
+    if (vn_acquire(device, VN_KIND_DEVICE, __func__) != VN_OK) return;
+    /* As vn_device_destroy, whether or not this layer closed the device: see there. */
+    vn_device_mark_destroyed(device, reason ? reason : "destroyed by its owner");
+    vn_unacquire(device);
+}
+
+/* A new reference is what acquiring takes: the watcher keeps it. */
+void vn_buffer_retain_for_watch(vn_buffer *buffer) { (void)vn_acquire(buffer, VN_KIND_BUFFER, __func__); }
+
+void vn_device_retain_for_watch(vn_device *device) { (void)vn_acquire(device, VN_KIND_DEVICE, __func__); }

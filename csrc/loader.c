@@ -24,8 +24,30 @@ static void version_text(uint32_t v, char *buf, size_t cap) {
     snprintf(buf, cap, "%u.%u.%u.%u", (v >> 24) & 0xff, (v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff);
 }
 
+/* A name with a directory part names a file; a bare one is looked up by the system. */
+static bool names_a_file(const char *path) {
+#ifdef _WIN32
+    return strpbrk(path, "/\\:") != NULL;
+#else
+    return strchr(path, '/') != NULL;
+#endif
+}
+
 static void load_library(void) {
     char why[512];
+    uint64_t size = 0;
+    /* Before the system loader sees it: a truncated file kills the process inside it.
+     * A bare file name is the loader's to look up in its search path, not a file here. */
+    if (names_a_file(load_path) && !vn_library_file_check(load_path, &size, why, sizeof why)) {
+        char sized[40] = "";
+        if (size != UINT64_MAX) snprintf(sized, sizeof sized, " (%llu bytes)", (unsigned long long)size);
+        snprintf(load_message, sizeof load_message,
+                 "could not load wgpu-native from '%s'%s: %s. Fix: reinstall the pinned wgpu package (pip install "
+                 "--force-reinstall 'wgpu==0.32.*') or point WGPU_LIB_PATH at a complete copy of its wgpu_native "
+                 "library file.",
+                 load_path, sized, why);
+        return;
+    }
     /* A library refused below stays loaded: it may be wgpu-py's copy too, and the
      * table of a failed load is never called. */
     void *handle = vn_dl_open(load_path, why, sizeof why);

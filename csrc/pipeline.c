@@ -5,7 +5,15 @@
 
 #include "internal.h"
 
-vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len, vn_shader **out) {
+static void shader_destroy(vn_object *object) {
+    vn_shader *shader = (vn_shader *)object;
+    wgpu.ShaderModuleRelease(shader->module);
+    vn_device_unref(shader->device);
+    free(shader);
+    vn_live_add(VN_LIVE_SHADER, -1);
+}
+
+static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_len, vn_shader **out) {
     vn_status st = vn_device_check(device, "compiling WGSL");
     if (st != VN_OK) return st;
     if (wgsl == NULL || out == NULL)
@@ -18,9 +26,11 @@ vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len,
     source.code.length = wgsl_len;
     WGPUShaderModuleDescriptor desc = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
     desc.nextInChain = &source.chain;
+    desc.label = vn_sv("wgsl"); /* naga then shows positions as wgsl:<line>:<column> */
     vn_scope_begin(device);
     sh->module = wgpu.DeviceCreateShaderModule(device->device, &desc);
     st = vn_scope_end(device, "compiling WGSL", VN_ERROR_SHADER, "correct the WGSL at the line the compiler names.");
+    if (st == VN_ERROR_SHADER) st = vn_shader_diagnose(device, wgsl, wgsl_len, st);
     if (st == VN_OK && sh->module == NULL)
         st = vn_fail(VN_ERROR_SHADER, "compiling WGSL returned no module. Fix: check the WGSL source.");
     if (st != VN_OK) {
@@ -28,7 +38,7 @@ vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len,
         free(sh);
         return st;
     }
-    atomic_init(&sh->refs, 1);
+    vn_object_init(&sh->obj, VN_KIND_SHADER, shader_destroy);
     vn_device_retain(device);
     sh->device = device;
     vn_live_add(VN_LIVE_SHADER, 1);
@@ -36,16 +46,13 @@ vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len,
     return VN_OK;
 }
 
-void vn_shader_release(vn_shader *shader) {
-    if (shader == NULL || vn_inherited(shader->device)) return; /* fork() child: forget it */
-    if (atomic_fetch_sub(&shader->refs, 1) != 1) return;
-    wgpu.ShaderModuleRelease(shader->module);
-    vn_device_unref(shader->device);
-    free(shader);
-    vn_live_add(VN_LIVE_SHADER, -1);
+vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len, vn_shader **out) {
+    VN_CALL1(shader_create(device, wgsl, wgsl_len, out), device, VN_KIND_DEVICE);
 }
 
-void vn_pipeline_retain(vn_pipeline *pipeline) { atomic_fetch_add(&pipeline->refs, 1); }
+void vn_shader_release(vn_shader *shader) { vn_release_handle(shader, VN_KIND_SHADER); }
+
+void vn_pipeline_retain(vn_pipeline *pipeline) { vn_retain(&pipeline->obj); }
 
 static void pipeline_free(vn_pipeline *p) {
     if (p->layouts != NULL) {
@@ -54,12 +61,82 @@ static void pipeline_free(vn_pipeline *p) {
         free(p->layouts);
     }
     if (p->pipeline != NULL) wgpu.ComputePipelineRelease(p->pipeline);
+    free(p->label);
     if (p->bindings != NULL) {
         for (size_t i = 0; i < p->binding_count; i++) free(p->bindings[i].name);
         free(p->bindings);
     }
     vn_bind_cache_destroy(&p->cache);
     free(p);
+}
+
+/* var<immediate> data needs wgpu-native's "immediates" feature on the device and fits
+ * in its maxImmediateSize; both are said here, before wgpu sees the layout. */
+static vn_status check_immediates(const vn_device *device, const vn_pipeline_desc *desc) {
+    uint32_t size = desc->immediate_size;
+    if (size == 0) return VN_OK;
+    if (!wgpu.DeviceHasFeature(device->device, (WGPUFeatureName)WGPUNativeFeature_Immediates)) {
+        char what[300];
+        snprintf(what, sizeof what, "entry point `%s` declares %u bytes of var<immediate> data", desc->entry_point, size);
+        return vn_immediates_unsupported(device, what, NULL);
+    }
+    if (size % 4 != 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "immediate_size %u of entry point `%s` is not a multiple of 4. Fix: round "
+                       "the var<immediate> type's size up to 4 bytes.", size, desc->entry_point);
+    if (size > device->limits.maxImmediateSize)
+        return vn_fail(VN_ERROR_SHADER,
+                       "entry point `%s` declares %u bytes of var<immediate> data, above this device's "
+                       "max_immediate_size of %u bytes. Fix: keep the var<immediate> type within %u bytes, and move "
+                       "the rest into a uniform or storage buffer.",
+                       desc->entry_point, size, device->limits.maxImmediateSize, device->limits.maxImmediateSize);
+    return VN_OK;
+}
+
+static uint64_t mul_saturating(uint64_t a, uint64_t b) {
+    return (a != 0 && b > UINT64_MAX / a) ? UINT64_MAX : a * b;
+}
+
+/* The one check of a compute entry point against the device's workgroup limits,
+ * whether literals or overrides decide the sizes. */
+static vn_status check_workgroup(const vn_device *device, const vn_pipeline_desc *desc) {
+    const uint64_t *wg = desc->workgroup_size;
+    const WGPULimits *lim = &device->limits;
+    const char *entry = desc->entry_point;
+    if (wg[0] != 0 || wg[1] != 0 || wg[2] != 0) {
+        const uint32_t dim_limit[3] = {lim->maxComputeWorkgroupSizeX, lim->maxComputeWorkgroupSizeY,
+                                       lim->maxComputeWorkgroupSizeZ};
+        for (int i = 0; i < 3; i++) {
+            if (wg[i] == 0)
+                return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                               "entry point `%s` has workgroup size (%llu, %llu, %llu), with a 0. Fix: make every "
+                               "dimension at least 1.", entry, (unsigned long long)wg[0], (unsigned long long)wg[1],
+                               (unsigned long long)wg[2]);
+            if (wg[i] > dim_limit[i])
+                return vn_fail(VN_ERROR_SHADER,
+                               "entry point `%s` has @workgroup_size(%llu, %llu, %llu): %c = %llu is above this "
+                               "device's max_compute_workgroup_size_%c of %u. Fix: lower @workgroup_size (or the "
+                               "override values it is computed from) to at most %u in %c.",
+                               entry, (unsigned long long)wg[0], (unsigned long long)wg[1], (unsigned long long)wg[2],
+                               "xyz"[i], (unsigned long long)wg[i], "xyz"[i], dim_limit[i], dim_limit[i], "xyz"[i]);
+        }
+        uint64_t invocations = mul_saturating(mul_saturating(wg[0], wg[1]), wg[2]);
+        if (invocations > lim->maxComputeInvocationsPerWorkgroup)
+            return vn_fail(VN_ERROR_SHADER,
+                           "entry point `%s` has @workgroup_size(%llu, %llu, %llu), %llu invocations per workgroup, "
+                           "above this device's max_compute_invocations_per_workgroup of %u. Fix: lower "
+                           "@workgroup_size (or the override values it is computed from) so that x * y * z <= %u.",
+                           entry, (unsigned long long)wg[0], (unsigned long long)wg[1], (unsigned long long)wg[2],
+                           (unsigned long long)invocations, lim->maxComputeInvocationsPerWorkgroup,
+                           lim->maxComputeInvocationsPerWorkgroup);
+    }
+    if (desc->workgroup_storage_size > lim->maxComputeWorkgroupStorageSize)
+        return vn_fail(VN_ERROR_SHADER,
+                       "entry point `%s` uses %llu bytes of var<workgroup> memory (each variable rounded up to 16 "
+                       "bytes), above this device's max_compute_workgroup_storage_size of %u bytes. Fix: shrink its "
+                       "var<workgroup> arrays (or the override values that size them) to fit in %u bytes.",
+                       entry, (unsigned long long)desc->workgroup_storage_size, lim->maxComputeWorkgroupStorageSize,
+                       lim->maxComputeWorkgroupStorageSize);
+    return VN_OK;
 }
 
 static vn_status check_desc(const vn_device *device, const vn_pipeline_desc *desc) {
@@ -87,25 +164,8 @@ static vn_status check_desc(const vn_device *device, const vn_pipeline_desc *des
                                b->group, b->binding, b->name ? b->name : "?");
         }
     }
-    /* wgpu-native 29 checks @workgroup_size against the limits only when the size is a
-     * literal; one set by an override passes, and on NVIDIA the dispatch then faults
-     * the GPU and loses the device, after which the next submit aborts the process. */
-    const uint32_t *wg = desc->workgroup_size;
-    if (wg[0] || wg[1] || wg[2]) {
-        const WGPULimits *l = &device->limits;
-        uint64_t total = (uint64_t)wg[0] * wg[1] * wg[2];
-        if (wg[0] == 0 || wg[1] == 0 || wg[2] == 0 || wg[0] > l->maxComputeWorkgroupSizeX ||
-            wg[1] > l->maxComputeWorkgroupSizeY || wg[2] > l->maxComputeWorkgroupSizeZ ||
-            total > l->maxComputeInvocationsPerWorkgroup)
-            return vn_fail(VN_ERROR_SHADER,
-                           "entry point `%s` has @workgroup_size (%u, %u, %u) (%llu invocations) with its override "
-                           "values, but this device ('%s') allows at most (%u, %u, %u) and %u invocations per "
-                           "workgroup. Fix: pass smaller override values (constants=...) or a smaller "
-                           "@workgroup_size; every dimension must be at least 1.",
-                           desc->entry_point, wg[0], wg[1], wg[2], (unsigned long long)total, device->info.name,
-                           l->maxComputeWorkgroupSizeX, l->maxComputeWorkgroupSizeY, l->maxComputeWorkgroupSizeZ,
-                           l->maxComputeInvocationsPerWorkgroup);
-    }
+    vn_status st = check_immediates(device, desc);
+    if (st != VN_OK) return st;
     if (desc->indirect_binding >= 0) {
         if ((size_t)desc->indirect_binding >= desc->binding_count)
             return vn_fail(VN_ERROR_BINDING, "indirect binding index %d is outside the %zu bindings. Fix: name a binding "
@@ -123,7 +183,7 @@ static vn_status check_desc(const vn_device *device, const vn_pipeline_desc *des
                            "var<storage, read>, or compile with preserve=[\"%s\"].",
                            b->name ? b->name : "?", b->group, b->binding, b->name ? b->name : "?");
     }
-    return VN_OK;
+    return check_workgroup(device, desc);
 }
 
 static WGPUBufferBindingType binding_type(vn_binding_kind kind) {
@@ -154,6 +214,7 @@ static vn_status create_layouts(vn_device *device, vn_pipeline *p, WGPUBindGroup
             scratch[n++] = e;
         }
         WGPUBindGroupLayoutDescriptor ld = WGPU_BIND_GROUP_LAYOUT_DESCRIPTOR_INIT;
+        ld.label = vn_sv(p->label);
         ld.entryCount = n;
         ld.entries = scratch;
         p->layouts[g] = wgpu.DeviceCreateBindGroupLayout(device->device, &ld);
@@ -161,11 +222,14 @@ static vn_status create_layouts(vn_device *device, vn_pipeline *p, WGPUBindGroup
     return VN_OK;
 }
 
-vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipeline_desc *desc, vn_pipeline **out) {
+static void pipeline_destroy(vn_object *object);
+
+static vn_status pipeline_create(vn_device *device, vn_shader *shader, const vn_pipeline_desc *desc,
+                                 vn_pipeline **out) {
     vn_status st = vn_device_check(device, "creating a pipeline");
     if (st != VN_OK) return st;
-    if (shader == NULL || desc == NULL || out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pipeline_create: NULL argument. Fix: pass a shader, a description and a result pointer.");
+    if (desc == NULL || out == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pipeline_create: NULL argument. Fix: pass a description and a result pointer.");
     *out = NULL;
     if (shader->device != device)
         return vn_fail(VN_ERROR_BINDING, "the shader was compiled on another device. Fix: compile it on this device.");
@@ -182,12 +246,14 @@ vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipe
     p->binding_count = desc->binding_count;
     p->indirect_binding = desc->indirect_binding;
     p->indirect_offset = desc->indirect_offset;
+    p->immediate_size = desc->immediate_size;
+    p->label = vn_strdup(desc->entry_point);
     p->group_count = desc->binding_count ? desc->bindings[desc->binding_count - 1].group + 1 : 0;
     p->bindings = calloc(desc->binding_count ? desc->binding_count : 1, sizeof *p->bindings);
     p->layouts = calloc(p->group_count ? p->group_count : 1, sizeof *p->layouts);
     WGPUBindGroupLayoutEntry *scratch = calloc(desc->binding_count ? desc->binding_count : 1, sizeof *scratch);
     WGPUConstantEntry *constants = calloc(desc->constant_count ? desc->constant_count : 1, sizeof *constants);
-    if (p->bindings == NULL || p->layouts == NULL || scratch == NULL || constants == NULL) {
+    if (p->label == NULL || p->bindings == NULL || p->layouts == NULL || scratch == NULL || constants == NULL) {
         free(scratch);
         free(constants);
         pipeline_free(p);
@@ -211,11 +277,15 @@ vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipe
     snprintf(what, sizeof what, "creating the compute pipeline for entry point `%s`", desc->entry_point);
     vn_scope_begin(device);
     create_layouts(device, p, scratch);
+    /* Labels are the entry point: wgpu's own messages then name the pipeline. */
     WGPUPipelineLayoutDescriptor pld = WGPU_PIPELINE_LAYOUT_DESCRIPTOR_INIT;
+    pld.label = vn_sv(p->label);
     pld.bindGroupLayoutCount = p->group_count;
     pld.bindGroupLayouts = p->layouts;
+    pld.immediateSize = p->immediate_size;
     WGPUPipelineLayout layout = wgpu.DeviceCreatePipelineLayout(device->device, &pld);
     WGPUComputePipelineDescriptor cpd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
+    cpd.label = vn_sv(p->label);
     cpd.layout = layout;
     cpd.compute.module = shader->module;
     cpd.compute.entryPoint = vn_sv(desc->entry_point);
@@ -236,7 +306,7 @@ vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipe
         pipeline_free(p);
         return st;
     }
-    atomic_init(&p->refs, 1);
+    vn_object_init(&p->obj, VN_KIND_PIPELINE, pipeline_destroy);
     vn_device_retain(device);
     p->device = device;
     vn_mutex_lock(&device->pipelines_lock);
@@ -249,9 +319,13 @@ vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipe
     return VN_OK;
 }
 
-vn_status vn_pipeline_cache_stats(const vn_pipeline *pipeline, vn_cache_stats *out) {
-    if (pipeline == NULL || out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pipeline_cache_stats: NULL argument. Fix: pass a pipeline and a result.");
+vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipeline_desc *desc, vn_pipeline **out) {
+    VN_CALL2(pipeline_create(device, shader, desc, out), device, VN_KIND_DEVICE, shader, VN_KIND_SHADER);
+}
+
+static vn_status pipeline_cache_stats(const vn_pipeline *pipeline, vn_cache_stats *out) {
+    if (out == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pipeline_cache_stats: out is NULL. Fix: pass a result pointer.");
     vn_bind_cache *c = (vn_bind_cache *)&pipeline->cache;
     vn_mutex_lock(&c->lock);
     *out = (vn_cache_stats){c->hits, c->misses, c->evictions, c->count, c->capacity};
@@ -259,9 +333,14 @@ vn_status vn_pipeline_cache_stats(const vn_pipeline *pipeline, vn_cache_stats *o
     return VN_OK;
 }
 
-void vn_pipeline_release(vn_pipeline *pipeline) {
-    if (pipeline == NULL || vn_inherited(pipeline->device)) return; /* fork() child: forget it */
-    if (atomic_fetch_sub(&pipeline->refs, 1) != 1) return;
+vn_status vn_pipeline_cache_stats(const vn_pipeline *pipeline, vn_cache_stats *out) {
+    VN_CALL1(pipeline_cache_stats(pipeline, out), pipeline, VN_KIND_PIPELINE);
+}
+
+void vn_pipeline_release(vn_pipeline *pipeline) { vn_release_handle(pipeline, VN_KIND_PIPELINE); }
+
+static void pipeline_destroy(vn_object *object) {
+    vn_pipeline *pipeline = (vn_pipeline *)object;
     vn_device *dev = pipeline->device;
     vn_mutex_lock(&dev->pipelines_lock);
     if (pipeline->prev) pipeline->prev->next = pipeline->next;
@@ -277,4 +356,5 @@ void vn_device_forget_buffer(vn_device *device, uint64_t identity) {
     vn_mutex_lock(&device->pipelines_lock);
     for (vn_pipeline *p = device->pipelines; p != NULL; p = p->next) vn_bind_cache_forget(&p->cache, identity);
     vn_mutex_unlock(&device->pipelines_lock);
+    vn_fill_forget(device, identity);
 }

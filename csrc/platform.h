@@ -1,9 +1,8 @@
 /* platform.h - the operating-system services the C layer uses, behind one small API:
- * loading a shared library, locks, run-once, thread-local storage, a monotonic clock,
- * sleeping and yielding, and a hook run in the child after fork(). platform_posix.c
- * implements it over POSIX, platform_win32.c over Win32; each compiles to nothing on
- * the other platform. No other file includes a system threading or loader header
- * (pthread.h is here only for its types on POSIX).
+ * loading a shared library, reading a file, locks, run-once, thread-local storage, a monotonic clock,
+ * sleeping and yielding, and a hook run in the child after fork(). platform_posix.c implements it over POSIX, platform_win32.c
+ * over Win32; each compiles to nothing on the other platform. No other file includes
+ * a system threading or loader header (pthread.h is here only for its types on POSIX).
  *
  * Compilers: GCC or Clang on POSIX; on Windows MinGW-w64 GCC or clang-cl, or MSVC from
  * Visual Studio 2022 17.9 (the function table in internal.h needs __typeof__, which
@@ -52,6 +51,20 @@ void *vn_dl_open(const char *utf8_path, char *err, size_t cap);
 /* The exported function `name` of a library from vn_dl_open, or NULL. */
 vn_dl_fn vn_dl_sym(void *library, const char *name);
 
+/* ---- files ------------------------------------------------------------------------ */
+
+/* A file opened for reading by vn_file_open. */
+typedef struct vn_file vn_file;
+
+/* Open `utf8_path` for reading when it is a regular file (a FIFO, a device or a
+ * directory is refused without waiting on it), with its size in *size; NULL on
+ * failure, with the reason in err (always terminated). */
+vn_file *vn_file_open(const char *utf8_path, uint64_t *size, char *err, size_t cap);
+/* Read up to n bytes at `offset` into buf; the count read (fewer at the end of the
+ * file or on an error). */
+size_t vn_file_read_at(vn_file *file, uint64_t offset, void *buf, size_t n);
+void vn_file_close(vn_file *file);
+
 /* ---- locks and run-once -------------------------------------------------------- */
 
 /* Plain (non-recursive) mutex and a reader-writer lock. Init before first use,
@@ -62,11 +75,13 @@ vn_dl_fn vn_dl_sym(void *library, const char *name);
 typedef struct { void *opaque; } vn_mutex;
 typedef struct { void *opaque; } vn_rwlock;
 typedef struct { void *opaque; } vn_once;
+typedef struct { void *opaque; } vn_cond; /* CONDITION_VARIABLE */
 #define VN_ONCE_INIT {0}
 #else
 typedef pthread_mutex_t vn_mutex;
 typedef pthread_rwlock_t vn_rwlock;
 typedef pthread_once_t vn_once;
+typedef pthread_cond_t vn_cond;
 #define VN_ONCE_INIT PTHREAD_ONCE_INIT
 #endif
 
@@ -81,6 +96,13 @@ void vn_rwlock_read_lock(vn_rwlock *l);
 void vn_rwlock_read_unlock(vn_rwlock *l);
 void vn_rwlock_write_lock(vn_rwlock *l);
 void vn_rwlock_write_unlock(vn_rwlock *l);
+
+/* A condition variable used with a vn_mutex. vn_cond_wait_ns waits at most about `ns`
+ * nanoseconds (spurious wake-ups happen: callers re-check their condition). */
+void vn_cond_init(vn_cond *c);
+void vn_cond_destroy(vn_cond *c);
+void vn_cond_wait_ns(vn_cond *c, vn_mutex *m, uint64_t ns);
+void vn_cond_broadcast(vn_cond *c);
 
 /* Run fn exactly once per `once`, however many threads call; every caller returns
  * after fn has finished. */

@@ -7,8 +7,11 @@
 #define _DEFAULT_SOURCE 1
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,6 +33,55 @@ vn_dl_fn vn_dl_sym(void *library, const char *name) {
     return (vn_dl_fn)dlsym(library, name);
 }
 
+struct vn_file {
+    int fd;
+};
+
+vn_file *vn_file_open(const char *utf8_path, uint64_t *size, char *err, size_t cap) {
+    *size = 0;
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. */
+    int fd = open(utf8_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, cap, "%s", strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    const char *why = NULL;
+    if (fstat(fd, &st) != 0) why = strerror(errno);
+    else if (S_ISDIR(st.st_mode)) why = "it is a directory";
+    else if (!S_ISREG(st.st_mode)) why = "it is not a regular file";
+    if (why != NULL) {
+        snprintf(err, cap, "%s", why);
+        close(fd);
+        return NULL;
+    }
+    vn_file *file = malloc(sizeof *file);
+    if (file == NULL) {
+        snprintf(err, cap, "out of memory");
+        close(fd);
+        return NULL;
+    }
+    file->fd = fd;
+    *size = (uint64_t)st.st_size;
+    return file;
+}
+
+size_t vn_file_read_at(vn_file *file, uint64_t offset, void *buf, size_t n) {
+    size_t done = 0;
+    while (done < n) {
+        ssize_t got = pread(file->fd, (char *)buf + done, n - done, (off_t)(offset + done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        done += (size_t)got;
+    }
+    return done;
+}
+
+void vn_file_close(vn_file *file) {
+    close(file->fd);
+    free(file);
+}
+
 void vn_mutex_init(vn_mutex *m) { pthread_mutex_init(m, NULL); }
 void vn_mutex_destroy(vn_mutex *m) { pthread_mutex_destroy(m); }
 void vn_mutex_lock(vn_mutex *m) { pthread_mutex_lock(m); }
@@ -43,6 +95,20 @@ void vn_rwlock_write_lock(vn_rwlock *l) { pthread_rwlock_wrlock(l); }
 void vn_rwlock_write_unlock(vn_rwlock *l) { pthread_rwlock_unlock(l); }
 
 void vn_once_run(vn_once *once, void (*fn)(void)) { pthread_once(once, fn); }
+
+/* Timed waits are relative: on the realtime clock (the portable default) a clock step
+ * only lengthens or shortens one bounded wait, and callers loop and re-check anyway. */
+void vn_cond_init(vn_cond *c) { pthread_cond_init(c, NULL); }
+void vn_cond_destroy(vn_cond *c) { pthread_cond_destroy(c); }
+void vn_cond_broadcast(vn_cond *c) { pthread_cond_broadcast(c); }
+void vn_cond_wait_ns(vn_cond *c, vn_mutex *m, uint64_t ns) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t total = (uint64_t)ts.tv_nsec + ns % 1000000000u;
+    ts.tv_sec += (time_t)(ns / 1000000000u + total / 1000000000u);
+    ts.tv_nsec = (long)(total % 1000000000u);
+    pthread_cond_timedwait(c, m, &ts);
+}
 
 uint64_t vn_monotonic_ns(void) {
     struct timespec ts;

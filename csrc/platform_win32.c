@@ -37,9 +37,10 @@ static void describe_error(DWORD code, char *err, size_t cap) {
     snprintf(err, cap, "%s (Windows error %lu)", len > 0 ? utf8 : "no description", (unsigned long)code);
 }
 
-void *vn_dl_open(const char *utf8_path, char *err, size_t cap) {
-    /* The Python side passes UTF-8; the ANSI LoadLibraryA would read it in the
-     * process code page and miss any path outside it. */
+/* A UTF-8 path as the UTF-16 the W functions take (free it); NULL with the reason in err.
+ * The Python side passes UTF-8; the ANSI functions would read it in the process code
+ * page and miss any path outside it. */
+static wchar_t *widen(const char *utf8_path, char *err, size_t cap) {
     int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, utf8_path, -1, NULL, 0);
     if (n <= 0) {
         if (cap > 0) snprintf(err, cap, "the path is not valid UTF-8");
@@ -51,6 +52,12 @@ void *vn_dl_open(const char *utf8_path, char *err, size_t cap) {
         return NULL;
     }
     MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, utf8_path, -1, wide, n);
+    return wide;
+}
+
+void *vn_dl_open(const char *utf8_path, char *err, size_t cap) {
+    wchar_t *wide = widen(utf8_path, err, cap);
+    if (wide == NULL) return NULL;
     /* A missing dependency must come back as an error, never as a modal dialog. */
     DWORD old_mode = 0;
     SetThreadErrorMode(SEM_FAILCRITICALERRORS | SEM_NOOPENFILEERRORBOX, &old_mode);
@@ -67,8 +74,70 @@ vn_dl_fn vn_dl_sym(void *library, const char *name) {
     return (vn_dl_fn)GetProcAddress((HMODULE)library, name);
 }
 
+struct vn_file {
+    HANDLE handle;
+};
+
+vn_file *vn_file_open(const char *utf8_path, uint64_t *size, char *err, size_t cap) {
+    *size = 0;
+    wchar_t *wide = widen(utf8_path, err, cap);
+    if (wide == NULL) return NULL;
+    /* Without FILE_FLAG_BACKUP_SEMANTICS a directory does not open at all. */
+    HANDLE handle = CreateFileW(wide, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                                OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+    DWORD code = GetLastError();
+    free(wide);
+    if (handle == INVALID_HANDLE_VALUE) {
+        describe_error(code, err, cap);
+        return NULL;
+    }
+    LARGE_INTEGER length;
+    vn_file *file = NULL;
+    if (GetFileType(handle) != FILE_TYPE_DISK) snprintf(err, cap, "it is not a regular file");
+    else if (!GetFileSizeEx(handle, &length)) describe_error(GetLastError(), err, cap);
+    else if ((file = malloc(sizeof *file)) == NULL) snprintf(err, cap, "out of memory");
+    if (file == NULL) {
+        CloseHandle(handle);
+        return NULL;
+    }
+    file->handle = handle;
+    *size = (uint64_t)length.QuadPart;
+    return file;
+}
+
+size_t vn_file_read_at(vn_file *file, uint64_t offset, void *buf, size_t n) {
+    size_t done = 0;
+    while (done < n) {
+        /* A synchronous handle reads at the OVERLAPPED's offset, and waits for it. */
+        OVERLAPPED at;
+        memset(&at, 0, sizeof at);
+        uint64_t pos = offset + done;
+        at.Offset = (DWORD)pos;
+        at.OffsetHigh = (DWORD)(pos >> 32);
+        DWORD want = n - done > 0x40000000u ? 0x40000000u : (DWORD)(n - done), got = 0;
+        if (!ReadFile(file->handle, (char *)buf + done, want, &got, &at) || got == 0) break;
+        done += got;
+    }
+    return done;
+}
+
+void vn_file_close(vn_file *file) {
+    CloseHandle(file->handle);
+    free(file);
+}
+
 /* SRWLOCKs need no destruction and, unlike CRITICAL_SECTIONs, are not recursive:
  * the same contract as a default pthread mutex. */
+_Static_assert(sizeof(vn_cond) == sizeof(CONDITION_VARIABLE) && _Alignof(vn_cond) == _Alignof(CONDITION_VARIABLE),
+               "vn_cond must match CONDITION_VARIABLE");
+void vn_cond_init(vn_cond *c) { InitializeConditionVariable((PCONDITION_VARIABLE)c); }
+void vn_cond_destroy(vn_cond *c) { (void)c; /* nothing to free */ }
+void vn_cond_broadcast(vn_cond *c) { WakeAllConditionVariable((PCONDITION_VARIABLE)c); }
+void vn_cond_wait_ns(vn_cond *c, vn_mutex *m, uint64_t ns) {
+    uint64_t ms = (ns + 999999u) / 1000000u;
+    SleepConditionVariableSRW((PCONDITION_VARIABLE)c, (PSRWLOCK)m, ms > 0xFFFFFFFEu ? 0xFFFFFFFEu : (DWORD)ms, 0);
+}
+
 void vn_mutex_init(vn_mutex *m) { InitializeSRWLock((PSRWLOCK)m); }
 void vn_mutex_destroy(vn_mutex *m) { (void)m; }
 void vn_mutex_lock(vn_mutex *m) { AcquireSRWLockExclusive((PSRWLOCK)m); }

@@ -1,4 +1,21 @@
-/* readback.c - GPU buffer contents into host memory through reusable staging buffers. */
+/* readback.c - GPU buffer contents into host memory through reusable staging buffers.
+ *
+ * One primitive serves every read. read_begin queues a copy of the source into a
+ * staging buffer from the device's ring, and that buffer's map; read_wait waits for
+ * the map. Then one of two endings:
+ * - read_copy: the bytes go into caller memory inside C, holding the device's life
+ *   lock for the memcpy only (destroy() cannot free the mapping mid-copy), and the
+ *   staging buffer goes back to the ring;
+ * - read_pin: the mapped pointer goes out as a vn_mapping that pins that one staging
+ *   buffer: out of the ring, mapped, and counted in device->staging_pinned, so that
+ *   vn_device_destroy defers the GPU device's destruction (which would free the
+ *   mapped memory) until the last unpin. No lock is held while the caller reads it.
+ * Blocking reads, pending reads, typed and zero-copy reads and GPU timestamps all
+ * end in one of these two.
+ *
+ * No call waits longer than one time slice: read_wait returns VN_PENDING and the read
+ * stays in flight for the next call. A read released in flight is never waited for: its
+ * device keeps it (abandoned) until its map callback has fired (vn_reads_reap). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +30,18 @@ struct vn_staging {
     vn_staging *next;
 };
 
-/* Free staging buffers kept per device; more than this are released. */
+/* Free staging buffers kept per device; more than this are released. Pinned ones are
+ * not in the ring at all: each belongs to its vn_mapping until released. */
 enum { STAGING_KEEP = 4 };
+
+/* A free staging buffer serves a read of at least half its size, or any read when it
+ * is this small: a small read, which may pin its buffer for as long as a zero-copy
+ * array lives, never holds a large one. */
+#define STAGING_SMALL ((uint64_t)64 << 10)
+
+static bool staging_fits(uint64_t have, uint64_t need) {
+    return have >= need && (have <= STAGING_SMALL || have / 2 <= need);
+}
 
 static void staging_destroy(vn_staging *s) {
     wgpu.BufferRelease(s->buffer);
@@ -26,7 +53,7 @@ static vn_status staging_acquire(vn_device *dev, uint64_t size, vn_staging **out
     vn_mutex_lock(&dev->staging_lock);
     vn_staging **best = NULL;
     for (vn_staging **p = &dev->staging_free; *p != NULL; p = &(*p)->next)
-        if ((*p)->size >= size && (best == NULL || (*p)->size < (*best)->size)) best = p;
+        if (staging_fits((*p)->size, size) && (best == NULL || (*p)->size < (*best)->size)) best = p;
     if (best != NULL) {
         vn_staging *s = *best;
         *best = s->next;
@@ -87,20 +114,30 @@ void vn_staging_free_all(vn_device *dev) {
     }
 }
 
-/* A readback in flight: a copy into a staging buffer, then its map. Owned by the
- * caller until released; a read released before its map callback fired is handed to
- * its device (abandoned), because the callback still points at it. */
+/* A readback in flight: a copy into a staging buffer, then its map. A handle (every
+ * read, a blocking one too, is one); a read released before its map callback fired is
+ * handed to its device (abandoned), because the callback still points at it. */
 struct vn_pending_read {
-    vn_device *device;   /* a reference while the caller owns the read */
+    vn_object obj;       /* VN_KIND_PENDING_READ */
+    vn_device *device;   /* a reference */
     vn_staging *staging;
     uint64_t nbytes;
     atomic_int done;     /* the map callback fired */
     WGPUMapAsyncStatus status;
     bool map_pending;    /* a map was requested and its outcome not taken yet */
     bool finished;       /* completed (or failed for good): a second finish is refused */
-    const void *mapped;  /* between read_map and read_unmap */
     vn_pending_read *next; /* the device's abandoned reads */
     char message[512];
+};
+
+/* A pinned staging buffer: the bytes a zero-copy read hands out, valid until its last
+ * release. */
+struct vn_mapping {
+    vn_object obj;       /* VN_KIND_MAPPING */
+    vn_device *device;   /* a reference: the record outlives every other owner if need be */
+    vn_staging *staging; /* pinned and mapped */
+    const void *data;
+    uint64_t nbytes;
 };
 
 static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *userdata1, void *userdata2) {
@@ -111,25 +148,27 @@ static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u
     atomic_store(&r->done, 1);
 }
 
-/* Queue the copy into a staging buffer and its map; return at once. */
-static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, vn_pending_read *r) {
-    memset(r, 0, sizeof *r);
+/* Queue the copy of nbytes from offset into a staging buffer, and its map; return at once. */
+static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_t nbytes,
+                            const vn_submit_guard *guard, vn_pending_read *r) {
+    memset(r, 0, sizeof *r); /* the header too: vn_read_start sets it after */
     r->device = dev;
     r->nbytes = nbytes;
     uint64_t padded = vn_pad4(nbytes);
-    vn_status st = staging_acquire(dev, padded, &r->staging);
+    vn_status st = vn_submit_guard_check(guard); /* refused now: nothing encoded */
+    if (st == VN_OK) st = staging_acquire(dev, padded, &r->staging);
     if (st != VN_OK) return st;
 
     /* Encode inside error scopes and submit only a command buffer that encoded
      * cleanly: wgpu-native aborts the process on submitting an invalid one. */
     vn_scope_begin(dev);
     WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
-    wgpu.CommandEncoderCopyBufferToBuffer(enc, src, 0, r->staging->buffer, 0, padded);
+    wgpu.CommandEncoderCopyBufferToBuffer(enc, src, offset, r->staging->buffer, 0, padded);
     WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
     wgpu.CommandEncoderRelease(enc);
     st = vn_scope_end(dev, "encoding a readback copy", VN_ERROR_VALIDATION,
                       "read only buffers with COPY_SRC usage, on the device that made them.");
-    if (st == VN_OK) st = vn_submit_begin(dev, "reading back");
+    if (st == VN_OK) st = vn_submit_begin_guarded(dev, "reading back", guard);
     if (st != VN_OK) {
         wgpu.CommandBufferRelease(cb);
         staging_return(dev, r->staging);
@@ -150,16 +189,21 @@ static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t nbytes, vn_
     return VN_OK;
 }
 
-vn_status vn_read_start(vn_device *dev, WGPUBuffer src, uint64_t nbytes, vn_pending_read **out) {
-    vn_status st = vn_submit_ready(dev); /* VN_PENDING: nothing started yet */
+static void pending_read_destroy(vn_object *object);
+
+vn_status vn_read_start(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_t nbytes,
+                        const vn_submit_guard *guard, vn_pending_read **out) {
+    *out = NULL;
+    vn_status st = vn_submit_ready(dev); /* VN_PENDING here: nothing started yet */
     if (st != VN_OK) return st;
     vn_pending_read *r = malloc(sizeof *r);
     if (r == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a pending read. Fix: free host memory.");
-    st = read_begin(dev, src, nbytes, r);
+    st = read_begin(dev, src, offset, nbytes, guard, r);
     if (st != VN_OK) {
         free(r);
         return st;
     }
+    vn_object_init(&r->obj, VN_KIND_PENDING_READ, pending_read_destroy);
     vn_device_retain(dev);
     vn_live_add(VN_LIVE_PENDING_READ, 1);
     *out = r;
@@ -168,7 +212,8 @@ vn_status vn_read_start(vn_device *dev, WGPUBuffer src, uint64_t nbytes, vn_pend
 
 /* The map's outcome is in (its callback fired) and nobody will read it: unmap the
  * staging buffer and give it back to the ring, or release it when the device is lost
- * (its buffers are destroyed with it). Sets no error message: it runs in releases. */
+ * (its buffers are destroyed with it). Sets no error message: it runs in releases,
+ * which may come between a failed call and the caller's reading of its message. */
 static void settle(vn_pending_read *r) {
     vn_device *dev = r->device;
     vn_staging *s = r->staging;
@@ -218,12 +263,10 @@ void vn_reads_reap(vn_device *dev, bool final) {
     }
 }
 
-static void read_unmap(vn_pending_read *r);
-
-/* Wait (one time slice at most) for the copy and the map; on VN_OK r->mapped points at
- * the bytes and the device's life lock is held until read_unmap. VN_PENDING, or a
- * device lost under the wait: the read stays in flight. */
-static vn_status read_map(vn_pending_read *r) {
+/* Wait (one time slice at most) for the copy and the map; then the read is finished.
+ * On VN_OK the staging buffer is mapped (its range not yet taken); on a failed map it
+ * is gone. VN_PENDING, or a device lost under the wait: the read stays in flight. */
+static vn_status read_wait(vn_pending_read *r) {
     vn_device *dev = r->device;
     if (!atomic_load(&r->done)) {
         vn_status st = vn_wait(dev, &r->done, -1.0, NULL);
@@ -240,97 +283,195 @@ static vn_status read_map(vn_pending_read *r) {
         return vn_fail(VN_ERROR_INTERNAL, "mapping the readback staging buffer failed (status %d): %s. Fix: retry; if it "
                        "persists, the device may be lost.", (int)r->status, r->message);
     }
-    /* The device may have been destroyed since the map succeeded, which destroys the
-     * staging buffer too, and reading a destroyed buffer's range aborts: hold the
-     * device's life lock until the range is unmapped (read_unmap). */
+    return VN_OK;
+}
+
+static vn_status no_range(void) {
+    return vn_fail(VN_ERROR_INTERNAL, "the mapped staging buffer has no readable range. Fix: retry the readback.");
+}
+
+/* The copying ending: copy the mapped bytes into dst (NULL: none), unmap, and give the
+ * staging buffer back to the ring. The life lock is held from reading the range to the
+ * unmap, inside this call only: the device may have been destroyed since the map
+ * succeeded, which frees the staging buffer, and reading a freed range aborts. */
+static vn_status read_copy(vn_pending_read *r, void *dst) {
+    vn_device *dev = r->device;
+    vn_staging *s = r->staging;
+    r->staging = NULL;
     vn_status st = vn_submit_begin(dev, "reading back");
     if (st != VN_OK) {
-        staging_destroy(r->staging);
-        r->staging = NULL;
+        staging_destroy(s);
         return st;
     }
-    r->mapped = wgpu.BufferGetConstMappedRange(r->staging->buffer, 0, (size_t)vn_pad4(r->nbytes));
-    if (r->mapped == NULL) {
-        read_unmap(r);
-        return vn_fail(VN_ERROR_INTERNAL, "the mapped staging buffer has no readable range. Fix: retry the readback.");
+    const void *p = NULL;
+    if (dst != NULL) {
+        p = wgpu.BufferGetConstMappedRange(s->buffer, 0, (size_t)vn_pad4(r->nbytes));
+        if (p != NULL) memcpy(dst, p, (size_t)r->nbytes);
     }
-    return VN_OK;
+    wgpu.BufferUnmap(s->buffer);
+    vn_submit_end(dev);
+    staging_return(dev, s);
+    return dst != NULL && p == NULL ? no_range() : VN_OK;
 }
 
-/* Unmap, release the life lock, and give the staging buffer back to the ring. */
-static void read_unmap(vn_pending_read *r) {
-    wgpu.BufferUnmap(r->staging->buffer);
-    vn_submit_end(r->device);
-    staging_return(r->device, r->staging);
+static void mapping_destroy(vn_object *object);
+
+/* The pinning ending: hand out the mapped range as a mapping that keeps the staging
+ * buffer mapped and out of the ring until released. The pin is counted under the life
+ * lock, so destroy() either ran before (and the range is never read) or sees it (and
+ * defers); no lock is held once this returns. */
+static vn_status read_pin(vn_pending_read *r, vn_mapping **out, const void **data) {
+    vn_device *dev = r->device;
+    vn_mapping *m = calloc(1, sizeof *m);
+    if (m == NULL) {
+        read_copy(r, NULL);
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a mapping record. Fix: free host memory.");
+    }
+    vn_staging *s = r->staging;
     r->staging = NULL;
-    r->mapped = NULL;
-}
-
-/* Wait for the copy and the map, copy out, unmap, and give the staging buffer back. */
-static vn_status read_finish(vn_pending_read *r, void *dst) {
-    vn_status st = read_map(r);
-    if (st != VN_OK) return st;
-    if (dst != NULL) memcpy(dst, r->mapped, (size_t)r->nbytes);
-    read_unmap(r);
+    vn_status st = vn_submit_begin(dev, "reading back");
+    if (st != VN_OK) {
+        staging_destroy(s);
+        free(m);
+        return st;
+    }
+    const void *p = wgpu.BufferGetConstMappedRange(s->buffer, 0, (size_t)vn_pad4(r->nbytes));
+    if (p == NULL) {
+        wgpu.BufferUnmap(s->buffer);
+        vn_submit_end(dev);
+        staging_return(dev, s);
+        free(m);
+        return no_range();
+    }
+    atomic_fetch_add(&dev->staging_pinned, 1);
+    vn_submit_end(dev);
+    vn_object_init(&m->obj, VN_KIND_MAPPING, mapping_destroy);
+    m->staging = s;
+    m->data = p;
+    m->nbytes = r->nbytes;
+    vn_device_retain(dev);
+    m->device = dev;
+    vn_live_add(VN_LIVE_MAPPING, 1);
+    *out = m;
+    *data = p;
     return VN_OK;
 }
 
-vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t nbytes, void *dst, vn_pending_read **pending) {
+void vn_mapping_release(vn_mapping *m) { vn_release_handle(m, VN_KIND_MAPPING); }
+
+/* The unpin. Never waits for the GPU; the locks it takes are held only inside C. */
+static void mapping_destroy(vn_object *object) {
+    vn_mapping *m = (vn_mapping *)object;
+    vn_device *dev = m->device;
+    vn_staging *s = m->staging;
+    bool reuse = false;
+    vn_rwlock_read_lock(&dev->submit_lock);
+    /* A lost device (destroyed, its destruction deferred for this pin, or lost for
+     * real) is letting its buffers go: release this one without an unmap. */
+    if (!atomic_load(&dev->lost)) {
+        wgpu.BufferUnmap(s->buffer);
+        reuse = true;
+    }
+    bool destroy_now = atomic_fetch_sub(&dev->staging_pinned, 1) == 1 && dev->destroy_deferred;
+    vn_rwlock_read_unlock(&dev->submit_lock);
+    if (reuse) staging_return(dev, s);
+    else staging_destroy(s);
+    if (destroy_now) vn_device_destroy_deferred(dev);
+    vn_device_unref(dev);
+    free(m);
+    vn_live_add(VN_LIVE_MAPPING, -1);
+}
+
+/* Wait for the copy and the map, copy out (when dst is not NULL), unmap, and give
+ * the staging buffer back to the ring. */
+static vn_status read_finish(vn_pending_read *r, void *dst) {
+    vn_status st = read_wait(r);
+    if (st != VN_OK) return st;
+    return read_copy(r, dst);
+}
+
+vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_t nbytes, void *dst,
+                      const vn_submit_guard *guard, vn_pending_read **pending) {
     if (pending != NULL) *pending = NULL;
     vn_pending_read *r;
-    vn_status st = vn_read_start(dev, src, nbytes, &r);
+    vn_status st = vn_read_start(dev, src, offset, nbytes, guard, &r);
     if (st != VN_OK) return st; /* VN_PENDING here: not started, *pending NULL */
     st = read_finish(r, dst);
     if (st == VN_PENDING && pending != NULL) {
         *pending = r;
         return st;
     }
-    vn_pending_read_release(r);
+    vn_release(&r->obj); /* never waits: a read in flight goes to its device */
+    return st;
+}
+
+/* An asynchronous read of the resolved view v (its buffer held). */
+static vn_status view_read_async(const vn_view *v, vn_pending_read **out) {
+    vn_buffer *buffer = v->buffer;
+    vn_status st = vn_view_readable(v, "read_async");
+    if (st != VN_OK) return st;
+    const vn_submit_guard guard = {vn_buffer_submittable, buffer};
+    return vn_read_start(buffer->device, buffer->buffer, v->offset, v->size, &guard, out);
+}
+
+/* The read of a view an entry point holds (vn_dispatch_read_output_async too). */
+vn_status vn_view_read_async_held(const vn_view *v, vn_pending_read **out) {
+    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "read_async: out is NULL. Fix: pass a result pointer.");
+    *out = NULL;
+    vn_status st = vn_buffer_check(v->buffer, "buffer.read_async");
+    return st != VN_OK ? st : view_read_async(v, out);
+}
+
+vn_status vn_view_read_async(const vn_view *view, vn_pending_read **out) {
+    vn_view v;
+    vn_status st = vn_view_acquire(view, "buffer.read_async", &v);
+    if (st != VN_OK) return st;
+    st = vn_view_read_async_held(&v, out);
+    vn_unacquire(v.buffer);
     return st;
 }
 
 vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
-    vn_status st = vn_buffer_check(buffer, "buffer.read_async");
-    if (st != VN_OK) return st;
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_read_async: out is NULL. Fix: pass a result pointer.");
-    *out = NULL;
-    st = vn_buffers_submittable(&buffer, 1, "read_async()");
-    if (st != VN_OK) return st;
-    if (!(buffer->usage & VN_USAGE_COPY_SRC))
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "read_async: buffer %llu has usage 0x%llx without COPY_SRC, so it cannot be copied out. Fix: "
-                       "create it with vn.BufferUsage.COPY_SRC (the default usage has it).",
-                       (unsigned long long)buffer->identity, (unsigned long long)buffer->usage);
-    return vn_read_start(buffer->device, buffer->buffer, buffer->byte_len, out);
+    vn_view whole = {buffer, 0, UINT64_MAX};
+    return vn_view_read_async(&whole, out);
 }
 
-uint64_t vn_pending_read_len(const vn_pending_read *r) { return r == NULL ? 0 : r->nbytes; }
+/* 1 done, 0 not yet, or minus the status that says it never will be here. */
+static int pending_read_done(vn_pending_read *r) {
+    if (r->finished || atomic_load(&r->done)) return 1;
+    /* Closed or lost: the copy will not complete (finishing raises the same). */
+    vn_status st = vn_device_check(r->device, "PendingRead.done");
+    if (st != VN_OK) return -(int)st;
+    wgpu.DevicePoll(r->device->device, 0, NULL);
+    return atomic_load(&r->done);
+}
 
-/* The checks every completion of a read makes first. */
+int vn_pending_read_done(vn_pending_read *r) { VN_PROBE(pending_read_done(r), r, VN_KIND_PENDING_READ); }
+
+uint64_t vn_pending_read_len(const vn_pending_read *r) { VN_GET(uint64_t, r->nbytes, 0, r, VN_KIND_PENDING_READ); }
+
 static vn_status check_unfinished(const vn_pending_read *r) {
-    if (vn_inherited(r->device)) return vn_device_check(r->device, "completing a read");
-    if (r->finished)
-        return vn_fail(VN_ERROR_ALREADY_SUBMITTED, "this asynchronous read was already completed. Fix: start a new "
-                       "read_async() for each result.");
-    return VN_OK;
+    if (!r->finished) return VN_OK;
+    return vn_fail(VN_ERROR_ALREADY_SUBMITTED, "this asynchronous read was already completed. Fix: start a new "
+                   "read_async() for each result.");
 }
 
-vn_status vn_pending_read_map(vn_pending_read *r, const void **data) {
-    if (r == NULL || data == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pending_read_map: NULL argument. Fix: pass a read and a result.");
+static vn_status pending_read_pin(vn_pending_read *r, vn_mapping **out, const void **data) {
+    if (out == NULL || data == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pending_read_pin: a result pointer is NULL. Fix: pass both.");
+    *out = NULL;
     *data = NULL;
     vn_status st = check_unfinished(r);
-    if (st == VN_OK) st = read_map(r);
-    if (st == VN_OK) *data = r->mapped;
+    if (st == VN_OK) st = read_wait(r);
+    if (st == VN_OK) st = read_pin(r, out, data);
     return st;
 }
 
-void vn_pending_read_unmap(vn_pending_read *r) {
-    if (r != NULL && r->mapped != NULL && !vn_inherited(r->device)) read_unmap(r);
+vn_status vn_pending_read_pin(vn_pending_read *r, vn_mapping **out, const void **data) {
+    VN_CALL1(pending_read_pin(r, out, data), r, VN_KIND_PENDING_READ);
 }
 
-vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
-    if (r == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "pending read is NULL. Fix: pass a live read.");
+static vn_status pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
     vn_status st = check_unfinished(r);
     if (st != VN_OK) return st;
     if (capacity < r->nbytes)
@@ -342,11 +483,15 @@ vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacit
     return read_finish(r, dst);
 }
 
-void vn_pending_read_release(vn_pending_read *r) {
-    if (r == NULL) return;
+vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
+    VN_CALL1(pending_read_finish(r, dst, capacity), r, VN_KIND_PENDING_READ);
+}
+
+void vn_pending_read_release(vn_pending_read *r) { vn_release_handle(r, VN_KIND_PENDING_READ); }
+
+static void pending_read_destroy(vn_object *object) {
+    vn_pending_read *r = (vn_pending_read *)object;
     vn_device *dev = r->device;
-    if (vn_inherited(dev)) return; /* a fork() child only forgets it */
-    if (r->mapped != NULL) read_unmap(r);
     vn_live_add(VN_LIVE_PENDING_READ, -1);
     if (r->map_pending && !atomic_load(&r->done)) {
         /* Never wait here (this runs from finalizers): the device keeps the read and

@@ -12,21 +12,27 @@
 enum { DISPATCH_RECORDED = 0, DISPATCH_SUBMITTING = 1, DISPATCH_SUBMITTED = 2 };
 
 struct vn_dispatch {
-    atomic_long refs;
+    vn_object obj; /* VN_KIND_DISPATCH */
     vn_bound bound;
     WGPUCommandBuffer command_buffer; /* NULL once submitted */
     atomic_int state;
     uint64_t submission_index;
 };
 
-vn_status vn_dispatch_record(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                             vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x, uint32_t y,
-                             uint32_t z, vn_dispatch **out) {
+static void dispatch_destroy(vn_object *object) {
+    vn_dispatch *d = (vn_dispatch *)object;
+    if (d->command_buffer != NULL) wgpu.CommandBufferRelease(d->command_buffer);
+    vn_bound_release(&d->bound);
+    free(d);
+    vn_live_add(VN_LIVE_DISPATCH, -1);
+}
+
+static vn_status dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_dispatch **out) {
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_record: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
     vn_dispatch *d = calloc(1, sizeof *d);
     if (d == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a dispatch record. Fix: free host memory.");
-    vn_status st = vn_bound_resolve(pipeline, inputs, input_count, outputs, output_count, params, x, y, z, &d->bound);
+    vn_status st = vn_bound_resolve(pipeline, args, &d->bound);
     if (st != VN_OK) {
         free(d);
         return st;
@@ -35,11 +41,15 @@ vn_status vn_dispatch_record(vn_pipeline *pipeline, vn_buffer *const *inputs, si
     /* Encoded inside error scopes; a command buffer whose encoding failed is
      * dropped here and never reaches the queue, where wgpu-native would abort. */
     vn_scope_begin(dev);
-    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
+    WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
+    ed.label = vn_sv(pipeline->label);
+    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, &ed);
     vn_bound_encode(&d->bound, enc, NULL);
     WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
     wgpu.CommandEncoderRelease(enc);
-    st = vn_scope_end(dev, "recording the dispatch", VN_ERROR_VALIDATION,
+    char what[300];
+    snprintf(what, sizeof what, "recording a dispatch of pipeline `%s`", pipeline->label);
+    st = vn_scope_end(dev, what, VN_ERROR_VALIDATION,
                       "check the buffers against the shader's declared types and the workgroup counts.");
     if (st != VN_OK) {
         if (cb != NULL) wgpu.CommandBufferRelease(cb);
@@ -47,7 +57,7 @@ vn_status vn_dispatch_record(vn_pipeline *pipeline, vn_buffer *const *inputs, si
         free(d);
         return st;
     }
-    atomic_init(&d->refs, 1);
+    vn_object_init(&d->obj, VN_KIND_DISPATCH, dispatch_destroy);
     atomic_init(&d->state, DISPATCH_RECORDED);
     d->command_buffer = cb;
     vn_live_add(VN_LIVE_DISPATCH, 1);
@@ -55,16 +65,25 @@ vn_status vn_dispatch_record(vn_pipeline *pipeline, vn_buffer *const *inputs, si
     return VN_OK;
 }
 
-vn_status vn_dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
-    if (d == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "dispatch is NULL. Fix: pass a live PrerecordedDispatch.");
+vn_status vn_dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_dispatch **out) {
+    VN_CALL1(dispatch_record(pipeline, args, out), pipeline, VN_KIND_PIPELINE);
+}
+
+static vn_status dispatch_submittable(const void *dispatch) {
+    return vn_bound_submittable(&((const vn_dispatch *)dispatch)->bound, "replay()");
+}
+
+static vn_status dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
     vn_device *dev = d->bound.pipeline->device;
+    const vn_submit_guard guard = {dispatch_submittable, d};
     vn_status st = VN_OK;
-    if (d->bound.adopted) st = vn_buffers_submittable(d->bound.buffers, d->bound.buffer_count, "replay()");
-    if (st == VN_OK && dev->serial_submits && atomic_load(&d->state) == DISPATCH_RECORDED) {
+    /* A CPU adapter's submit blocks in the driver while earlier work runs: drain first
+     * (VN_PENDING: call again), unless this replay is refused anyway. */
+    if (dev->serial_submits && atomic_load(&d->state) == DISPATCH_RECORDED) {
         st = vn_device_check(dev, "replaying a pre-recorded dispatch");
         if (st == VN_OK) st = vn_submit_ready(dev);
     }
-    if (st == VN_OK) st = vn_submit_begin(dev, "replaying a pre-recorded dispatch");
+    if (st == VN_OK) st = vn_submit_begin_guarded(dev, "replaying a pre-recorded dispatch", &guard);
     if (st != VN_OK) return st;
     /* Exactly one caller wins the exchange, however many threads race here. */
     int expected = DISPATCH_RECORDED;
@@ -86,33 +105,150 @@ vn_status vn_dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
     return VN_OK;
 }
 
-size_t vn_dispatch_output_count(const vn_dispatch *d) { return d == NULL ? 0 : d->bound.output_count; }
+vn_status vn_dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
+    VN_CALL1(dispatch_replay(d, submission_index), d, VN_KIND_DISPATCH);
+}
 
-static vn_status output_at(const vn_dispatch *d, int64_t index, vn_buffer **out) {
+/* A read_write binding that is not preserved: a borrowed dispatch allocates it. */
+static bool allocated_output(const vn_binding *b) { return b->kind == VN_BINDING_STORAGE_READ_WRITE && !b->preserve; }
+
+static bool host_binding(const vn_binding *b) { return !allocated_output(b); }
+
+/* The counts a borrowed dispatch needs, checked before any buffer is made; host_of[i]
+ * gets the host buffer of binding i (SIZE_MAX for an allocated output). */
+static vn_status check_borrowed(const vn_pipeline *p, bool named, const char *const *names, size_t host_count,
+                                const uint64_t *output_sizes, size_t output_size_count, size_t *host_of) {
+    if (p->immediate_size > 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "pipeline `%s` declares %u bytes of var<immediate> data, which a borrowed dispatch does not "
+                       "take. Fix: upload the buffers (device.upload) and use prerecord_persistent_dispatch(..., "
+                       "immediates=...) or record(..., immediates=...).", p->label, p->immediate_size);
+    size_t outputs = 0;
+    for (size_t i = 0; i < p->binding_count; i++) outputs += allocated_output(&p->bindings[i]);
+    char list[1024];
+    if (output_sizes != NULL && output_size_count != outputs) {
+        vn_binding_list(p, allocated_output, list, sizeof list);
+        return vn_fail(VN_ERROR_BINDING, "output_sizes has %zu entries, but the pipeline has %zu output(s) (%s). Fix: "
+                       "give one size per output, in order.", output_size_count, outputs, list);
+    }
+    if (named) {
+        vn_status st = vn_match_names(p, names, host_count, host_binding,
+                                      "which is an output the dispatch allocates (output_sizes gives its size)", host_of);
+        if (st != VN_OK) return st;
+    } else if (host_count != p->binding_count - outputs) {
+        vn_binding_list(p, host_binding, list, sizeof list);
+        return vn_fail(VN_ERROR_BINDING, "%zu host buffer(s) were passed, but the pipeline takes %zu (%s). Fix: pass "
+                       "one host buffer per non-output binding, in (group, binding) order.",
+                       host_count, p->binding_count - outputs, list);
+    } else {
+        for (size_t i = 0, next = 0; i < p->binding_count; i++)
+            host_of[i] = allocated_output(&p->bindings[i]) ? SIZE_MAX : next++;
+    }
+    for (size_t i = 0; i < p->binding_count && output_sizes == NULL; i++) {
+        const vn_binding *b = &p->bindings[i];
+        if (allocated_output(b) && b->min_size == 0)
+            return vn_fail(VN_ERROR_BINDING, "output @group(%u) @binding(%u) `%s` is a runtime-sized array, so its "
+                           "size cannot be inferred. Fix: pass output_sizes=[...] with its size in bytes.",
+                           b->group, b->binding, b->name);
+    }
+    return VN_OK;
+}
+
+static vn_status dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms, const void *const *host,
+                                          const uint64_t *host_lens, const char *const *names, size_t host_count,
+                                          const uint64_t *output_sizes, size_t output_size_count, uint32_t x,
+                                          uint32_t y, uint32_t z, vn_dispatch **out) {
+    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_record_borrowed: out is NULL. Fix: pass a result pointer.");
+    *out = NULL;
+    if (host_count > 0 && (host == NULL || host_lens == NULL))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "host_count is %zu but the host arrays are NULL. Fix: pass them.", host_count);
+    vn_status st = vn_device_check(pipeline->device, "recording a borrowed dispatch");
+    if (st == VN_OK) st = vn_check_forms(forms);
+    if (st != VN_OK) return st;
+    size_t n = pipeline->binding_count;
+    vn_buffer **made = calloc(n ? n : 1, sizeof *made); /* binding order */
+    vn_view *ins = calloc(n ? n : 1, sizeof *ins);
+    vn_view *outs = calloc(n ? n : 1, sizeof *outs);
+    size_t *host_of = calloc(n ? n : 1, sizeof *host_of);
+    if (made == NULL || ins == NULL || outs == NULL || host_of == NULL) {
+        free(made);
+        free(ins);
+        free(outs);
+        free(host_of);
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate binding tables. Fix: free host memory.");
+    }
+    st = check_borrowed(pipeline, (forms & VN_BIND_NAMED) != 0, names, host_count, output_sizes, output_size_count,
+                        host_of);
+    size_t n_made = 0, n_in = 0, n_out = 0, next_size = 0;
+    for (size_t i = 0; i < n && st == VN_OK; i++) {
+        const vn_binding *b = &pipeline->bindings[i];
+        vn_buffer *buf = NULL;
+        if (allocated_output(b)) {
+            uint64_t size = output_sizes != NULL ? output_sizes[next_size++] : b->min_size;
+            st = vn_buffer_create(pipeline->device, size, VN_USAGE_DEFAULT, NULL, &buf);
+        } else {
+            size_t h = host_of[i];
+            st = vn_buffer_create(pipeline->device, host_lens[h], VN_USAGE_DEFAULT, host[h], &buf);
+        }
+        if (st != VN_OK) break;
+        made[n_made++] = buf;
+        vn_view whole = {buf, 0, UINT64_MAX};
+        if (b->kind == VN_BINDING_STORAGE_READ_WRITE) outs[n_out++] = whole;
+        else ins[n_in++] = whole;
+    }
+    /* A borrowed dispatch takes no immediates: check_borrowed refused a pipeline with some. */
+    vn_dispatch_args args = {.forms = VN_BIND_POSITIONAL, .x = x, .y = y, .z = z,
+                             .inputs = ins, .input_count = n_in, .outputs = outs, .output_count = n_out};
+    if (st == VN_OK) st = dispatch_record(pipeline, &args, out);
+    /* The dispatch took its own references to the buffers it binds. */
+    for (size_t i = 0; i < n_made; i++) vn_buffer_release(made[i]);
+    free(made);
+    free(ins);
+    free(outs);
+    free(host_of);
+    return st;
+}
+
+vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms, const void *const *host,
+                                      const uint64_t *host_lens, const char *const *names, size_t host_count,
+                                      const uint64_t *output_sizes, size_t output_size_count, uint32_t x, uint32_t y,
+                                      uint32_t z, vn_dispatch **out) {
+    VN_CALL1(dispatch_record_borrowed(pipeline, forms, host, host_lens, names, host_count, output_sizes,
+                                      output_size_count, x, y, z, out),
+             pipeline, VN_KIND_PIPELINE);
+}
+
+size_t vn_dispatch_output_count(const vn_dispatch *d) {
+    VN_GET(size_t, d->bound.output_count, 0, d, VN_KIND_DISPATCH);
+}
+
+static vn_status output_at(const vn_dispatch *d, int64_t index, const vn_view **out) {
     if (index < 0 || (uint64_t)index >= d->bound.output_count)
         return vn_fail(VN_ERROR_OUTPUT_INDEX,
                        "output index %lld is out of range for a dispatch with %zu output(s). Fix: pass an index "
                        "from 0 to %lld.",
                        (long long)index, d->bound.output_count, (long long)d->bound.output_count - 1);
-    *out = d->bound.outputs[index];
+    *out = &d->bound.outputs[index];
     return VN_OK;
 }
 
-vn_status vn_dispatch_output_len(const vn_dispatch *d, int64_t index, uint64_t *out) {
-    if (d == NULL || out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_output_len: NULL argument. Fix: pass a dispatch and a result.");
-    vn_buffer *b = NULL;
-    vn_status st = output_at(d, index, &b);
-    if (st == VN_OK) *out = b->byte_len;
+static vn_status dispatch_output_len(const vn_dispatch *d, int64_t index, uint64_t *out) {
+    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_output_len: out is NULL. Fix: pass a result pointer.");
+    const vn_view *v = NULL;
+    vn_status st = output_at(d, index, &v);
+    if (st == VN_OK) *out = v->size;
     return st;
 }
 
-/* The output buffer, once the checks every read makes have passed. */
-static vn_status readable_output(vn_dispatch *d, int64_t index, vn_buffer **out) {
-    if (d == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "dispatch is NULL. Fix: pass a live PrerecordedDispatch.");
+vn_status vn_dispatch_output_len(const vn_dispatch *d, int64_t index, uint64_t *out) {
+    VN_CALL1(dispatch_output_len(d, index, out), d, VN_KIND_DISPATCH);
+}
+
+/* The output as bound, once the checks every read makes have passed. */
+static vn_status readable_output(vn_dispatch *d, int64_t index, const vn_view **out) {
     vn_status st = output_at(d, index, out);
     if (st != VN_OK) return st;
-    st = vn_device_check((*out)->device, "reading an output");
-    if (st == VN_OK) st = vn_buffers_submittable(out, 1, "reading an output");
+    st = vn_device_check((*out)->buffer->device, "reading an output");
     if (st != VN_OK) return st;
     /* Reading before replay would return whatever the buffer held: refuse instead. */
     if (atomic_load(&d->state) != DISPATCH_SUBMITTED)
@@ -122,42 +258,47 @@ static vn_status readable_output(vn_dispatch *d, int64_t index, vn_buffer **out)
     return VN_OK;
 }
 
-vn_status vn_dispatch_read_output_async(vn_dispatch *d, int64_t index, vn_pending_read **out) {
-    vn_buffer *b = NULL;
-    vn_status st = readable_output(d, index, &b);
+static vn_status dispatch_read_output_async(vn_dispatch *d, int64_t index, vn_pending_read **out) {
+    const vn_view *v = NULL;
+    vn_status st = readable_output(d, index, &v);
     if (st != VN_OK) return st;
-    /* The copy is queued after this dispatch's submission, so it sees its results. */
-    return vn_buffer_read_async(b, out);
+    /* The copy is queued after this dispatch's submission, so it sees its results. The
+     * dispatch holds the buffer for the call. */
+    return vn_view_read_async_held(v, out);
+}
+
+vn_status vn_dispatch_read_output_async(vn_dispatch *d, int64_t index, vn_pending_read **out) {
+    VN_CALL1(dispatch_read_output_async(d, index, out), d, VN_KIND_DISPATCH);
+}
+
+static vn_status dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint64_t capacity, uint64_t *written,
+                                      vn_pending_read **pending) {
+    if (written != NULL) *written = 0;
+    if (pending != NULL) *pending = NULL;
+    const vn_view *v = NULL;
+    vn_status st = readable_output(d, index, &v);
+    if (st != VN_OK) return st;
+    if (capacity < v->size)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "the destination holds %llu bytes, but output %lld has %llu. Fix: pass a writable buffer of at "
+                       "least %llu bytes.",
+                       (unsigned long long)capacity, (long long)index, (unsigned long long)v->size,
+                       (unsigned long long)v->size);
+    if (v->size > 0) {
+        if (dst == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "destination is NULL. Fix: pass a writable buffer.");
+        /* The readback's copy is queued after this dispatch's submission, so its
+         * completion implies the dispatch's. */
+        const vn_submit_guard guard = {vn_buffer_submittable, v->buffer};
+        st = vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard, pending);
+        if (st != VN_OK) return st;
+    }
+    if (written != NULL) *written = v->size;
+    return VN_OK;
 }
 
 vn_status vn_dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint64_t capacity, uint64_t *written,
                                   vn_pending_read **pending) {
-    if (written != NULL) *written = 0;
-    vn_buffer *b = NULL;
-    vn_status st = readable_output(d, index, &b);
-    if (st != VN_OK) return st;
-    if (capacity < b->byte_len)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "the destination holds %llu bytes, but output %lld has %llu. Fix: pass a writable buffer of at "
-                       "least %llu bytes.",
-                       (unsigned long long)capacity, (long long)index, (unsigned long long)b->byte_len,
-                       (unsigned long long)b->byte_len);
-    if (b->byte_len > 0) {
-        if (dst == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "destination is NULL. Fix: pass a writable buffer.");
-        /* The readback's copy is queued after this dispatch's submission, so its
-         * completion implies the dispatch's. */
-        st = vn_readback(b->device, b->buffer, b->byte_len, dst, pending);
-        if (st != VN_OK) return st;
-    }
-    if (written != NULL) *written = b->byte_len;
-    return VN_OK;
+    VN_CALL1(dispatch_read_output(d, index, dst, capacity, written, pending), d, VN_KIND_DISPATCH);
 }
 
-void vn_dispatch_release(vn_dispatch *d) {
-    if (d == NULL || vn_inherited(d->bound.pipeline->device)) return; /* fork() child: forget it */
-    if (atomic_fetch_sub(&d->refs, 1) != 1) return;
-    if (d->command_buffer != NULL) wgpu.CommandBufferRelease(d->command_buffer);
-    vn_bound_release(&d->bound);
-    free(d);
-    vn_live_add(VN_LIVE_DISPATCH, -1);
-}
+void vn_dispatch_release(vn_dispatch *d) { vn_release_handle(d, VN_KIND_DISPATCH); }

@@ -11,9 +11,8 @@
 #include "internal.h"
 
 struct vn_recording {
-    atomic_long refs;
+    vn_object obj; /* VN_KIND_RECORDING */
     vn_bound bound;
-    bool clears;
 };
 
 enum step_kind { STEP_DISPATCH, STEP_COPY, STEP_CLEAR };
@@ -23,11 +22,13 @@ typedef struct vn_step {
     vn_bound bound;      /* STEP_DISPATCH */
     bool clear_outputs;  /* STEP_DISPATCH */
     vn_buffer *src, *dst; /* STEP_COPY (src, dst), STEP_CLEAR (dst); referenced */
+    /* STEP_COPY: nbytes from src_offset to dst_offset; STEP_CLEAR: nbytes from dst_offset */
     uint64_t nbytes, src_offset, dst_offset;
+    vn_clear clear;       /* STEP_CLEAR: a fill in the pass, or clear_buffer */
 } vn_step;
 
 struct vn_sequence {
-    atomic_long refs;
+    vn_object obj; /* VN_KIND_SEQUENCE; obj.id orders its lock among others' (vn_device_submit) */
     vn_device *device;
     vn_mutex lock; /* add/copy/clear against a replay on another thread */
     vn_step *steps;
@@ -36,20 +37,25 @@ struct vn_sequence {
 
 /* ---- encoding ----------------------------------------------------------------- */
 
-/* Per-dispatch timing gives every dispatch a pass of its own. */
-static bool split_passes(const vn_timing *t) { return t != NULL && t->mode == VN_TIMING_PER_DISPATCH; }
+/* With nothing to clear outside a pass, all n launches share one pass: each is its
+ * fills (if it clears) and its dispatch; state is set only when it changes. */
+static bool recording_shares_pass(const vn_recording *r, const vn_timing *t) {
+    return !vn_timing_splits(t) && !vn_bound_clears_outside(&r->bound, t);
+}
 
 static uint32_t recording_passes(const vn_recording *r, uint32_t n, const vn_timing *t) {
-    return r->clears || split_passes(t) ? n : 1;
+    return recording_shares_pass(r, t) ? 1 : n;
 }
 
 static void encode_recording(const vn_recording *r, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
-    if (!r->clears && !split_passes(t)) {
-        /* Nothing to clear: all n launches share one pass; state is set once. */
+    if (recording_shares_pass(r, t)) {
         WGPUComputePassEncoder pass = vn_begin_pass(enc, t);
         vn_pass_state state;
         memset(&state, 0, sizeof state);
-        for (uint32_t i = 0; i < n; i++) vn_bound_dispatch_in_pass(&r->bound, pass, &state);
+        for (uint32_t i = 0; i < n; i++) {
+            vn_bound_fill_in_pass(&r->bound, pass, &state, t);
+            vn_bound_dispatch_in_pass(&r->bound, pass, &state);
+        }
         wgpu.ComputePassEncoderEnd(pass);
         wgpu.ComputePassEncoderRelease(pass);
         return;
@@ -64,6 +70,16 @@ static void end_pass(WGPUComputePassEncoder *pass) {
     *pass = NULL;
 }
 
+/* True when the step encodes commands outside a compute pass (copies, clear_buffer
+ * clears), which end the open pass. */
+static bool step_ends_pass(const vn_step *st, const vn_timing *t) {
+    switch (st->kind) {
+    case STEP_DISPATCH: return st->clear_outputs && vn_bound_clears_outside(&st->bound, t);
+    case STEP_CLEAR: return vn_clear_outside(&st->clear, t);
+    default: return true;
+    }
+}
+
 /* The passes encode_sequence opens: the same walk without encoding, so a timed
  * replay can size its query set before it starts. */
 static uint32_t sequence_passes(const vn_sequence *s, uint32_t n, const vn_timing *t) {
@@ -72,10 +88,10 @@ static uint32_t sequence_passes(const vn_sequence *s, uint32_t n, const vn_timin
     for (uint32_t rep = 0; rep < n; rep++) {
         for (size_t i = 0; i < s->count; i++) {
             const vn_step *st = &s->steps[i];
-            if (st->kind != STEP_DISPATCH || (st->clear_outputs && vn_bound_clears(&st->bound))) open = false;
-            if (st->kind != STEP_DISPATCH) continue;
+            if (step_ends_pass(st, t)) open = false;
+            if (st->kind == STEP_COPY || (st->kind == STEP_CLEAR && vn_clear_outside(&st->clear, t))) continue;
             if (!open) passes++;
-            open = !split_passes(t);
+            open = !vn_timing_splits(t);
         }
     }
     return passes > UINT32_MAX ? UINT32_MAX : (uint32_t)passes;
@@ -87,28 +103,32 @@ static void encode_sequence(const vn_sequence *s, WGPUCommandEncoder enc, uint32
     for (uint32_t rep = 0; rep < n; rep++) {
         for (size_t i = 0; i < s->count; i++) {
             const vn_step *st = &s->steps[i];
+            if (step_ends_pass(st, t)) end_pass(&pass);
             switch (st->kind) {
             case STEP_DISPATCH:
-                /* Clears are encoder commands: they end the pass before them. */
-                if (st->clear_outputs && vn_bound_clears(&st->bound)) {
-                    end_pass(&pass);
-                    vn_bound_encode_clears(&st->bound, enc);
+                if (st->clear_outputs) vn_bound_encode_clears(&st->bound, enc, t);
+                if (pass == NULL) {
+                    pass = vn_begin_pass(enc, t);
+                    memset(&state, 0, sizeof state);
+                }
+                if (st->clear_outputs) vn_bound_fill_in_pass(&st->bound, pass, &state, t);
+                vn_bound_dispatch_in_pass(&st->bound, pass, &state);
+                if (vn_timing_splits(t)) end_pass(&pass);
+                break;
+            case STEP_COPY:
+                wgpu.CommandEncoderCopyBufferToBuffer(enc, st->src->buffer, st->src_offset, st->dst->buffer,
+                                                      st->dst_offset, st->nbytes);
+                break;
+            case STEP_CLEAR:
+                if (vn_clear_outside(&st->clear, t)) {
+                    vn_clear_encode_outside(&st->clear, enc);
+                    break;
                 }
                 if (pass == NULL) {
                     pass = vn_begin_pass(enc, t);
                     memset(&state, 0, sizeof state);
                 }
-                vn_bound_dispatch_in_pass(&st->bound, pass, &state);
-                if (split_passes(t)) end_pass(&pass);
-                break;
-            case STEP_COPY:
-                end_pass(&pass);
-                wgpu.CommandEncoderCopyBufferToBuffer(enc, st->src->buffer, st->src_offset, st->dst->buffer,
-                                                      st->dst_offset, st->nbytes);
-                break;
-            case STEP_CLEAR:
-                end_pass(&pass);
-                wgpu.CommandEncoderClearBuffer(enc, st->dst->buffer, 0, st->dst->allocation_len);
+                vn_clear_fill_in_pass(&st->clear, pass, &state);
                 break;
             }
         }
@@ -120,8 +140,8 @@ static void encode_sequence(const vn_sequence *s, WGPUCommandEncoder enc, uint32
 typedef struct encoder_job {
     uint32_t (*passes)(const void *what, uint32_t n, const vn_timing *t);
     void (*encode)(const void *what, WGPUCommandEncoder enc, uint32_t n, vn_timing *t);
-    /* VN_OK when no buffer it uses is mapped or destroyed by the binding it was
-     * adopted from (submitting one would abort the process). */
+    /* VN_OK when no buffer it uses is mapped or destroyed by wgpu-py (submitting one
+     * would abort the process); checked under the life lock, right before the submit. */
     vn_status (*submittable)(const void *what);
 } encoder_job;
 
@@ -129,9 +149,10 @@ typedef struct encoder_job {
  * wgpu-native aborts the process on submitting an invalid one. */
 static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const void *what, uint32_t n,
                                    vn_timing_mode mode, const char *label, vn_submission **out) {
+    const vn_submit_guard guard = {job->submittable, what};
     vn_status st = vn_device_check(dev, label);
-    if (st == VN_OK) st = job->submittable(what);
-    if (st == VN_OK) st = vn_submit_ready(dev);
+    if (st == VN_OK) st = vn_submit_guard_check(&guard);
+    if (st == VN_OK) st = vn_submit_ready(dev); /* VN_PENDING: nothing encoded, call again */
     if (st != VN_OK) return st;
     vn_timing timing;
     memset(&timing, 0, sizeof timing);
@@ -149,7 +170,9 @@ static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const
         }
     }
     vn_scope_begin(dev);
-    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
+    WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
+    ed.label = vn_sv(label);
+    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, &ed);
     job->encode(what, enc, n, &timing);
     vn_timing_resolve(&timing, enc);
     WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
@@ -161,7 +184,7 @@ static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const
         vn_timing_release(&timing);
         return st;
     }
-    return vn_submit_tracked(dev, cb, label, &timing, out);
+    return vn_submit_tracked(dev, cb, label, &timing, &guard, out);
 }
 
 static uint32_t recording_passes_cb(const void *r, uint32_t n, const vn_timing *t) { return recording_passes(r, n, t); }
@@ -172,11 +195,8 @@ static uint32_t sequence_passes_cb(const void *s, uint32_t n, const vn_timing *t
 static void encode_sequence_cb(const void *s, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
     encode_sequence(s, enc, n, t);
 }
-static vn_status bound_submittable(const vn_bound *b, const char *what) {
-    return b->adopted ? vn_buffers_submittable(b->buffers, b->buffer_count, what) : VN_OK;
-}
 static vn_status recording_submittable(const void *r) {
-    return bound_submittable(&((const vn_recording *)r)->bound, "Recording.replay()");
+    return vn_bound_submittable(&((const vn_recording *)r)->bound, "Recording.replay()");
 }
 static vn_status sequence_submittable(const void *what) {
     const vn_sequence *s = what;
@@ -184,7 +204,7 @@ static vn_status sequence_submittable(const void *what) {
     for (size_t i = 0; i < s->count && st == VN_OK; i++) {
         const vn_step *step = &s->steps[i];
         if (step->kind == STEP_DISPATCH) {
-            st = bound_submittable(&step->bound, "Sequence.replay()");
+            st = vn_bound_submittable(&step->bound, "Sequence.replay()");
         } else {
             vn_buffer *const ends[2] = {step->src, step->dst};
             st = vn_buffers_submittable(step->src != NULL ? ends : ends + 1, step->src != NULL ? 2 : 1,
@@ -198,9 +218,14 @@ static const encoder_job sequence_job = {sequence_passes_cb, encode_sequence_cb,
 
 /* ---- recordings ------------------------------------------------------------------ */
 
-vn_status vn_recording_create(vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                              vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x,
-                              uint32_t y, uint32_t z, vn_recording **out) {
+static void recording_destroy(vn_object *object) {
+    vn_recording *r = (vn_recording *)object;
+    vn_bound_release(&r->bound);
+    free(r);
+    vn_live_add(VN_LIVE_RECORDING, -1);
+}
+
+static vn_status recording_create(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_recording **out) {
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_create: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
     vn_recording *r = calloc(1, sizeof *r);
@@ -210,16 +235,19 @@ vn_status vn_recording_create(vn_pipeline *pipeline, vn_buffer *const *inputs, s
      * error scopes and submits only what encoded cleanly, so an error the handle
      * checks cannot see (a shader type larger than its buffer) surfaces at the first
      * replay as a ValidationError, with nothing submitted. */
-    vn_status st = vn_bound_resolve(pipeline, inputs, input_count, outputs, output_count, params, x, y, z, &r->bound);
-    if (st == VN_OK) r->clears = vn_bound_clears(&r->bound);
+    vn_status st = vn_bound_resolve(pipeline, args, &r->bound);
     if (st != VN_OK) {
         free(r);
         return st;
     }
-    atomic_init(&r->refs, 1);
+    vn_object_init(&r->obj, VN_KIND_RECORDING, recording_destroy);
     vn_live_add(VN_LIVE_RECORDING, 1);
     *out = r;
     return VN_OK;
+}
+
+vn_status vn_recording_create(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_recording **out) {
+    VN_CALL1(recording_create(pipeline, args, out), pipeline, VN_KIND_PIPELINE);
 }
 
 /* n launches of `steps` steps each in one command buffer: wgpu keeps encoder memory for
@@ -239,54 +267,65 @@ static vn_status check_count(uint32_t n, size_t steps, const char *what) {
     return VN_OK;
 }
 
-vn_status vn_recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing, vn_submission **out) {
-    if (r == NULL || out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_replay: NULL argument. Fix: pass a recording and a result.");
+static vn_status recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing, vn_submission **out) {
+    if (out == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_replay: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
     vn_status st = check_count(n, 1, "Recording");
     if (st != VN_OK) return st;
-    return encode_and_submit(r->bound.pipeline->device, &recording_job, r, n, timing, "replaying a recording", out);
+    char label[300];
+    snprintf(label, sizeof label, "replaying a recording of pipeline `%s`", r->bound.pipeline->label);
+    return encode_and_submit(r->bound.pipeline->device, &recording_job, r, n, timing, label, out);
 }
 
-size_t vn_recording_output_count(const vn_recording *r) { return r == NULL ? 0 : r->bound.output_count; }
+vn_status vn_recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing, vn_submission **out) {
+    VN_CALL1(recording_replay(r, n, timing, out), r, VN_KIND_RECORDING);
+}
 
-vn_status vn_recording_output(const vn_recording *r, int64_t index, vn_buffer **out) {
-    if (r == NULL || out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_output: NULL argument. Fix: pass a recording and a result.");
+size_t vn_recording_output_count(const vn_recording *r) {
+    VN_GET(size_t, r->bound.output_count, 0, r, VN_KIND_RECORDING);
+}
+
+static vn_status recording_output(const vn_recording *r, int64_t index, vn_view *out) {
+    if (out == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_output: out is NULL. Fix: pass a result pointer.");
     if (index < 0 || (uint64_t)index >= r->bound.output_count)
         return vn_fail(VN_ERROR_OUTPUT_INDEX,
                        "output index %lld is out of range for a recording with %zu output(s). Fix: pass an index "
                        "from 0 to %lld.",
                        (long long)index, r->bound.output_count, (long long)r->bound.output_count - 1);
-    vn_buffer *b = r->bound.outputs[index];
-    vn_buffer_retain(b);
-    *out = b;
+    *out = r->bound.outputs[index];
+    vn_buffer_retain(out->buffer);
     return VN_OK;
 }
 
-void vn_recording_release(vn_recording *r) {
-    if (r == NULL || vn_inherited(r->bound.pipeline->device)) return; /* fork() child: forget it */
-    if (atomic_fetch_sub(&r->refs, 1) != 1) return;
-    vn_bound_release(&r->bound);
-    free(r);
-    vn_live_add(VN_LIVE_RECORDING, -1);
+vn_status vn_recording_output(const vn_recording *r, int64_t index, vn_view *out) {
+    VN_CALL1(recording_output(r, index, out), r, VN_KIND_RECORDING);
 }
+
+void vn_recording_release(vn_recording *r) { vn_release_handle(r, VN_KIND_RECORDING); }
 
 /* ---- sequences ------------------------------------------------------------------- */
 
-vn_status vn_sequence_create(vn_device *device, vn_sequence **out) {
+static void sequence_destroy(vn_object *object);
+
+static vn_status sequence_create(vn_device *device, vn_sequence **out) {
     vn_status st = vn_device_check(device, "creating a sequence");
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_sequence_create: out is NULL. Fix: pass a result pointer.");
     vn_sequence *s = calloc(1, sizeof *s);
     if (s == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a sequence. Fix: free host memory.");
-    atomic_init(&s->refs, 1);
+    vn_object_init(&s->obj, VN_KIND_SEQUENCE, sequence_destroy);
     vn_mutex_init(&s->lock);
     vn_device_retain(device);
     s->device = device;
     vn_live_add(VN_LIVE_SEQUENCE, 1);
     *out = s;
     return VN_OK;
+}
+
+vn_status vn_sequence_create(vn_device *device, vn_sequence **out) {
+    VN_CALL1(sequence_create(device, out), device, VN_KIND_DEVICE);
 }
 
 static vn_status push_step(vn_sequence *s, const vn_step *step) {
@@ -301,18 +340,16 @@ static vn_status push_step(vn_sequence *s, const vn_step *step) {
     return VN_OK;
 }
 
-vn_status vn_sequence_add(vn_sequence *s, vn_pipeline *pipeline, vn_buffer *const *inputs, size_t input_count,
-                          vn_buffer *const *outputs, size_t output_count, vn_buffer *params, uint32_t x, uint32_t y,
-                          uint32_t z, int clear_outputs) {
-    if (s == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "sequence is NULL. Fix: pass a live Sequence.");
-    if (pipeline != NULL && pipeline->device != s->device)
+static vn_status sequence_add(vn_sequence *s, vn_pipeline *pipeline, const vn_dispatch_args *args,
+                              int clear_outputs) {
+    if (pipeline->device != s->device)
         return vn_fail(VN_ERROR_BINDING, "the pipeline belongs to another device than the sequence. Fix: compile it on "
                        "the sequence's device.");
     vn_step step;
     memset(&step, 0, sizeof step);
     step.kind = STEP_DISPATCH;
     step.clear_outputs = clear_outputs != 0;
-    vn_status st = vn_bound_resolve(pipeline, inputs, input_count, outputs, output_count, params, x, y, z, &step.bound);
+    vn_status st = vn_bound_resolve(pipeline, args, &step.bound);
     if (st != VN_OK) return st;
     vn_mutex_lock(&s->lock);
     st = push_step(s, &step);
@@ -321,9 +358,13 @@ vn_status vn_sequence_add(vn_sequence *s, vn_pipeline *pipeline, vn_buffer *cons
     return st;
 }
 
-static vn_status check_sequence_buffer(const vn_sequence *s, const vn_buffer *b, const char *role, uint64_t need) {
-    vn_status st = vn_buffer_check(b, role);
-    if (st != VN_OK) return st;
+vn_status vn_sequence_add(vn_sequence *s, vn_pipeline *pipeline, const vn_dispatch_args *args, int clear_outputs) {
+    VN_CALL2(sequence_add(s, pipeline, args, clear_outputs), s, VN_KIND_SEQUENCE, pipeline, VN_KIND_PIPELINE);
+}
+
+/* The view (resolved, its buffer held) is on the sequence's device, with usage `need`. */
+static vn_status check_sequence_view(const vn_sequence *s, const vn_view *v, const char *role, uint64_t need) {
+    const vn_buffer *b = v->buffer;
     if (b->device != s->device)
         return vn_fail(VN_ERROR_BINDING, "%s (buffer %llu) belongs to another device than the sequence. Fix: create it on "
                        "the sequence's device.", role, (unsigned long long)b->identity);
@@ -334,81 +375,133 @@ static vn_status check_sequence_buffer(const vn_sequence *s, const vn_buffer *b,
     return VN_OK;
 }
 
-vn_status vn_sequence_copy(vn_sequence *s, vn_buffer *src, vn_buffer *dst, uint64_t nbytes, uint64_t src_offset,
-                           uint64_t dst_offset) {
-    if (s == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "sequence is NULL. Fix: pass a live Sequence.");
-    vn_status st = check_sequence_buffer(s, src, "copy source", VN_USAGE_COPY_SRC);
-    if (st == VN_OK) st = check_sequence_buffer(s, dst, "copy destination", VN_USAGE_COPY_DST);
+/* The GPU extent of a resolved view: its size padded to 4 (a view whose size is not a
+ * multiple of 4 ends its buffer, so the padding is the allocation's own). */
+static uint64_t extent(const vn_view *v) { return vn_pad4(v->size); }
+
+/* A copy between resolved views whose buffers the call holds. */
+static vn_status sequence_copy(vn_sequence *s, const vn_view *src, const vn_view *dst, uint64_t nbytes,
+                               uint64_t src_offset, uint64_t dst_offset) {
+    vn_status st = check_sequence_view(s, src, "copy source", VN_USAGE_COPY_SRC);
+    if (st == VN_OK) st = check_sequence_view(s, dst, "copy destination", VN_USAGE_COPY_DST);
     if (st != VN_OK) return st;
-    if (src_offset > src->allocation_len || dst_offset > dst->allocation_len)
+    uint64_t src_len = extent(src), dst_len = extent(dst);
+    if (src_offset > src_len || dst_offset > dst_len)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copy offsets %llu (source of %llu bytes) and %llu (destination of %llu "
                        "bytes) must lie inside the buffers. Fix: pass smaller offsets.",
-                       (unsigned long long)src_offset, (unsigned long long)src->allocation_len,
-                       (unsigned long long)dst_offset, (unsigned long long)dst->allocation_len);
+                       (unsigned long long)src_offset, (unsigned long long)src_len,
+                       (unsigned long long)dst_offset, (unsigned long long)dst_len);
     if (nbytes == UINT64_MAX) {
-        uint64_t a = src->allocation_len - src_offset, b = dst->allocation_len - dst_offset;
+        uint64_t a = src_len - src_offset, b = dst_len - dst_offset;
         nbytes = a < b ? a : b;
     }
     if (src_offset % 4 || dst_offset % 4 || nbytes % 4)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "a GPU copy moves whole 4-byte words: nbytes %llu, src_offset %llu and "
                        "dst_offset %llu must be multiples of 4. Fix: align them to 4 bytes.",
                        (unsigned long long)nbytes, (unsigned long long)src_offset, (unsigned long long)dst_offset);
-    if (nbytes > src->allocation_len - src_offset || nbytes > dst->allocation_len - dst_offset)
+    if (nbytes > src_len - src_offset || nbytes > dst_len - dst_offset)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copying %llu bytes runs past the source (%llu bytes from offset %llu) "
                        "or the destination (%llu bytes from offset %llu). Fix: copy fewer bytes.",
-                       (unsigned long long)nbytes, (unsigned long long)src->allocation_len, (unsigned long long)src_offset,
-                       (unsigned long long)dst->allocation_len, (unsigned long long)dst_offset);
-    if (src == dst)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "a copy from buffer %llu to itself is not allowed by WebGPU. Fix: copy "
-                       "through a second buffer.", (unsigned long long)src->identity);
+                       (unsigned long long)nbytes, (unsigned long long)src_len, (unsigned long long)src_offset,
+                       (unsigned long long)dst_len, (unsigned long long)dst_offset);
+    if (src->buffer == dst->buffer)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "a copy from buffer %llu to itself is not allowed by WebGPU (not even "
+                       "between two views of it). Fix: copy through a second buffer.",
+                       (unsigned long long)src->buffer->identity);
     vn_step step;
     memset(&step, 0, sizeof step);
     step.kind = STEP_COPY;
-    step.src = src;
-    step.dst = dst;
+    step.src = src->buffer;
+    step.dst = dst->buffer;
     step.nbytes = nbytes;
-    step.src_offset = src_offset;
-    step.dst_offset = dst_offset;
+    step.src_offset = src->offset + src_offset;
+    step.dst_offset = dst->offset + dst_offset;
     vn_mutex_lock(&s->lock);
     st = push_step(s, &step);
     vn_mutex_unlock(&s->lock);
     if (st == VN_OK) {
-        vn_buffer_retain(src);
-        vn_buffer_retain(dst);
+        vn_buffer_retain(src->buffer);
+        vn_buffer_retain(dst->buffer);
     }
     return st;
 }
 
-vn_status vn_sequence_clear(vn_sequence *s, vn_buffer *buffer) {
-    if (s == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "sequence is NULL. Fix: pass a live Sequence.");
-    vn_status st = check_sequence_buffer(s, buffer, "cleared buffer", VN_USAGE_COPY_DST);
+vn_status vn_sequence_copy(vn_sequence *s, const vn_view *src_view, const vn_view *dst_view, uint64_t nbytes,
+                           uint64_t src_offset, uint64_t dst_offset) {
+    vn_status st = vn_acquire(s, VN_KIND_SEQUENCE, __func__);
+    if (st != VN_OK) return st;
+    vn_view src, dst = {NULL, 0, 0};
+    st = vn_view_acquire(src_view, "copy source", &src);
+    if (st == VN_OK) st = vn_view_acquire(dst_view, "copy destination", &dst);
+    if (st == VN_OK) st = sequence_copy(s, &src, &dst, nbytes, src_offset, dst_offset);
+    if (dst.buffer != NULL) vn_unacquire(dst.buffer);
+    if (src.buffer != NULL) vn_unacquire(src.buffer);
+    vn_unacquire(s);
+    return st;
+}
+
+/* A clear of the resolved view v, whose buffer the call holds. */
+static vn_status sequence_clear(vn_sequence *s, const vn_view *v) {
+    vn_status st = check_sequence_view(s, v, "cleared buffer", VN_USAGE_COPY_DST);
     if (st != VN_OK) return st;
     vn_step step;
     memset(&step, 0, sizeof step);
     step.kind = STEP_CLEAR;
-    step.dst = buffer;
-    vn_mutex_lock(&s->lock);
-    st = push_step(s, &step);
-    vn_mutex_unlock(&s->lock);
-    if (st == VN_OK) vn_buffer_retain(buffer);
+    step.dst = v->buffer;
+    step.dst_offset = v->offset;
+    step.nbytes = extent(v);
+    vn_scope_begin(s->device);
+    st = vn_clear_plan(s->device, v, &step.clear);
+    vn_status scope = vn_scope_end(s->device, "planning a clear", VN_ERROR_VALIDATION,
+                                   "check the buffer's usage and size.");
+    if (st == VN_OK) st = scope;
+    if (st == VN_OK) {
+        vn_mutex_lock(&s->lock);
+        st = push_step(s, &step);
+        vn_mutex_unlock(&s->lock);
+    }
+    if (st != VN_OK) {
+        vn_fill_forget(s->device, v->buffer->identity); /* a group that failed validation may be cached */
+        vn_clear_release(&step.clear);
+        return st;
+    }
+    vn_buffer_retain(v->buffer);
+    return VN_OK;
+}
+
+vn_status vn_sequence_clear(vn_sequence *s, const vn_view *view) {
+    vn_status st = vn_acquire(s, VN_KIND_SEQUENCE, __func__);
+    if (st != VN_OK) return st;
+    vn_view v;
+    st = vn_view_acquire(view, "cleared buffer", &v);
+    if (st == VN_OK) {
+        st = sequence_clear(s, &v);
+        vn_unacquire(v.buffer);
+    }
+    vn_unacquire(s);
     return st;
 }
 
-size_t vn_sequence_length(const vn_sequence *s) { return s == NULL ? 0 : s->count; }
+size_t vn_sequence_length(const vn_sequence *s) {
+    if (vn_acquire(s, VN_KIND_SEQUENCE, __func__) != VN_OK) return 0;
+    vn_sequence *seq = (vn_sequence *)s;
+    vn_mutex_lock(&seq->lock); /* an add on another thread may be growing it */
+    size_t n = seq->count;
+    vn_mutex_unlock(&seq->lock);
+    vn_unacquire(s);
+    return n;
+}
 
-vn_status vn_sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, vn_submission **out) {
-    if (s == NULL || out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_sequence_replay: NULL argument. Fix: pass a sequence and a result.");
+static vn_status sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, vn_submission **out) {
+    if (out == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_sequence_replay: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
-    /* Before the lock: a fork() child may have inherited it held. */
-    vn_status st = vn_device_check(s->device, "replaying a sequence");
-    if (st != VN_OK) return st;
     vn_mutex_lock(&s->lock);
     if (s->count == 0) {
         vn_mutex_unlock(&s->lock);
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "the sequence is empty. Fix: add dispatches, copies or clears first.");
     }
-    st = check_count(n, s->count, "Sequence");
+    vn_status st = check_count(n, s->count, "Sequence");
     if (st != VN_OK) {
         vn_mutex_unlock(&s->lock);
         return st;
@@ -418,12 +511,18 @@ vn_status vn_sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, 
     return st;
 }
 
-void vn_sequence_release(vn_sequence *s) {
-    if (s == NULL || vn_inherited(s->device)) return; /* fork() child: forget it */
-    if (atomic_fetch_sub(&s->refs, 1) != 1) return;
+vn_status vn_sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, vn_submission **out) {
+    VN_CALL1(sequence_replay(s, n, timing, out), s, VN_KIND_SEQUENCE);
+}
+
+void vn_sequence_release(vn_sequence *s) { vn_release_handle(s, VN_KIND_SEQUENCE); }
+
+static void sequence_destroy(vn_object *object) {
+    vn_sequence *s = (vn_sequence *)object;
     for (size_t i = 0; i < s->count; i++) {
         vn_step *st = &s->steps[i];
         if (st->kind == STEP_DISPATCH) vn_bound_release(&st->bound);
+        vn_clear_release(&st->clear);
         if (st->src != NULL) vn_buffer_release(st->src);
         if (st->dst != NULL) vn_buffer_release(st->dst);
     }
@@ -471,40 +570,82 @@ static vn_status batch_submittable(const void *what) {
 
 static const encoder_job batch_job = {batch_passes, encode_batch, batch_submittable};
 
-/* True when work[i] is a sequence not listed earlier: a sequence submitted twice in
- * one batch is locked once (its mutex is not recursive). */
-static bool first_mention(const vn_work *work, size_t i) {
-    if (work[i].sequence == NULL) return false;
-    for (size_t j = 0; j < i; j++)
-        if (work[j].sequence == work[i].sequence) return false;
-    return true;
+/* Lock order for a batch: its sequences' locks, each once, in ascending object id
+ * (internal.h, "Lock order"), so submit([a, b]) and submit([b, a]) on two threads
+ * take them in the same order. `seqs` gets the distinct sequences, sorted; returns
+ * how many. */
+static int by_id(const void *a, const void *b) {
+    uint64_t x = (*(vn_sequence *const *)a)->obj.id, y = (*(vn_sequence *const *)b)->obj.id;
+    return (x > y) - (x < y);
 }
 
-vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
-                           vn_submission **out) {
-    vn_status st = vn_device_check(device, "device.submit");
-    if (st != VN_OK) return st;
-    if (out == NULL || (count > 0 && work == NULL))
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_submit: NULL argument. Fix: pass the work and a result.");
-    *out = NULL;
-    if (count == 0)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "device.submit([]): nothing to submit. Fix: pass recordings or sequences.");
+static size_t distinct_sequences(const vn_work *work, size_t count, vn_sequence **seqs) {
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++)
+        if (work[i].sequence != NULL) seqs[n++] = work[i].sequence;
+    qsort(seqs, n, sizeof *seqs, by_id);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (kept == 0 || seqs[kept - 1] != seqs[i]) seqs[kept++] = seqs[i];
+    return kept;
+}
+
+static void unacquire_work(const vn_work *work, size_t count) {
+    for (size_t i = 0; i < count; i++)
+        vn_unacquire(work[i].recording != NULL ? (const void *)work[i].recording : (const void *)work[i].sequence);
+}
+
+/* Acquire (check the kind and retain for the call) every item, in place: the batch
+ * needs no list of its own, whatever its length. On failure none stays held. */
+static vn_status acquire_work(const vn_work *work, size_t count) {
     for (size_t i = 0; i < count; i++) {
         const vn_work *w = &work[i];
-        if ((w->recording == NULL) == (w->sequence == NULL))
-            return vn_fail(VN_ERROR_INVALID_ARGUMENT, "work item %zu must be exactly one recording or sequence. Fix: pass "
-                           "vn.Recording or vn.Sequence objects.", i);
+        const void *item = w->recording != NULL ? (const void *)w->recording : (const void *)w->sequence;
+        vn_kind kind = w->recording != NULL ? VN_KIND_RECORDING : VN_KIND_SEQUENCE;
+        if ((w->recording == NULL) != (w->sequence == NULL) && vn_is(item, kind)) {
+            vn_retain((vn_object *)item);
+            continue;
+        }
+        vn_status st;
+        if ((w->recording == NULL) == (w->sequence == NULL)) {
+            st = vn_fail(VN_ERROR_INVALID_ARGUMENT, "work item %zu must be exactly one recording or sequence. Fix: "
+                         "pass vn.Recording or vn.Sequence objects.", i);
+        } else {
+            char fn[64];
+            snprintf(fn, sizeof fn, "device.submit work item %zu", i);
+            st = vn_handle_error(item, kind, fn);
+        }
+        unacquire_work(work, i);
+        return st;
+    }
+    return VN_OK;
+}
+
+/* With every item held: check devices, lock the sequences in order, encode, submit. */
+static vn_status submit_held(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
+                             vn_submission **out) {
+    size_t sequences = 0;
+    for (size_t i = 0; i < count; i++) {
+        const vn_work *w = &work[i];
         vn_device *owner = w->recording ? w->recording->bound.pipeline->device : w->sequence->device;
         if (owner != device)
             return vn_fail(VN_ERROR_BINDING, "work item %zu belongs to another device. Fix: submit it on its own device.", i);
+        sequences += w->sequence != NULL;
     }
-
-    /* Sequences are locked for the encode so a concurrent add cannot move their steps. */
-    for (size_t i = 0; i < count; i++)
-        if (first_mention(work, i)) vn_mutex_lock(&work[i].sequence->lock);
+    /* Sequences are locked for the encode so a concurrent add cannot move their steps.
+     * Their list lives on the stack for the usual few; a batch of many sequences pays
+     * one allocation, of at most `count` pointers (the caller's own array is larger). */
+    vn_sequence *stack_seqs[16];
+    vn_sequence **seqs = sequences <= 16 ? stack_seqs : malloc(sequences * sizeof *seqs);
+    if (seqs == NULL)
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate the lock list of %zu sequences. Fix: free host "
+                       "memory, or submit fewer sequences at once.", sequences);
+    size_t locked = distinct_sequences(work, count, seqs);
+    for (size_t i = 0; i < locked; i++) vn_mutex_lock(&seqs[i]->lock);
     /* One item is what the caller built; several are bounded as one replay is. */
     uint64_t steps = 0;
     for (size_t i = 0; i < count; i++) steps += work[i].recording != NULL ? 1 : work[i].sequence->count;
+    vn_status st;
     if (count > 1 && steps > VN_MAX_LAUNCHES_PER_SUBMIT) {
         st = vn_fail(VN_ERROR_INVALID_ARGUMENT,
                      "device.submit() of %zu items would encode %llu steps into one command buffer, above the %d "
@@ -515,7 +656,29 @@ vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count,
         batch b = {work, count};
         st = encode_and_submit(device, &batch_job, &b, 1, timing, "device.submit", out);
     }
-    for (size_t i = count; i-- > 0;)
-        if (first_mention(work, i)) vn_mutex_unlock(&work[i].sequence->lock);
+    for (size_t i = locked; i-- > 0;) vn_mutex_unlock(&seqs[i]->lock);
+    if (seqs != stack_seqs) free(seqs);
     return st;
+}
+
+static vn_status device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
+                               vn_submission **out) {
+    vn_status st = vn_device_check(device, "device.submit");
+    if (st != VN_OK) return st;
+    if (out == NULL || (count > 0 && work == NULL))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_submit: NULL argument. Fix: pass the work and a result.");
+    *out = NULL;
+    if (count == 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "device.submit([]): nothing to submit. Fix: pass recordings or sequences.");
+    st = acquire_work(work, count);
+    if (st != VN_OK) return st;
+    st = submit_held(device, work, count, timing, out);
+    /* After every lock is released: this may drop an item's last reference. */
+    unacquire_work(work, count);
+    return st;
+}
+
+vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
+                           vn_submission **out) {
+    VN_CALL1(device_submit(device, work, count, timing, out), device, VN_KIND_DEVICE);
 }

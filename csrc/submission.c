@@ -5,11 +5,16 @@
 #include "internal.h"
 
 struct vn_submission {
-    /* Two owners: the caller, and the work-done callback until it fires. Only the
-     * caller's owns a device reference: were the callback's to hold one too, a
-     * submission dropped unobserved would keep its device alive, and the device's
-     * release, which is what fires (or cancels) pending callbacks, would never come. */
-    atomic_long refs;
+    /* The caller's side: its handle and the calls in progress on it. Its destroy
+     * releases the timing resources and the device, then the caller's part of the
+     * record (record_refs). */
+    vn_object obj; /* VN_KIND_SUBMISSION */
+    /* The record has two owners: the caller's side, and the work-done callback until
+     * it fires. Only the caller's side owns a device reference: were the callback's to
+     * hold one too, a submission dropped unobserved would keep its device alive, and
+     * the device's release, which is what fires (or cancels) pending callbacks, would
+     * never come. */
+    atomic_long record_refs;
     atomic_int done;
     vn_device *device;
     uint64_t index;
@@ -27,7 +32,7 @@ struct vn_submission {
 /* Frees the record only: it may run inside the work-done callback, during the
  * device's own release, so it touches no wgpu object and no device. */
 static void submission_unref(vn_submission *s) {
-    if (atomic_fetch_sub(&s->refs, 1) != 1) return;
+    if (atomic_fetch_sub(&s->record_refs, 1) != 1) return;
     free(s->times);
     free(s->ticks);
     vn_mutex_destroy(&s->lock);
@@ -44,15 +49,26 @@ static void on_work_done(WGPUQueueWorkDoneStatus status, WGPUStringView message,
     submission_unref(s);
 }
 
+/* The caller's side is gone (its last reference): its part of the record goes too. */
+static void submission_destroy(vn_object *object) {
+    vn_submission *s = (vn_submission *)object;
+    vn_device *device = s->device;
+    if (s->ticks_read != NULL) vn_pending_read_release(s->ticks_read); /* never waits */
+    s->ticks_read = NULL;
+    vn_timing_release(&s->timing);
+    submission_unref(s);
+    vn_device_unref(device);
+}
+
 vn_status vn_submit_tracked(vn_device *dev, WGPUCommandBuffer cb, const char *what, vn_timing *timing,
-                            vn_submission **out) {
+                            const vn_submit_guard *guard, vn_submission **out) {
     vn_submission *s = calloc(1, sizeof *s);
     if (s == NULL) {
         wgpu.CommandBufferRelease(cb);
         if (timing != NULL) vn_timing_release(timing);
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a submission record. Fix: free host memory.");
     }
-    vn_status st = vn_submit_begin(dev, what);
+    vn_status st = vn_submit_begin_guarded(dev, what, guard);
     if (st != VN_OK) {
         wgpu.CommandBufferRelease(cb);
         if (timing != NULL) vn_timing_release(timing);
@@ -61,7 +77,8 @@ vn_status vn_submit_tracked(vn_device *dev, WGPUCommandBuffer cb, const char *wh
     }
     if (timing != NULL) s->timing = *timing; /* the submission owns the query resources now */
     vn_mutex_init(&s->lock);
-    atomic_init(&s->refs, 2);
+    vn_object_init(&s->obj, VN_KIND_SUBMISSION, submission_destroy);
+    atomic_init(&s->record_refs, 2);
     vn_device_retain(dev);
     s->device = dev;
     s->index = wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
@@ -79,12 +96,11 @@ vn_status vn_submit_tracked(vn_device *dev, WGPUCommandBuffer cb, const char *wh
     return VN_OK;
 }
 
-uint64_t vn_submission_index(const vn_submission *s) { return s == NULL ? 0 : s->index; }
+uint64_t vn_submission_index(const vn_submission *s) { VN_GET(uint64_t, s->index, 0, s, VN_KIND_SUBMISSION); }
 
-int vn_submission_done(vn_submission *s) {
-    if (s == NULL) return 0;
+/* 1 done, 0 not yet, or minus the status that says it never will be here. */
+static int submission_done(vn_submission *s) {
     if (atomic_load(&s->done)) return 1;
-    if (vn_inherited(s->device)) return -(int)vn_device_check(s->device, "Submission.done");
     wgpu.DevicePoll(s->device->device, 0, NULL);
     if (atomic_load(&s->done)) return 1;
     /* Lost or destroyed: what has not finished will not. */
@@ -92,10 +108,10 @@ int vn_submission_done(vn_submission *s) {
     return 0;
 }
 
-vn_status vn_submission_wait(vn_submission *s, double timeout_s, double *waited_s) {
-    if (s == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "submission is NULL. Fix: pass a Submission.");
+int vn_submission_done(vn_submission *s) { VN_PROBE(submission_done(s), s, VN_KIND_SUBMISSION); }
+
+static vn_status submission_wait(vn_submission *s, double timeout_s, double *waited_s) {
     if (atomic_load(&s->done)) return VN_OK;
-    if (vn_inherited(s->device)) return vn_device_check(s->device, "Submission.wait");
     double limit = -1.0;
     if (timeout_s >= 0) {
         if (waited_s == NULL)
@@ -110,6 +126,10 @@ vn_status vn_submission_wait(vn_submission *s, double timeout_s, double *waited_
                        "without limit), or check the kernel for an endless loop.",
                        (unsigned long long)s->index, timeout_s);
     return st;
+}
+
+vn_status vn_submission_wait(vn_submission *s, double timeout_s, double *waited_s) {
+    VN_CALL1(submission_wait(s, timeout_s, waited_s), s, VN_KIND_SUBMISSION);
 }
 
 /* Read the ticks (one time slice at a time) and turn them into times. Under s->lock. */
@@ -135,12 +155,11 @@ static vn_status read_times(vn_submission *s) {
     return VN_OK;
 }
 
-vn_status vn_submission_gpu_times(vn_submission *s, uint64_t *out, size_t capacity, size_t *count) {
-    if (s == NULL || count == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_submission_gpu_times: NULL argument. Fix: pass a submission and a count.");
+static vn_status submission_gpu_times(vn_submission *s, uint64_t *out, size_t capacity, size_t *count) {
+    if (count == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_submission_gpu_times: count is NULL. Fix: pass a count.");
     *count = 0;
     if (s->timing.mode == VN_TIMING_NONE) return VN_OK;
-    if (vn_inherited(s->device)) return vn_device_check(s->device, "reading GPU times");
     vn_status st = VN_OK;
     vn_mutex_lock(&s->lock);
     if (!s->times_read) st = read_times(s);
@@ -152,13 +171,8 @@ vn_status vn_submission_gpu_times(vn_submission *s, uint64_t *out, size_t capaci
     return st;
 }
 
-void vn_submission_release(vn_submission *s) {
-    if (s == NULL || vn_inherited(s->device)) return; /* fork() child: forget it */
-    /* The caller's part: the timing resources and the device reference. */
-    vn_device *device = s->device;
-    if (s->ticks_read != NULL) vn_pending_read_release(s->ticks_read); /* never waits */
-    s->ticks_read = NULL;
-    vn_timing_release(&s->timing);
-    submission_unref(s);
-    vn_device_unref(device);
+vn_status vn_submission_gpu_times(vn_submission *s, uint64_t *out, size_t capacity, size_t *count) {
+    VN_CALL1(submission_gpu_times(s, out, capacity, count), s, VN_KIND_SUBMISSION);
 }
+
+void vn_submission_release(vn_submission *s) { vn_release_handle(s, VN_KIND_SUBMISSION); }

@@ -39,9 +39,20 @@ vn_status vn_timing_prepare(vn_device *dev, vn_timing_mode mode, uint32_t passes
     if (mode != VN_TIMING_TOTAL && mode != VN_TIMING_PER_DISPATCH)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "timing mode %d is not one of 0 (none), 1 (total), 2 (per dispatch). "
                        "Fix: pass timing=False, True or \"dispatch\".", (int)mode);
-    if (!dev->timestamps)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "adapter '%s' has no timestamp queries, so GPU time cannot be measured. "
-                       "Fix: check device.timestamps before asking for timing.", dev->info.name);
+    if (!dev->timestamps) {
+        /* vn.Device() requests timestamp queries wherever the adapter offers them, so
+         * an offering adapter means a device created elsewhere (adopted from wgpu-py). */
+        if (wgpu.AdapterHasFeature(dev->adapter, WGPUFeatureName_TimestampQuery))
+            return vn_fail(VN_ERROR_UNSUPPORTED,
+                           "this device was created without the \"timestamp-query\" feature, though adapter '%s' offers "
+                           "it (a device adopted from wgpu-py has the features it was created with), so GPU time "
+                           "cannot be measured. Fix: request the feature when creating the wgpu-py device: "
+                           "adapter.request_device_sync(required_features=[\"timestamp-query\"]), then "
+                           "vn.Device.from_wgpu(it); or replay without timing.", dev->info.name);
+        return vn_fail(VN_ERROR_UNSUPPORTED, "adapter '%s' has no timestamp queries, so GPU time cannot be measured. "
+                       "Fix: check device.timestamps before asking for timing, and replay without timing where it is "
+                       "False.", dev->info.name);
+    }
     if (passes == 0) return VN_OK;
     uint64_t queries = mode == VN_TIMING_TOTAL ? 2 : 2 * (uint64_t)passes;
     if (queries > MAX_QUERIES)
@@ -76,7 +87,7 @@ void vn_timing_release(vn_timing *t) {
 vn_status vn_timing_read_start(vn_device *dev, vn_timing *t, vn_pending_read **out) {
     /* The readback's copy is queued after the timed submission, so it sees the
      * resolved queries; it also brings the device checks and the life lock. */
-    return vn_read_start(dev, t->resolve, 8ull * t->queries, out);
+    return vn_read_start(dev, t->resolve, 0, 8ull * t->queries, NULL, out);
 }
 
 void vn_timing_convert(const vn_device *dev, const vn_timing *t, const uint64_t *ticks, uint64_t *ns, size_t *count) {

@@ -9,8 +9,21 @@
  * the message of the last failure on the calling thread is vn_last_error(), of the
  * form "<what happened, with values>. Fix: <remedy>". Handles are opaque,
  * reference-counted objects; *_release drops the caller's reference, and an object
- * stays alive while anything recorded on it still needs it. No function aborts
- * the process on bad input.
+ * stays alive while anything recorded on it still needs it. Every function checks
+ * that each handle it is given is a live object of its kind (VN_ERROR_WRONG_TYPE,
+ * VN_ERROR_RELEASED otherwise) and holds a reference on it until it returns, so a
+ * release on another thread never frees it mid-call; the caller must hold its own
+ * reference when it calls (docs/LOCKING.md). No function aborts the process on bad
+ * input.
+ *
+ * Waits: no function blocks longer than one time slice (VN_WAIT_SLICE_MS). A call
+ * whose work is not done by then returns VN_PENDING and is called again, so the caller
+ * can run its signal handlers in between (Python's Ctrl-C).
+ *
+ * fork(): objects belong to the process that made them. In a child after fork(), every
+ * call on an inherited object fails with VN_ERROR_FORKED, and releasing one only
+ * forgets it: wgpu-native's device cannot be used, or destroyed, across fork() (its
+ * driver threads stay in the parent).
  */
 #ifndef VYRE_NATIVE_H
 #define VYRE_NATIVE_H
@@ -41,11 +54,12 @@ typedef enum vn_status {
     VN_ERROR_TIMEOUT = 12,          /* a wait ran past its timeout */
     VN_ERROR_INTERNAL = 13,         /* an unexpected failure */
     VN_ERROR_WRONG_TYPE = 14,       /* an argument of the wrong type */
-    VN_ERROR_FORKED = 15,           /* an object inherited across fork(): unusable in the child */
+    VN_ERROR_UNSUPPORTED = 15,      /* the adapter lacks a feature the call needs */
+    VN_ERROR_FORKED = 16,           /* an object inherited across fork(): unusable in the child */
     /* Not a failure: a blocking call waited one time slice (VN_WAIT_SLICE_MS) and the
      * work is not done yet. Call it again (with the same arguments) to keep waiting;
      * returning in between lets the caller notice a signal (Python: KeyboardInterrupt). */
-    VN_PENDING = 16
+    VN_PENDING = 17
 } vn_status;
 
 /* Bounds of one call. */
@@ -68,6 +82,10 @@ typedef struct vn_pending_read vn_pending_read;
 
 /* The message of the last failure on this thread ("" when none). */
 const char *vn_last_error(void);
+/* 1 when the last failure on this thread points into WGSL source (a ShaderError from
+ * the compiler): *line and *column get its 1-based line and column (in characters),
+ * as the message shows them; else 0. */
+int vn_last_error_position(uint32_t *line, uint32_t *column);
 
 /* ---- library (csrc/loader.c) ---------------------------------------------- */
 
@@ -79,12 +97,18 @@ uint32_t vn_library_version(void);
 /* The version the headers were compiled for, encoded as wgpuGetVersion encodes. */
 uint32_t vn_expected_version(void);
 
-/* ---- device (csrc/device.c) ----------------------------------------------- */
+/* ---- log (csrc/log.c) ------------------------------------------------------ */
 
-/* Devices belong to the process that made them. In a child after fork(), every call
- * on an inherited device or anything made from it fails with VN_ERROR_FORKED, and
- * releasing one only forgets it: wgpu-native's device cannot be used, or destroyed,
- * across fork() (its driver threads stay in the parent). */
+/* Route wgpu-native's log into a bounded ring (256 messages; the oldest is dropped when
+ * full) at `level`: 0 off, 1 error, 2 warn, 3 info, 4 debug, 5 trace. */
+vn_status vn_log_start(int level);
+vn_status vn_log_set_level(int level);
+/* Take the oldest message: 1 with its level and text, or 0 when none came within
+ * timeout_s. *dropped gets how many were dropped since the last call. Blocks (call it
+ * with the GIL released, as cffi does). */
+int vn_log_next(double timeout_s, int *level, char *out, size_t capacity, uint64_t *dropped);
+
+/* ---- device (csrc/device.c) ----------------------------------------------- */
 
 typedef enum vn_power_preference {
     VN_POWER_DEFAULT = 0,
@@ -122,6 +146,7 @@ typedef struct vn_limits {
     uint32_t max_compute_workgroup_size_y;
     uint32_t max_compute_workgroup_size_z;
     uint32_t max_compute_workgroups_per_dimension;
+    uint32_t max_immediate_size;    /* bytes of var<immediate> data; 0 without the feature */
 } vn_limits;
 
 /* backend: NULL for the platform's primary backends (Vulkan, Metal, DX12; never wgpu's
@@ -131,7 +156,14 @@ typedef struct vn_limits {
  * otherwise the adapter at that index of vn_enumerate_adapters(backend) (power_preference
  * ignored). */
 vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, const char *backend,
-                           vn_device **out);
+                           const char *required_features, vn_device **out);
+/* The device's features as space-separated names (see vn_device_info.features). Every
+ * device requests the compute features its adapter offers (shader-f16, subgroups,
+ * subgroup, subgroup-barrier, shader-f64, shader-int64, shader-float32-atomic, the int64
+ * atomics, timestamp-query, immediates, pipeline-cache) plus required_features (the same
+ * names, space-separated; NULL for none): an unknown name is VN_ERROR_INVALID_ARGUMENT, one
+ * the adapter lacks VN_ERROR_UNSUPPORTED naming every missing one. */
+vn_status vn_device_get_features(const vn_device *device, char *out, size_t capacity);
 /* Describe up to `capacity` adapters of `backend` (as for vn_device_create) into out;
  * *count gets how many exist. */
 vn_status vn_enumerate_adapters(const char *backend, vn_device_info *out, size_t capacity, size_t *count);
@@ -184,16 +216,39 @@ typedef struct vn_buffer_desc {
 vn_status vn_buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage,
                            const void *data, vn_buffer **out);
 vn_status vn_buffer_describe(const vn_buffer *buffer, vn_buffer_desc *out);
-/* Queue a write of nbytes at offset (both 4-aligned, or the write ends the buffer). */
+/* A byte range of a buffer: what binds, copies, clears and reads take wherever they
+ * take a buffer. size UINT64_MAX means "to the end of the buffer", so a whole buffer is
+ * {buffer, 0, UINT64_MAX}. Every function that takes one checks it (vn_view_check's
+ * rules) and holds a reference on the buffer for the call; what it records keeps one. */
+typedef struct vn_view {
+    vn_buffer *buffer;
+    uint64_t offset;
+    uint64_t size;
+} vn_view;
+
+/* The rules of a view, checked wherever one is taken: a live buffer; offset + size within
+ * byte_len (else VN_ERROR_INVALID_ARGUMENT naming both); offset a multiple of 4 and size
+ * too unless the view ends the buffer (GPU copies and bindings address whole words); an
+ * explicit size of at least 1. *resolved gets offset and the size in bytes (UINT64_MAX
+ * resolved), resolved may be NULL. Binding a view also needs the device's
+ * min_storage_buffer_offset_alignment / min_uniform_buffer_offset_alignment (see
+ * vn_dispatch_args). */
+vn_status vn_view_check(const vn_view *view, vn_view *resolved);
+/* Queue a write of nbytes at offset into the view (both 4-aligned, or the write ends
+ * the buffer); the write must lie inside the view. */
+vn_status vn_view_write(const vn_view *view, uint64_t offset, const void *data, uint64_t nbytes);
+/* Copy the view's bytes into dst (capacity >= its size), after all work submitted
+ * before the call. Only the view's range is copied off the GPU. When the work is not
+ * done within one time slice, returns VN_PENDING with *pending set to the read in
+ * flight: finish it with vn_pending_read_finish(*pending, dst, capacity) (VN_PENDING
+ * again means call again) and release it with vn_pending_read_release. VN_PENDING with
+ * *pending NULL: the read has not started (a CPU adapter's queue runs one submission at
+ * a time, and earlier work is still running): call vn_view_read again. pending may be
+ * NULL only when the caller takes VN_PENDING as a failure (the read in flight is then
+ * dropped, without waiting). */
+vn_status vn_view_read(const vn_view *view, void *dst, uint64_t capacity, vn_pending_read **pending);
+/* The whole-buffer forms of vn_view_write and vn_view_read. */
 vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes);
-/* Copy the buffer's byte_len bytes into dst (capacity >= byte_len), after all
- * work submitted before the call. When the work is not done within one time slice,
- * returns VN_PENDING with *pending set to the read in flight: finish it with
- * vn_pending_read_finish(*pending, dst, capacity) (VN_PENDING again means call again)
- * and release it with vn_pending_read_release. VN_PENDING with *pending NULL: the read
- * has not started (a CPU adapter's queue runs one submission at a time, and earlier
- * work is still running): call vn_buffer_read again. pending may be NULL only when the
- * caller accepts VN_PENDING as a failure (a read in flight is then abandoned). */
 vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity, vn_pending_read **pending);
 void vn_buffer_release(vn_buffer *buffer);
 
@@ -220,7 +275,7 @@ typedef struct vn_binding_desc {
 } vn_binding_desc;
 
 typedef struct vn_constant {
-    const char *name;    /* a WGSL `override` name */
+    const char *name;    /* WebGPU's key: an @id(n) override's is "n", any other's its name */
     double value;
 } vn_constant;
 
@@ -233,10 +288,18 @@ typedef struct vn_pipeline_desc {
     int32_t indirect_binding;         /* index into bindings of the indirect-args buffer, -1: none */
     uint64_t indirect_offset;         /* byte offset of the three u32 counts */
     uint32_t cache_capacity;          /* bind-group LRU entries, 0: 256 */
-    /* @workgroup_size after overrides (reflected), 0 0 0 when unknown: checked against the
-     * device's limits, which wgpu-native 29 does not do for sizes set by an override (on
-     * NVIDIA such a pipeline faults the GPU and loses the device). */
-    uint32_t workgroup_size[3];
+    /* The entry point's @workgroup_size and bytes of var<workgroup> memory (WebGPU's
+     * sum: each variable rounded up to 16), with the override values applied, checked
+     * against the device's limits here: wgpu-native checks neither once overrides
+     * decide them, and a GPU runs past its limits or loses the device. All three
+     * sizes 0: not checked. */
+    uint64_t workgroup_size[3];
+    uint64_t workgroup_storage_size;
+    /* Bytes of the entry point's var<immediate> data (its type's size rounded up to 4),
+     * 0: none. Declared in the pipeline layout; needs the device's "immediates" feature
+     * (else VN_ERROR_UNSUPPORTED) and at most its maxImmediateSize. Every dispatch of
+     * the pipeline then takes exactly this many bytes of immediates. */
+    uint32_t immediate_size;
 } vn_pipeline_desc;
 
 vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipeline_desc *desc,
@@ -255,28 +318,83 @@ void vn_pipeline_release(vn_pipeline *pipeline);
 
 /* ---- pre-recorded dispatches (csrc/record.c, csrc/readback.c) ------------- */
 
-/* Resolve handles against the pipeline's bindings (outputs take the next output,
- * the first uniform takes params when not NULL, everything else the next input),
- * validate each, take bind groups from the pipeline's cache, and encode: clears
- * of non-preserved outputs, one compute pass, a direct or indirect dispatch. */
-vn_status vn_dispatch_record(vn_pipeline *pipeline,
-                             vn_buffer *const *inputs, size_t input_count,
-                             vn_buffer *const *outputs, size_t output_count,
-                             vn_buffer *params,
-                             uint32_t x, uint32_t y, uint32_t z,
-                             vn_dispatch **out);
-/* Submit the recorded command buffer; exactly one call ever succeeds. */
+/* Which of the two ways of naming a dispatch's buffers a call used (bits). */
+typedef enum vn_bind_form {
+    VN_BIND_POSITIONAL = 1, /* inputs / outputs / params were given */
+    VN_BIND_NAMED = 2       /* bind={name: buffer} was given */
+} vn_bind_form;
+
+/* One dispatch's buffers and size: what record, recording_create and sequence_add take.
+ * The binding rule lives in C alone (csrc/bind.c), one of two forms, never both
+ * (VN_ERROR_BINDING when `forms` has both bits):
+ * - positional: bindings in (group, binding) order; a read_write binding takes the next
+ *   output, the first uniform takes params when not NULL, every other the next input;
+ *   too few or too many handles is VN_ERROR_BINDING naming the bindings;
+ * - named: names[i] binds named[i]; every binding the entry point uses must be named
+ *   exactly once: an unknown, repeated or missing name is VN_ERROR_BINDING listing the
+ *   pipeline's bindings.
+ * Either way each view is checked against its binding: device, usage bits, size (at
+ * least the declared type's, at most the device's largest binding) and offset (a
+ * multiple of min_storage_buffer_offset_alignment, or min_uniform_buffer_offset_alignment
+ * for a uniform). Outputs (read_output's indices) are the read_write bindings in
+ * (group, binding) order, whichever the form.
+ * indirect: NULL, or the buffer (a view) whose bytes at indirect_offset hold the three
+ * u32 workgroup counts: INDIRECT usage, the pipeline's device, indirect_offset a multiple
+ * of 4 and + 12 within the view, and no pipeline compiled with an indirect binding.
+ * x, y, z are ignored by an indirect dispatch.
+ * immediates: the var<immediate> data of the dispatch, exactly the pipeline's
+ * immediate_size bytes (NULL and 0 for a pipeline without); copied, so the caller's
+ * memory is free once the call returns. */
+typedef struct vn_dispatch_args {
+    uint32_t forms;                  /* vn_bind_form bits */
+    uint32_t x, y, z;
+    const vn_view *inputs;
+    size_t input_count;
+    const vn_view *outputs;
+    size_t output_count;
+    const vn_view *params;           /* NULL: none */
+    /* What most dispatches leave zero comes last (a short initializer suffices). */
+    const void *immediates;
+    size_t immediates_len;
+    const char *const *names;        /* the named form: names[i] binds named[i] */
+    const vn_view *named;
+    size_t named_count;
+    const vn_view *indirect;         /* NULL: direct, or the pipeline's compiled indirect binding */
+    uint64_t indirect_offset;
+} vn_dispatch_args;
+
+/* Resolve args against the pipeline's bindings, validate each, take bind groups from
+ * the pipeline's cache, and encode: clears of non-preserved outputs (each view's own
+ * range), one compute pass, a direct or indirect dispatch. */
+vn_status vn_dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_dispatch **out);
+/* Submit the recorded command buffer; exactly one call ever succeeds. VN_PENDING: a
+ * CPU adapter's queue still runs earlier work (nothing was submitted); call again. */
 vn_status vn_dispatch_replay(vn_dispatch *dispatch, uint64_t *submission_index);
 size_t vn_dispatch_output_count(const vn_dispatch *dispatch);
-/* The output's byte_len, or VN_ERROR_OUTPUT_INDEX. */
+/* The output's size in bytes (a view's own), or VN_ERROR_OUTPUT_INDEX. */
 vn_status vn_dispatch_output_len(const vn_dispatch *dispatch, int64_t index, uint64_t *out);
 /* Start reading output `index` (after the same checks as vn_dispatch_read_output). */
 vn_status vn_dispatch_read_output_async(vn_dispatch *dispatch, int64_t index, vn_pending_read **out);
-/* Copy output `index` (its byte_len bytes) into dst once this recording's own
- * submission has completed; *written gets the byte count. VN_PENDING and *pending
- * as for vn_buffer_read. */
+/* Copy output `index` (its bytes: a view's range only) into dst once this recording's
+ * own submission has completed; *written gets the byte count. VN_PENDING and *pending
+ * as for vn_view_read. */
 vn_status vn_dispatch_read_output(vn_dispatch *dispatch, int64_t index, void *dst,
                                   uint64_t capacity, uint64_t *written, vn_pending_read **pending);
+/* The borrowed form: make the buffers from host memory by the binding rule, then
+ * record as vn_dispatch_record does. Each read_write binding that is not preserved gets
+ * a new zeroed output of output_sizes[k] bytes (k counting those bindings), or of its
+ * declared min_size when output_sizes is NULL; every other binding takes a host buffer
+ * (host[i], host_lens[i] bytes, copied): with names NULL the next one in (group,
+ * binding) order, a preserved one among them; else the one named for it (names[i] for
+ * host[i]), each such binding named exactly once (VN_ERROR_BINDING for an unknown,
+ * repeated, missing or allocated output's name, listing the bindings). `forms` as in
+ * vn_dispatch_args. The dispatch holds the buffers; the caller holds none. */
+vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms,
+                                      const void *const *host, const uint64_t *host_lens,
+                                      const char *const *names, size_t host_count,
+                                      const uint64_t *output_sizes, size_t output_size_count,
+                                      uint32_t x, uint32_t y, uint32_t z,
+                                      vn_dispatch **out);
 void vn_dispatch_release(vn_dispatch *dispatch);
 
 /* ---- interop with wgpu-py in the same process (csrc/interop.c) ---------------- */
@@ -285,25 +403,36 @@ void vn_dispatch_release(vn_dispatch *dispatch);
  * each takes a reference of its own (AddRef), released with the vn object. The
  * handles are the WGPU* pointers as integers. */
 vn_status vn_device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t device, uintptr_t queue, vn_device **out);
-vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, vn_buffer **out);
+/* `mapped`: nonzero when wgpu-py reports the buffer mapped or map-pending (it starts
+ * refused, as vn_buffer_set_foreign_state's MAPPED); otherwise adoption finds out whether
+ * it was destroyed already, and refuses it then with VN_ERROR_BINDING. */
+vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, int mapped, vn_buffer **out);
 /* The buffer's WGPUBuffer with one new reference, which the caller must release. */
 vn_status vn_buffer_export(vn_buffer *buffer, uintptr_t *out);
-/* What the other binding did to an adopted buffer: wgpu-native aborts the process
- * on submitting work that uses a mapped or destroyed buffer, so the Python side
- * reports its owner's map, unmap and destroy here, and every submit that would use
- * such a buffer fails with VN_ERROR_BINDING instead. */
+/* What wgpu-py does to a buffer it shares with this layer (adopted, or handed over by
+ * vn_buffer_export). wgpu-native aborts the process on submitting work that uses a
+ * buffer that is mapped, map-pending or destroyed, and cannot be asked which it is, so
+ * the Python side reports wgpu-py's map, unmap and destroy calls here (from hooks on
+ * the one object through which wgpu-py calls wgpu-native: vyre_native/interop.py), and
+ * every submit re-checks its buffers under the device's life lock: one that uses such
+ * a buffer fails with VN_ERROR_BINDING instead. */
 typedef enum vn_foreign_state {
     VN_FOREIGN_USABLE = 0,
-    VN_FOREIGN_MAPPED = 1,
-    VN_FOREIGN_DESTROYED = 2
+    VN_FOREIGN_MAPPED = 1,   /* mapped or map-pending */
+    VN_FOREIGN_DESTROYED = 2 /* final */
 } vn_foreign_state;
-void vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state state);
-/* One more reference, for the watcher that reports the owner's calls. */
+/* Set the state, and return the one before. Takes the device's life lock for writing,
+ * so it waits for any submit between its check and its queue call; every submit after
+ * it sees the new state. Report MAPPED before wgpu-py's map call and DESTROYED before
+ * its destroy; USABLE after its unmap. */
+vn_foreign_state vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state state);
+/* One more reference, for a watcher or a second handle on the same object. */
 void vn_buffer_retain_for_watch(vn_buffer *buffer);
 void vn_device_retain_for_watch(vn_device *device);
-/* The adopted device's owner is about to destroy it: later calls fail with
- * VN_ERROR_DEVICE_LOST, and no submit of ours is in flight when this returns. */
-void vn_device_mark_lost(vn_device *device, const char *reason);
+/* wgpu-py destroys a device it shares with this layer: this destroys it instead, as
+ * vn_device_destroy does (waiting for any submit and encoding of ours in flight), even
+ * when the vn device was closed; later calls fail with VN_ERROR_DEVICE_LOST (`reason`). */
+void vn_device_destroy_shared(vn_device *device, const char *reason);
 
 /* ---- submissions (csrc/submission.c) ----------------------------------------- */
 
@@ -324,7 +453,7 @@ uint64_t vn_submission_index(const vn_submission *submission);
 vn_status vn_submission_gpu_times(vn_submission *submission, uint64_t *out, size_t capacity, size_t *count);
 /* 1 when the submission's work has completed, 0 when not yet (never blocks); minus a
  * status (vn_last_error says why) when it never will here: -VN_ERROR_DEVICE_LOST, or
- * -VN_ERROR_FORKED for a submission inherited across fork(). */
+ * -VN_ERROR_FORKED for a submission inherited across fork(), or a handle error. */
 int vn_submission_done(vn_submission *submission);
 /* Wait (GIL released) until the work completes, for at most one time slice: VN_OK,
  * or VN_PENDING (call again). timeout_s < 0 waits without limit; otherwise *waited_s
@@ -338,37 +467,38 @@ void vn_submission_release(vn_submission *submission);
 typedef struct vn_recording vn_recording;
 typedef struct vn_sequence vn_sequence;
 
-/* Same binding rules, checks and clears as vn_dispatch_record, but nothing is
- * encoded yet: each replay re-encodes from the held pipeline and bind groups,
- * inside error scopes, and submits only a cleanly encoded command buffer. */
-vn_status vn_recording_create(vn_pipeline *pipeline,
-                              vn_buffer *const *inputs, size_t input_count,
-                              vn_buffer *const *outputs, size_t output_count,
-                              vn_buffer *params,
-                              uint32_t x, uint32_t y, uint32_t z,
-                              vn_recording **out);
+/* Same binding rules, checks, clears and immediates as vn_dispatch_record, but
+ * nothing is encoded yet: each replay re-encodes from the held pipeline, bind groups
+ * and immediates (copied here), inside error scopes, and submits only a cleanly
+ * encoded command buffer. */
+vn_status vn_recording_create(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_recording **out);
 /* Encode n launches (1..VN_MAX_LAUNCHES_PER_SUBMIT) into one command buffer and submit
- * it once. Without outputs to clear the n dispatches share one compute pass; otherwise
- * each launch is its clears then its pass. */
+ * it once. Without outputs to clear outside a pass the n dispatches share one compute
+ * pass (each launch's fills, then its dispatch); otherwise each launch is its clears
+ * then its pass. VN_PENDING (*out NULL): a CPU adapter's queue still runs earlier
+ * work, and submitting now would block inside the driver; call again. The same holds
+ * for every replay, submit and read on such a device. */
 vn_status vn_recording_replay(vn_recording *recording, uint32_t n, vn_timing_mode timing, vn_submission **out);
 size_t vn_recording_output_count(const vn_recording *recording);
-/* The output buffer (a new reference for the caller), or VN_ERROR_OUTPUT_INDEX. */
-vn_status vn_recording_output(const vn_recording *recording, int64_t index, vn_buffer **out);
+/* The output as bound: its buffer (a new reference for the caller), offset and size in
+ * bytes; or VN_ERROR_OUTPUT_INDEX. */
+vn_status vn_recording_output(const vn_recording *recording, int64_t index, vn_view *out);
 void vn_recording_release(vn_recording *recording);
 
 vn_status vn_sequence_create(vn_device *device, vn_sequence **out);
-/* Append a dispatch. clear_outputs: clear its non-preserved outputs right before
- * it (as a recording does); 0 leaves them as the previous steps left them. */
-vn_status vn_sequence_add(vn_sequence *sequence, vn_pipeline *pipeline,
-                          vn_buffer *const *inputs, size_t input_count,
-                          vn_buffer *const *outputs, size_t output_count,
-                          vn_buffer *params, uint32_t x, uint32_t y, uint32_t z,
+/* Append a dispatch (args as for vn_dispatch_record). clear_outputs: clear its
+ * non-preserved outputs right before it (as a recording does); 0 leaves them as the
+ * previous steps left them. Each step keeps its own copy of its immediates (as for
+ * vn_dispatch_record), set right before its dispatch: per-step values with no buffer
+ * and no bind-group change. */
+vn_status vn_sequence_add(vn_sequence *sequence, vn_pipeline *pipeline, const vn_dispatch_args *args,
                           int clear_outputs);
-/* Append a GPU copy of nbytes (UINT64_MAX: as much as fits from the offsets). */
-vn_status vn_sequence_copy(vn_sequence *sequence, vn_buffer *src, vn_buffer *dst, uint64_t nbytes,
+/* Append a GPU copy of nbytes (UINT64_MAX: as much as fits from the offsets) from
+ * src_offset into the src view to dst_offset into the dst view. */
+vn_status vn_sequence_copy(vn_sequence *sequence, const vn_view *src, const vn_view *dst, uint64_t nbytes,
                            uint64_t src_offset, uint64_t dst_offset);
-/* Append a clear of the whole buffer to zero. */
-vn_status vn_sequence_clear(vn_sequence *sequence, vn_buffer *buffer);
+/* Append a clear of the view's bytes to zero. */
+vn_status vn_sequence_clear(vn_sequence *sequence, const vn_view *buffer);
 size_t vn_sequence_length(const vn_sequence *sequence);
 /* Encode every step n times into one command buffer (consecutive dispatches share
  * a compute pass) and submit it once; n > 1 needs n * steps <= VN_MAX_LAUNCHES_PER_SUBMIT. */
@@ -389,22 +519,39 @@ vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count,
 
 /* ---- asynchronous readback (csrc/readback.c) -------------------------------- */
 
-/* Queue a copy of the buffer's bytes into a staging buffer from the device's ring
+/* Queue a copy of the view's bytes into a staging buffer from the device's ring
  * and return at once; many may be in flight. VN_PENDING (*out NULL): a CPU adapter's
- * queue still runs earlier work, and submitting now would block inside the driver;
- * call again. The same holds for every replay and submit on such a device. */
+ * queue still runs earlier work; call again. */
+vn_status vn_view_read_async(const vn_view *view, vn_pending_read **out);
+/* The whole-buffer form. */
 vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out);
 uint64_t vn_pending_read_len(const vn_pending_read *read);
+/* 1 once the read's data is in its staging buffer (finishing it will not wait), else 0.
+ * Never blocks: it only polls the device. Minus a status (vn_last_error says why) when it
+ * never will here, as vn_submission_done: -VN_ERROR_DEVICE_LOST, -VN_ERROR_RELEASED (the
+ * device closed), -VN_ERROR_FORKED, or a handle error. */
+int vn_pending_read_done(vn_pending_read *read);
 /* Wait for the copy, then copy byte_len bytes into dst (capacity >= byte_len).
  * VN_PENDING: one time slice passed first, nothing was copied; call again. A read can
  * be finished once; later calls fail with VN_ERROR_ALREADY_SUBMITTED. */
 vn_status vn_pending_read_finish(vn_pending_read *read, void *dst, uint64_t capacity);
-/* Wait for the read and map it: *data points at its byte_len bytes until
- * vn_pending_read_unmap, which must follow (the device's destruction waits for it).
- * Lets a caller copy once, straight into an object of its own. Completes the read.
- * VN_PENDING as for vn_pending_read_finish. */
-vn_status vn_pending_read_map(vn_pending_read *read, const void **data);
-void vn_pending_read_unmap(vn_pending_read *read);
+/* A read's bytes handed out in place: the staging buffer they sit in stays mapped and
+ * pinned (out of the device's staging ring) until vn_mapping_release, and nothing
+ * unmaps, reuses or frees it before then: vn_device_destroy on its device defers the
+ * GPU device's destruction until the last pin goes, and closing or releasing the
+ * device keeps its record alive for the mapping (vn_device_destroy_shared, wgpu-py's
+ * destroy of a shared device, defers as vn_device_destroy does). Holds no lock between
+ * calls. */
+typedef struct vn_mapping vn_mapping;
+/* Wait for the read, then pin its staging buffer: *out gets the mapping and *data its
+ * byte_len (vn_pending_read_len) bytes, readable until vn_mapping_release. Completes
+ * the read, as vn_pending_read_finish does. VN_PENDING as for vn_pending_read_finish. */
+vn_status vn_pending_read_pin(vn_pending_read *read, vn_mapping **out, const void **data);
+/* Unpin: unmap the staging buffer and give it back to the ring. Never waits for the
+ * GPU; safe after the device was closed, released or destroyed (the last unpin of a
+ * destroyed device destroys it). In a fork() child an inherited mapping is only
+ * forgotten (nothing is unmapped). */
+void vn_mapping_release(vn_mapping *mapping);
 /* Release without waiting: a read still in flight is handed to its device, which
  * returns its staging buffer once the copy completes (at a later poll). */
 void vn_pending_read_release(vn_pending_read *read);
@@ -424,6 +571,7 @@ typedef struct vn_live_counts {
     int64_t sequences;
     int64_t submissions;
     int64_t pending_reads;
+    int64_t mappings;
 } vn_live_counts;
 
 /* Live objects by kind. Devices released while their work was still running are
@@ -433,6 +581,12 @@ void vn_debug_live_counts(vn_live_counts *out, double wait_s);
  * mapping: "Not enough memory left" is VN_ERROR_OUT_OF_MEMORY whatever its type,
  * "Parent device is lost" VN_ERROR_DEVICE_LOST). */
 vn_status vn_debug_error_status(uint32_t wgpu_error_type, const char *message);
+/* The WGSL of the built-in zero fill (csrc/fill.c) that clears outputs inside the
+ * compute pass: entry points fill_words (array<u32> at @binding(0)) and fill_quads
+ * (array<vec4<u32>> at @binding(1), for sizes that are multiples of 16), both
+ * @workgroup_size(256), one dispatch of min(ceil(elements / 256), 65535) workgroups.
+ * For the benchmarks' raw-C floor, which dispatches the same kernel. */
+const char *vn_debug_fill_wgsl(void);
 
 /* VN_CDEF_END */
 

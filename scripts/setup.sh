@@ -23,7 +23,7 @@ command -v "$PY" >/dev/null || die "no '$PY' on PATH. Fix: install Python >= 3.1
 
 if [ ! -x .venv/bin/python ]; then
   say "creating .venv with $("$PY" -V 2>&1)"
-  "$PY" -m venv .venv || die "could not create a virtual environment. Fix: install the venv module (Debian: apt-get install python3-venv) and rerun."
+  "$PY" -m venv .venv || die "could not create a virtual environment in .venv (the error is above). Fix: make the checkout writable, and install the venv module where it is missing (Debian: apt-get install python3-venv); then rerun."
 fi
 VPY=.venv/bin/python
 

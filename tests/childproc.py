@@ -73,7 +73,9 @@ def long_recording(dev, seconds=3.0):
 '''
 
 
-def run_child(code: str, timeout: float = 180, env: dict[str, str] | None = None, prelude: str = PRELUDE) -> Any:
+def run_child(
+    code: str, timeout: float = 180, env: dict[str, str] | None = None, prelude: str = PRELUDE
+) -> Any:
     """Run prelude + code in a fresh interpreter; assert it exited 0; return what it
     printed last on a line starting "RESULT " (JSON)."""
     full_env = dict(os.environ)
@@ -90,7 +92,9 @@ def run_child(code: str, timeout: float = 180, env: dict[str, str] | None = None
         cwd=tempfile.gettempdir(),
     )
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, f"child exited with {proc.returncode} (negative: killed by that signal):\n{out[-6000:]}"
+    assert proc.returncode == 0, (
+        f"child exited with {proc.returncode} (negative: killed by that signal):\n{out[-6000:]}"
+    )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert lines, f"child printed no RESULT:\n{out[-6000:]}"
     return json.loads(lines[-1][len("RESULT ") :])

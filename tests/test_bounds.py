@@ -93,7 +93,9 @@ def test_sequence_replay_beyond_one_submit_runs_every_step(device: vn.Device, co
     assert _count(acc) == 600
 
 
-def test_one_replay_of_a_sequence_longer_than_one_submit_is_allowed(device: vn.Device, counter: vn.Pipeline) -> None:
+def test_one_replay_of_a_sequence_longer_than_one_submit_is_allowed(
+    device: vn.Device, counter: vn.Pipeline
+) -> None:
     acc = device.alloc(4 * 64)
     seq = device.sequence()
     for _ in range(PER_SUBMIT + 10):
@@ -102,20 +104,26 @@ def test_one_replay_of_a_sequence_longer_than_one_submit_is_allowed(device: vn.D
     assert _count(acc) == PER_SUBMIT + 10
 
 
-def test_timed_replay_beyond_one_submit_raises_invalid_argument_error(device: vn.Device, counter: vn.Pipeline) -> None:
+def test_timed_replay_beyond_one_submit_raises_invalid_argument_error(
+    device: vn.Device, counter: vn.Pipeline
+) -> None:
     rec = counter.record([], [device.alloc(256)])
     with pytest.raises(vn.InvalidArgumentError, match=r"n=257.*256.*Fix: pass n <= 256"):
         rec.replay(PER_SUBMIT + 1, timing=True)
     assert rec.replay(PER_SUBMIT, timing=True) is not None
 
 
-def test_replay_count_beyond_u32_raises_invalid_argument_error(device: vn.Device, counter: vn.Pipeline) -> None:
+def test_replay_count_beyond_u32_raises_invalid_argument_error(
+    device: vn.Device, counter: vn.Pipeline
+) -> None:
     rec = counter.record([], [device.alloc(256)])
     with pytest.raises(vn.InvalidArgumentError, match="Fix:"):
         rec.replay(2**32)
 
 
-def test_batch_submit_beyond_one_submit_raises_invalid_argument_error(device: vn.Device, counter: vn.Pipeline) -> None:
+def test_batch_submit_beyond_one_submit_raises_invalid_argument_error(
+    device: vn.Device, counter: vn.Pipeline
+) -> None:
     rec = counter.record([], [device.alloc(256)])
     with pytest.raises(vn.InvalidArgumentError, match=r"257 items.*257 steps.*Fix:"):
         device.submit([rec] * (PER_SUBMIT + 1))

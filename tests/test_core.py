@@ -325,7 +325,7 @@ def test_compile_reflects_bindings_with_their_layout(device: vn.Device) -> None:
         vn.Binding(0, 0, "a", "storage_read", False, False, 0),
         vn.Binding(0, 1, "params", "uniform", False, False, 8),
         vn.Binding(0, 2, "out", "storage_read_write", True, False, 64),
-        vn.Binding(1, 0, "state", "storage_read_write", False, True, 16),
+        vn.Binding(1, 0, "state", "storage_read_write", True, True, 16),
     ]
     out = prog.bindings[2]
     assert {f: getattr(out, f) for f in ("group", "binding", "name", "kind", "is_output", "preserve")} == {
@@ -394,6 +394,46 @@ def test_compile_constants_set_override_values(device: vn.Device, run) -> None:
     (tripled,) = run(device.compile(wgsl, constants={"factor": 3.0}), [inp], [device.alloc(host.nbytes)])
     np.testing.assert_array_equal(default, host)
     np.testing.assert_array_equal(tripled, host * 3)
+
+
+ID_OVERRIDE = """
+@id(7) override k: u32 = 1;
+override w: u32 = 2;
+@group(0) @binding(0) var<storage, read_write> out: array<u32, 2>;
+@compute @workgroup_size(1) fn main() { out[0] = k; out[1] = w; }
+"""
+
+
+@pytest.mark.parametrize("key", ["7", "k"])
+def test_id_override_is_set_by_its_id_string_or_by_its_name(device: vn.Device, run, key: str) -> None:
+    (out,) = run(
+        device.compile(ID_OVERRIDE, constants={key: 5, "w": 9}), [], [device.alloc(8)], dtype=np.uint32
+    )
+    assert out.tolist() == [5, 9]
+
+
+def test_overrides_without_a_value_take_their_defaults(device: vn.Device, run) -> None:
+    (out,) = run(device.compile(ID_OVERRIDE), [], [device.alloc(8)], dtype=np.uint32)
+    assert out.tolist() == [1, 2]
+
+
+def test_struct_named_vec2f_binds_at_the_size_of_its_members(device: vn.Device, run) -> None:
+    wgsl = """
+    struct vec2f { a: f32, b: f32, c: f32 }
+    @group(0) @binding(0) var<storage, read_write> out: vec2f;
+    @compute @workgroup_size(1) fn main() { out.c = 3.0; }
+    """
+    prog = device.compile(wgsl)
+    assert prog.bindings[0].min_size == 12
+    (out,) = run(prog, [], [device.alloc(12)])
+    assert out.tolist() == [0.0, 0.0, 3.0]
+
+
+def test_cr_only_module_compiles_and_runs(device: vn.Device, run) -> None:
+    wgsl = "// a comment\r@group(0) @binding(0) var<storage, read_write> out: array<u32>;\r"
+    wgsl += "@compute @workgroup_size(1)\rfn main() { out[0] = 5u; }\r"
+    (out,) = run(device.compile(wgsl), [], [device.alloc(4)], dtype=np.uint32)
+    assert out[0] == 5
 
 
 def test_compile_syntax_error_raises_shader_error_with_its_line(device: vn.Device) -> None:
@@ -544,7 +584,7 @@ def test_outputs_are_cleared_before_the_dispatch(device: vn.Device) -> None:
 def test_preserved_state_carries_over_across_recordings(device: vn.Device) -> None:
     prog = device.compile(ACCUMULATE, preserve=["state"])
     (binding,) = prog.bindings
-    assert binding.preserve and not binding.is_output
+    assert binding.preserve and binding.is_output
     start = np.arange(100, dtype=np.uint32) * 10
     state = device.upload(start)
     k = 5

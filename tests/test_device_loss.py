@@ -10,7 +10,7 @@ callback or through an error that says so ("Parent device is lost"); both set th
 destroy() sets, so the same checks guard it. On NVIDIA, wgpu-native 29 reports a GPU
 fault to nobody: polls keep saying the work is pending and the next submit aborts the
 process. The one such fault seen (a @workgroup_size set by an override above the
-device's limit) is refused when compiling; see docs/ABORT_HAZARDS.md.
+device's limit) is refused when compiling (tests/test_limits.py); see docs/ABORT_HAZARDS.md.
 """
 
 from __future__ import annotations
@@ -18,16 +18,15 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-import numpy as np
 import pytest
 from childproc import raised, run_child
-from wgsl_kernels import DOUBLE
+from wgsl_kernels import ADD_IMMEDIATE, DOUBLE
 
-import vyre_native as vn
 from vyre_native._lib import lib
 
 _AFTER_DESTROY = """
 DOUBLE = {double!r}
+ADD_K = {add_k!r}
 dev = vn.Device()
 p = dev.compile(DOUBLE)
 a = dev.upload(np.arange(64, dtype=np.float32))
@@ -38,6 +37,10 @@ done.replay()
 rc = p.record([a], [o])
 rc.replay().wait()
 seq = dev.sequence().add(p, [a], [o])
+view = a.view(0, 64)
+seq.add(p, [view], [o]).clear(o.view(0, 64))  # a clear as a fill dispatch in the pass
+imm = dev.compile(ADD_K, preserve=["acc"]) if "immediates" in dev.features else None
+pin_pending = o.read_async()
 long_rec, long_out = long_recording(dev, 3.0)
 timed = rc.replay(timing=True) if dev.timestamps else None
 pending = o.read_async()
@@ -75,13 +78,26 @@ ops = {{
     "read_output_of_running_work": lambda: long_out.read(),
     "gpu_time": (lambda: timed.gpu_time_ns) if timed is not None else (lambda: dev.destroy()),
     "destroy_again": lambda: dev.destroy(),
+    # entry points main added after waits branched
+    "view_read": lambda: view.read(),
+    "view_read_into": lambda: view.read_into(bytearray()),
+    "view_read_async": lambda: view.read_async(),
+    "view_read_zero_copy": lambda: view.read(np.float32, copy=False),
+    "view_write": lambda: view.write(b"1234"),
+    "record_view": lambda: p.record([view], [o]),
+    "sequence_clear_view": lambda: seq.clear(view),
+    "read_typed": lambda: a.read(np.float32),
+    "read_zero_copy": lambda: a.read(copy=False),
+    "read_output_zero_copy": lambda: done.read_output(0, copy=False),
+    "pending_pin": lambda: pin_pending.result(copy=False),
+    "immediates": (lambda: imm.record([], [o], immediates=np.uint32(3).tobytes())) if imm else (lambda: dev.destroy()),
 }}
 out = {{}}
 for name, fn in ops.items():
     t0 = time.perf_counter()
     out[name] = outcome(fn)
     out[name]["seconds"] = time.perf_counter() - t0
-del ops, fn, fresh, done, rc, seq, long_rec, long_out, running, timed, pending, p, a, o
+del ops, fn, fresh, done, rc, seq, long_rec, long_out, running, timed, pending, p, a, o, view, imm, pin_pending
 dev.close()
 del dev
 gc.collect()
@@ -95,13 +111,15 @@ _OPS = [
     "read_output_into", "recording_read_output", "buffer_read", "buffer_read_into", "buffer_write", "read_async",
     "pending_result", "wait_idle", "wait_on_running_work", "wait_on_running_work_with_timeout",
     "done_on_running_work", "read_output_of_running_work", "gpu_time", "destroy_again",
+    "view_read", "view_read_into", "view_read_async", "view_read_zero_copy", "view_write", "record_view",
+    "sequence_clear_view", "read_typed", "read_zero_copy", "read_output_zero_copy", "pending_pin", "immediates",
 ]  # fmt: skip
 
 
 @functools.cache
 def _after_destroy() -> dict[str, Any]:
     """Every call after destroy(), from one child (run once)."""
-    return run_child(_AFTER_DESTROY.format(double=DOUBLE), timeout=300)  # type: ignore[no-any-return]
+    return run_child(_AFTER_DESTROY.format(double=DOUBLE, add_k=ADD_IMMEDIATE), timeout=300)  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize("op", _OPS)
@@ -122,7 +140,9 @@ def test_everything_made_on_a_device_lost_while_busy_is_freed() -> None:
     assert all(v == 0 for v in live.values()), f"left alive: {live}"
 
 
-def test_adopted_wgpu_py_device_destroyed_through_wgpu_py_raises_device_lost_error_on_waits_and_reads() -> None:
+def test_adopted_wgpu_py_device_destroyed_through_wgpu_py_raises_device_lost_error_on_waits_and_reads() -> (
+    None
+):
     res = run_child(
         f"""
         import wgpu
@@ -134,9 +154,13 @@ def test_adopted_wgpu_py_device_destroyed_through_wgpu_py_raises_device_lost_err
         rec = p.record([a], [o])
         sub = rec.replay()
         pending = o.read_async()
+        pin_pending = o.read_async()
+        view = a.view(0, 64)
         gpu_device.destroy()
         report({{name: outcome(fn) for name, fn in {{
             "replay": rec.replay, "read": a.read, "read_into": lambda: o.read_into(bytearray()),
+            "to_wgpu": a.to_wgpu, "view_read": view.read, "read_zero_copy": lambda: a.read(copy=False),
+            "pending_pin": lambda: pin_pending.result(copy=False),
             "wait_idle": dev.wait_idle, "upload": lambda: dev.upload(b"1234"),
             "pending": pending.result, "sequence_replay": lambda: dev.sequence().add(p, [a], [o]).replay(),
         }}.items()}})
@@ -155,34 +179,6 @@ def test_wgpu_error_saying_the_device_is_lost_maps_to_device_lost() -> None:
         lib.VN_ERROR_DEVICE_LOST
     )
     assert lib.vn_debug_error_status(2, b"Device is lost") == lib.VN_ERROR_DEVICE_LOST
-
-
-# A workgroup size set through an override: wgpu-native 29 checks only literal sizes
-# against the limits, and on NVIDIA such a dispatch faulted the GPU, lost the device,
-# and the next replay() aborted the process in wgpuQueueSubmitForIndex.
-OVERRIDE_SIZED = """
-override WG: u32 = 64u;
-@group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(WG)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) { out[gid.x % 64u] = gid.x; }
-"""
-
-
-def test_override_workgroup_size_above_the_device_limit_raises_shader_error(device: vn.Device) -> None:
-    limit = device.limits["max_compute_invocations_per_workgroup"]
-    with pytest.raises(vn.ShaderError, match=rf"\({limit * 4}, 1, 1\).*at most.*{limit} invocations.*Fix:"):
-        device.compile(OVERRIDE_SIZED, constants={"WG": limit * 4})
-    with pytest.raises(vn.ShaderError, match="Fix:"):
-        device.compile(OVERRIDE_SIZED.replace("(WG)", "(64, WG)"), constants={"WG": limit})
-
-
-def test_override_workgroup_size_within_the_device_limit_compiles_and_runs(device: vn.Device) -> None:
-    p = device.compile(OVERRIDE_SIZED, constants={"WG": 32})
-    assert p.workgroup_size == (32, 1, 1)
-    rec = p.record([], [device.alloc(256)], workgroups=(2, 1, 1))
-    rec.replay().wait()
-    values = np.frombuffer(rec.read_output(0), np.uint32)
-    assert sorted(values.tolist()) == list(range(64))
 
 
 _ENDLESS = """

@@ -7,9 +7,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vyre_native.errors import ShaderError
-from vyre_native.reflect import Binding, reflect
+from vyre_native.reflect import (
+    ELSE_IFS_PER_LEVEL,
+    MAX_NESTING_DEPTH,
+    OPERATORS_PER_LEVEL,
+    Binding,
+    reflect,
+)
 
 MAIN = "@compute @workgroup_size(64) fn main() { let p = &x; }"
+# WGSL's line breaks (CR LF is one)
+LINE_BREAKS = ["\n", "\v", "\f", "\r", "\r\n", "\x85", "\u2028", "\u2029"]
 
 
 def size_of(type_text: str, prelude: str = "", space: str = "storage, read_write") -> int:
@@ -137,6 +145,31 @@ def test_uniform_gets_natural_size_not_rounded_to_16(type_text: str, size: int) 
     assert size_of(type_text, prelude, space="uniform") == size
 
 
+@pytest.mark.parametrize(
+    ("declaration", "type_text", "size"),
+    [
+        ("struct vec2f { a: f32, b: f32, c: f32 }", "vec2f", 12),
+        ("struct f32 { a: vec4<u32> }", "f32", 16),
+        ("struct vec2 { a: u32, b: u32, c: u32 }", "vec2", 12),
+        ("struct atomic { a: vec4u }", "atomic", 16),
+        ("struct array { a: u32, b: u32 }", "array", 8),
+        ("alias vec2f = vec3<u32>;", "vec2f", 12),
+        ("alias mat2x2f = array<u32, 9>;", "mat2x2f", 36),
+        ("alias u32 = vec4<f32>;", "array<u32, 2>", 32),
+        ("alias bool = u32;", "bool", 4),
+    ],
+)
+def test_module_declarations_shadow_predeclared_type_names(
+    declaration: str, type_text: str, size: int
+) -> None:
+    assert size_of(type_text, declaration) == size
+
+
+def test_struct_vec2f_is_sized_by_its_members() -> None:
+    assert size_of("vec2f", "struct vec2f { a: f32, b: f32, c: f32 }") == 12
+    assert size_of("array<vec2f, 2>", "struct vec2f { a: f32, b: f32, c: f32 }") == 24
+
+
 def test_bool_in_a_buffer_is_an_error() -> None:
     with pytest.raises(ShaderError, match=r"bool.*Fix: use u32"):
         size_of("S", "struct S { flag: bool }")
@@ -205,6 +238,36 @@ def test_unclosed_block_comment_is_an_error_with_its_line() -> None:
     assert info.value.line == 2
 
 
+@pytest.mark.parametrize(
+    "line_break", LINE_BREAKS, ids=lambda c: f"U+{ord(c[0]):04X}" + ("_LF" if len(c) > 1 else "")
+)
+def test_line_comment_ends_at_each_wgsl_line_break(line_break: str) -> None:
+    wgsl = f"// a comment{line_break}@group(0) @binding(0) var<storage, read_write> x: u32;{line_break}{MAIN}"
+    assert [b.name for b in reflect(wgsl).bindings] == ["x"]
+
+
+def test_cr_only_file_reflects_its_bindings_and_entry_point() -> None:
+    wgsl = "// vyre\r@group(0) @binding(0) var<storage, read_write> x: u32;\r// main\r" + MAIN + "\r"
+    module = reflect(wgsl)
+    assert [b.name for b in module.bindings] == ["x"]
+    assert module.workgroup_size == (64, 1, 1)
+
+
+@pytest.mark.parametrize(
+    "line_break", LINE_BREAKS, ids=lambda c: f"U+{ord(c[0]):04X}" + ("_LF" if len(c) > 1 else "")
+)
+def test_errors_count_lines_at_each_wgsl_line_break_with_cr_lf_as_one(line_break: str) -> None:
+    wgsl = line_break.join(["// 1", "// 2", "@group(0) @binding(0) var<storage, read_write> x: bool;", MAIN])
+    with pytest.raises(ShaderError, match="bool") as info:
+        reflect(wgsl)
+    assert info.value.line == 3
+
+
+def test_lrm_and_rlm_are_blankspace() -> None:
+    wgsl = f"@group(0)\u200e@binding(0)\u200fvar<storage, read_write> x: u32;\n{MAIN}"
+    assert [b.name for b in reflect(wgsl).bindings] == ["x"]
+
+
 def test_binding_numbers_may_be_hex_and_const_expressions() -> None:
     wgsl = """
         const BASE = 2;
@@ -229,7 +292,9 @@ BASE_SHADER = """
 
 
 # Comments start after a blank so that a `/` token and the comment do not merge into `//`.
-SEPARATORS = [" ", "\n", "\t  ", " /**/", " /* a /* b */ c */", " // x\n"]
+# WGSL's blankspace includes every line break and LRM/RLM; a `//` comment ends at any break.
+SEPARATORS = [" ", "\t  ", " /**/", " /* a /* b */ c */", "\u200e", "\u200f"]
+SEPARATORS += LINE_BREAKS + [f" // x{br}" for br in LINE_BREAKS]
 
 
 @given(st.lists(st.sampled_from(SEPARATORS), min_size=200, max_size=200))
@@ -436,14 +501,14 @@ def test_other_used_handles_are_errors(type_text: str) -> None:
         reflect(wgsl)
 
 
-def test_preserve_marks_read_write_binding_as_not_output() -> None:
+def test_preserve_marks_read_write_binding_as_uncleared_output() -> None:
     wgsl = """
         @group(0) @binding(0) var<storage, read_write> state: array<f32>;
         @group(0) @binding(1) var<storage, read_write> out: array<f32>;
         @compute @workgroup_size(1) fn main() { out[0] = state[0]; state[0] += 1.0; }
     """
     got = [(b.name, b.is_output, b.preserve) for b in reflect(wgsl, preserve=["state"]).bindings]
-    assert got == [("state", False, True), ("out", True, False)]
+    assert got == [("state", True, True), ("out", True, False)]
 
 
 def test_preserve_of_unknown_name_is_an_error_listing_read_write_bindings() -> None:
@@ -531,9 +596,12 @@ def test_workgroup_size_from_constants() -> None:
     assert reflect(wgsl, constants={"X": 128}).workgroup_size == (128, 1, 1)
 
 
-def test_workgroup_size_depending_on_unset_override_is_none() -> None:
+def test_workgroup_size_depending_on_an_override_without_default_or_value_is_an_error() -> None:
     wgsl = "override X: u32; @compute @workgroup_size(X) fn main() {}"
-    assert reflect(wgsl).workgroup_size is None
+    with pytest.raises(
+        ShaderError, match=r"@workgroup_size of `main` depends on override `X`.*Fix: pass constants=\{'X'"
+    ):
+        reflect(wgsl)
 
 
 def test_override_types_declared_or_inferred() -> None:
@@ -583,3 +651,192 @@ def test_binding_sizes_count_one_element_of_a_runtime_sized_array() -> None:
     assert [b.min_size for b in module.bindings] == [0, 32, 32]
     # vec3<f32> strides 16; Particles is its fixed 32 plus one 16-byte element
     assert module.binding_sizes == [16, 48, 32]
+
+
+# ---------------------------------------------------------------- @id overrides
+
+ID_SHADER = """
+    @id(7) override k: u32 = 1;
+    override w: u32 = 2;
+    @compute @workgroup_size(k, w) fn main() {}
+"""
+
+
+def test_id_override_is_set_by_its_id_as_a_decimal_string() -> None:
+    assert reflect(ID_SHADER, constants={"7": 16}).workgroup_size == (16, 2, 1)
+
+
+def test_id_override_is_set_by_its_name() -> None:
+    assert reflect(ID_SHADER, constants={"k": 16}).workgroup_size == (16, 2, 1)
+
+
+def test_constants_reach_wgpu_under_webgpu_keys_the_id_for_id_overrides() -> None:
+    assert reflect(ID_SHADER, constants={"k": 16, "w": 4}).constants == {"7": 16, "w": 4}
+    assert reflect(ID_SHADER, constants={"7": 16}).constants == {"7": 16}
+
+
+def test_override_ids_are_reflected() -> None:
+    wgsl = "const BASE = 40; @id(BASE + 2) override a: u32 = 1; override b = 2u; " + MAIN
+    assert reflect(wgsl).override_ids == {"a": 42}
+
+
+def test_overrides_without_value_take_their_defaults() -> None:
+    assert reflect(ID_SHADER).workgroup_size == (1, 2, 1)
+    assert reflect(ID_SHADER).constants == {}
+
+
+def test_id_override_set_by_both_name_and_id_is_an_error() -> None:
+    with pytest.raises(ShaderError, match=r"sets override `k` twice, as 'k' and '7'.*Fix:"):
+        reflect(ID_SHADER, constants={"k": 16, "7": 32})
+
+
+def test_unknown_constant_lists_overrides_with_their_ids() -> None:
+    with pytest.raises(ShaderError, match=r"`8`.*`k` \(@id\(7\): also '7'\), `w`.*Fix:.*@id\(8\) override"):
+        reflect(ID_SHADER, constants={"8": 16})
+
+
+def test_override_without_id_is_not_set_by_a_number() -> None:
+    with pytest.raises(ShaderError, match=r"constants names `0`"):
+        reflect("override w: u32 = 2; " + MAIN, constants={"0": 4})
+
+
+# ---------------------------------------------------------------- workgroup memory
+
+
+def workgroup_storage(declarations: str, body: str = "_ = &a;", constants: dict | None = None) -> int:
+    wgsl = f"{declarations}\n@compute @workgroup_size(1) fn main() {{ {body} }}"
+    return reflect(wgsl, constants=constants).workgroup_storage_size
+
+
+def test_workgroup_storage_rounds_each_variable_up_to_16_bytes() -> None:
+    assert workgroup_storage("var<workgroup> a: f32; var<workgroup> b: vec3<f32>;", "_ = &a; _ = &b;") == 32
+
+
+def test_workgroup_storage_counts_only_variables_the_entry_point_uses() -> None:
+    declarations = "var<workgroup> a: array<f32, 64>; var<workgroup> unused: array<f32, 4096>;"
+    assert workgroup_storage(declarations) == 256
+
+
+def test_workgroup_storage_counts_use_through_called_functions() -> None:
+    declarations = "var<workgroup> a: array<u32, 8>; fn helper() { a[0] = 1u; }"
+    assert workgroup_storage(declarations, "helper();") == 32
+
+
+def test_workgroup_storage_sizes_bool_as_four_bytes() -> None:
+    declarations = "struct Flags { on: bool, n: u32 } var<workgroup> a: array<Flags, 3>;"
+    assert workgroup_storage(declarations) == 32  # 3 * 8 = 24, rounded up to 16
+
+
+def test_workgroup_storage_sized_by_an_override_takes_its_value() -> None:
+    declarations = "override N: u32 = 4; var<workgroup> a: array<f32, N>;"
+    assert workgroup_storage(declarations) == 16
+    assert workgroup_storage(declarations, constants={"N": 1 << 26}) == 1 << 28
+
+
+def test_workgroup_storage_sized_by_an_override_without_value_is_an_error() -> None:
+    with pytest.raises(ShaderError, match=r"depends on override `N`.*Fix: pass constants=\{'N'"):
+        workgroup_storage("override N: u32; var<workgroup> a: array<f32, N>;")
+
+
+# ---------------------------------------------------------------- nesting depth
+
+LEVELS = MAX_NESTING_DEPTH
+
+
+def nested(kind: str, depth: int) -> str:
+    """A module whose deepest point is ``depth`` levels of ``kind`` (see MAX_NESTING_DEPTH)."""
+    if kind == "parentheses":  # at module scope: no braces around it
+        return f"const c = {'(' * depth}1{')' * depth};\n{MAIN}"
+    if kind == "template lists":  # laid out, too: the binding's size is reflected
+        return f"@group(0) @binding(0) var<storage> x: {'array<' * depth}u32{', 1>' * depth};\n{MAIN}"
+    if kind == "braces":
+        return f"@compute @workgroup_size(1) fn main() {'{' * depth}{'}' * depth}"
+    if kind == "operators":  # six chained operators are a level
+        return f"const c = {'-' * (OPERATORS_PER_LEVEL * depth - 1)}1;\n{MAIN}"
+    if kind == "an else-if chain":  # two `else if`s are a level, plus the body's and a branch's braces
+        chain = " else if true {}" * (ELSE_IFS_PER_LEVEL * (depth - 2))
+        return f"@compute @workgroup_size(1) fn main() {{ if true {{}}{chain} }}"
+    raise ValueError(kind)
+
+
+NESTINGS = ["parentheses", "template lists", "braces", "operators", "an else-if chain"]
+
+
+@pytest.mark.parametrize("kind", NESTINGS)
+def test_nesting_at_the_maximum_depth_is_accepted(kind: str) -> None:
+    reflect(nested(kind, LEVELS))
+
+
+@pytest.mark.parametrize("kind", NESTINGS)
+def test_nesting_one_past_the_maximum_depth_is_refused_with_a_fix(kind: str) -> None:
+    with pytest.raises(ShaderError, match=rf"nests deeper than {LEVELS} levels.*Fix:") as info:
+        reflect(nested(kind, LEVELS + 1))
+    assert info.value.line is not None
+
+
+@pytest.mark.parametrize("kind", NESTINGS)
+@pytest.mark.parametrize("depth", [1000, 3000, 20_000])
+def test_nesting_far_past_the_maximum_is_refused_not_a_recursion_error(kind: str, depth: int) -> None:
+    with pytest.raises(ShaderError, match=f"deeper than {LEVELS} levels"):
+        reflect(nested(kind, depth))
+
+
+def test_comparisons_are_not_template_lists_so_they_do_not_nest() -> None:
+    body = " ".join(f"let c{i} = a < b; let d{i} = a > b;" for i in range(2000))
+    reflect(f"@compute @workgroup_size(1) fn main() {{ let a = 1; let b = 2; {body} }}")
+
+
+def test_operators_in_separate_statements_and_arguments_do_not_add_up() -> None:
+    table = ", ".join("-1.0" for _ in range(5000))
+    reflect(f"const t = array<f32, 5000>({table});\n{MAIN}")
+
+
+def test_separate_if_statements_do_not_add_up() -> None:
+    ifs = " ".join(f"if i == {k} {{ let x = {k}; }} else {{ let y = {k}; }}" for k in range(2000))
+    reflect(f"@compute @workgroup_size(1) fn main() {{ let i = 1; {ifs} }}")
+
+
+def test_long_operator_chain_counts_against_the_depth() -> None:
+    chain = " + ".join(["1"] * 2000)
+    with pytest.raises(ShaderError, match="operators"):
+        reflect(f"@compute @workgroup_size(1) fn main() {{ let s = {chain}; }}")
+
+
+@given(st.lists(st.sampled_from(["(", ")", "[", "]", "-", "+", "1", "N", "<", ">", ","]), max_size=3000))
+def test_any_array_count_expression_reflects_or_raises_shader_error(parts: list[str]) -> None:
+    wgsl = f"const N = 2;\n@group(0) @binding(0) var<storage> x: array<u32, {''.join(parts)}>;\n{MAIN}"
+    try:
+        reflect(wgsl)
+    except ShaderError:
+        pass
+
+
+# ---------------------------------------------------------------- long declaration chains
+
+
+@pytest.mark.parametrize(
+    ("chain", "type_text", "size"),
+    [
+        ("".join(f"const c{i + 1} = c{i} + 1;\n" for i in range(5000)), "array<u32, c5000>", 4 * 5001),
+        ("".join(f"alias a{i + 1} = a{i};\n" for i in range(5000)), "a5000", 4),
+        ("".join(f"struct s{i + 1} {{ x: s{i} }}\n" for i in range(5000)), "s5000", 4),
+        ("".join(f"alias a{i + 1} = array<a{i}, 1>;\n" for i in range(5000)), "a5000", 4),
+    ],
+    ids=["consts", "aliases", "structs", "arrays through aliases"],
+)
+def test_long_chains_of_declarations_resolve_without_exhausting_pythons_stack(
+    chain: str, type_text: str, size: int
+) -> None:
+    prelude = "const c0 = 1; alias a0 = u32; struct s0 { x: u32 }\n" + chain
+    assert size_of(type_text, prelude) == size
+
+
+def test_long_chain_of_override_types_is_followed_without_recursion() -> None:
+    chain = "".join(f"override o{i + 1} = o{i};\n" for i in range(5000))
+    assert reflect(f"override o0 = 1u;\n{chain}{MAIN}").overrides["o5000"] == "u32"
+
+
+def test_cycle_through_a_long_chain_is_an_error_naming_a_declaration() -> None:
+    chain = "".join(f"const c{i + 1} = c{i};\n" for i in range(3000))
+    with pytest.raises(ShaderError, match=r"is defined in terms of itself.*Fix:"):
+        size_of("array<u32, c3000>", f"const c0 = c3000;\n{chain}")

@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 import pytest
-from wgsl_kernels import DOUBLE
+from wgsl_kernels import DOUBLE, SCALE
 
 import vyre_native as vn
 
@@ -69,20 +69,6 @@ TWO_OUTPUTS = """
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let i = gid.x;
     if (i < arrayLength(&lo)) { lo[i] = inp[i] * 2.0; hi[i] = inp[i] + 1.0; }
-}
-"""
-
-# out[i] = inp[i] * params.scale.
-SCALE = """
-struct Params { scale: f32, pad0: f32, pad1: f32, pad2: f32 }
-@group(0) @binding(0) var<storage, read> inp: array<f32>;
-@group(0) @binding(1) var<uniform> params: Params;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < arrayLength(&out)) { out[i] = inp[i] * params.scale; }
 }
 """
 

@@ -28,6 +28,10 @@ modes = {
     "read": lambda sub: out.read(),
     "read_into": lambda sub: out.read_into(bytearray()),
     "read_async_result": lambda sub: out.read_async().result(),
+    # zero-copy reads (copy=False) pin their staging buffer after the same sliced wait
+    "read_zero_copy": lambda sub: out.read(np.uint32, copy=False),
+    "read_async_result_zero_copy": lambda sub: out.read_async().result(copy=False),
+    "view_read": lambda sub: out.view(0, 64).read(),
     "wait_idle": lambda sub: dev.wait_idle(),
     # a CPU adapter's queue runs one submission at a time: a replay waits for the last
     "replay_while_busy": lambda sub: rec.replay(),
@@ -75,27 +79,45 @@ def _interrupted() -> dict[str, Any]:
 
 def _check_interrupted(mode: str) -> None:
     res = _interrupted()[mode]
-    assert res["interrupted"], f"{mode} returned after {res['returned_after']:.2f} s without KeyboardInterrupt"
+    assert res["interrupted"], (
+        f"{mode} returned after {res['returned_after']:.2f} s without KeyboardInterrupt"
+    )
     assert res["running"], f"{mode}: the work had finished before the interrupt, so it proves nothing"
-    assert res["latency"] < LATENCY_S, f"{mode}: KeyboardInterrupt came {res['latency'] * 1e3:.0f} ms after SIGINT"
+    assert res["latency"] < LATENCY_S, (
+        f"{mode}: KeyboardInterrupt came {res['latency'] * 1e3:.0f} ms after SIGINT"
+    )
     assert res["read_after"] == 256, f"{mode}: reading the output afterwards gave {res['read_after']} bytes"
 
 
-@pytest.mark.parametrize("mode", ["wait", "wait_timeout", "read", "read_into", "read_async_result", "wait_idle"])
+@pytest.mark.parametrize(
+    "mode",
+    [
+        "wait",
+        "wait_timeout",
+        "read",
+        "read_into",
+        "read_async_result",
+        "read_zero_copy",
+        "read_async_result_zero_copy",
+        "view_read",
+        "wait_idle",
+    ],
+)
 def test_ctrl_c_during_a_blocking_call_raises_keyboard_interrupt_promptly(mode: str) -> None:
     _check_interrupted(mode)
 
 
 def test_ctrl_c_during_a_replay_that_waits_for_a_busy_cpu_queue_raises_keyboard_interrupt_promptly() -> None:
     if not _interrupted()["cpu"]:
-        pytest.skip("only a CPU adapter (lavapipe) runs one submission at a time; on a GPU a replay never waits")
+        pytest.skip(
+            "only a CPU adapter (lavapipe) runs one submission at a time; on a GPU a replay never waits"
+        )
     _check_interrupted("replay_while_busy")
 
 
 def test_interrupted_work_completes_and_leaves_nothing_alive() -> None:
     live = _interrupted()["live_after"]
     assert all(v == 0 for v in live.values()), f"left alive after the interrupted calls: {live}"
-
 
 
 # ---- releases never wait for the GPU

@@ -157,6 +157,36 @@ def test_recording_replay_read_cycles_stay_flat(device: vn.Device, data) -> None
     flat.check(CYCLES)
 
 
+def test_zero_copy_read_cycles_stay_flat(device: vn.Device, data) -> None:
+    """Zero-copy reads: replay, read_output(copy=False), keep a few arrays alive at a time
+    (so pins overlap and the ring grows and shrinks), release them in turn."""
+    host, inp, prog = data
+    want = host * 2
+    rec = prog.record([inp], [device.alloc(host.nbytes)], workgroups=(N // 64, 1, 1))
+    held: list[np.ndarray] = []
+
+    def cycle(i: int) -> None:
+        rec.replay()
+        got = rec.read_output(0, np.float32, copy=False)
+        k = (i * 7919) % N
+        assert got[k] == want[k], f"cycle {i}: out[{k}] = {got[k]}, want {want[k]}"
+        if i % 997 == 0:
+            np.testing.assert_array_equal(got, want, err_msg=f"cycle {i}")
+        held.append(got[i % 7 :])  # a view: it alone keeps the pin
+        if len(held) > 1 + i % 6:
+            del held[: len(held) // 2]
+
+    for i in range(WARMUP):
+        cycle(i)
+    held.clear()
+    flat = Flat(device, "Recording.replay+read_output(copy=False)")
+    for i in range(CYCLES):
+        cycle(i)
+        flat.poll(i)
+    held.clear()
+    flat.check(CYCLES)
+
+
 def test_sequence_submit_and_async_read_cycles_stay_flat(device: vn.Device, data) -> None:
     """Sequence.replay / device.submit of a preserved accumulator, read back asynchronously."""
     host, inp, prog = data

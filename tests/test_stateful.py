@@ -347,12 +347,14 @@ class APIMachine(RuleBasedStateMachine):
         }[kind]()
 
     @staticmethod
-    def dest_error(kind: str, n: int) -> type[vn.VyreError] | None:
-        if kind == "bytes":
-            return vn.WrongTypeError
-        if kind == "numpy_small" and n > 0:
-            return vn.InvalidArgumentError
-        return None
+    def dest_type_error(kind: str) -> type[vn.VyreError] | None:
+        """Refused by the marshalling step, before any C call: not a writable buffer."""
+        return vn.WrongTypeError if kind == "bytes" else None
+
+    @staticmethod
+    def dest_size_error(kind: str, n: int) -> type[vn.VyreError] | None:
+        """Refused by C, after its checks of the object's state: too small for n bytes."""
+        return vn.InvalidArgumentError if kind == "numpy_small" and n > 0 else None
 
     def check_read(self, what: str, got: Any, dest: Any, kind: str, expected: bytes | None, n: int) -> None:
         if got is _FAILED:
@@ -531,12 +533,14 @@ class APIMachine(RuleBasedStateMachine):
         err: Any = None
         if b.released:
             err = vn.ReleasedError
-        elif dest != "return" and self.dest_error(dest, n):
-            err = self.dest_error(dest, n)
+        elif dest != "return" and self.dest_type_error(dest):
+            err = self.dest_type_error(dest)
         elif self.ended:
             err = self.end_error()
         elif not b.usage & U.COPY_SRC:
             err = vn.InvalidArgumentError
+        elif dest != "return":
+            err = self.dest_size_error(dest, n)
         what = f"buf[{i % len(self.bufs)}].read({dest})"
         got = self.call(
             what, (lambda: b.handle.read()) if dest == "return" else (lambda: b.handle.read_into(out)), err
@@ -568,10 +572,12 @@ class APIMachine(RuleBasedStateMachine):
         maybe = False
         if p.released:
             err = vn.ReleasedError
-        elif dest != "return" and self.dest_error(dest, n):
-            err = self.dest_error(dest, n)
+        elif dest != "return" and self.dest_type_error(dest):
+            err = self.dest_type_error(dest)
         elif p.finished:
             err = vn.AlreadySubmittedError
+        elif dest != "return" and self.dest_size_error(dest, n):
+            err = self.dest_size_error(dest, n)
         elif self.ended == "destroy":
             err = vn.DeviceLostError
         elif self.ended == "close":
@@ -745,18 +751,18 @@ class APIMachine(RuleBasedStateMachine):
         n = outs[index].byte_len if good_index else 0
         out = None if dest == "return" else self.dest_for(dest, n)
         err: Any = None
-        if is_dispatch and dest == "return" and not good_index:
-            err = vn.OutputIndexError  # read_output sizes its result before anything else
-        elif m.released:
+        if m.released:
             err = vn.ReleasedError
         elif not good_index:
             err = vn.OutputIndexError
-        elif dest != "return" and self.dest_error(dest, n):
-            err = self.dest_error(dest, n)
+        elif dest != "return" and self.dest_type_error(dest):
+            err = self.dest_type_error(dest)
         elif self.ended:
             err = self.end_error()
         elif is_dispatch and not m.replayed:
             err = vn.NotSubmittedError
+        elif dest != "return":
+            err = self.dest_size_error(dest, n)
         kind = "dispatch" if is_dispatch else "recording"
         what = f"{kind}.read_output({index}, {dest})"
         fn = (

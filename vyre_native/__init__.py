@@ -11,9 +11,9 @@ See README.md for the whole API and the error model.
 
 from __future__ import annotations
 
-from . import debug
+from . import debug, interop
 from ._version import __version__
-from .buffer import Buffer, BufferUsage
+from .buffer import Buffer, BufferUsage, BufferView
 from .device import Device, enumerate_adapters
 from .dispatch import PrerecordedDispatch
 from .errors import (
@@ -29,14 +29,18 @@ from .errors import (
     OutputIndexError,
     ReleasedError,
     ShaderError,
+    UnsupportedError,
     ValidationError,
     VyreError,
     WaitTimeoutError,
     WrongTypeError,
 )
 from .pipeline import Pipeline
+from .readback import MappedStaging, PendingRead
 from .reflect import Binding
-from .replay import PendingRead, Recording, Sequence, Submission
+from .replay import Recording
+from .sequence import Sequence
+from .submission import Submission
 
 __all__ = [
     "AlreadySubmittedError",
@@ -44,12 +48,14 @@ __all__ = [
     "BindingError",
     "Buffer",
     "BufferUsage",
+    "BufferView",
     "Device",
     "DeviceLostError",
     "ForkedError",
     "InternalError",
     "InvalidArgumentError",
     "LibraryError",
+    "MappedStaging",
     "NotSubmittedError",
     "OutOfMemoryError",
     "OutputIndexError",
@@ -61,6 +67,7 @@ __all__ = [
     "Sequence",
     "ShaderError",
     "Submission",
+    "UnsupportedError",
     "ValidationError",
     "VyreError",
     "WaitTimeoutError",
@@ -68,6 +75,7 @@ __all__ = [
     "__version__",
     "debug",
     "enumerate_adapters",
+    "interop",
     "library_version",
 ]
 

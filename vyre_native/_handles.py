@@ -1,28 +1,44 @@
-"""What every handle class shares: the owned C pointer, release, and host buffers.
+"""What every handle class shares: the owned C pointer, release, and what a handle refuses.
 
 A handle owns one reference to its C object through ``ffi.gc``. ``release()`` only
 drops that Python reference: the C object is freed when the last Python reference
 goes, which includes the local variable of any thread that is inside a C call on
 it at that moment. So releasing from one thread while another uses the handle is
 never a use-after-free, and needs no lock on the hot path.
+
+Handles are made by the calls that create their C objects (``Device.upload``,
+``Pipeline.record``, ...), never by calling the class; and they cannot be pickled or
+copied, since what they own is memory and state of this process's GPU device.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
-from ._lib import ffi
-from .errors import InvalidArgumentError, ReleasedError, WrongTypeError
+from .errors import ReleasedError, WrongTypeError
 
 
 class Handle:
-    """Base of Device, Buffer, Pipeline and the recordings: one owned C pointer."""
+    """Base of every handle class: one owned C pointer."""
 
     __slots__ = ("__weakref__", "_ptr")
     _kind = "handle"
+    #: how a user gets one, for the message of a direct construction
+    _made_by = "the call that creates it"
 
-    def __init__(self, ptr: Any) -> None:
-        self._ptr: Any = ptr
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        shown = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
+        raise WrongTypeError(
+            f"vn.{self._kind}({shown[:80]}): a {self._kind} is not made by calling the class, but by "
+            f"{self._made_by}. Fix: call that."
+        )
+
+    @classmethod
+    def _wrap(cls, ptr: Any) -> Self:
+        """A handle owning ``ptr`` (already under ``ffi.gc``); the one way handles are made."""
+        self = cls.__new__(cls)
+        self._ptr = ptr
+        return self
 
     def _live(self) -> Any:
         ptr = self._ptr
@@ -41,68 +57,30 @@ class Handle:
         """Drop this handle's native object now (idempotent). Later use raises ReleasedError."""
         self._ptr = None
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.release()
 
+    # -- what a handle cannot be --------------------------------------------------------
 
-def readable_bytes(obj: Any, what: str) -> tuple[Any, int]:
-    """A C pointer into ``obj``'s memory (no copy) and its size in bytes."""
-    try:
-        view = memoryview(obj)
-    except TypeError:
+    def __reduce_ex__(self, protocol: Any) -> Any:
         raise WrongTypeError(
-            f"{what} got {type(obj).__name__}, which does not expose a buffer. "
-            "Fix: pass bytes, bytearray, memoryview or a numpy array."
-        ) from None
-    if not view.c_contiguous:
-        raise InvalidArgumentError(
-            f"{what} got a non-contiguous buffer of shape {view.shape} and strides {view.strides}. "
-            "Fix: pass a C-contiguous copy (numpy.ascontiguousarray(x))."
+            f"a vn.{self._kind} cannot be pickled: it is a handle to memory and state of this process's GPU "
+            "device, which means nothing in another process. Fix: pickle the data instead (read it back with "
+            "read() / read_output()), and create the object again where it is needed."
         )
-    return ffi.from_buffer(view), view.nbytes
 
+    def __reduce__(self) -> Any:
+        return self.__reduce_ex__(None)
 
-def writable_bytes(obj: Any, need: int, what: str) -> Any:
-    """A C pointer into ``obj``'s writable memory of at least ``need`` bytes (no copy)."""
-    try:
-        view = memoryview(obj)
-    except TypeError:
+    def __copy__(self) -> Any:
         raise WrongTypeError(
-            f"{what} got {type(obj).__name__}, which does not expose a buffer. "
-            "Fix: pass a bytearray or a writable numpy array."
-        ) from None
-    if view.readonly:
-        raise WrongTypeError(
-            f"{what} got a read-only {type(obj).__name__}. Fix: pass a bytearray or a writable numpy array."
+            f"a vn.{self._kind} cannot be copied: it is a handle to one native object, and a copy would be a "
+            f"second owner of it. Fix: share the same object (handles are passed by reference), or create a new "
+            f"{self._kind}."
         )
-    if not view.c_contiguous:
-        raise InvalidArgumentError(
-            f"{what} got a non-contiguous buffer of shape {view.shape} and strides {view.strides}. "
-            "Fix: pass a C-contiguous array (numpy.empty(n, dtype=numpy.uint8))."
-        )
-    if view.nbytes < need:
-        raise InvalidArgumentError(
-            f"{what} got a buffer of {view.nbytes} bytes, but {need} are needed. "
-            f"Fix: pass a writable buffer of at least {need} bytes."
-        )
-    return ffi.from_buffer(view, require_writable=True)
 
-
-def resize_bytearray(out: bytearray, n: int) -> None:
-    """Make ``out`` exactly n bytes long, reusing its allocation where it can."""
-    have = len(out)
-    if have > n:
-        del out[n:]
-    elif have < n:
-        out.extend(bytes(n - have))
-
-
-def destination(out: Any, n: int, what: str) -> Any:
-    """Where a readback of n bytes goes: a bytearray is resized to exactly n bytes
-    (reusing its allocation), any other writable C-contiguous buffer must hold n."""
-    if isinstance(out, bytearray):
-        resize_bytearray(out, n)
-    return writable_bytes(out, n, what)
+    def __deepcopy__(self, memo: Any) -> Any:
+        return self.__copy__()

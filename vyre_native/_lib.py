@@ -17,10 +17,22 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from . import _log
+from ._marshal import to_path
 from ._native import ffi, lib
 from .errors import LibraryError, raise_for
 
-__all__ = ["PENDING", "check", "check_wait", "ffi", "finish_read", "lib", "library_path", "load_library"]
+__all__ = [
+    "PENDING",
+    "check",
+    "check_wait",
+    "done_flag",
+    "ffi",
+    "lib",
+    "library_path",
+    "load_library",
+    "read_sliced",
+]
 
 #: Not an error: a blocking C call waited one time slice (VN_WAIT_SLICE_MS) and the
 #: work is not done yet; calling it again keeps waiting.
@@ -41,6 +53,14 @@ def check(status: int) -> None:
         raise_for(status, ffi.string(lib.vn_last_error()).decode("utf-8", "replace"))
 
 
+def done_flag(done: int) -> bool:
+    """A C ``done`` probe's answer: 1 done, 0 not yet, minus a status when it never will
+    be (the device lost, the object inherited across fork()): raised as its error."""
+    if done < 0:
+        check(-done)
+    return bool(done)
+
+
 def check_wait(status: int, again: Callable[[], int]) -> None:
     """Finish a call that waits in time slices: repeat it while it returns VN_PENDING.
 
@@ -53,14 +73,17 @@ def check_wait(status: int, again: Callable[[], int]) -> None:
     check(status)
 
 
-def finish_read(status: int, pending: Any, dst: Any, capacity: int, again: Callable[[], int]) -> None:
-    """Complete a synchronous read (vn_buffer_read, vn_dispatch_read_output) that did not
-    return VN_OK. VN_PENDING with nothing in ``pending``: the read has not started (a CPU
-    adapter's queue is still busy), so call it ``again``; VN_PENDING with a read in
-    ``pending``: keep finishing that read (one slice at a time, as check_wait), and
-    release it however the wait ends."""
+def read_sliced(read: Callable[[Any], int], dst: Any, capacity: int) -> None:
+    """Run a synchronous C read into ``dst`` (vn_view_read, vn_buffer_read,
+    vn_dispatch_read_output: ``read(pending)`` calls it with its ``vn_pending_read **``)
+    one time slice at a time, as check_wait does. VN_PENDING with nothing in ``pending``:
+    the read has not started (a CPU adapter's queue is still busy), so call it again;
+    VN_PENDING with a read in ``pending``: keep finishing that read, and release it
+    however the wait ends (never waits: a read still in flight goes to its device)."""
+    pending = ffi.new("vn_pending_read **")
+    status = read(pending)
     while status == PENDING and pending[0] == ffi.NULL:
-        status = again()
+        status = read(pending)
     if status == PENDING:
         read = pending[0]
         try:
@@ -68,7 +91,7 @@ def finish_read(status: int, pending: Any, dst: Any, capacity: int, again: Calla
             while status == PENDING:
                 status = lib.vn_pending_read_finish(read, dst, capacity)
         finally:
-            lib.vn_pending_read_release(read)  # never waits: a read still in flight goes to its device
+            lib.vn_pending_read_release(read)
     check(status)
 
 
@@ -95,6 +118,7 @@ def load_library() -> Any:
     with _load_lock:
         if not _loaded:
             path = library_path()
-            check(lib.vn_library_load(path.encode()))
+            check(lib.vn_library_load(to_path(path, "WGPU_LIB_PATH")))
+            _log.start()
             _loaded = True
     return lib

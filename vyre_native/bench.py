@@ -1,75 +1,28 @@
-"""``python -m vyre_native bench``: run the benchmark suite and report it.
+"""``python -m vyre_native bench``: find the benchmark suite and run its report.
 
-Runs ``benchmarks/`` (pytest-benchmark) in a subprocess with ``--benchmark-json``,
-then prints one row per operation: vyre_native | wgpu-py | raw C per operation,
-and the ratios vn/C (how far above the raw-C floor; 1.0 is the floor) and
-wgpu-py/vn (how much faster than wgpu-py; above 1.0 is faster). Writes the report
-as JSON (``--json PATH``, default ``benchmarks/results/latest.json``) and, when
-matplotlib is importable, a bar chart beside it (same name, ``.png``).
-
-    python -m vyre_native bench                  # full run (a few minutes on a CPU adapter)
-    python -m vyre_native bench --quick          # smoke run: few rounds
-    python -m vyre_native bench --json out.json  # where the report goes
-    python -m vyre_native bench --from raw.json  # re-render a saved run, no benchmarking
-    python -m vyre_native bench -- -k replay     # arguments after -- go to pytest
-
-The suite lives in the source checkout, not in the installed package: it is found
-through ``--suite DIR``, ``$VN_BENCH_SUITE``, ``./benchmarks`` (or the current
-folder, or a parent's ``benchmarks/``). pytest and pytest-benchmark are needed
-only by ``main()``; importing this module needs neither.
+The suite and the code that reports it (``benchmarks/report.py``) live in the source
+checkout, not in this package: this only finds them, through ``--suite DIR``,
+``$VN_BENCH_SUITE``, ``./benchmarks``, the current folder, a parent's
+``benchmarks/``, or the checkout beside this package (an editable install), and
+hands every argument to the report's ``main``. See ``benchmarks/README.md``.
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime
-import json
+import importlib.util
 import os
 import pathlib
-import platform
-import site
-import subprocess
 import sys
-import tempfile
-from typing import Any
 
-__all__ = ["build_report", "format_table", "main"]
-
-WAYS = ("vyre_native", "wgpu-py", "raw-C")
-
-#: operation id -> table label, in table order (benchmarks/harness.py OPERATIONS)
-OPERATIONS: dict[str, str] = {
-    "prerecord_hit": "pre-record, bind-group cache hit",
-    "prerecord_miss": "pre-record, bind-group cache miss",
-    "replay": "replay (submit pre-recorded)",
-    "replay_burst": "replay, 64 back to back",
-    "replay_wait": "replay + wait (1 workgroup)",
-    "encode_submit": "record + replay per dispatch",
-    "read_output_4KiB": "read_output 4 KiB",
-    "read_output_64MiB": "read_output 64 MiB",
-    "read_output_into_4KiB": "read_output_into 4 KiB",
-    "read_output_into_64MiB": "read_output_into 64 MiB",
-    "borrowed_dispatch": "borrowed dispatch end to end",
-    "recording_replay": "Recording.replay() (re-encode + submit)",
-    "replay_n": "Recording.replay(64), per launch",
-    "sequence_1000": "sequence of 1000, per dispatch (host)",
-    "sequence_1000_wait": "sequence of 1000, per dispatch (done)",
-    "async_read_16x4MiB": "16 x 4 MiB readbacks in flight",
-}
-
-_STAT_KEYS = {"mean": "per_op_ns", "median": "per_op_ns_median", "min": "per_op_ns_min"}
-
-
-# ---- finding and running the suite ---------------------------------------------------------
+__all__ = ["find_suite", "main"]
 
 
 def _is_suite(path: pathlib.Path) -> bool:
-    return (path / "conftest.py").is_file() and (path / "floor" / "floor.c").is_file()
+    return (path / "report.py").is_file() and (path / "conftest.py").is_file()
 
 
 def find_suite(explicit: str | None) -> pathlib.Path | None:
-    """The benchmarks/ folder: --suite, $VN_BENCH_SUITE, ./benchmarks, ., a parent's benchmarks/,
-    or the checkout beside this package (an editable install)."""
+    """The benchmarks/ folder, or None."""
     candidates: list[pathlib.Path] = []
     if explicit:
         candidates.append(pathlib.Path(explicit))
@@ -86,467 +39,37 @@ def find_suite(explicit: str | None) -> pathlib.Path | None:
     return None
 
 
-def _pythonpath_for_this_package(env: dict[str, str]) -> None:
-    """Make the subprocess import the very vyre_native this module belongs to."""
-    pkg_parent = pathlib.Path(__file__).resolve().parent.parent
-    standard = {pathlib.Path(p).resolve() for p in site.getsitepackages() + [site.getusersitepackages()]}
-    if pkg_parent in standard:
-        return
-    old = env.get("PYTHONPATH", "")
-    env["PYTHONPATH"] = str(pkg_parent) + (os.pathsep + old if old else "")
-
-
-def run_suite(suite: pathlib.Path, raw_json: pathlib.Path, quick: bool, pytest_args: list[str]) -> int:
-    cmd = [sys.executable, "-m", "pytest", str(suite), "-q", f"--benchmark-json={raw_json}"]
-    if quick:
-        cmd.append("--vn-quick")
-    cmd += pytest_args
-    env = dict(os.environ)
-    env.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
-    _pythonpath_for_this_package(env)
-    print("running:", " ".join(cmd), flush=True)
-    # cwd = the suite: `python -m` puts the cwd on sys.path, and the repository root
-    # holds an uncompiled vyre_native/ that must not shadow the installed one.
-    return subprocess.call(cmd, cwd=str(suite), env=env)
-
-
-# ---- the report ----------------------------------------------------------------------------------
-
-
-def _machine(raw: dict[str, Any]) -> dict[str, Any]:
-    mi = raw.get("machine_info", {})
-    vn = dict(mi.get("vyre_native") or {})
-    wgpy = vn.get("wgpu_py") or {}
-    cpu = mi.get("cpu") or {}
-    host_cpu = vn.get("host_cpu") or cpu.get("brand_raw") or mi.get("processor") or mi.get("machine")
-    return {
-        "adapter": vn.get("adapter") or wgpy.get("adapter"),
-        "backend": vn.get("backend") or wgpy.get("backend"),
-        "adapter_type": vn.get("adapter_type"),
-        "driver": vn.get("driver") or wgpy.get("driver"),
-        "wgpu_native_version": vn.get("wgpu_native_version"),
-        "vyre_native_version": vn.get("vyre_native_version"),
-        "wgpu_py_version": wgpy.get("wgpu_py_version"),
-        "wgpu_py_adapter": wgpy.get("adapter"),
-        "python_version": vn.get("python_version") or mi.get("python_version"),
-        "date": vn.get("date") or (raw.get("datetime") or "")[:10],
-        "datetime": vn.get("datetime_utc") or raw.get("datetime"),
-        "host_cpu": host_cpu,
-        "host": f"{mi.get('system', '')} {mi.get('release', '')} {mi.get('machine', '')}".strip(),
-        "quick": vn.get("quick"),
-        "raw_c": vn.get("raw_c") or {"available": None, "reason": "unknown (no raw_c facts in the run)"},
-        "env": vn.get("env", {}),
-        "pytest_benchmark_version": raw.get("version"),
-    }
-
-
-def _without_samples(raw: dict[str, Any]) -> dict[str, Any]:
-    """pytest-benchmark's JSON without each benchmark's per-round list (stats.data)."""
-    out = dict(raw)
-    out["benchmarks"] = []
-    for b in raw.get("benchmarks", []):
-        b = dict(b)
-        stats = dict(b.get("stats") or {})
-        if "data" in stats:
-            stats["data"] = f"<{len(stats['data'])} samples dropped; bench --keep-samples keeps them>"
-        b["stats"] = stats
-        out["benchmarks"].append(b)
-    return out
-
-
-def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = False) -> dict[str, Any]:
-    """The report (what --json writes) from pytest-benchmark's JSON."""
-    key = _STAT_KEYS[stat]
-    cells: dict[str, dict[str, dict[str, Any]]] = {}
-    for b in raw.get("benchmarks", []):
-        info = b.get("extra_info") or {}
-        op, way = info.get("operation"), info.get("way")
-        if not op or way not in WAYS:
-            continue
-        per_op = info.get(key)
-        if per_op is None and stat == "mean" and info.get("ops_per_round", 1) == 1:
-            per_op = b["stats"]["mean"] * 1e9
-        cells.setdefault(op, {})[way] = {
-            "per_op_us": None if per_op is None else per_op / 1e3,
-            "mean_us": None if info.get("per_op_ns") is None else info["per_op_ns"] / 1e3,
-            "median_us": None if info.get("per_op_ns_median") is None else info["per_op_ns_median"] / 1e3,
-            "min_us": None if info.get("per_op_ns_min") is None else info["per_op_ns_min"] / 1e3,
-            "gb_per_s": None if per_op is None or not info.get("bytes") else info["bytes"] / per_op,
-            "test": b.get("fullname") or b.get("name"),
-            "rounds": b["stats"].get("rounds"),
-            "ops_per_round": info.get("ops_per_round", 1),
-        }
-    machine = _machine(raw)
-    order = [op for op in OPERATIONS if op in cells] + sorted(op for op in cells if op not in OPERATIONS)
-    rows: list[dict[str, Any]] = []
-    for op in order:
-        ways = cells[op]
-        us = {w: (ways.get(w) or {}).get("per_op_us") for w in WAYS}
-        vn_, wg, c = us["vyre_native"], us["wgpu-py"], us["raw-C"]
-        rows.append(
-            {
-                "id": op,
-                "label": OPERATIONS.get(op, op),
-                "per_op_us": us,
-                "gb_per_s": {w: (ways.get(w) or {}).get("gb_per_s") for w in WAYS},
-                "vn_over_c": vn_ / c if vn_ and c else None,
-                "wgpu_py_over_vn": wg / vn_ if wg and vn_ else None,
-                "detail": ways,
-            }
-        )
-    by_id = {r["id"]: r for r in rows}
-
-    def pick(op: str, way: str, field: str = "per_op_us") -> float | None:
-        r = by_id.get(op)
-        if r is None:
-            return None
-        value = r[field].get(way)
-        return None if value is None else float(value)
-
-    def ratio(a: float | None, b: float | None) -> float | None:
-        return a / b if a and b else None
-
-    raw_c = machine["raw_c"]
-    targets = {
-        "replay_vs_raw_c_submit": {
-            "what": "vyre_native replay() host cost / raw-C submit of a pre-recorded command buffer (1.0 = the floor)",
-            "vyre_native_us": pick("replay", "vyre_native"),
-            "raw_c_us": pick("replay", "raw-C"),
-            "ratio": ratio(pick("replay", "vyre_native"), pick("replay", "raw-C")),
-            "burst_ratio": ratio(pick("replay_burst", "vyre_native"), pick("replay_burst", "raw-C")),
-        },
-        "read_output_into_64MiB": {
-            "what": "read_output_into of 64 MiB: throughput vs raw-C staging copy and vs wgpu-py read_buffer",
-            "vyre_native_gb_per_s": pick("read_output_into_64MiB", "vyre_native", "gb_per_s"),
-            "raw_c_gb_per_s": pick("read_output_into_64MiB", "raw-C", "gb_per_s"),
-            "wgpu_py_gb_per_s": pick("read_output_into_64MiB", "wgpu-py", "gb_per_s"),
-            "host_memcpy_gb_per_s": raw_c.get("host_memcpy_64MiB_gb_per_s"),
-            "vn_over_raw_c_throughput": ratio(
-                pick("read_output_into_64MiB", "vyre_native", "gb_per_s"),
-                pick("read_output_into_64MiB", "raw-C", "gb_per_s"),
-            ),
-            "vn_over_wgpu_py_throughput": ratio(
-                pick("read_output_into_64MiB", "vyre_native", "gb_per_s"),
-                pick("read_output_into_64MiB", "wgpu-py", "gb_per_s"),
-            ),
-        },
-        "record_replay_vs_wgpu_py": {
-            "what": "wgpu-py encode + submit / vyre_native record + replay (above 1.0: vyre_native is faster)",
-            "vyre_native_us": pick("encode_submit", "vyre_native"),
-            "wgpu_py_us": pick("encode_submit", "wgpu-py"),
-            "speedup": ratio(pick("encode_submit", "wgpu-py"), pick("encode_submit", "vyre_native")),
-            "vn_over_raw_c": ratio(pick("encode_submit", "vyre_native"), pick("encode_submit", "raw-C")),
-        },
-        "recording_replay_vs_raw_c": {
-            "what": "Recording.replay() host cost / raw-C encode + submit of the same dispatch (target <= 1.15)",
-            "ratio": ratio(pick("recording_replay", "vyre_native"), pick("recording_replay", "raw-C")),
-            "replay_n_ratio": ratio(pick("replay_n", "vyre_native"), pick("replay_n", "raw-C")),
-        },
-        "sequence_1000": {
-            "what": "per dispatch in a 1000-dispatch sequence: vs raw C one pass (target <= 1.25), "
-            "and wgpu-py encode + submit per dispatch / it (target >= 20)",
-            "vyre_native_us": pick("sequence_1000", "vyre_native"),
-            "raw_c_us": pick("sequence_1000", "raw-C"),
-            "ratio": ratio(pick("sequence_1000", "vyre_native"), pick("sequence_1000", "raw-C")),
-            "done_us": pick("sequence_1000_wait", "vyre_native"),
-            "raw_c_done_us": pick("sequence_1000_wait", "raw-C"),
-            "vs_wgpu_py_encode_submit": ratio(
-                pick("encode_submit", "wgpu-py"), pick("sequence_1000", "vyre_native")
-            ),
-        },
-        "async_read_16x4MiB": {
-            "what": "16 x 4 MiB readbacks in flight, total / one 64 MiB read_output_into (target <= 1.2)",
-            "total_us": pick("async_read_16x4MiB", "vyre_native"),
-            "one_64MiB_us": pick("read_output_into_64MiB", "vyre_native"),
-            "ratio": ratio(
-                pick("async_read_16x4MiB", "vyre_native"), pick("read_output_into_64MiB", "vyre_native")
-            ),
-        },
-    }
-    return {
-        "format": "vyre_native.bench/1",
-        "statistic": stat,
-        "unit": "microseconds per operation",
-        "machine": machine,
-        "operations": rows,
-        "targets": targets,
-        "pytest_benchmark": raw if keep_samples else _without_samples(raw),
-    }
-
-
-def _us(v: float | None) -> str:
-    if v is None:
-        return "n/a"
-    if v >= 1000:
-        return f"{v:,.0f}"
-    if v >= 10:
-        return f"{v:.1f}"
-    return f"{v:.2f}"
-
-
-def _x(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.2f}x"
-
-
-def _gb(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.2f} GB/s"
-
-
-def format_table(report: dict[str, Any]) -> str:
-    m = report["machine"]
-    raw_c = m["raw_c"]
-    if raw_c.get("available"):
-        c_note = f"raw C: compiled with {raw_c.get('compiler')}"
-    else:
-        c_note = f"raw C: n/a ({raw_c.get('reason')})"
-    lines = [
-        f"vyre_native benchmarks ({report['statistic']} per operation, µs){'  [QUICK RUN]' if m.get('quick') else ''}",
-        f"adapter: {m['adapter']} | backend: {m['backend']} | driver: {m['driver']}",
-        (
-            f"wgpu-native {m['wgpu_native_version']} | vyre_native {m['vyre_native_version']} | "
-            f"wgpu-py {m['wgpu_py_version']} | Python {m['python_version']} | {m['date']}"
-        ),
-        f"host CPU: {m['host_cpu']} | {m['host']}" + (f" | env {m['env']}" if m.get("env") else ""),
-        c_note,
-    ]
-    others = {"wgpu-py": m.get("wgpu_py_adapter"), "raw C": raw_c.get("adapter")}
-    differ = [f"{k} ran on '{v}'" for k, v in others.items() if v and m["adapter"] and v != m["adapter"]]
-    if differ:
-        lines.append(
-            f"WARNING: the ways ran on different adapters ({'; '.join(differ)}): ratios compare different GPUs."
-        )
-    lines.append("")
-    header = ["operation", "vyre_native", "wgpu-py", "raw C", "vn/C", "wgpu-py/vn"]
-    body = []
-    for r in report["operations"]:
-        us = r["per_op_us"]
-        body.append(
-            [
-                r["label"],
-                _us(us["vyre_native"]),
-                _us(us["wgpu-py"]),
-                _us(us["raw-C"]),
-                _x(r["vn_over_c"]),
-                _x(r["wgpu_py_over_vn"]),
-            ]
-        )
-    widths = [max(len(row[i]) for row in [header] + body) for i in range(len(header))]
-
-    def fmt(row: list[str]) -> str:
-        return (
-            " | ".join(
-                row[0].ljust(widths[0]) if i == 0 else row[i].rjust(widths[i]) for i in range(len(row))
-            )
-            if row
-            else ""
-        )
-
-    lines.append(fmt(header))
-    lines.append("-+-".join("-" * w for w in widths))
-    lines += [fmt(row) for row in body]
-    lines.append("")
-    lines.append(
-        "vn/C: vyre_native over the raw-C floor (1.00x = the floor; lower is better). "
-        "wgpu-py/vn: above 1.00x, vyre_native is that much faster than wgpu-py."
-    )
-    t = report["targets"]
-    rep, rd, rr = t["replay_vs_raw_c_submit"], t["read_output_into_64MiB"], t["record_replay_vs_wgpu_py"]
-    rc, sq, ar = t["recording_replay_vs_raw_c"], t["sequence_1000"], t["async_read_16x4MiB"]
-    lines += [
-        "",
-        "targets:",
-        (
-            f"  replay host cost vs raw-C submit of a pre-recorded command buffer: {_us(rep['vyre_native_us'])} vs "
-            f"{_us(rep['raw_c_us'])} µs = {_x(rep['ratio'])} (64 back to back: {_x(rep['burst_ratio'])})"
-        ),
-        (
-            f"  read_output_into 64 MiB: vyre_native {_gb(rd['vyre_native_gb_per_s'])}, raw-C staging copy "
-            f"{_gb(rd['raw_c_gb_per_s'])} ({_x(rd['vn_over_raw_c_throughput'])} of it), wgpu-py read_buffer "
-            f"{_gb(rd['wgpu_py_gb_per_s'])} ({_x(rd['vn_over_wgpu_py_throughput'])} of it); "
-            f"host memcpy {_gb(rd['host_memcpy_gb_per_s'])}"
-        ),
-        (
-            f"  record + replay vs wgpu-py encode + submit: {_us(rr['vyre_native_us'])} vs "
-            f"{_us(rr['wgpu_py_us'])} µs: wgpu-py/vn {_x(rr['speedup'])} (vn/C {_x(rr['vn_over_raw_c'])})"
-        ),
-        (
-            f"  Recording.replay() vs raw-C encode + submit: {_x(rc['ratio'])}; replay(64) per launch vs the raw-C "
-            f"loop: {_x(rc['replay_n_ratio'])}"
-        ),
-        (
-            f"  sequence of 1000: {_us(sq['vyre_native_us'])} µs a dispatch (raw C {_us(sq['raw_c_us'])}: "
-            f"{_x(sq['ratio'])}); to completion {_us(sq['done_us'])} (raw C {_us(sq['raw_c_done_us'])}); "
-            f"wgpu-py encode + submit per dispatch / it: {_x(sq['vs_wgpu_py_encode_submit'])}"
-        ),
-        (
-            f"  16 x 4 MiB in flight: {_us(ar['total_us'])} µs vs one 64 MiB read_output_into "
-            f"{_us(ar['one_64MiB_us'])} µs = {_x(ar['ratio'])}"
-        ),
-    ]
-    return "\n".join(lines)
-
-
-def draw_chart(report: dict[str, Any], path: pathlib.Path) -> str:
-    """A grouped bar chart (log scale) of per-operation µs; returns a one-line note."""
-    try:
-        import matplotlib  # type: ignore[import-not-found, unused-ignore]
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # type: ignore[import-not-found, unused-ignore]
-    except ImportError:
-        return "chart: skipped (matplotlib is not installed; pip install matplotlib to get one)"
-    rows = report["operations"]
-    if not rows:
-        return "chart: skipped (no results)"
-    colors = {"vyre_native": "#1f77b4", "wgpu-py": "#ff7f0e", "raw-C": "#2ca02c"}
-    fig, ax = plt.subplots(figsize=(10, 0.55 * len(rows) + 1.8))
-    height = 0.26
-    for k, way in enumerate(WAYS):
-        ys = [i + (k - 1) * height for i in range(len(rows))]
-        xs = [r["per_op_us"][way] or 0 for r in rows]
-        ax.barh(ys, xs, height=height, label=way, color=colors[way])
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([r["label"] for r in rows])
-    ax.invert_yaxis()
-    ax.set_xscale("log")
-    ax.set_xlabel(f"µs per operation ({report['statistic']}, log scale; shorter is faster)")
-    m = report["machine"]
-    ax.set_title(
-        f"vyre_native vs wgpu-py vs raw C: {m['adapter']} ({m['backend']}), {m['date']}", fontsize=10
-    )
-    ax.legend(loc="lower right")
-    ax.grid(axis="x", which="both", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return f"chart: {path}"
-
-
-# ---- the command ----------------------------------------------------------------------------------
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m vyre_native bench",
-        description="Run the benchmark suite (vyre_native vs wgpu-py vs raw C) and report it.",
-        epilog="Arguments after `--` go to pytest (e.g. -- -k replay).",
-    )
-    p.add_argument(
-        "--quick", action="store_true", help="few rounds per benchmark: a smoke run, not numbers to report"
-    )
-    p.add_argument(
-        "--json", metavar="PATH", help="where the report goes (default: <suite>/results/latest.json)"
-    )
-    p.add_argument("--no-chart", action="store_true", help="do not draw the PNG chart")
-    p.add_argument(
-        "--suite", metavar="DIR", help="the benchmarks/ folder (default: found from the current folder)"
-    )
-    p.add_argument(
-        "--from",
-        dest="from_json",
-        metavar="RAW.json",
-        help="re-render a saved run (pytest-benchmark JSON or a report) instead of running",
-    )
-    p.add_argument(
-        "--keep-samples",
-        action="store_true",
-        help="keep pytest-benchmark's per-round timings in the report (large)",
-    )
-    p.add_argument(
-        "--stat",
-        choices=sorted(_STAT_KEYS),
-        default="mean",
-        help="per-operation statistic in the table (default: mean)",
-    )
-    return p
+def _suite_argument(argv: list[str]) -> str | None:
+    """The value of ``--suite`` among our own arguments (those before ``--``)."""
+    ours = argv[: argv.index("--")] if "--" in argv else argv
+    for i, arg in enumerate(ours):
+        if arg == "--suite" and i + 1 < len(ours):
+            return ours[i + 1]
+        if arg.startswith("--suite="):
+            return arg.split("=", 1)[1]
+    return None
 
 
 def main(argv: list[str]) -> int:
-    """The ``bench`` subcommand; returns the process exit status."""
-    argv = list(argv)
-    pytest_args: list[str] = []
-    if "--" in argv:
-        cut = argv.index("--")
-        argv, pytest_args = argv[:cut], argv[cut + 1 :]
-    args = _parser().parse_args(argv)
-    suite = find_suite(args.suite)
-    status = 0
-    source: dict[str, Any] = {}
-
-    if args.from_json:
-        try:
-            loaded = json.loads(pathlib.Path(args.from_json).read_text())
-        except (OSError, ValueError) as err:
-            print(
-                f"bench: cannot read {args.from_json}: {err}. Fix: pass a pytest-benchmark JSON or a report.",
-                file=sys.stderr,
-            )
-            return 2
-        raw = loaded.get("pytest_benchmark", loaded)
-        source = {"rendered_from": str(args.from_json), "original": loaded.get("generated")}
-    else:
-        if suite is None:
-            print(
-                "bench: the benchmarks/ folder was not found (it is in the source checkout, not the installed "
-                "package). Fix: run from the repository, or pass --suite PATH/TO/benchmarks "
-                "(or set VN_BENCH_SUITE).",
-                file=sys.stderr,
-            )
-            return 2
-        missing = [m for m in ("pytest", "pytest_benchmark") if _find_spec(m) is None]
-        if missing:
-            print(
-                f"bench: {', '.join(missing)} not installed. Fix: pip install pytest pytest-benchmark "
-                "(or pip install 'vyre_native[test]').",
-                file=sys.stderr,
-            )
-            return 2
-        with tempfile.TemporaryDirectory(prefix="vn-bench-") as tmp:
-            raw_path = pathlib.Path(tmp) / "pytest-benchmark.json"
-            rc = run_suite(suite, raw_path, args.quick, pytest_args)
-            if not raw_path.exists():
-                print(f"bench: pytest exited with status {rc} and wrote no results.", file=sys.stderr)
-                return rc or 1
-            raw = json.loads(raw_path.read_text())
-        if rc != 0:
-            print(
-                f"bench: pytest exited with status {rc}: some benchmarks failed; their cells read n/a.",
-                file=sys.stderr,
-            )
-            status = 1
-
-    report = build_report(raw, args.stat, args.keep_samples)
-    if args.json:
-        out = pathlib.Path(args.json)
-    elif suite is not None:
-        out = suite / "results" / "latest.json"
-    else:
-        out = pathlib.Path("benchmarks") / "results" / "latest.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    report["generated"] = {
-        "by": "python -m vyre_native bench",
-        "at_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "argv": argv + (["--"] + pytest_args if pytest_args else []),
-        "python": platform.python_version(),
-        **source,
-    }
-    out.write_text(json.dumps(report, indent=1) + "\n")
-    print()
-    print(format_table(report))
-    print()
-    print(f"report: {out}")
-    if not args.no_chart:
-        print(draw_chart(report, out.with_suffix(".png")))
+    """Run ``benchmarks/report.py``'s ``main(argv)``; returns the process exit status."""
+    suite = find_suite(_suite_argument(argv))
+    if suite is None:
+        print(
+            "bench: the benchmarks/ folder was not found (it is in the source checkout, not the installed "
+            "package). Fix: run from the repository, or pass --suite PATH/TO/benchmarks (or set VN_BENCH_SUITE).",
+            file=sys.stderr,
+        )
+        return 2
+    spec = importlib.util.spec_from_file_location("vyre_native_bench_report", suite / "report.py")
+    if spec is None or spec.loader is None:
+        print(f"bench: cannot load {suite / 'report.py'}. Fix: check the checkout.", file=sys.stderr)
+        return 2
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    if not any(a == "--suite" or a.startswith("--suite=") for a in argv):
+        argv = ["--suite", str(suite), *argv]
+    status: int = report.main(argv)
     return status
-
-
-def _find_spec(name: str) -> Any:
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
 
 
 if __name__ == "__main__":

@@ -2,33 +2,40 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Sequence as SequenceABC
+from typing import Any, ClassVar
 
-from ._handles import Handle, readable_bytes
+from ._handles import Handle
 from ._lib import check, check_wait, ffi, lib, load_library
-from .buffer import Buffer, BufferUsage, usage_bits
-from .errors import InvalidArgumentError, WrongTypeError
-
-_POWER = {None: 0, "default": 0, "low-power": 1, "high-performance": 2}
-
-_LIMIT_FIELDS = (
-    "max_buffer_size",
-    "max_storage_buffer_binding_size",
-    "max_uniform_buffer_binding_size",
-    "max_bind_groups",
-    "max_bindings_per_bind_group",
-    "max_storage_buffers_per_shader_stage",
-    "max_uniform_buffers_per_shader_stage",
-    "min_storage_buffer_offset_alignment",
-    "min_uniform_buffer_offset_alignment",
-    "max_compute_workgroup_storage_size",
-    "max_compute_invocations_per_workgroup",
-    "max_compute_workgroup_size_x",
-    "max_compute_workgroup_size_y",
-    "max_compute_workgroup_size_z",
-    "max_compute_workgroups_per_dimension",
+from ._marshal import (
+    to_choice,
+    to_int,
+    to_list,
+    to_ptr,
+    to_readable,
+    to_str_tuple,
+    to_timing,
+    to_u64,
+    to_usage,
+    to_utf8,
 )
+from .buffer import Buffer, BufferUsage
+from .pipeline import Pipeline
+from .replay import Recording
+from .sequence import Sequence
+from .submission import Submission
+
+_POWER = {
+    None: lib.VN_POWER_DEFAULT,
+    "default": lib.VN_POWER_DEFAULT,
+    "low-power": lib.VN_POWER_LOW,
+    "high-performance": lib.VN_POWER_HIGH,
+}
+_I32_MAX = 0x7FFFFFFF
+
+# The fields of the C struct, in its order: the header is the one list of them.
+_LIMIT_FIELDS = tuple(name for name, _ in ffi.typeof("vn_limits").fields)
 
 
 def _info_dict(info: Any) -> dict[str, str]:
@@ -41,27 +48,15 @@ def _info_dict(info: Any) -> dict[str, str]:
     }
 
 
-def _backend_arg(backend: str | None) -> Any:
+def _backend_arg(backend: Any) -> Any:
     """The C value of a ``backend=`` argument: NULL, or the name as UTF-8 (C checks the name)."""
-    if backend is None:
-        return ffi.NULL
-    if not isinstance(backend, str):
-        raise WrongTypeError(
-            f"backend={backend!r} is a {type(backend).__name__}, not a str. "
-            'Fix: pass "vulkan", "metal", "dx12" or "gl", or None for the platform\'s primary backends.'
-        )
-    try:
-        return backend.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidArgumentError(
-            f'backend={backend!r} is not valid UTF-8 text. Fix: pass "vulkan", "metal", "dx12" or "gl".'
-        ) from None
+    return ffi.NULL if backend is None else to_utf8(backend, "backend")
 
 
 def adapters_with_features(backend: str | None = None) -> list[tuple[dict[str, str], frozenset[str]]]:
     """Each adapter of ``backend`` as (``Device.info`` dict, the names of its features)."""
-    load_library()
     name = _backend_arg(backend)
+    load_library()
     count = ffi.new("size_t *")
     check(lib.vn_enumerate_adapters(name, ffi.NULL, 0, count))
     infos = ffi.new("vn_device_info[]", max(int(count[0]), 1))
@@ -93,52 +88,54 @@ class Device(Handle):
     """
 
     _kind = "Device"
+    _made_by = "vn.Device()"
     #: the wgpu-py GPUDevice this one wraps (Device.from_wgpu), else absent
     _wgpu_device: Any
+    _info: dict[str, str]
+    _limits: dict[str, int]
+    _features: frozenset[str]
+
+    #: ``Device.from_wgpu(gpu_device)``: interop with wgpu-py, installed by
+    #: vyre_native.interop, which sits above this module.
+    from_wgpu: ClassVar[Callable[[Any], Device]]
 
     def __init__(
-        self, power_preference: str | None = None, adapter: int | None = None, backend: str | None = None
+        self,
+        power_preference: str | None = None,
+        adapter: int | None = None,
+        backend: str | None = None,
+        required_features: Iterable[str] = (),
     ) -> None:
-        if power_preference not in _POWER:
-            raise InvalidArgumentError(
-                f"power_preference={power_preference!r} is not one of None, 'low-power', 'high-performance'. "
-                "Fix: pass one of those."
-            )
-        if adapter is not None and (isinstance(adapter, bool) or not isinstance(adapter, int) or adapter < 0):
-            raise InvalidArgumentError(
-                f"adapter={adapter!r} is not an adapter index. Fix: pass an index into vn.enumerate_adapters()."
-            )
+        self._ptr = None  # a closed device until the C one exists
+        power = to_choice(power_preference, "power_preference", _POWER)
+        index = -1 if adapter is None else to_int(adapter, "adapter", 0, _I32_MAX, "an int32_t")
+        name = _backend_arg(backend)
+        # C knows the names and checks them against the adapter: one space-separated string.
+        required = to_utf8(
+            " ".join(to_str_tuple(required_features, "required_features")), "required_features"
+        )
         load_library()
         out = ffi.new("vn_device **")
-        name = _backend_arg(backend)
-        check(lib.vn_device_create(_POWER[power_preference], -1 if adapter is None else adapter, name, out))
+        check(lib.vn_device_create(power, index, name, required, out))
         self._init_native(out[0])
 
     def _init_native(self, raw: Any) -> None:
-        Handle.__init__(self, ffi.gc(raw, lib.vn_device_release))
+        self._ptr = ffi.gc(raw, lib.vn_device_release)
         info = ffi.new("vn_device_info *")
         check(lib.vn_device_get_info(raw, info))
         self._info = _info_dict(info)
         limits = ffi.new("vn_limits *")
         check(lib.vn_device_get_limits(raw, limits))
         self._limits = {name: int(getattr(limits, name)) for name in _LIMIT_FIELDS}
+        names = ffi.new("char[]", 4096)
+        check(lib.vn_device_get_features(raw, names, len(names)))
+        self._features = frozenset(ffi.string(names).decode().split())
 
     @classmethod
     def _from_native(cls, raw: Any) -> Device:
         self = cls.__new__(cls)
         self._init_native(raw)
         return self
-
-    @classmethod
-    def from_wgpu(cls, gpu_device: Any) -> Device:
-        """Wrap a wgpu-py ``GPUDevice`` (same wgpu-native in the process; a reference of its own).
-
-        The same GPUDevice always gives the same ``vn.Device``, so buffers adopted
-        from it bind together. ``Buffer.to_wgpu()`` works for buffers of such a device.
-        """
-        from .interop import device_from_wgpu
-
-        return device_from_wgpu(cls, gpu_device)
 
     # -- properties ------------------------------------------------------------------
 
@@ -147,6 +144,13 @@ class Device(Handle):
         """Adapter description: name, vendor, backend, adapter_type, driver."""
         self._live()
         return dict(self._info)
+
+    @property
+    def features(self) -> frozenset[str]:
+        """The device's features by name ("shader-f16", "subgroup", "timestamp-query", ...):
+        every compute feature the adapter offers, and ``required_features``."""
+        self._live()
+        return self._features
 
     @property
     def limits(self) -> dict[str, int]:
@@ -187,54 +191,55 @@ class Device(Handle):
     # -- buffers -----------------------------------------------------------------------
 
     def upload(self, data: Any, usage: BufferUsage | int | None = None) -> Buffer:
-        """A new buffer holding a copy of ``data`` (any buffer-protocol object).
+        """A new buffer holding a copy of ``data`` (any buffer-protocol object of plain data).
 
         The bytes go from ``data``'s memory straight into a mapping of the new
         buffer (one memcpy, no intermediate Python copy).
         """
         ptr = self._live()
-        src, nbytes = readable_bytes(data, "upload")
+        src, nbytes = to_readable(data, "upload")
         out = ffi.new("vn_buffer **")
-        check(lib.vn_buffer_create(ptr, nbytes, usage_bits(usage), src, out))
+        check(lib.vn_buffer_create(ptr, nbytes, to_usage(usage, "upload usage"), src, out))
         return Buffer._adopt(self, out[0])
 
     def alloc(self, nbytes: int, usage: BufferUsage | int | None = None) -> Buffer:
         """A new zero-filled buffer of ``nbytes`` bytes."""
         ptr = self._live()
-        if isinstance(nbytes, bool) or not isinstance(nbytes, int):
-            raise WrongTypeError(
-                f"alloc({nbytes!r}): the size is a {type(nbytes).__name__}, not an int. Fix: pass a byte count."
-            )
-        if nbytes < 0:
-            raise InvalidArgumentError(
-                f"alloc({nbytes}): a size cannot be negative. Fix: pass a byte count >= 0."
-            )
-        if nbytes >= 1 << 64:
-            raise InvalidArgumentError(
-                f"alloc({nbytes}): the size does not fit 64 bits. Fix: pass a smaller size."
-            )
+        size, bits = to_u64(nbytes, "alloc nbytes"), to_usage(usage, "alloc usage")
         out = ffi.new("vn_buffer **")
-        check(lib.vn_buffer_create(ptr, nbytes, usage_bits(usage), ffi.NULL, out))
+        check(lib.vn_buffer_create(ptr, size, bits, ffi.NULL, out))
         return Buffer._adopt(self, out[0])
 
     # -- replay ----------------------------------------------------------------------
 
-    def sequence(self) -> Any:
+    def sequence(self) -> Sequence:
         """An empty ``vn.Sequence`` on this device."""
-        from .replay import Sequence
-
         out = ffi.new("vn_sequence **")
         check(lib.vn_sequence_create(self._live(), out))
-        return Sequence(self, out[0])
+        return Sequence._adopt(self, out[0])
 
-    def submit(self, work: Sequence[Any], timing: bool | str = False) -> Any:
+    def submit(self, work: SequenceABC[Recording | Sequence], timing: bool | str = False) -> Submission:
         """Encode recordings and sequences, in order, into one command buffer; one queue submit.
 
         Returns a ``vn.Submission``; ``timing`` as for ``Recording.replay``.
         """
-        from .replay import submit
-
-        return submit(self, work, timing)
+        ptr = self._live()
+        items = to_list(work, "submit() work", "a list of vn.Recording / vn.Sequence")
+        c_items = ffi.new("vn_work[]", max(len(items), 1))
+        pinned = [to_ptr(w, (Recording, Sequence), f"submit() work[{i}]") for i, w in enumerate(items)]
+        for i, w in enumerate(items):
+            if isinstance(w, Recording):
+                c_items[i].recording = pinned[i]
+            else:
+                c_items[i].sequence = pinned[i]
+        out, count, mode = ffi.new("vn_submission **"), len(items), to_timing(timing)
+        # VN_PENDING: a CPU adapter's queue still runs earlier work
+        check_wait(
+            lib.vn_device_submit(ptr, c_items, count, mode, out),
+            lambda: lib.vn_device_submit(ptr, c_items, count, mode, out),
+        )
+        del pinned  # held until the call returned
+        return Submission._adopt(out[0])
 
     @property
     def timestamps(self) -> bool:
@@ -248,10 +253,8 @@ class Device(Handle):
         wgsl: str,
         entry_point: str = "main",
         preserve: Iterable[str] = (),
-        indirect: Sequence[Any] | None = None,
+        indirect: SequenceABC[Any] | None = None,
         constants: Mapping[str, float | int | bool] | None = None,
-    ) -> Any:
+    ) -> Pipeline:
         """Compile a WGSL compute entry point into a ``vn.Pipeline``; see ``Pipeline``."""
-        from .pipeline import Pipeline
-
-        return Pipeline._compile(self, wgsl, entry_point, tuple(preserve), indirect, constants)
+        return Pipeline._compile(self, wgsl, entry_point, preserve, indirect, constants)

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._handles import Handle, destination
-from ._lib import check, check_wait, ffi, finish_read, lib
-from .errors import OutputIndexError, WrongTypeError
-from .replay import mapped_bytes
+from numpy.typing import NDArray
+
+from ._handles import Handle
+from ._lib import check, check_wait, ffi, lib, read_sliced
+from ._marshal import new_array, to_destination, to_index
+from ._typing import DTypeLike, ShapeLike
+from .readback import OutputReads, PendingRead, complete, layout, start
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
 
 
-class PrerecordedDispatch(Handle):
+class PrerecordedDispatch(OutputReads, Handle):
     """Made by ``Pipeline.prerecord_persistent_dispatch`` or ``prerecord_borrowed_dispatch``.
 
     The command buffer is encoded at creation; ``replay()`` only submits it, and a
@@ -22,15 +25,14 @@ class PrerecordedDispatch(Handle):
     """
 
     _kind = "PrerecordedDispatch"
+    _made_by = "pipeline.prerecord_persistent_dispatch(...) or pipeline.prerecord_borrowed_dispatch(...)"
     _pipeline: Pipeline
     _index: Any
-
-    _lens: list[int] | None = None
 
     @classmethod
     def _adopt(cls, pipeline: Pipeline, raw: Any) -> PrerecordedDispatch:
         # Kept to the minimum: this runs once per launch on the pre-record path.
-        self = cls(ffi.gc(raw, lib.vn_dispatch_release))
+        self = cls._wrap(ffi.gc(raw, lib.vn_dispatch_release))
         self._pipeline = pipeline
         # Only the one replay() that wins the C layer's exchange ever writes this,
         # so threads racing on replay() cannot clash over it.
@@ -38,36 +40,14 @@ class PrerecordedDispatch(Handle):
         return self
 
     @property
-    def _out_lens(self) -> list[int]:
-        """Each output's byte_len, read from C on first use."""
-        lens = self._lens
-        if lens is None:
-            raw = self._live()
-            length = ffi.new("uint64_t *")
-            lens = []
-            for i in range(int(lib.vn_dispatch_output_count(raw))):
-                check(lib.vn_dispatch_output_len(raw, i, length))
-                lens.append(int(length[0]))
-            self._lens = lens
-        return lens
-
-    @property
     def output_count(self) -> int:
-        return len(self._out_lens)
+        return int(lib.vn_dispatch_output_count(self._live()))
 
     def output_byte_len(self, index: int) -> int:
         """``byte_len`` of output ``index``."""
-        return self._out_lens[self._check_index(index)]
-
-    def _check_index(self, index: Any) -> int:
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise WrongTypeError(f"output index {index!r} is not an int. Fix: pass an int index.")
-        if not 0 <= index < len(self._out_lens):
-            raise OutputIndexError(
-                f"output index {index} is out of range for a dispatch with {len(self._out_lens)} output(s). "
-                f"Fix: pass an index from 0 to {len(self._out_lens) - 1}."
-            )
-        return index
+        length = ffi.new("uint64_t *")
+        check(lib.vn_dispatch_output_len(self._live(), to_index(index, "output index"), length))
+        return int(length[0])
 
     def replay(self) -> int:
         """Submit the recorded command buffer; returns the submission index.
@@ -85,20 +65,25 @@ class PrerecordedDispatch(Handle):
         index: int = self._index[0]
         return index
 
-    def read_output(self, index: int) -> bytes:
-        """Output ``index``'s bytes, once this recording's own submission has completed.
+    def _read_output(
+        self, index: int, dtype: DTypeLike | None, shape: ShapeLike | None, copy: bool
+    ) -> bytes | memoryview | NDArray[Any]:
+        """Once this recording's own submission has completed (its reads are queued after it)."""
+        ptr = self._live()
+        i = to_index(index, "output index")
+        if copy and (dtype is not None or shape is not None):
+            arr = new_array(dtype, shape, self.output_byte_len(i), "read_output")
+            self.read_output_into(i, arr)
+            return arr
+        form = None if copy else layout(dtype, shape, self.output_byte_len(i), "read_output")
+        return complete(start(lib.vn_dispatch_read_output_async, ptr, i), form, copy)
 
-        One copy, from the staging buffer into the new ``bytes``; ``read_output_into``
-        fills memory you already have and is the path for repeated reads.
-        """
-        self._check_index(index)
-        ptr, out = self._live(), ffi.new("vn_pending_read **")
-        check_wait(
-            lib.vn_dispatch_read_output_async(ptr, index, out),
-            lambda: lib.vn_dispatch_read_output_async(ptr, index, out),
+    def read_output_async(self, index: int) -> PendingRead:
+        """Start reading output ``index`` (after the checks ``read_output`` makes);
+        ``.result()`` completes it."""
+        return PendingRead._adopt(
+            start(lib.vn_dispatch_read_output_async, self._live(), to_index(index, "output index"))
         )
-        read = ffi.gc(out[0], lib.vn_pending_read_release)
-        return mapped_bytes(read)
 
     def read_output_into(self, index: int, out: Any) -> int:
         """Fill caller memory with output ``index``; returns the bytes written.
@@ -109,12 +94,14 @@ class PrerecordedDispatch(Handle):
         GPU copy to a reused staging buffer, memcpy into ``out``.
         """
         ptr = self._live()
-        n = self._out_lens[self._check_index(index)]
-        dst = destination(out, n, "read_output_into")
-        size, pending = len(dst), ffi.new("vn_pending_read **")
-        status = lib.vn_dispatch_read_output(ptr, index, dst, size, ffi.NULL, pending)
-        if status:
-            finish_read(
-                status, pending, dst, size, lambda: lib.vn_dispatch_read_output(ptr, index, dst, size, ffi.NULL, pending)
-            )
+        i = to_index(index, "output index")
+        length = ffi.new("uint64_t *")
+        check(lib.vn_dispatch_output_len(ptr, i, length))
+        n = int(length[0])
+        dst, capacity = to_destination(out, n, "read_output_into")
+        read_sliced(
+            lambda pending: lib.vn_dispatch_read_output(ptr, i, dst, capacity, ffi.NULL, pending),
+            dst,
+            capacity,
+        )
         return n

@@ -1,6 +1,7 @@
 """One exception class per C status code, and the one-line check every call site uses.
 
-The C layer returns a ``vn_status`` (a stable enum, see ``csrc/vyre_native.h``) and
+The C layer returns a ``vn_status`` (a stable enum, see ``csrc/vyre_native.h``; each
+class's ``code`` is read from the compiled module, never copied here) and
 keeps the message of the last failure in thread-local storage. ``check(status)``
 returns on success and otherwise raises the class mapped to the code, carrying the
 C message ("<what happened, with values>. Fix: <remedy>").
@@ -13,11 +14,13 @@ timeout a ``TimeoutError``, an allocation failure a ``MemoryError``.
 
 from __future__ import annotations
 
+from ._native import lib
+
 
 class VyreError(Exception):
     """Base class of every error this package raises. ``.code`` is the C status code."""
 
-    code: int = 13
+    code: int = lib.VN_ERROR_INTERNAL
 
     def __init__(self, message: str, code: int | None = None) -> None:
         super().__init__(message)
@@ -28,95 +31,109 @@ class VyreError(Exception):
 class InvalidArgumentError(VyreError, ValueError):
     """A value is out of range or malformed (a size, a workgroup count, an offset)."""
 
-    code = 1
+    code = lib.VN_ERROR_INVALID_ARGUMENT
 
 
 class AlreadySubmittedError(VyreError):
     """A single-submit recording was replayed a second time."""
 
-    code = 2
+    code = lib.VN_ERROR_ALREADY_SUBMITTED
 
 
 class BindingError(VyreError):
     """Handles do not match the pipeline's bindings (count, usage, size, device)."""
 
-    code = 3
+    code = lib.VN_ERROR_BINDING
 
 
 class ValidationError(VyreError):
     """wgpu-native reported a validation error; its message is kept."""
 
-    code = 4
+    code = lib.VN_ERROR_VALIDATION
 
 
 class ShaderError(VyreError):
-    """WGSL that does not compile, or uses what this package cannot bind."""
+    """WGSL that does not compile, or uses what this package cannot bind.
 
-    code = 5
+    ``line`` and ``column`` (1-based; the column in characters) say where, when the
+    compiler or reflection names a place; the message then shows that source line with
+    a caret under the column, and the Fix on a line of its own.
+    """
 
-    def __init__(self, message: str, code: int | None = None, line: int | None = None) -> None:
+    code = lib.VN_ERROR_SHADER
+
+    def __init__(
+        self, message: str, code: int | None = None, line: int | None = None, column: int | None = None
+    ) -> None:
         super().__init__(message, code)
         self.line = line
+        self.column = column
 
 
 class OutOfMemoryError(VyreError, MemoryError):
     """A GPU or host allocation failed, or a size exceeds the device's maximum."""
 
-    code = 6
+    code = lib.VN_ERROR_OUT_OF_MEMORY
 
 
 class OutputIndexError(VyreError, IndexError):
     """An output index outside the recording's outputs."""
 
-    code = 7
+    code = lib.VN_ERROR_OUTPUT_INDEX
 
 
 class ReleasedError(VyreError):
     """A handle (buffer, pipeline, recording, device) was used after release()."""
 
-    code = 8
+    code = lib.VN_ERROR_RELEASED
 
 
 class DeviceLostError(VyreError):
     """The device was lost or destroyed; nothing on it can run any more."""
 
-    code = 9
+    code = lib.VN_ERROR_DEVICE_LOST
 
 
 class LibraryError(VyreError):
     """wgpu-native is missing, cannot be loaded, or is of another version."""
 
-    code = 10
+    code = lib.VN_ERROR_LIBRARY
 
 
 class NotSubmittedError(VyreError):
     """Output read back before the recording was replayed."""
 
-    code = 11
+    code = lib.VN_ERROR_NOT_SUBMITTED
 
 
 class WaitTimeoutError(VyreError, TimeoutError):
     """A wait on GPU work ran past its timeout."""
 
-    code = 12
+    code = lib.VN_ERROR_TIMEOUT
 
 
 class InternalError(VyreError):
     """An unexpected failure inside the C layer or wgpu-native."""
 
-    code = 13
+    code = lib.VN_ERROR_INTERNAL
 
 
 class WrongTypeError(VyreError, TypeError):
     """An argument of the wrong type (not a buffer-protocol object, not a Buffer)."""
 
-    code = 14
+    code = lib.VN_ERROR_WRONG_TYPE
+
+
+class UnsupportedError(VyreError):
+    """The adapter lacks a feature the call needs (``required_features``, immediates, ...)."""
+
+    code = lib.VN_ERROR_UNSUPPORTED
 
 
 class ForkedError(VyreError):
     """An object inherited across ``os.fork()``: unusable in the child; create a vn.Device there."""
 
-    code = 15
+    code = lib.VN_ERROR_FORKED
 
 
 _BY_CODE: dict[int, type[VyreError]] = {
@@ -136,6 +153,7 @@ _BY_CODE: dict[int, type[VyreError]] = {
         WaitTimeoutError,
         InternalError,
         WrongTypeError,
+        UnsupportedError,
         ForkedError,
     )
 }

@@ -2,107 +2,102 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._handles import Handle
 from ._lib import check, ffi, lib
-from .buffer import Buffer
+from ._marshal import (
+    to_constants,
+    to_indirect,
+    to_list,
+    to_named,
+    to_readable,
+    to_str_tuple,
+    to_u64,
+    to_utf8,
+    to_view,
+    to_views,
+    to_workgroups,
+    wrong_type,
+)
+from .buffer import Bindable, Buffer, BufferView
 from .dispatch import PrerecordedDispatch
-from .errors import BindingError, InvalidArgumentError, ReleasedError, ShaderError, WrongTypeError
-from .reflect import Binding, reflect
+from .errors import BindingError, ShaderError
+from .reflect import Binding, reflect, tokenize
 from .replay import Recording
 
 if TYPE_CHECKING:
     from .device import Device
 
-_KIND_CODES = {"storage_read": 0, "storage_read_write": 1, "uniform": 2}
-_U32_MAX = 0xFFFFFFFF
-_BUFFER_ARRAY = ffi.typeof("vn_buffer *[]")
-_LINE = re.compile(r"wgsl:(\d+):(\d+)")
+_KIND_CODES = {
+    "storage_read": lib.VN_BINDING_STORAGE_READ,
+    "storage_read_write": lib.VN_BINDING_STORAGE_READ_WRITE,
+    "uniform": lib.VN_BINDING_UNIFORM,
+}
+_CACHE_FIELDS = tuple(name for name, _ in ffi.typeof("vn_cache_stats").fields)
+_U64_MAX = 0xFFFFFFFFFFFFFFFF
+_POSITIONAL, _NAMED = int(lib.VN_BIND_POSITIONAL), int(lib.VN_BIND_NAMED)
+_VIEWS = ffi.typeof("vn_view[]")
+_ARGS = ffi.typeof("vn_dispatch_args *")
 
 
 def _shader_error(err: ShaderError) -> ShaderError:
-    """The compiler's message as a ShaderError, with the first line it names."""
-    text = str(err)
-    found = _LINE.search(text)
-    return ShaderError(text, err.code, line=int(found.group(1)) if found else None)
-
-
-def check_workgroups(workgroups: Any) -> tuple[int, int, int]:
-    """Three ints in [0, 2**32): a dispatch's workgroup counts."""
-    if type(workgroups) is tuple and len(workgroups) == 3:
-        x, y, z = workgroups
-        # The common case in one expression; anything else takes the checks below.
-        if (
-            type(x) is int
-            and type(y) is int
-            and type(z) is int
-            and 0 <= x <= _U32_MAX
-            and 0 <= y <= _U32_MAX
-            and 0 <= z <= _U32_MAX
-        ):
-            return x, y, z
-    if type(workgroups) not in (tuple, list) or len(workgroups) != 3:
-        raise WrongTypeError(
-            f"workgroups={workgroups!r} is not three counts. Fix: pass a tuple (x, y, z) of ints, e.g. (64, 1, 1)."
-        )
-    for axis, count in zip("xyz", workgroups):
-        if type(count) is not int and (isinstance(count, bool) or not isinstance(count, int)):
-            raise WrongTypeError(
-                f"workgroups {axis}={count!r} is a {type(count).__name__}, not an int. Fix: pass ints, e.g. (64, 1, 1)."
-            )
-        if not 0 <= count <= _U32_MAX:
-            raise InvalidArgumentError(
-                f"workgroups {axis}={count} is outside 0..{_U32_MAX}. Fix: pass a non-negative count "
-                "no larger than the device's max_compute_workgroups_per_dimension."
-            )
-    return workgroups[0], workgroups[1], workgroups[2]
-
-
-def buffer_array(handles: Sequence[Any], role: str) -> Any:
-    """A C array of the buffers' pointers (raising for anything that is not a live Buffer).
-
-    On the recording path: exact-type checks first, the ABC check only for other
-    sequence types (an ABC isinstance costs about a microsecond).
-    """
-    if type(handles) not in (list, tuple) and (
-        isinstance(handles, (Buffer, bytes, bytearray, str)) or not isinstance(handles, Sequence)
-    ):
-        raise WrongTypeError(
-            f"{role} must be a list of vn.Buffer, got {type(handles).__name__}. Fix: pass a list."
-        )
-    if not handles:
-        return ffi.NULL
-    if all(type(h) is Buffer and h._ptr is not None for h in handles):
-        return ffi.new(_BUFFER_ARRAY, [h._ptr for h in handles])
-    ptrs = []
-    for i, h in enumerate(handles):
-        if type(h) is not Buffer and not isinstance(h, Buffer):
-            raise WrongTypeError(
-                f"{role}[{i}] is a {type(h).__name__}, not a vn.Buffer. Fix: upload it with device.upload(...) first."
-            )
-        if h.released:
-            raise ReleasedError(
-                f"{role}[{i}] (Buffer {h.allocation_identity}, {h.byte_len} bytes) was released. "
-                "Fix: pass a live buffer; a released handle cannot be used."
-            )
-        ptrs.append(h._ptr)
-    return ffi.new(_BUFFER_ARRAY, ptrs)
+    """The compiler's error as a ShaderError with the line and column C found in it
+    (this thread's last error is still the failed call's)."""
+    line, column = ffi.new("uint32_t *"), ffi.new("uint32_t *")
+    if not lib.vn_last_error_position(line, column):
+        return err
+    return ShaderError(str(err), err.code, line=int(line[0]), column=int(column[0]))
 
 
 def dispatch_args(
-    inputs: Sequence[Any], outputs: Sequence[Any], params: Any, workgroups: Any
-) -> tuple[Any, int, Any, int, Any, int, int, int]:
-    """The C arguments of one dispatch: input and output arrays with their counts,
-    params (or NULL) and the workgroup counts, each checked for type."""
-    x, y, z = check_workgroups(workgroups)
-    ins, outs = buffer_array(inputs, "inputs"), buffer_array(outputs, "outputs")
-    if params is not None and not isinstance(params, Buffer):
-        raise WrongTypeError(f"params is a {type(params).__name__}, not a vn.Buffer. Fix: upload it first.")
-    par = params._live() if params is not None else ffi.NULL
-    return ins, len(inputs), outs, len(outputs), par, x, y, z
+    inputs: Any,
+    outputs: Any,
+    params: Any,
+    workgroups: Any,
+    immediates: Any = None,
+    bind: Any = None,
+    indirect: Any = None,
+) -> tuple[Any, list[Any]]:
+    """The C ``vn_dispatch_args`` of one dispatch, and the objects its pointers name,
+    which the caller keeps until its C call returns. Which view goes to which binding
+    (the positional rule or the names), whether both forms were used, whether each view
+    fits, and the immediates' size, are C's to check: this only converts what was given."""
+    x, y, z = to_workgroups(workgroups)
+    # inputs, outputs and params share one C array (the hot path: one allocation)
+    views = to_views(inputs, "inputs", Buffer, BufferView)
+    n_in = len(views)
+    views += to_views(outputs, "outputs", Buffer, BufferView)
+    n_out = len(views) - n_in
+    if params is not None:
+        views.append(to_view(params, "params", Buffer, BufferView))
+    # the positional form is used when it passes anything (the defaults, empty, pass nothing)
+    forms = _POSITIONAL if views else 0
+    array = ffi.new(_VIEWS, views) if views else ffi.NULL
+    ins, outs = (array, array + n_in) if n_in or n_out else (ffi.NULL, ffi.NULL)
+    par = array + n_in + n_out if params is not None else ffi.NULL
+    pinned: list[Any] = [array, views]
+    fields = [forms, x, y, z, ins, n_in, outs, n_out, par]  # the rest of the struct is zero
+    if bind is None and indirect is None and immediates is None:
+        return ffi.new(_ARGS, fields), pinned
+    imm, n_imm = (ffi.NULL, 0) if immediates is None else to_readable(immediates, "immediates")
+    pinned.append(imm)
+    names_c = named = ind = ffi.NULL
+    n_named = offset = 0
+    if bind is not None:
+        fields[0] |= _NAMED
+        pairs = to_named(bind, "bind")
+        keys = [ffi.new("char[]", name) for name, _ in pairs]
+        names_c = ffi.new("char *[]", keys or 1)
+        given = [to_view(item, f"bind[{name.decode()!r}]", Buffer, BufferView) for name, item in pairs]
+        named, n_named = ffi.new(_VIEWS, given or 1), len(given)
+        pinned += (keys, names_c, named, given)
+    if indirect is not None:
+        view, offset = to_indirect(indirect, Buffer, BufferView)
+        ind = ffi.new("vn_view *", view)
+        pinned.append(ind)
+    return ffi.new(_ARGS, [*fields, imm, n_imm, names_c, named, n_named, ind, offset]), pinned
 
 
 class Pipeline(Handle):
@@ -116,31 +111,37 @@ class Pipeline(Handle):
     """
 
     _kind = "Pipeline"
+    _made_by = "device.compile(wgsl)"
     _device: Device
     bindings: list[Binding]
     entry_point: str
     workgroup_size: tuple[int, int, int] | None
+    #: bytes of the entry point's ``var<immediate>`` data (its type's size rounded up to
+    #: 4), 0 when it declares none: each dispatch then takes exactly this many bytes
+    #: as ``immediates=``
+    immediate_size: int
 
     @classmethod
     def _compile(
         cls,
         device: Device,
-        wgsl: str,
-        entry_point: str,
-        preserve: tuple[str, ...],
-        indirect: Sequence[Any] | None,
-        constants: Mapping[str, float | int | bool] | None,
+        wgsl: Any,
+        entry_point: Any,
+        preserve: Any,
+        indirect: Any,
+        constants: Any,
     ) -> Pipeline:
         dev_ptr = device._live()
-        if not isinstance(wgsl, str):
-            raise WrongTypeError(
-                f"compile() takes WGSL text (str), got {type(wgsl).__name__}. Fix: pass a str."
-            )
-        if not isinstance(entry_point, str) or not entry_point:
-            raise WrongTypeError(f"entry_point={entry_point!r}: Fix: name the @compute function as a str.")
-        source = wgsl.encode()
+        source = to_utf8(wgsl, "compile() WGSL")
+        entry = to_utf8(entry_point, "entry_point")
+        names_kept = to_str_tuple(preserve, "preserve")
+        values = to_constants(constants)
+        target = None if indirect is None else _indirect_pair(indirect)
+        # Nesting deeper than naga's stack can take is refused before naga parses it;
+        # tokenize() checks it (and the tokens serve reflection below).
+        tokens = tokenize(wgsl)
         shader_out = ffi.new("vn_shader **")
-        # Compile first: a WGSL error is reported by the compiler, with its line,
+        # Compile next: a WGSL error is reported by the compiler, with its line,
         # before reflection has to make sense of the text.
         try:
             check(lib.vn_shader_create(dev_ptr, source, len(source), shader_out))
@@ -148,11 +149,11 @@ class Pipeline(Handle):
             raise _shader_error(err) from None
         shader = ffi.gc(shader_out[0], lib.vn_shader_release)
 
-        module = reflect(wgsl, entry_point, preserve, constants)
+        module = reflect(tokens, entry_point, names_kept, values)
         bindings = module.bindings
         indirect_index, indirect_offset = -1, 0
-        if indirect is not None:
-            indirect_index, indirect_offset = _indirect_target(bindings, indirect)
+        if target is not None:
+            indirect_index, indirect_offset = _indirect_target(bindings, *target)
 
         names = [ffi.new("char[]", b.name.encode()) for b in bindings]
         descs = ffi.new("vn_binding_desc[]", max(len(bindings), 1))
@@ -161,24 +162,29 @@ class Pipeline(Handle):
             d.group, d.binding, d.kind = b.group, b.binding, _KIND_CODES[b.kind]
             d.preserve, d.min_size, d.name = int(b.preserve), b.min_size, names[i]
             d.binding_size = module.binding_sizes[i]
-        const_items = list((constants or {}).items())
-        const_names = [ffi.new("char[]", k.encode()) for k, _ in const_items]
-        consts = ffi.new("vn_constant[]", max(len(const_items), 1))
-        for i, (_, value) in enumerate(const_items):
+        # under wgpu-native's keys: an @id(n) override's is "n", any other's its name
+        keyed = module.constants
+        const_names = [ffi.new("char[]", k.encode()) for k in keyed]
+        consts = ffi.new("vn_constant[]", max(len(keyed), 1))
+        for i, value in enumerate(keyed.values()):
             consts[i].name, consts[i].value = const_names[i], float(value)
-        entry = ffi.new("char[]", entry_point.encode())
+        entry_c = ffi.new("char[]", entry)  # the desc holds only pointers: these locals own the memory
         desc = ffi.new(
             "vn_pipeline_desc *",
             {
-                "entry_point": entry,
+                "entry_point": entry_c,
                 "bindings": descs,
                 "binding_count": len(bindings),
                 "constants": consts,
-                "constant_count": len(const_items),
+                "constant_count": len(keyed),
                 "indirect_binding": indirect_index,
                 "indirect_offset": indirect_offset,
                 "cache_capacity": 0,
-                "workgroup_size": module.workgroup_size or (0, 0, 0),
+                # C checks both against the device's limits, overrides applied (a size past
+                # 64 bits saturates: it is far past any limit either way)
+                "workgroup_size": [min(d, _U64_MAX) for d in module.workgroup_size],
+                "workgroup_storage_size": min(module.workgroup_storage_size, _U64_MAX),
+                "immediate_size": module.immediate_size,
             },
         )
         out = ffi.new("vn_pipeline **")
@@ -188,16 +194,22 @@ class Pipeline(Handle):
             raise _shader_error(err) from None
         finally:
             ffi.release(shader)
-        self = cls(ffi.gc(out[0], lib.vn_pipeline_release))
+        self = cls._wrap(ffi.gc(out[0], lib.vn_pipeline_release))
         self._device = device
         self.bindings = list(bindings)
         self.entry_point = entry_point
         self.workgroup_size = module.workgroup_size
+        self.immediate_size = module.immediate_size
         return self
 
     @property
     def device(self) -> Device:
         return self._device
+
+    @property
+    def label(self) -> str:
+        """The pipeline's label in wgpu and in every message about it: its entry point."""
+        return self.entry_point
 
     def __repr__(self) -> str:
         return f"<vn.Pipeline {self.entry_point} bindings={len(self.bindings)}>"
@@ -206,109 +218,134 @@ class Pipeline(Handle):
         """Bind-group LRU counters: hits, misses, evictions, entries, capacity."""
         stats = ffi.new("vn_cache_stats *")
         check(lib.vn_pipeline_cache_stats(self._live(), stats))
-        return {k: int(getattr(stats, k)) for k in ("hits", "misses", "evictions", "entries", "capacity")}
+        return {k: int(getattr(stats, k)) for k in _CACHE_FIELDS}
 
     def prerecord_persistent_dispatch(
         self,
-        inputs: Sequence[Buffer],
-        outputs: Sequence[Buffer],
-        params: Buffer | None = None,
+        inputs: Sequence[Bindable] = (),
+        outputs: Sequence[Bindable] = (),
+        params: Bindable | None = None,
         workgroups: Sequence[int] = (1, 1, 1),
+        immediates: Any = None,
+        *,
+        bind: Mapping[str, Bindable] | None = None,
+        indirect: tuple[Bindable, int] | None = None,
     ) -> PrerecordedDispatch:
         """Record one dispatch now, to be submitted later by ``replay()`` (once).
 
         Bindings are taken in (group, binding) order: a read_write binding takes the
         next ``outputs`` handle, the first uniform takes ``params`` when given, and
-        every other binding the next ``inputs`` handle. Each handle is checked
-        (usage, size, device); bind groups come from this pipeline's cache;
-        non-preserved outputs are cleared on the GPU before the dispatch. Costs one
-        C call: resolution, bind groups and encoding happen there.
+        every other binding the next ``inputs`` handle. Or ``bind={name: buffer}``
+        names every binding the entry point uses, once (not both forms). A
+        ``vn.BufferView`` binds wherever a buffer does. Each handle is checked (usage,
+        size, device, offset alignment); bind groups come from this pipeline's cache;
+        non-preserved outputs are cleared on the GPU before the dispatch.
+        ``indirect=(buffer, offset)`` dispatches with the three u32 workgroup counts at
+        that offset of any buffer with INDIRECT usage, bound or not. ``immediates``: a
+        bytes-like object of exactly ``immediate_size`` bytes, the entry point's
+        ``var<immediate>`` data for this dispatch (copied; None when it declares none).
+        Costs one C call: resolution, bind groups and encoding happen there.
         """
         ptr = self._live()
-        args = dispatch_args(inputs, outputs, params, workgroups)
+        args, pinned = dispatch_args(inputs, outputs, params, workgroups, immediates, bind, indirect)
         out = ffi.new("vn_dispatch **")
-        check(lib.vn_dispatch_record(ptr, *args, out))
+        check(lib.vn_dispatch_record(ptr, args, out))
+        del pinned  # held until the call returned
         return PrerecordedDispatch._adopt(self, out[0])
 
     def record(
         self,
-        inputs: Sequence[Buffer],
-        outputs: Sequence[Buffer],
-        params: Buffer | None = None,
+        inputs: Sequence[Bindable] = (),
+        outputs: Sequence[Bindable] = (),
+        params: Bindable | None = None,
         workgroups: Sequence[int] = (1, 1, 1),
+        immediates: Any = None,
+        *,
+        bind: Mapping[str, Bindable] | None = None,
+        indirect: tuple[Bindable, int] | None = None,
     ) -> Recording:
         """A replayable ``vn.Recording``: same rules and checks as ``prerecord_persistent_dispatch``.
 
-        Resolution, validation and bind groups happen here, once; each
-        ``replay(n)`` is then one C call that encodes and submits.
+        Resolution, validation and bind groups happen here, once, and ``immediates``
+        are copied here; each ``replay(n)`` is then one C call that encodes (setting
+        the same immediates for every launch) and submits.
         """
         ptr = self._live()
-        args = dispatch_args(inputs, outputs, params, workgroups)
+        args, pinned = dispatch_args(inputs, outputs, params, workgroups, immediates, bind, indirect)
         out = ffi.new("vn_recording **")
-        check(lib.vn_recording_create(ptr, *args, out))
+        check(lib.vn_recording_create(ptr, args, out))
+        del pinned  # held until the call returned
         return Recording._adopt(self, out[0])
 
     def prerecord_borrowed_dispatch(
         self,
-        inputs: Sequence[Any],
+        inputs: Sequence[Any] = (),
         workgroups: Sequence[int] = (1, 1, 1),
         output_sizes: Sequence[int] | None = None,
+        *,
+        bind: Mapping[str, Any] | None = None,
     ) -> PrerecordedDispatch:
         """Upload host buffers, allocate outputs, and record one dispatch over them.
 
         ``inputs`` are buffer-protocol objects, one per binding that is not a
         cleared output (read-only storage, uniforms, preserved read_write state), in
-        (group, binding) order. Outputs are allocated from ``output_sizes`` (bytes,
-        in output order) or else from each output's declared ``min_size``.
+        (group, binding) order; or ``bind={name: host_buffer}`` names each of those
+        bindings once (not both forms). Outputs are allocated from ``output_sizes``
+        (bytes, in output order) or else from each output's declared ``min_size``. One
+        C call makes the buffers and records the dispatch.
         """
-        device = self._device
-        self._live()
-        sized = [b for b in self.bindings if b.is_output]
-        if output_sizes is not None and len(output_sizes) != len(sized):
-            raise BindingError(
-                f"output_sizes has {len(output_sizes)} entries, but the pipeline has {len(sized)} output(s) "
-                f"({', '.join(b.name for b in sized) or 'none'}). Fix: give one size per output, in order."
+        ptr = self._live()
+        host = [to_readable(data, f"inputs[{i}]") for i, data in enumerate(to_list(inputs, "inputs"))]
+        forms = _POSITIONAL if host else 0
+        names = ffi.NULL
+        if bind is not None:  # with inputs too, C refuses the mix before it reads either
+            forms |= _NAMED
+            pairs = to_named(bind, "bind")
+            host = [to_readable(data, f"bind[{name.decode()!r}]") for name, data in pairs]
+            keys = [ffi.new("char[]", name) for name, _ in pairs]
+            names = ffi.new("char *[]", keys or 1)
+        if output_sizes is None:
+            sizes, n_sizes = ffi.NULL, 0
+        else:
+            counts = to_list(output_sizes, "output_sizes", "a list of byte counts")
+            sizes = ffi.new(
+                "uint64_t[]", [to_u64(n, f"output_sizes[{i}]") for i, n in enumerate(counts)] or 1
             )
-        takes_host = [b for b in self.bindings if not b.is_output]
-        if isinstance(inputs, (bytes, bytearray, memoryview, str)) or not isinstance(inputs, Sequence):
-            raise WrongTypeError(
-                f"inputs must be a list of host buffers, got {type(inputs).__name__}. Fix: pass a list."
+            n_sizes = len(counts)
+        x, y, z = to_workgroups(workgroups)
+        out = ffi.new("vn_dispatch **")
+        check(
+            lib.vn_dispatch_record_borrowed(
+                ptr,
+                forms,
+                ffi.new("const void *[]", [h[0] for h in host] or 1),
+                ffi.new("uint64_t[]", [h[1] for h in host] or 1),
+                names,
+                len(host),
+                sizes,
+                n_sizes,
+                x,
+                y,
+                z,
+                out,
             )
-        if len(inputs) != len(takes_host):
-            names = ", ".join(f"`{b.name}`" for b in takes_host) or "none"
-            raise BindingError(
-                f"{len(inputs)} host buffer(s) were passed, but the pipeline takes {len(takes_host)} "
-                f"({names}). Fix: pass one host buffer per non-output binding, in (group, binding) order."
-            )
-        host = iter(inputs)
-        handles_in: list[Buffer] = []
-        handles_out: list[Buffer] = []
-        out_index = 0
-        for b in self.bindings:
-            if b.is_output:
-                size = output_sizes[out_index] if output_sizes is not None else b.min_size
-                if output_sizes is None and size == 0:
-                    raise BindingError(
-                        f"output @group({b.group}) @binding({b.binding}) `{b.name}` is a runtime-sized array, so "
-                        "its size cannot be inferred. Fix: pass output_sizes=[...] with its size in bytes."
-                    )
-                out_index += 1
-                handles_out.append(device.alloc(size))
-            elif b.preserve:
-                handles_out.append(device.upload(next(host)))
-            else:
-                handles_in.append(device.upload(next(host)))
-        return self.prerecord_persistent_dispatch(handles_in, handles_out, None, workgroups)
+        )
+        return PrerecordedDispatch._adopt(self, out[0])
 
 
-def _indirect_target(bindings: list[Binding], indirect: Sequence[Any]) -> tuple[int, int]:
+def _indirect_pair(indirect: Any) -> tuple[str, int]:
+    """``indirect=(name, byte_offset)``: the name of a binding and a uint64_t offset."""
     if isinstance(indirect, (str, bytes)) or not isinstance(indirect, Sequence) or len(indirect) != 2:
-        raise WrongTypeError(
-            f"indirect={indirect!r} is not a (name, byte_offset) pair. Fix: pass e.g. indirect=('args', 0)."
+        raise wrong_type(
+            "indirect", indirect, "a (name, byte_offset) pair", "pass e.g. indirect=('args', 0)."
         )
     name, offset = indirect
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidArgumentError(f"indirect offset {offset!r}: Fix: pass a non-negative int byte offset.")
+    to_utf8(name, "indirect name")
+    return name, to_u64(offset, "indirect offset")
+
+
+def _indirect_target(bindings: list[Binding], name: str, offset: int) -> tuple[int, int]:
+    """The index of the binding named ``name`` (reflection's names), and the offset."""
     for i, b in enumerate(bindings):
         if b.name == name:
             return i, offset

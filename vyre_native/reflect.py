@@ -11,8 +11,8 @@ wgpu-native does that when it compiles the module.
 
 What counts as a binding: a module-scope ``var<storage>`` or ``var<storage, read>``
 (kind ``storage_read``), ``var<storage, read_write>`` (``storage_read_write``) or
-``var<uniform>`` (``uniform``) with ``@group`` and ``@binding``. ``var<workgroup>`` and
-``var<private>`` are not bindings. Handles (textures, samplers, binding arrays,
+``var<uniform>`` (``uniform``) with ``@group`` and ``@binding``. ``var<workgroup>``,
+``var<private>`` and ``var<immediate>`` (whose size is ``immediate_size``) are not bindings. Handles (textures, samplers, binding arrays,
 acceleration structures: any ``var`` with ``@group``/``@binding`` but no address space)
 cannot be bound by vyre_native.
 
@@ -23,19 +23,33 @@ inference, so one module may declare the buffers of several entry points, and an
 unsupported handle is an error only when the chosen entry point uses it. The test is
 by name: a local that shadows a global's name makes that binding count as used, a
 conservative over-approximation (the caller then passes a buffer the shader ignores).
+The same test picks the ``var<workgroup>`` memory the entry point uses.
+
+Text as WGSL defines it: every WGSL line break (LF, VT, FF, CR, NEL, U+2028, U+2029;
+CR LF is one) ends a ``//`` comment and a line, and LRM/RLM are blankspace. A module's
+own structs and aliases shadow predeclared names: ``struct vec2f {...}`` is laid out by
+its members. Sizes and counts are evaluated with the override values applied; an
+``@id(n)`` override is set by its name or by ``"n"``, WebGPU's key, under which the
+values go to wgpu-native.
+
+Depth: a module nested deeper than ``MAX_NESTING_DEPTH`` levels is refused by
+``tokenize``, before wgpu-native's compiler, which would overflow its stack and take
+the process down. Nothing here recurses per nesting level or per declaration in a
+chain (expressions are evaluated with explicit stacks, declarations resolved through a
+work list), so no input raises RecursionError.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from functools import partial
+from typing import NamedTuple, TypeVar, cast
 
 from .errors import ShaderError
 
-__all__ = ["Binding", "ModuleReflection", "reflect"]
+__all__ = ["MAX_NESTING_DEPTH", "Binding", "ModuleReflection", "reflect", "tokenize"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +57,9 @@ class Binding:
     """A buffer binding the entry point uses.
 
     ``kind`` is ``"storage_read"``, ``"storage_read_write"`` or ``"uniform"``;
-    ``is_output`` is true for a read_write binding not named in ``preserve``;
+    ``is_output`` is true for every read_write binding: it takes an ``outputs`` handle
+    (and is one of ``read_output``'s indices) whether or not it is preserved;
+    ``preserve`` says whether it is left uncleared (in/out state);
     ``min_size`` is the byte size of the declared type (for a runtime-sized array,
     the fixed part before it).
     """
@@ -59,18 +75,29 @@ class Binding:
 
 @dataclass(frozen=True)
 class ModuleReflection:
-    """What a compute entry point needs: its bindings in (group, binding) order,
-    its workgroup size (``None`` when overrides without values decide it), and every
-    override the module declares, with its WGSL scalar type name."""
+    """What a compute entry point needs: its bindings in (group, binding) order, its
+    workgroup size with the override values applied, and every override the module
+    declares, with its WGSL scalar type name."""
 
     entry_point: str
-    workgroup_size: tuple[int, int, int] | None
+    workgroup_size: tuple[int, int, int]
     bindings: list[Binding]
     overrides: dict[str, str]
     #: per binding, the size wgpu itself requires (naga's rule: a runtime-sized array
     #: counts one element). Declared in the bind-group layout, it spares wgpu a size
     #: check on every dispatch; it is min_size for every fixed-size type.
     binding_sizes: list[int] = field(default_factory=list)
+    #: bytes of var<workgroup> memory the entry point uses (WebGPU's sum: each variable
+    #: rounded up to 16), with the override values applied
+    workgroup_storage_size: int = 0
+    #: the override values passed, under the keys wgpu-native expects: an @id(n)
+    #: override's is "n", any other's its name
+    constants: dict[str, float | int | bool] = field(default_factory=dict)
+    #: each @id override's id
+    override_ids: dict[str, int] = field(default_factory=dict)
+    #: bytes of the entry point's var<immediate> data (its type's size, rounded up to 4
+    #: as wgpu requires of a pipeline layout's immediate size), 0 when it uses none
+    immediate_size: int = 0
 
 
 # ---------------------------------------------------------------- tokens
@@ -80,27 +107,56 @@ class _Tok(NamedTuple):
     kind: str  # "ident", "num" or "punct" (punctuation is always one character)
     text: str
     line: int
+    pos: int  # offset in the source with line breaks normalised: tells `<=` from `< =`
 
+
+#: How deep a module may nest before vyre_native refuses it, unseen by wgpu-native.
+#: naga (wgpu-native's WGSL compiler) recurses once per level and overflows its stack,
+#: killing the process, at about 2,960 nested parentheses (2,680 nested `[`, 2,770
+#: nested template lists), 6,200 `else if`s in one chain, or 14,500 chained operators
+#: (`-` `!` or `+`) on an 8 MiB stack: some 2.9 KiB of stack a bracket, 1.3 KiB an
+#: `else if` and 0.6 KiB an operator, measured against wgpu-native 29.0.1.1 in child
+#: processes. 255 levels keep naga under about 0.75 MiB of stack, an eighth of a Linux
+#: main or Python thread's 8 MiB.
+MAX_NESTING_DEPTH = 255
+#: Chained operators that count as one level of nesting (the ratio of their stack costs).
+OPERATORS_PER_LEVEL = 6
+#: `else if`s of one chain that count as one level (naga nests each in the one before).
+ELSE_IFS_PER_LEVEL = 2
+
+# WGSL's line breaks (spec: "Blankspace and line breaks"): LF, VT, FF, CR, NEL, LS and
+# PS, with CR LF one break. Each becomes "\n" before anything else reads the text, so a
+# `//` comment ends at any of them and a CR-only file has its lines.
+_LINE_BREAK_RE = re.compile("\r\n|[\n\v\f\r\x85\u2028\u2029]")
 
 # Punctuation stays single-character so that `>>` closing two template lists needs no
 # special case; only names are needed from expressions, never operators like `<=`.
-# Whitespace matches no alternative, so finditer skips it.
+# Blankspace (space, tab, the line breaks, LRM and RLM) matches no alternative, so
+# finditer skips it.
 _TOKEN_RE = re.compile(
     r"(?P<ident>[^\W\d]\w*)"
     r"|(?P<num>0[xX](?:[0-9a-fA-F]*\.[0-9a-fA-F]*|[0-9a-fA-F]+)[pP][+-]?\d+[fh]?"
     r"|0[xX][0-9a-fA-F]*\.[0-9a-fA-F]*|0[xX][0-9a-fA-F]+[iu]?"
     r"|(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?[fh]?|\d+[eE][+-]?\d+[fh]?|\d+[fhiu]?)"
-    r"|(?P<punct>\S)"
+    r"|(?P<punct>[^ \t\n\u200e\u200f])"
 )
 _COMMENT_RE = re.compile(r"//[^\n]*|/\*")
 _INT_RE = re.compile(r"(0[xX][0-9a-fA-F]+|\d+)([iu]?)$")
 
 
-def _tokenize(src: str) -> list[_Tok]:
+def tokenize(src: str) -> list[_Tok]:
+    """The tokens of ``src``, refusing (ShaderError) a module nested deeper than
+    ``MAX_NESTING_DEPTH``: run it before wgpu-native sees the text."""
+    text = _strip_comments(_LINE_BREAK_RE.sub("\n", src))
     toks: list[_Tok] = []
-    for line, text in enumerate(_strip_comments(src).split("\n"), 1):
+    offset = 0
+    for line, line_text in enumerate(text.split("\n"), 1):
         # every alternative of the pattern is a named group, so lastgroup is never None
-        toks += [_Tok(str(m.lastgroup), m.group(), line) for m in _TOKEN_RE.finditer(text)]
+        toks += [
+            _Tok(str(m.lastgroup), m.group(), line, offset + m.start()) for m in _TOKEN_RE.finditer(line_text)
+        ]
+        offset += len(line_text) + 1
+    _check_nesting(toks)
     return toks
 
 
@@ -135,6 +191,120 @@ def _block_comment_end(src: str, start: int) -> int:
             depth, pos = depth - 1, closer + 2
             if depth == 0:
                 return pos
+
+
+def _joined(toks: Sequence[_Tok], i: int, text: str) -> bool:
+    """Whether the token after ``toks[i]`` is ``text`` with nothing between them."""
+    if i + 1 >= len(toks):
+        return False
+    tok, after = toks[i], toks[i + 1]
+    return after.text == text and after.pos == tok.pos + len(tok.text)
+
+
+def _template_brackets(toks: Sequence[_Tok]) -> set[int]:
+    """Indices of the `<` and `>` tokens that delimit template lists, found by the WGSL
+    spec's template-list discovery (so `a < b` stays a comparison)."""
+    found: set[int] = set()
+    pending: list[tuple[int, int]] = []  # (index of a candidate `<`, bracket depth there)
+    depth, i = 0, 0
+    while i < len(toks):
+        tok, step = toks[i], 1
+        text = tok.text
+        if tok.kind == "ident":
+            if i + 1 < len(toks) and toks[i + 1].text == "<":
+                if _joined(toks, i + 1, "<") or _joined(toks, i + 1, "="):
+                    step = 3  # `<<` or `<=`
+                else:
+                    pending.append((i + 1, depth))
+                    step = 2
+        elif tok.kind != "punct":
+            pass
+        elif text == ">":
+            if pending and pending[-1][1] == depth:
+                found |= {pending.pop()[0], i}
+            elif _joined(toks, i, "="):
+                step = 2
+        elif text in "([":
+            depth += 1
+        elif text in ")]":
+            while pending and pending[-1][1] >= depth:
+                pending.pop()
+            depth = max(0, depth - 1)
+        elif text in "!=" and _joined(toks, i, "="):
+            step = 2  # `!=` or `==`
+        elif text in "=;{:":  # an assignment, a statement's end or a block: no list spans it
+            depth = 0
+            pending.clear()
+        elif text in "&|" and _joined(toks, i, text):
+            while pending and pending[-1][1] >= depth:
+                pending.pop()
+            step = 2
+        elif text == "-" and _joined(toks, i, ">"):
+            step = 2  # `->`
+        i += step
+    return found
+
+
+_OPERATOR_CHARS = frozenset("+-*/%&|^!~<>=.")  # `[` counts too, as it opens
+
+
+def _check_nesting(toks: Sequence[_Tok]) -> None:
+    """Refuse a module nested deeper than MAX_NESTING_DEPTH, counting one level for each
+    enclosing bracket (`(`, `[`, `{`, a template list), one for every OPERATORS_PER_LEVEL
+    operators of the enclosing expressions (naga nests an operator chain one level per
+    operator) and one for every ELSE_IFS_PER_LEVEL `else if`s of an enclosing if-chain.
+    An over-estimate: a compound operator counts per character. One pass, no recursion.
+    Costs are kept in sixths of a level (one operator)."""
+    templates = _template_brackets(toks)
+    unit = OPERATORS_PER_LEVEL  # the cost of a level
+    else_if = unit // ELSE_IFS_PER_LEVEL
+    limit = (MAX_NESTING_DEPTH + 1) * unit
+    ops = [0]  # per open bracket: operators in its current expression
+    chains = [0]  # per open bracket: `else if`s of the if-chain it is in
+    cost = 0  # unit per open bracket, plus every entry of ops, plus else_if per chain entry
+    for i, tok in enumerate(toks):
+        text = tok.text
+        if tok.kind != "punct":
+            if text == "else" and i + 1 < len(toks) and toks[i + 1].text == "if":
+                chains[-1] += 1
+                cost += else_if
+            else:
+                continue
+        elif text in ",;{":  # an expression ends
+            cost -= ops[-1]
+            ops[-1] = 0
+        if text in "([{" or (text == "<" and i in templates):
+            if text == "[":  # an index is an operator too
+                ops[-1] += 1
+                cost += 1
+            ops.append(0)
+            chains.append(0)
+            cost += unit
+        elif text in ")]}" or (text == ">" and i in templates):
+            if len(ops) > 1:
+                cost -= ops.pop() + chains.pop() * else_if + unit
+            if text == "}":  # the block ends the statement that opened it
+                cost -= ops[-1]
+                ops[-1] = 0
+                if i + 1 == len(toks) or toks[i + 1].text != "else":  # and any if-chain
+                    cost -= chains[-1] * else_if
+                    chains[-1] = 0
+        elif text in _OPERATOR_CHARS:
+            ops[-1] += 1
+            cost += 1
+        if cost >= limit:
+            brackets, else_ifs = len(ops) - 1, sum(chains)
+            raise ShaderError(
+                f"line {tok.line}: the WGSL nests deeper than {MAX_NESTING_DEPTH} levels here"
+                f" ({brackets} open brackets, {cost - brackets * unit - else_ifs * else_if}"
+                f" operators and {else_ifs} `else if`s around it; each bracket or template list"
+                f" is a level, and so is every {OPERATORS_PER_LEVEL} chained operators or"
+                f" {ELSE_IFS_PER_LEVEL} `else if`s of one chain). vyre_native refuses it before"
+                " wgpu-native's compiler, which recurses per level and crashes the process on"
+                " deep nesting. Fix: split the expression into several `let`s, the if-chain"
+                " into a switch or several ifs, or nest less.",
+                line=tok.line,
+            )
 
 
 def _int_literal(tok: _Tok) -> int | None:
@@ -212,6 +382,7 @@ class _Decl(NamedTuple):  # a module-scope const or override
     type: _Type | None
     init: list[_Tok] | None
     line: int
+    attrs: dict[str, _Attr]
 
 
 class _Var(NamedTuple):
@@ -327,17 +498,38 @@ def _refs(body: Sequence[_Tok]) -> frozenset[str]:
 
 class _Unresolved(Exception):
     """An override with no value in ``constants`` and no default was needed; callers turn
-    this into a ShaderError or, for the workgroup size, into ``None``."""
+    this into a ShaderError that names what needed it."""
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
         self.name = name
 
 
+# What the resolver computes and memoises: ("value", name) the integer value of a const
+# or override, ("struct" | "alias", name) a layout; the flag is whether the layout is
+# for a buffer (host-shareable: no bool) or for workgroup memory.
+_Key = tuple[str, str, bool]
+_Layout = tuple[int, int, bool]  # size, align, fixed-size
+
+
+class _Need(Exception):
+    """Raised where a computation needs a declaration not resolved yet. ``_Module.resolve``
+    resolves that first and retries, so a chain of declarations (a const defined by the
+    one before, a struct holding the one before) grows a list, not Python's stack."""
+
+    def __init__(self, key: _Key, line: int) -> None:
+        super().__init__(key)
+        self.key = key
+        self.line = line
+
+
 _SCALAR_SIZE = {"f32": 4, "i32": 4, "u32": 4, "f16": 2}
 _SHORTHAND = {"f": "f32", "h": "f16", "i": "i32", "u": "u32"}
 _VEC_RE = re.compile(r"vec([234])([fhiu]?)$")
 _MAT_RE = re.compile(r"mat([234])x([234])([fh]?)$")
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "neg": 3}
+
+T = TypeVar("T")
 
 
 def _round_up(align: int, n: int) -> int:
@@ -348,17 +540,27 @@ def _listing(names: Sequence[str]) -> str:
     return ", ".join(f"`{n}`" for n in names) or "none"
 
 
+def _cycle(name: str, line: int) -> ShaderError:
+    return ShaderError(
+        f"line {line}: `{name}` is defined in terms of itself. Fix: break the cycle;"
+        " WGSL declarations cannot be recursive.",
+        line=line,
+    )
+
+
 class _Module:
-    def __init__(self, src: str, constants: Mapping[str, float | int | bool]) -> None:
-        self.constants = constants
+    def __init__(self, toks: Sequence[_Tok]) -> None:
+        self.values: dict[str, float | int | bool] = {}  # override name -> value from constants
+        self.value_keys: dict[str, str] = {}  # override name -> the constants key that set it
         self.consts: dict[str, _Decl] = {}
         self.overrides: dict[str, _Decl] = {}
         self.structs: dict[str, list[_Member]] = {}
         self.aliases: dict[str, _Type] = {}
         self.vars: list[_Var] = []
         self.fns: dict[str, _Fn] = {}
-        self._active: set[str] = set()  # declarations being resolved, to report cycles
-        parser = _Parser(_tokenize(src))
+        self._memo: dict[_Key, object] = {}
+        self._types: dict[str, str] = {}  # const or override name -> its scalar type
+        parser = _Parser(toks)
         while parser.more():
             self._declaration(parser)
 
@@ -387,7 +589,7 @@ class _Module:
             if init and init[0].text != "=":
                 raise _unexpected(init[0], "`=` or `;`")
             table = self.consts if kw.text == "const" else self.overrides
-            table[name.text] = _Decl(dtype, init[1:] or None, name.line)
+            table[name.text] = _Decl(dtype, init[1:] or None, name.line, attrs)
         elif kw.text == "struct":
             name = p.ident()
             body = _Parser(p.bracketed("{"))
@@ -410,25 +612,70 @@ class _Module:
         elif kw.text != ";":  # a lone `;` is an empty declaration
             raise _unexpected(kw, "a module-scope declaration")
 
-    @contextmanager
-    def _resolving(self, name: str, line: int) -> Iterator[None]:
-        if name in self._active:
-            raise ShaderError(
-                f"line {line}: `{name}` is defined in terms of itself. Fix: break the cycle;"
-                " WGSL declarations cannot be recursive.",
-                line=line,
-            )
-        self._active.add(name)
-        try:
-            yield
-        finally:
-            self._active.discard(name)
+    # -- resolution
+
+    def resolve(self, compute: Callable[[], T]) -> T:
+        """``compute()``, after resolving every declaration it needs (see _Need). Only
+        public entry points call this; what they call raises _Need instead."""
+        pending: list[_Key] = []
+        waiting: set[_Key] = set()  # pending, as a set: a chain can be thousands long
+        while True:
+            try:
+                if not pending:
+                    return compute()
+                key = pending[-1]
+                try:
+                    self._memo[key] = self._resolve(key)
+                except _Unresolved as e:  # raised again where the value is used, which says why
+                    self._memo[key] = e
+                waiting.discard(pending.pop())
+            except _Need as need:
+                if need.key in waiting:
+                    raise _cycle(need.key[1], need.line) from None
+                pending.append(need.key)
+                waiting.add(need.key)
+
+    def _resolved(self, kind: str, name: str, line: int, shareable: bool = True) -> object:
+        key = (kind, name, shareable)
+        if key not in self._memo:
+            raise _Need(key, line)
+        return self._memo[key]
+
+    def _resolve(self, key: _Key) -> object:
+        kind, name, shareable = key
+        if kind == "struct":
+            return self._struct_layout(self.structs[name], shareable)
+        if kind == "alias":
+            return self.layout(self.aliases[name], shareable)
+        if name in self.values:
+            value = self.values[name]
+            if isinstance(value, bool) or not float(value).is_integer():
+                decl = self.overrides[name]
+                raise ShaderError(
+                    f"constants[{self.value_keys[name]!r}] = {value!r} sets override `{name}`,"
+                    f" which is used as an integer (line {decl.line}). Fix: pass an integer.",
+                    line=decl.line,
+                )
+            return int(value)
+        decl = self.consts.get(name) or self.overrides[name]
+        if decl.init is None:
+            raise _Unresolved(name)
+        return self._eval(decl.init, decl.line)
+
+    def _unalias(self, t: _Type) -> _Type:
+        seen: set[str] = set()
+        while t.name in self.aliases:
+            if t.name in seen:
+                raise _cycle(t.name, t.line)
+            seen.add(t.name)
+            t = self.aliases[t.name]
+        return t
 
     # -- constant expressions
 
     def _eval(self, toks: Sequence[_Tok], line: int) -> int:
-        """Evaluate integer literals, const/override names, + - * / and parentheses."""
-        pos = 0
+        """Evaluate integer literals, const/override names, + - * / and parentheses, by
+        operator precedence with explicit stacks (no recursion, however deep)."""
 
         def bad() -> ShaderError:
             return ShaderError(
@@ -438,87 +685,87 @@ class _Module:
                 line=line,
             )
 
-        def take() -> _Tok:
-            nonlocal pos
-            if pos >= len(toks):
+        values: list[int] = []
+        ops: list[str] = []  # "(", "neg" or a binary operator
+
+        def apply(op: str) -> None:
+            if op == "neg":
+                values.append(-values.pop())
+                return
+            right, left = values.pop(), values.pop()
+            if op == "+":
+                values.append(left + right)
+            elif op == "-":
+                values.append(left - right)
+            elif op == "*":
+                values.append(left * right)
+            elif right == 0:
                 raise bad()
-            pos += 1
-            return toks[pos - 1]
+            else:
+                quotient = abs(left) // abs(right)  # WGSL truncates toward zero
+                values.append(quotient if (left < 0) == (right < 0) else -quotient)
 
-        def peek() -> str:
-            return toks[pos].text if pos < len(toks) else ""
-
-        def expr() -> int:
-            value = term()
-            while peek() in ("+", "-"):
-                value = value + term() if take().text == "+" else value - term()
-            return value
-
-        def term() -> int:
-            value = unary()
-            while peek() in ("*", "/"):
-                if take().text == "*":
-                    value *= unary()
-                    continue
-                divisor = unary()
-                if divisor == 0:
+        operand = True  # whether an operand (or a prefix) comes next
+        for i, tok in enumerate(toks):
+            if operand:
+                literal = _int_literal(tok)
+                if tok.text == "-" and tok.kind == "punct":
+                    ops.append("neg")
+                elif tok.text == "(":
+                    ops.append("(")
+                elif literal is not None:
+                    values.append(literal)
+                    operand = False
+                elif tok.kind == "ident" and (i + 1 == len(toks) or toks[i + 1].text != "("):
+                    values.append(self._value(tok))  # calls such as min(a, b) are not evaluated
+                    operand = False
+                else:
                     raise bad()
-                quotient = abs(value) // abs(divisor)  # WGSL truncates toward zero
-                value = quotient if (value < 0) == (divisor < 0) else -quotient
-            return value
-
-        def unary() -> int:
-            tok = take()
-            if tok.text == "-":
-                return -unary()
-            if tok.text == "(":
-                value = expr()
-                if take().text != ")":
+            elif tok.text in ("+", "-", "*", "/"):
+                while ops and ops[-1] != "(" and _PRECEDENCE[ops[-1]] >= _PRECEDENCE[tok.text]:
+                    apply(ops.pop())
+                ops.append(tok.text)
+                operand = True
+            elif tok.text == ")":
+                while ops and ops[-1] != "(":
+                    apply(ops.pop())
+                if not ops:
                     raise bad()
-                return value
-            literal = _int_literal(tok)
-            if literal is not None:
-                return literal
-            if tok.kind == "ident" and peek() != "(":  # calls such as min(a, b) are not evaluated
-                return self._value(tok)
+                ops.pop()
+            else:
+                raise bad()
+        if operand:
             raise bad()
-
-        result = expr()
-        if pos != len(toks):
-            raise bad()
-        return result
+        while ops:
+            op = ops.pop()
+            if op == "(":
+                raise bad()
+            apply(op)
+        return values[0]
 
     def _value(self, tok: _Tok) -> int:
         name = tok.text
-        decl = self.consts.get(name) or self.overrides.get(name)
-        if decl is None:
+        if name not in self.consts and name not in self.overrides:
             raise ShaderError(
                 f"line {tok.line}: `{name}` in a constant expression is not a module-scope"
                 f" const or override. Fix: declare it, e.g. `const {name} = 64;`.",
                 line=tok.line,
             )
-        if name in self.overrides and name in self.constants:
-            value = self.constants[name]
-            if isinstance(value, bool) or not float(value).is_integer():
-                raise ShaderError(
-                    f"constants[{name!r}] = {value!r} is used as an integer (line {tok.line})."
-                    " Fix: pass an integer.",
-                    line=tok.line,
-                )
-            return int(value)
-        if decl.init is None:
-            raise _Unresolved(name)
-        with self._resolving(name, tok.line):
-            return self._eval(decl.init, decl.line)
+        value = self._resolved("value", name, tok.line)
+        if isinstance(value, _Unresolved):
+            raise _Unresolved(value.name)
+        return cast(int, value)
 
     def eval_int(self, toks: Sequence[_Tok], line: int, what: str) -> int:
         try:
             return self._eval(toks, line)
         except _Unresolved as e:
+            key = self.webgpu_key(e.name)
+            named = f"{{'{key}': ...}}" + (f" (or {{'{e.name}': ...}})" if key != e.name else "")
             raise ShaderError(
                 f"line {line}: {what} depends on override `{e.name}`, which has no default"
-                f" and no value in constants. Fix: pass constants={{'{e.name}': ...}}, or"
-                " give the override a default.",
+                f" and no value in constants. Fix: pass constants={named}, or give the"
+                " override a default.",
                 line=line,
             ) from None
 
@@ -530,53 +777,108 @@ class _Module:
             )
         return self.eval_int(attr.args[0], attr.line, f"@{name}")
 
+    # -- overrides
+
+    def override_id(self, name: str) -> int | None:
+        """The @id of an override, if it has one (resolved: it may be a const expression)."""
+        attr = self.overrides[name].attrs.get("id")
+        return None if attr is None else self.resolve(lambda: self.attr_int(attr, "id"))
+
+    def webgpu_key(self, name: str) -> str:
+        """The key WebGPU (and wgpu-native) sets an override by: its @id as a decimal
+        string when it has one, else its name."""
+        ident = self.override_id(name)
+        return name if ident is None else str(ident)
+
+    def set_constants(self, constants: Mapping[str, float | int | bool]) -> dict[str, float | int | bool]:
+        """Take the caller's values, keyed by an override's name or, for an @id override,
+        by its id as a decimal string (WebGPU's key); return them under WebGPU's keys."""
+        by_id = {self.webgpu_key(n): n for n in self.overrides}
+        for key, value in constants.items():
+            name = key if key in self.overrides else by_id.get(key)
+            if name is None:
+                known = ", ".join(
+                    f"`{n}`" + (f" (@id({k}): also '{k}')" if k != n else "") for k, n in by_id.items()
+                )
+                what = "" if isinstance(key, str) else f" (a {type(key).__name__}; keys are str)"
+                declare = f"@id({key}) override x: u32;" if str(key).isdigit() else f"override {key}: u32;"
+                raise ShaderError(
+                    f"constants names `{key}`{what}, which is no override declared in the module;"
+                    f" its overrides are {known or 'none'}. Fix: remove `{key}` from constants,"
+                    f" or declare `{declare}` (or f32, i32, bool); an @id(n) override is set by"
+                    " its name or by 'n'."
+                )
+            if name in self.values:
+                raise ShaderError(
+                    f"constants sets override `{name}` twice, as {self.value_keys[name]!r} and"
+                    f" {key!r}. Fix: keep one of them."
+                )
+            self.values[name], self.value_keys[name] = value, key
+        return {self.webgpu_key(name): value for name, value in self.values.items()}
+
     def scalar_type(self, decl: _Decl, name: str) -> str:
         """An override's type: declared, else that of the first literal, conversion or
-        const/override name in its initializer."""
+        const/override name in its initializer (followed iteratively, and remembered for
+        every name on the way)."""
+        path: dict[str, None] = {name: None}  # insertion-ordered set
+        while (found := self._types.get(name)) is None:
+            found, follow = self._own_type(decl, name)
+            if found is not None:
+                break
+            name, decl = follow
+            if name in path:
+                raise _cycle(name, decl.line)
+            path[name] = None
+        self._types.update(dict.fromkeys(path, found))
+        return found
+
+    def _own_type(self, decl: _Decl, name: str) -> tuple[str | None, tuple[str, _Decl]]:
+        """(type, _) when ``decl`` tells its type itself, else (None, the const or override
+        its type comes from)."""
         if decl.type is not None:
-            return self._unalias(decl.type).name
+            return self._unalias(decl.type).name, (name, decl)
         for tok in decl.init or ():
             if tok.text in ("f32", "f16", "i32", "u32", "bool"):
-                return tok.text
+                return tok.text, (name, decl)
             if tok.text in ("true", "false"):
-                return "bool"
+                return "bool", (name, decl)
             if tok.kind == "num":
-                return _literal_type(tok.text)
+                return _literal_type(tok.text), (name, decl)
             other = self.consts.get(tok.text) or self.overrides.get(tok.text)
             if other is not None:
-                with self._resolving(tok.text, tok.line):
-                    return self.scalar_type(other, tok.text)
+                return None, (tok.text, other)
         raise ShaderError(
             f"line {decl.line}: cannot tell the type of `{name}`. Fix: declare it,"
             f" e.g. `override {name}: u32 = ...;`.",
             line=decl.line,
         )
 
-    def _unalias(self, t: _Type) -> _Type:
-        if t.name not in self.aliases:
-            return t
-        with self._resolving(t.name, t.line):
-            return self._unalias(self.aliases[t.name])
-
     # -- layout
 
-    def layout(self, t: _Type) -> tuple[int, int, bool]:
+    def layout(self, t: _Type, shareable: bool = True) -> _Layout:
         """(size, align, fixed-size) of a type by WGSL's layout rules. A runtime-sized
-        array has size 0; a struct ending in one has that array's offset as its size."""
+        array has size 0; a struct ending in one has that array's offset as its size.
+        ``shareable``: for a buffer, where bool has no layout; else for workgroup memory.
+        The module's own structs and aliases come first: they shadow predeclared names
+        (a struct named vec2f is that struct)."""
+        if t.name in self.aliases:
+            return cast(_Layout, self._resolved("alias", t.name, t.line, shareable))
+        if t.name in self.structs:
+            return cast(_Layout, self._resolved("struct", t.name, t.line, shareable))
         if t.name in _SCALAR_SIZE:
             size = _SCALAR_SIZE[t.name]
             return size, size, True
         if t.name == "atomic":
             return 4, 4, True
         if (vec := _VEC_RE.match(t.name)) is not None:
-            n, s = int(vec[1]), self._component(t, vec[2])
+            n, s = int(vec[1]), self._component(t, vec[2], shareable)
             return n * s, (2 if n == 2 else 4) * s, True
         if (mat := _MAT_RE.match(t.name)) is not None:
-            cols, rows, s = int(mat[1]), int(mat[2]), self._component(t, mat[3])
+            cols, rows, s = int(mat[1]), int(mat[2]), self._component(t, mat[3], shareable)
             align = (2 if rows == 2 else 4) * s
             return cols * _round_up(align, rows * s), align, True
         if t.name == "array" and t.args:
-            size, align, _ = self.layout(_type_of(t.args[0]))
+            size, align, _ = self.layout(_type_of(t.args[0]), shareable)
             if len(t.args) == 1:
                 return 0, align, False
             count = self.eval_int(t.args[1], t.line, f"the element count of {t}")
@@ -586,19 +888,16 @@ class _Module:
                     line=t.line,
                 )
             return count * _round_up(align, size), align, True
-        if t.name in self.aliases:
-            return self.layout(self._unalias(t))
-        if t.name in self.structs:
-            with self._resolving(t.name, t.line):
-                return self._struct_layout(self.structs[t.name])
         if t.name == "bool":
+            if not shareable:
+                return 4, 4, True
             raise ShaderError(
                 f"line {t.line}: bool has no memory layout, so it cannot be in a buffer."
                 " Fix: use u32 (0 or 1).",
                 line=t.line,
             )
         raise ShaderError(
-            f"line {t.line}: type {t} cannot be laid out in a buffer: it is no scalar,"
+            f"line {t.line}: type {t} cannot be laid out in memory: it is no scalar,"
             " vector, matrix, array, atomic, alias or struct of this module."
             " Fix: declare the struct or alias, or use a buffer-compatible type.",
             line=t.line,
@@ -610,16 +909,15 @@ class _Module:
         size, align, fixed = self.layout(t)
         if fixed:
             return size
-        while t.name in self.aliases:
-            t = self._unalias(t)
-        if t.name == "array":
-            elem_size, elem_align, _ = self.layout(_type_of(t.args[0]))
-            return _round_up(elem_align, elem_size)
-        # a struct whose last member is the runtime-sized array: its fixed part, one
-        # element, rounded up to the struct's alignment
-        return _round_up(align, size + self.binding_size(self.structs[t.name][-1].type))
+        t = self._unalias(t)
+        if t.name in self.structs:
+            # the struct's last member is the runtime-sized array: its fixed part, one
+            # element, rounded up to the struct's alignment
+            return _round_up(align, size + self.binding_size(self.structs[t.name][-1].type))
+        elem_size, elem_align, _ = self.layout(_type_of(t.args[0]))
+        return _round_up(elem_align, elem_size)
 
-    def _component(self, t: _Type, suffix: str) -> int:
+    def _component(self, t: _Type, suffix: str, shareable: bool) -> int:
         if suffix:
             return _SCALAR_SIZE[_SHORTHAND[suffix]]
         if len(t.args) != 1:
@@ -627,12 +925,12 @@ class _Module:
                 f"line {t.line}: {t} needs one component type. Fix: write e.g. {t.name}<f32>.",
                 line=t.line,
             )
-        return self.layout(_type_of(t.args[0]))[0]
+        return self.layout(_type_of(t.args[0]), shareable)[0]
 
-    def _struct_layout(self, members: list[_Member]) -> tuple[int, int, bool]:
+    def _struct_layout(self, members: list[_Member], shareable: bool) -> _Layout:
         offset, struct_align = 0, 1
         for member in members:
-            size, align, fixed = self.layout(member.type)
+            size, align, fixed = self.layout(member.type, shareable)
             if "align" in member.attrs:
                 align = self.attr_int(member.attrs["align"], "align")
             if "size" in member.attrs:
@@ -666,7 +964,8 @@ class _Module:
             )
         return fn
 
-    def workgroup_size(self, name: str, fn: _Fn) -> tuple[int, int, int] | None:
+    def workgroup_size(self, name: str, fn: _Fn) -> tuple[int, int, int]:
+        """The entry point's workgroup size with the override values applied."""
         attr = fn.attrs.get("workgroup_size")
         if attr is None or not 1 <= len(attr.args) <= 3:
             raise ShaderError(
@@ -674,18 +973,24 @@ class _Module:
                 " to three dimensions. Fix: add e.g. @workgroup_size(64).",
                 line=fn.line,
             )
-        try:
-            dims = [self._eval(arg, attr.line) for arg in attr.args]
-        except _Unresolved:  # the pipeline's override values decide it
-            return None
+        what = f"@workgroup_size of `{name}`"
+        dims = [self.eval_int(arg, attr.line, what) for arg in attr.args]
         if min(dims) < 1:
             raise ShaderError(
-                f"line {attr.line}: @workgroup_size of `{name}` evaluates to {dims}. Fix: make"
-                " every dimension at least 1.",
+                f"line {attr.line}: {what} evaluates to {dims}. Fix: make every dimension at least 1.",
                 line=attr.line,
             )
         dims += [1] * (3 - len(dims))
         return dims[0], dims[1], dims[2]
+
+    def workgroup_storage(self, used: set[str]) -> int:
+        """Bytes of workgroup memory the entry point uses: WebGPU's sum, over each used
+        var<workgroup>, of its size rounded up to 16."""
+        return sum(
+            _round_up(16, self.layout(var.type, shareable=False)[0])
+            for var in self.vars
+            if var.space == "workgroup" and var.name in used and var.type is not None
+        )
 
     def used_names(self, entry: str) -> set[str]:
         """Every name mentioned in the entry point and the functions it reaches."""
@@ -733,33 +1038,31 @@ class _Module:
 
 
 def reflect(
-    wgsl: str,
+    wgsl: str | Sequence[_Tok],
     entry_point: str = "main",
     preserve: Sequence[str] = (),
     constants: Mapping[str, float | int | bool] | None = None,
 ) -> ModuleReflection:
-    """Reflect the buffer bindings, workgroup size and overrides of a compute entry point.
+    """Reflect the buffer bindings, workgroup size and memory, and overrides of a compute
+    entry point, with the override values in ``constants`` applied (keyed by name, or for
+    an ``@id(n)`` override by name or ``"n"``).
 
+    ``wgsl`` is the source, or ``tokenize(source)`` when the caller already has it.
     Pure Python over the source text, about 2 microseconds a token (a few milliseconds
     for a 300-line module), so callers reflect once per pipeline and keep the result.
     Raises ShaderError for what vyre_native cannot run or bind (see the module docstring).
     """
-    module = _Module(wgsl, constants or {})
-    for key in module.constants:
-        if key not in module.overrides:
-            raise ShaderError(
-                f"constants names `{key}`, which is no override declared in the module;"
-                f" its overrides are {_listing(list(module.overrides))}. Fix: remove `{key}`"
-                f" from constants, or declare `override {key}: u32;` (or f32, i32, bool)."
-            )
+    module = _Module(tokenize(wgsl) if isinstance(wgsl, str) else wgsl)
+    webgpu_constants = module.set_constants(constants or {})
     fn = module.entry(entry_point)
-    workgroup_size = module.workgroup_size(entry_point, fn)
+    workgroup_size = module.resolve(lambda: module.workgroup_size(entry_point, fn))
     used = module.used_names(entry_point)
+    workgroup_storage = module.resolve(lambda: module.workgroup_storage(used))
     found: list[tuple[int, int, str, str, int, int]] = []
     taken: dict[tuple[int, int], str] = {}
     for var in module.vars:
-        if var.name in used and var.space not in ("workgroup", "private"):
-            group, binding, kind, size, wgpu_size = module.binding(var, entry_point)
+        if var.name in used and var.space not in ("workgroup", "private", "immediate"):
+            group, binding, kind, size, wgpu_size = module.resolve(partial(module.binding, var, entry_point))
             other = taken.setdefault((group, binding), var.name)
             if other != var.name:
                 raise ShaderError(
@@ -786,11 +1089,29 @@ def reflect(
             binding,
             name,
             kind,
-            is_output=name in read_write and name not in preserve,
+            is_output=name in read_write,
             preserve=name in preserve,
             min_size=size,
         )
         for group, binding, name, kind, size, _ in found
     ]
     overrides = {name: module.scalar_type(decl, name) for name, decl in module.overrides.items()}
-    return ModuleReflection(entry_point, workgroup_size, bindings, overrides, [f[5] for f in found])
+    return ModuleReflection(
+        entry_point,
+        workgroup_size,
+        bindings,
+        overrides,
+        [f[5] for f in found],
+        workgroup_storage,
+        webgpu_constants,
+        {name: i for name in module.overrides if (i := module.override_id(name)) is not None},
+        module.resolve(lambda: _immediate_size(module, used)),
+    )
+
+
+def _immediate_size(module: _Module, used: set[str]) -> int:
+    """Bytes of the var<immediate> data the entry point uses (no binding), laid out as any
+    host-shareable type and rounded up to 4. naga has already refused an entry point that
+    uses more than one."""
+    types = [v.type for v in module.vars if v.space == "immediate" and v.name in used and v.type is not None]
+    return _round_up(4, module.layout(types[0])[0]) if types else 0

@@ -43,7 +43,10 @@
     X(CommandEncoderBeginComputePass) X(CommandEncoderFinish) X(CommandEncoderRelease) \
     X(ComputePassEncoderSetPipeline) X(ComputePassEncoderSetBindGroup)                 \
     X(ComputePassEncoderDispatchWorkgroups) X(ComputePassEncoderEnd)                   \
-    X(ComputePassEncoderRelease) X(CommandBufferRelease)
+    X(ComputePassEncoderRelease) X(CommandBufferRelease) X(QueueWriteBuffer)           \
+    X(AdapterHasFeature) X(DeviceCreateBindGroupLayout) X(DeviceCreatePipelineLayout)  \
+    X(PipelineLayoutRelease) X(DeviceCreateQuerySet) X(QuerySetRelease)                \
+    X(CommandEncoderResolveQuerySet) X(QueueGetTimestampPeriod)
 
 static struct {
 #define FLOOR_FIELD(name) __typeof__(wgpu##name) *name;
@@ -89,6 +92,14 @@ static int64_t now_ns(void) {
  * does (harness.DRAIN_EVERY): without them the queue grows through the run. */
 enum { BATCH = 64 };
 
+/* One buffer's fill, as vyre_native clears it: its bind group, the entry point
+ * (0 words, 1 quads) and the dispatch's workgroups. */
+struct fill_bind {
+    WGPUBindGroup group;
+    int variant;
+    uint32_t workgroups;
+};
+
 typedef struct floor_ctx {
     void *lib;
     WGPUInstance instance;
@@ -110,6 +121,16 @@ typedef struct floor_ctx {
     void *memcpy_src;             /* floor_memcpy's source, of the big size */
     WGPUBuffer part_staging[64];  /* floor_read_parts' staging buffers, one per slice */
     uint64_t part_bytes;
+    int timestamps;               /* TimestampQuery enabled */
+    uint32_t max_groups_per_dim;
+    struct floor_fill {           /* floor_fill_setup: vyre_native's zero fill, in raw C */
+        WGPUShaderModule module;
+        WGPUBindGroupLayout layouts[2];  /* [0] words (@binding(0)), [1] quads (@binding(1)) */
+        WGPUComputePipeline pipelines[2];
+        struct fill_bind out, big;           /* over c->out and the big readback source */
+        WGPUQuerySet queries;
+        WGPUBuffer resolve, ticks;           /* QUERY_RESOLVE|COPY_SRC, MAP_READ|COPY_DST */
+    } fill;
     atomic_int error;
     char error_message[1536];
     char adapter_name[256];
@@ -218,6 +239,7 @@ const char *floor_adapter_name(floor_ctx *c) { return c->adapter_name; }
 const char *floor_backend(floor_ctx *c) { return c->backend; }
 const char *floor_driver(floor_ctx *c) { return c->driver; }
 uint32_t floor_library_version(void) { return W.GetVersion ? W.GetVersion() : 0; }
+int floor_timestamps(floor_ctx *c) { return c->timestamps; }
 
 /* Load wgpu-native from lib_path, make a device with the adapter's limits, the
  * kernel's pipeline (entry point "main", bindings 0: read, 1: read_write), the
@@ -282,8 +304,16 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
         return NULL;
     }
     limits.nextInChain = NULL;
+    c->max_groups_per_dim = limits.maxComputeWorkgroupsPerDimension;
     WGPUDeviceDescriptor dd = WGPU_DEVICE_DESCRIPTOR_INIT;
     dd.requiredLimits = &limits;
+    /* Timestamps only for floor_clear_gpu's GPU times; vyre_native enables them too. */
+    WGPUFeatureName timestamp_feature = WGPUFeatureName_TimestampQuery;
+    c->timestamps = W.AdapterHasFeature(c->adapter, timestamp_feature) != 0;
+    if (c->timestamps) {
+        dd.requiredFeatureCount = 1;
+        dd.requiredFeatures = &timestamp_feature;
+    }
     /* Without an uncaptured-error callback wgpu-native aborts on any error. */
     dd.uncapturedErrorCallbackInfo.callback = on_uncaptured_error;
     dd.uncapturedErrorCallbackInfo.userdata1 = c;
@@ -356,6 +386,17 @@ void floor_destroy(floor_ctx *c) {
     free(c->memcpy_src);
     for (int k = 0; k < 64; k++)
         if (c->part_staging[k]) W.BufferRelease(c->part_staging[k]);
+    struct floor_fill *f = &c->fill;
+    if (f->out.group) W.BindGroupRelease(f->out.group);
+    if (f->big.group) W.BindGroupRelease(f->big.group);
+    for (int v = 0; v < 2; v++) {
+        if (f->pipelines[v]) W.ComputePipelineRelease(f->pipelines[v]);
+        if (f->layouts[v]) W.BindGroupLayoutRelease(f->layouts[v]);
+    }
+    if (f->module) W.ShaderModuleRelease(f->module);
+    if (f->queries) W.QuerySetRelease(f->queries);
+    if (f->resolve) W.BufferRelease(f->resolve);
+    if (f->ticks) W.BufferRelease(f->ticks);
     if (c->miss_outs != NULL) {
         for (uint32_t i = 0; i < c->miss_count; i++)
             if (c->miss_outs[i]) W.BufferRelease(c->miss_outs[i]);
@@ -391,12 +432,41 @@ void floor_destroy(floor_ctx *c) {
         if (samples != NULL) samples[(i)] = d_;      \
     } while (0)
 
-/* What vyre_native records for this kernel: clear the output, one compute pass,
- * one 1x1x1 dispatch. */
-static WGPUCommandBuffer encode(floor_ctx *c, WGPUBindGroup group, WGPUBuffer out) {
+/* The fill of `bytes` (a multiple of 4) as vyre_native dispatches it (csrc/fill.c):
+ * the quads entry point where the size is a multiple of 16, else words; one
+ * workgroup of 256 per 256 elements, at most 65535 (or the device's per-dimension
+ * limit), each invocation looping with that stride. Needs floor_fill_setup's layouts;
+ * the caller releases fb->group. */
+static void fill_plan(floor_ctx *c, WGPUBuffer buffer, uint64_t bytes, struct fill_bind *fb) {
+    int v = bytes % 16 == 0;
+    uint64_t elements = bytes / (v ? 16 : 4);
+    uint64_t want = (elements + 255) / 256, cap = c->max_groups_per_dim < 65535 ? c->max_groups_per_dim : 65535;
+    WGPUBindGroupEntry e = WGPU_BIND_GROUP_ENTRY_INIT;
+    e.binding = (uint32_t)v;
+    e.buffer = buffer;
+    e.size = bytes;
+    WGPUBindGroupDescriptor d = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
+    d.layout = c->fill.layouts[v];
+    d.entryCount = 1;
+    d.entries = &e;
+    fb->group = W.DeviceCreateBindGroup(c->device, &d);
+    fb->variant = v;
+    fb->workgroups = (uint32_t)(want < cap ? want : cap);
+}
+
+/* Inside a pass: the fill of one buffer, as a vyre_native clear. */
+static void fill_in_pass(floor_ctx *c, WGPUComputePassEncoder pass, const struct fill_bind *fb) {
+    W.ComputePassEncoderSetPipeline(pass, c->fill.pipelines[fb->variant]);
+    W.ComputePassEncoderSetBindGroup(pass, 0, fb->group, 0, NULL);
+    W.ComputePassEncoderDispatchWorkgroups(pass, fb->workgroups, 1, 1);
+}
+
+/* What vyre_native records for this kernel: one compute pass with the output's
+ * fill (its clear) and one 1x1x1 dispatch. */
+static WGPUCommandBuffer encode(floor_ctx *c, WGPUBindGroup group, const struct fill_bind *fill) {
     WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
-    W.CommandEncoderClearBuffer(enc, out, 0, c->io_bytes);
     WGPUComputePassEncoder pass = W.CommandEncoderBeginComputePass(enc, NULL);
+    fill_in_pass(c, pass, fill);
     W.ComputePassEncoderSetPipeline(pass, c->pipeline);
     W.ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
     W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
@@ -427,7 +497,7 @@ int64_t floor_prerecord_hit(floor_ctx *c, uint64_t n, int64_t *samples) {
     uint64_t k = 0;
     int64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
-        TIMED(i, cbs[k] = encode(c, c->group, c->out));
+        TIMED(i, cbs[k] = encode(c, c->group, &c->fill.out));
         if (++k == BATCH) submit_and_drain(c, cbs, k), k = 0;
     }
     submit_and_drain(c, cbs, k);
@@ -443,9 +513,13 @@ int64_t floor_prerecord_miss(floor_ctx *c, uint64_t n, int64_t *samples) {
     for (uint64_t i = 0; i < n; i++) {
         WGPUBuffer out = c->miss_outs[c->miss_next++ % c->miss_count];
         TIMED(i, {
+            /* Both of vyre_native's caches miss: the kernel's group and the fill's. */
             WGPUBindGroup g = make_group(c, c->in, out, c->io_bytes);
-            cbs[k] = encode(c, g, out);
-            W.BindGroupRelease(g); /* the command buffer keeps it alive */
+            struct fill_bind fb;
+            fill_plan(c, out, c->io_bytes, &fb);
+            cbs[k] = encode(c, g, &fb);
+            W.BindGroupRelease(g); /* the command buffer keeps them alive */
+            W.BindGroupRelease(fb.group);
         });
         if (++k == BATCH) submit_and_drain(c, cbs, k), k = 0;
     }
@@ -458,7 +532,7 @@ int64_t floor_prerecord_miss(floor_ctx *c, uint64_t n, int64_t *samples) {
 int64_t floor_replay(floor_ctx *c, uint64_t n, int64_t *samples) {
     int64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
-        WGPUCommandBuffer cb = encode(c, c->group, c->out);
+        WGPUCommandBuffer cb = encode(c, c->group, &c->fill.out);
         TIMED(i, {
             W.QueueSubmitForIndex(c->queue, 1, &cb);
             W.CommandBufferRelease(cb);
@@ -476,7 +550,7 @@ int64_t floor_replay_burst(floor_ctx *c, uint64_t n, int64_t *samples) {
     int64_t total = 0;
     for (uint64_t done = 0; done < n;) {
         uint64_t k = n - done < BATCH ? n - done : BATCH;
-        for (uint64_t j = 0; j < k; j++) cbs[j] = encode(c, c->group, c->out);
+        for (uint64_t j = 0; j < k; j++) cbs[j] = encode(c, c->group, &c->fill.out);
         for (uint64_t j = 0; j < k; j++)
             TIMED(done + j, {
                 W.QueueSubmitForIndex(c->queue, 1, &cbs[j]);
@@ -492,7 +566,7 @@ int64_t floor_replay_burst(floor_ctx *c, uint64_t n, int64_t *samples) {
 int64_t floor_replay_wait(floor_ctx *c, uint64_t n, int64_t *samples) {
     int64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
-        WGPUCommandBuffer cb = encode(c, c->group, c->out);
+        WGPUCommandBuffer cb = encode(c, c->group, &c->fill.out);
         TIMED(i, {
             WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
             W.CommandBufferRelease(cb);
@@ -507,7 +581,7 @@ int64_t floor_encode_submit(floor_ctx *c, uint64_t n, int64_t *samples) {
     int64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
         TIMED(i, {
-            WGPUCommandBuffer cb = encode(c, c->group, c->out);
+            WGPUCommandBuffer cb = encode(c, c->group, &c->fill.out);
             W.QueueSubmitForIndex(c->queue, 1, &cb);
             W.CommandBufferRelease(cb);
         });
@@ -530,14 +604,9 @@ static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u
     atomic_store(&r->done, 1);
 }
 
-/* Copy src to the staging buffer, submit, map, wait, memcpy to dst, unmap. */
-static int readback(floor_ctx *c, WGPUBuffer src, WGPUBuffer staging, uint64_t nbytes, void *dst) {
-    WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
-    W.CommandEncoderCopyBufferToBuffer(enc, src, 0, staging, 0, nbytes);
-    WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
-    W.CommandEncoderRelease(enc);
-    WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
-    W.CommandBufferRelease(cb);
+/* Map `nbytes` of `staging` for reading once submission `idx` is done: 0, or -1
+ * with the message. */
+static int map_after(floor_ctx *c, WGPUBuffer staging, uint64_t nbytes, WGPUSubmissionIndex idx) {
     struct map_result m = {0};
     WGPUBufferMapCallbackInfo info = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
     info.mode = WGPUCallbackMode_AllowProcessEvents;
@@ -546,23 +615,37 @@ static int readback(floor_ctx *c, WGPUBuffer src, WGPUBuffer staging, uint64_t n
     W.BufferMapAsync(staging, WGPUMapMode_Read, 0, (size_t)nbytes, info);
     W.DevicePoll(c->device, 1, &idx);
     if (!wait_flag(c, &m.done, 60.0) || m.status != WGPUMapAsyncStatus_Success) {
-        fail("mapping the staging buffer failed (status %d)", (int)m.status);
+        fail("mapping a staging buffer failed (status %d)", (int)m.status);
         return -1;
     }
+    return 0;
+}
+
+/* Copy src to the staging buffer, submit, map, wait, memcpy to dst (none when dst is
+ * NULL: the floor of a zero-copy read, whose mapped pointer is the result), unmap. */
+static int readback(floor_ctx *c, WGPUBuffer src, WGPUBuffer staging, uint64_t nbytes, void *dst) {
+    WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
+    W.CommandEncoderCopyBufferToBuffer(enc, src, 0, staging, 0, nbytes);
+    WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
+    W.CommandEncoderRelease(enc);
+    WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
+    W.CommandBufferRelease(cb);
+    if (map_after(c, staging, nbytes, idx) < 0) return -1;
     const void *p = W.BufferGetConstMappedRange(staging, 0, (size_t)nbytes);
     if (p == NULL) {
         W.BufferUnmap(staging);
         fail("the mapped staging buffer has no range");
         return -1;
     }
-    memcpy(dst, p, (size_t)nbytes);
+    if (dst != NULL) memcpy(dst, p, (size_t)nbytes);
     W.BufferUnmap(staging);
     return 0;
 }
 
 /* 6/7. read the small (which=0) or big (which=1) source back through its reused
  * staging buffer; into the reused host buffer (reuse=1) or a fresh malloc each
- * time (reuse=0, freed after the copy, as a new bytes object would be). */
+ * time (reuse=0, freed after the copy, as a new bytes object would be); reuse=2:
+ * no host copy at all, only the staging copy and its map (a zero-copy read's floor). */
 int64_t floor_read(floor_ctx *c, int which, uint64_t n, int reuse, int64_t *samples) {
     which = which ? 1 : 0;
     uint64_t nbytes = c->read_bytes[which];
@@ -570,9 +653,9 @@ int64_t floor_read(floor_ctx *c, int which, uint64_t n, int reuse, int64_t *samp
     int rc = 0;
     for (uint64_t i = 0; i < n && rc == 0; i++) {
         TIMED(i, {
-            void *dst = reuse ? c->read_dst[which] : malloc(nbytes);
-            rc = dst == NULL ? (fail("out of host memory"), -1)
-                             : readback(c, c->read_src[which], c->staging[which], nbytes, dst);
+            void *dst = reuse == 2 ? NULL : reuse ? c->read_dst[which] : malloc(nbytes);
+            rc = dst == NULL && reuse != 2 ? (fail("out of host memory"), -1)
+                                           : readback(c, c->read_src[which], c->staging[which], nbytes, dst);
             if (!reuse) free(dst);
         });
     }
@@ -603,7 +686,10 @@ int64_t floor_borrowed(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t
             W.BufferUnmap(in);
             WGPUBuffer out = make_buffer(c, nbytes, io);
             WGPUBindGroup g = make_group(c, in, out, nbytes);
-            WGPUCommandBuffer cb = encode(c, g, out);
+            struct fill_bind fb;
+            fill_plan(c, out, nbytes, &fb);
+            WGPUCommandBuffer cb = encode(c, g, &fb);
+            W.BindGroupRelease(fb.group);
             W.QueueSubmitForIndex(c->queue, 1, &cb);
             W.CommandBufferRelease(cb);
             void *dst = malloc(nbytes);
@@ -646,9 +732,11 @@ int64_t floor_memcpy(floor_ctx *c, uint64_t n) {
 
 /* ---- beyond the seed: many launches per submit, and readbacks in flight ---------- */
 
-/* 9. `launches` launches (each: clear the output, one pass, one dispatch) encoded
- * into one command buffer and submitted once, as Recording.replay(n) does. Each
- * sample is one whole submit of `launches`; drain (untimed) after each. */
+/* 9. `launches` launches, each written the naive way (clear_buffer of the output,
+ * its own compute pass, one dispatch), encoded into one command buffer and submitted
+ * once: what Recording.replay(n) and a clearing sequence encoded before clears became
+ * fills inside the pass (floor_fill_in_pass). Each sample is one whole submit of
+ * `launches`; drain (untimed) after each. */
 int64_t floor_encode_n_submit(floor_ctx *c, uint32_t launches, uint64_t n, int64_t *samples) {
     int64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
@@ -673,18 +761,25 @@ int64_t floor_encode_n_submit(floor_ctx *c, uint32_t launches, uint64_t n, int64
     return checked(c, total);
 }
 
-/* 10. `dispatches` dispatches in ONE compute pass (pipeline and bind group set once,
- * nothing cleared), one submit: the floor of a vyre_native sequence. With wait, each
- * sample also blocks until the GPU has finished; without, the drain is untimed. */
-int64_t floor_one_pass(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, int64_t *samples) {
+/* `steps` dispatches of the launch kernel in ONE compute pass, one submit; with
+ * fill, each step first fills the kernel's output (as a vyre_native step that clears
+ * it) and then sets the kernel's pipeline and bind group again, else they are set
+ * once. With wait, each sample also blocks until the GPU has finished; without, the
+ * drain is untimed. */
+static int64_t steps_in_one_pass(floor_ctx *c, uint32_t steps, int fill, int wait, uint64_t n, int64_t *samples) {
     int64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
         TIMED(i, {
             WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
             WGPUComputePassEncoder pass = W.CommandEncoderBeginComputePass(enc, NULL);
-            W.ComputePassEncoderSetPipeline(pass, c->pipeline);
-            W.ComputePassEncoderSetBindGroup(pass, 0, c->group, 0, NULL);
-            for (uint32_t k = 0; k < dispatches; k++) W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
+            for (uint32_t k = 0; k < steps; k++) {
+                if (fill) fill_in_pass(c, pass, &c->fill.out);
+                if (fill || k == 0) {
+                    W.ComputePassEncoderSetPipeline(pass, c->pipeline);
+                    W.ComputePassEncoderSetBindGroup(pass, 0, c->group, 0, NULL);
+                }
+                W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
+            }
             W.ComputePassEncoderEnd(pass);
             W.ComputePassEncoderRelease(pass);
             WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
@@ -696,6 +791,12 @@ int64_t floor_one_pass(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, 
         if (!wait) drain(c);
     }
     return checked(c, total);
+}
+
+/* 10. `dispatches` dispatches in ONE compute pass (pipeline and bind group set once,
+ * nothing cleared), one submit: the floor of a vyre_native sequence. */
+int64_t floor_one_pass(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, int64_t *samples) {
+    return steps_in_one_pass(c, dispatches, 0, wait, n, samples);
 }
 
 /* 11. the big source read back as `parts` equal slices, all in flight at once: one
@@ -752,6 +853,189 @@ int64_t floor_read_parts(floor_ctx *c, uint32_t parts, uint64_t n, int64_t *samp
             fail("mapping a slice's staging buffer failed");
             return -1;
         }
+    }
+    return checked(c, total);
+}
+
+/* ---- upload ------------------------------------------------------------------------ */
+
+/* 13. write `nbytes` of host memory into the big readback source with
+ * wgpuQueueWriteBuffer, and wait until the queue has done it (an empty submit, then
+ * a blocking poll): what buffer.write + wait_idle and wgpu-py's write_buffer + wait
+ * cost. */
+int64_t floor_write(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n, int64_t *samples) {
+    if (nbytes > c->read_bytes[1]) {
+        fail("floor_write: %llu bytes, the floor's big buffer holds %llu", (unsigned long long)nbytes,
+             (unsigned long long)c->read_bytes[1]);
+        return -1;
+    }
+    int64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        TIMED(i, {
+            W.QueueWriteBuffer(c->queue, c->read_src[1], 0, host, (size_t)nbytes);
+            W.QueueSubmitForIndex(c->queue, 0, NULL);
+            drain(c);
+        });
+    }
+    return checked(c, total);
+}
+
+/* ---- compile ------------------------------------------------------------------------ */
+
+/* 15. compile `wgsl` into a shader module and a compute pipeline with an automatic
+ * layout, then release both: what dev.compile and wgpu-py's create_shader_module +
+ * create_compute_pipeline cost (the caller varies the source so no cache answers). */
+int64_t floor_compile(floor_ctx *c, const char *wgsl, uint64_t n, int64_t *samples) {
+    int64_t total = 0;
+    int rc = 0;
+    for (uint64_t i = 0; i < n && rc == 0; i++) {
+        TIMED(i, {
+            WGPUShaderSourceWGSL src = WGPU_SHADER_SOURCE_WGSL_INIT;
+            src.code = sv(wgsl);
+            WGPUShaderModuleDescriptor smd = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
+            smd.nextInChain = &src.chain;
+            WGPUShaderModule module = W.DeviceCreateShaderModule(c->device, &smd);
+            WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
+            pd.compute.module = module;
+            pd.compute.entryPoint = sv("main");
+            WGPUComputePipeline pipeline = W.DeviceCreateComputePipeline(c->device, &pd);
+            if (pipeline == NULL) rc = (fail("floor_compile: no pipeline"), -1);
+            else W.ComputePipelineRelease(pipeline);
+            W.ShaderModuleRelease(module);
+        });
+    }
+    return rc < 0 ? -1 : checked(c, total);
+}
+
+/* ---- clears inside the pass: vyre_native's zero fill --------------------------------- */
+
+/* Make the fill pipelines from vyre_native's own fill WGSL (vn.debug.fill_wgsl()),
+ * bind groups over the launch output and the big readback source, and the timestamp
+ * queries floor_clear_gpu uses. 0, or -1 with floor_last_error(). */
+int floor_fill_setup(floor_ctx *c, const char *fill_wgsl) {
+    struct floor_fill *f = &c->fill;
+    if (f->module != NULL) return 0;
+    WGPUShaderSourceWGSL src = WGPU_SHADER_SOURCE_WGSL_INIT;
+    src.code = sv(fill_wgsl);
+    WGPUShaderModuleDescriptor smd = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
+    smd.nextInChain = &src.chain;
+    f->module = W.DeviceCreateShaderModule(c->device, &smd);
+    static const char *const entry[2] = {"fill_words", "fill_quads"};
+    for (uint32_t v = 0; v < 2; v++) {
+        WGPUBindGroupLayoutEntry e = WGPU_BIND_GROUP_LAYOUT_ENTRY_INIT;
+        e.binding = v;
+        e.visibility = WGPUShaderStage_Compute;
+        e.buffer.type = WGPUBufferBindingType_Storage;
+        e.buffer.minBindingSize = v ? 16 : 4;
+        WGPUBindGroupLayoutDescriptor ld = WGPU_BIND_GROUP_LAYOUT_DESCRIPTOR_INIT;
+        ld.entryCount = 1;
+        ld.entries = &e;
+        f->layouts[v] = W.DeviceCreateBindGroupLayout(c->device, &ld);
+        WGPUPipelineLayoutDescriptor pld = WGPU_PIPELINE_LAYOUT_DESCRIPTOR_INIT;
+        pld.bindGroupLayoutCount = 1;
+        pld.bindGroupLayouts = &f->layouts[v];
+        WGPUPipelineLayout layout = W.DeviceCreatePipelineLayout(c->device, &pld);
+        WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
+        pd.layout = layout;
+        pd.compute.module = f->module;
+        pd.compute.entryPoint = sv(entry[v]);
+        f->pipelines[v] = W.DeviceCreateComputePipeline(c->device, &pd);
+        W.PipelineLayoutRelease(layout);
+    }
+    fill_plan(c, c->out, c->io_bytes, &f->out);
+    fill_plan(c, c->read_src[1], c->read_bytes[1], &f->big);
+    if (c->timestamps) {
+        WGPUQuerySetDescriptor qd = WGPU_QUERY_SET_DESCRIPTOR_INIT;
+        qd.type = WGPUQueryType_Timestamp;
+        qd.count = 2;
+        f->queries = W.DeviceCreateQuerySet(c->device, &qd);
+        f->resolve = make_buffer(c, 16, WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc);
+        f->ticks = make_buffer(c, 16, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst);
+    }
+    W.DevicePoll(c->device, 1, NULL);
+    if (checked(c, 0) < 0) return -1;
+    if (f->pipelines[0] == NULL || f->pipelines[1] == NULL || f->out.group == NULL || f->big.group == NULL) {
+        fail("making the fill pipelines failed");
+        return -1;
+    }
+    return 0;
+}
+
+/* 16. `steps` steps in ONE compute pass, one submit, each as a sequence step that
+ * clears its output: set the fill pipeline and its bind group, dispatch the fill,
+ * set the kernel's pipeline and bind group, dispatch: the floor of a vyre_native
+ * sequence whose steps clear their outputs (clear_outputs=True, the default). */
+int64_t floor_fill_in_pass(floor_ctx *c, uint32_t steps, int wait, uint64_t n, int64_t *samples) {
+    if (c->fill.module == NULL) {
+        fail("floor_fill_in_pass: call floor_fill_setup first");
+        return -1;
+    }
+    return steps_in_one_pass(c, steps, 1, wait, n, samples);
+}
+
+/* A compute pass that writes timestamp `begin` at its start and/or `end` at its end,
+ * and holds, in order: the launch kernel's dispatch (when pre), the big buffer's
+ * fill (when fill), the launch kernel's dispatch again (when post). */
+static void timed_pass(floor_ctx *c, WGPUCommandEncoder enc, uint32_t begin, uint32_t end, int pre, int fill, int post) {
+    WGPUPassTimestampWrites tw = WGPU_PASS_TIMESTAMP_WRITES_INIT;
+    tw.querySet = c->fill.queries;
+    tw.beginningOfPassWriteIndex = begin;
+    tw.endOfPassWriteIndex = end;
+    WGPUComputePassDescriptor pd = WGPU_COMPUTE_PASS_DESCRIPTOR_INIT;
+    pd.timestampWrites = &tw;
+    WGPUComputePassEncoder pass = W.CommandEncoderBeginComputePass(enc, &pd);
+    int what[3] = {pre, fill, post};
+    for (int k = 0; k < 3; k++) {
+        if (!what[k]) continue;
+        if (k == 1) {
+            fill_in_pass(c, pass, &c->fill.big);
+            continue;
+        }
+        W.ComputePassEncoderSetPipeline(pass, c->pipeline);
+        W.ComputePassEncoderSetBindGroup(pass, 0, c->group, 0, NULL);
+        W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
+    }
+    W.ComputePassEncoderEnd(pass);
+    W.ComputePassEncoderRelease(pass);
+}
+
+/* 17. GPU time (timestamps, ns) of zeroing the big readback source (64 MiB) between
+ * two launch-kernel dispatches, as a vyre_native sequence [dispatch, clear(big),
+ * dispatch] replayed with timing=True measures it (the first pass's start to the last
+ * pass's end): how = 0, clear_buffer between the two dispatches' passes; 1, the fill
+ * dispatch in the one pass with both; 2, no clear (the two dispatches alone). Each
+ * sample is submitted and waited for (untimed on the host); returns the samples' sum. */
+int64_t floor_clear_gpu(floor_ctx *c, int how, uint64_t n, int64_t *samples) {
+    struct floor_fill *f = &c->fill;
+    if (f->module == NULL || f->queries == NULL) {
+        fail(c->timestamps ? "floor_clear_gpu: call floor_fill_setup first"
+                           : "floor_clear_gpu: the adapter has no timestamp queries");
+        return -1;
+    }
+    const uint32_t none = WGPU_QUERY_SET_INDEX_UNDEFINED;
+    double period = W.QueueGetTimestampPeriod(c->queue);
+    int64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
+        if (how == 1) {
+            timed_pass(c, enc, 0, 1, 1, 1, 1);
+        } else {
+            timed_pass(c, enc, 0, none, 1, 0, 0);
+            if (how == 0) W.CommandEncoderClearBuffer(enc, c->read_src[1], 0, c->read_bytes[1]);
+            timed_pass(c, enc, none, 1, 0, 0, 1);
+        }
+        W.CommandEncoderResolveQuerySet(enc, f->queries, 0, 2, f->resolve, 0);
+        W.CommandEncoderCopyBufferToBuffer(enc, f->resolve, 0, f->ticks, 0, 16);
+        WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
+        W.CommandEncoderRelease(enc);
+        WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
+        W.CommandBufferRelease(cb);
+        if (map_after(c, f->ticks, 16, idx) < 0) return -1;
+        const uint64_t *t = W.BufferGetConstMappedRange(f->ticks, 0, 16);
+        int64_t ns = t != NULL && t[1] > t[0] ? (int64_t)((double)(t[1] - t[0]) * period) : 0;
+        W.BufferUnmap(f->ticks);
+        total += ns;
+        if (samples != NULL) samples[i] = ns;
     }
     return checked(c, total);
 }

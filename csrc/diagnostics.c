@@ -1,0 +1,212 @@
+/* diagnostics.c - WGSL compile errors as "<what>\n<source line>\n<caret>\nFix: ...".
+ *
+ * wgpu-native 29 has no compilation info (wgpuShaderModuleGetCompilationInfo panics:
+ * "not implemented", an abort across the FFI), so the position comes from naga's own
+ * message, which shows it as codespan does ("┌─ wgsl:3:16", or "┌─ :3:16" for a
+ * validation error) with the source line and a caret line under it. The source line
+ * shown here is taken from the WGSL the caller passed, the column counted in
+ * characters, as naga counts it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+enum { SHOWN_LINE_MAX = 160 }; /* bytes of a long source line shown around the column */
+
+vn_status vn_immediates_unsupported(const vn_device *device, const char *what, const char *shown) {
+    bool offered = wgpu.AdapterHasFeature(device->adapter, (WGPUFeatureName)WGPUNativeFeature_Immediates);
+    return vn_fail(VN_ERROR_UNSUPPORTED,
+                   "%s, but this device lacks wgpu-native's \"immediates\" feature (adapter '%s' %s)%s%s\nFix: %s",
+                   what, device->info.name,
+                   offered ? "offers it; the device was created without it" : "does not offer it",
+                   shown != NULL ? "\n" : ".", shown != NULL ? shown : "",
+                   offered ? "create the device with the feature: vn.Device() requests it wherever the adapter offers "
+                             "it, and a wgpu-py device needs required_features=[\"immediates\"] in "
+                             "adapter.request_device_sync() before Device.from_wgpu()."
+                           : "pass the values in a uniform buffer (params=) instead of var<immediate>, or run on an "
+                             "adapter that offers immediates (Vulkan, Metal and DX12 ones do).");
+}
+
+/* The text after `key` up to the end of its line, into out (trimmed). */
+static void rest_of_line(const char *from, char *out, size_t cap) {
+    while (*from == ' ') from++;
+    size_t n = strcspn(from, "\n");
+    while (n > 0 && (from[n - 1] == ' ' || from[n - 1] == '\r')) n--;
+    if (n >= cap) n = cap - 1;
+    memcpy(out, from, n);
+    out[n] = '\0';
+}
+
+/* Line `line` (1-based) of the source: its start and byte length (no line break). */
+static bool source_line(const char *src, size_t len, uint32_t line, const char **start, size_t *n) {
+    const char *p = src, *end = src + len;
+    for (uint32_t l = 1; l < line; l++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (nl == NULL) return false;
+        p = nl + 1;
+    }
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    size_t k = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
+    if (k > 0 && p[k - 1] == '\r') k--;
+    *start = p;
+    *n = k;
+    return true;
+}
+
+static bool utf8_continuation(char c) { return ((unsigned char)c & 0xC0) == 0x80; }
+
+/* naga's caret line after the position marker: the length of the run of '^' that
+ * starts at `column` (1 when none is found) and, when that run is the line's only one,
+ * the label after it ("expected expression"). */
+static uint32_t caret_run(const char *marker, uint32_t column, char *label, size_t cap) {
+    label[0] = '\0';
+    const char *bar = "\xe2\x94\x82"; /* U+2502, the gutter of naga's excerpt */
+    for (const char *line = marker; (line = strchr(line, '\n')) != NULL;) {
+        line++;
+        const char *end = line + strcspn(line, "\n");
+        const char *gutter = strstr(line, bar);
+        if (gutter == NULL || gutter > end) continue;
+        const char *text = gutter + strlen(bar);
+        if (*text == ' ') text++;
+        const char *caret = memchr(text, '^', (size_t)(end - text));
+        if (caret == NULL) continue;
+        /* The gutter is followed by the source's characters one for one (tabs as tabs). */
+        uint32_t col = 1;
+        for (const char *q = text; q < caret; q++)
+            if (!utf8_continuation(*q)) col++;
+        if (col != column) return 1;
+        uint32_t run = 0;
+        while (caret + run < end && caret[run] == '^') run++;
+        const char *after = caret + run;
+        /* naga's own IR names ("naga::ir::GlobalVariable [0]") say nothing to a WGSL author */
+        if (memchr(after, '^', (size_t)(end - after)) == NULL && strstr(after, "naga::") != after + 1) {
+            size_t n = (size_t)(end - after);
+            while (n > 0 && *after == ' ') after++, n--;
+            if (n >= cap) n = cap - 1;
+            memcpy(label, after, n);
+            label[n] = '\0';
+        }
+        return run;
+    }
+    return 1;
+}
+
+/* "<source line>\n<caret line>" into out: the line (a window around the column when it
+ * is long), then spaces (tabs kept) up to the column and `run` carets. */
+static void excerpt(const char *text, size_t n, uint32_t column, uint32_t run, const char *label, char *out,
+                    size_t cap) {
+    /* byte offset of the column: column - 1 characters in */
+    size_t at = 0;
+    for (uint32_t c = 1; c < column && at < n; c++) {
+        at++;
+        while (at < n && utf8_continuation(text[at])) at++;
+    }
+    size_t from = 0, to = n;
+    if (n > SHOWN_LINE_MAX) {
+        from = at > SHOWN_LINE_MAX / 2 ? at - SHOWN_LINE_MAX / 2 : 0;
+        while (from > 0 && utf8_continuation(text[from])) from--;
+        to = from + SHOWN_LINE_MAX < n ? from + SHOWN_LINE_MAX : n;
+        while (to < n && utf8_continuation(text[to])) to++;
+    }
+    size_t used = (size_t)snprintf(out, cap, "%s%.*s%s\n%s", from > 0 ? "..." : "", (int)(to - from), text + from,
+                                   to < n ? "..." : "", from > 0 ? "   " : "");
+    for (size_t i = from; i < at && used + 1 < cap; i++) {
+        if (utf8_continuation(text[i])) continue;
+        out[used++] = text[i] == '\t' ? '\t' : ' ';
+    }
+    for (uint32_t i = 0; i < run && used + 1 < cap; i++) out[used++] = '^';
+    out[used < cap ? used : cap - 1] = '\0';
+    if (label[0] != '\0' && used < cap) snprintf(out + used, cap - used, " %s", label);
+}
+
+/* The feature a naga capability stands for, NULL when it is none of the adapter's. */
+static const char *capability_feature(const char *msg) {
+    static const struct { const char *capability, *feature; } known[] = {
+        {"SUBGROUP_BARRIER", "subgroup-barrier"}, {"SUBGROUP", "subgroup"}, {"SHADER_FLOAT16", "shader-f16"},
+        {"FLOAT64", "shader-f64"}, {"SHADER_INT64", "shader-int64"},
+    };
+    const char *caps = strstr(msg, "Capabilities(");
+    if (caps == NULL) return NULL;
+    const char *end = strchr(caps, ')');
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        const char *hit = strstr(caps, known[i].capability);
+        if (hit != NULL && (end == NULL || hit < end)) return known[i].feature;
+    }
+    return NULL;
+}
+
+vn_status vn_shader_diagnose(vn_device *device, const char *wgsl, size_t wgsl_len, vn_status code) {
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", vn_last_error());
+    /* vn_scope_end's ". Fix: ..." ends the message: cut it off, the Fix is rewritten. */
+    char *fix = NULL;
+    for (char *f = strstr(msg, ". Fix: "); f != NULL; f = strstr(f + 1, ". Fix: ")) fix = f;
+    char generic_fix[300] = "";
+    if (fix != NULL) {
+        snprintf(generic_fix, sizeof generic_fix, "%s", fix + 2);
+        *fix = '\0';
+    }
+    const char *marker = strstr(msg, "\xe2\x94\x8c\xe2\x94\x80"); /* "┌─", naga's position marker */
+    unsigned line = 0, column = 0;
+    if (marker != NULL) {
+        /* "<label>:<line>:<column>" (the label may be empty): the last ':' pair on the line */
+        const char *end = marker + strcspn(marker, "\n");
+        for (const char *p = marker; p < end && line == 0; p++) {
+            if (*p != ':' || sscanf(p, ":%u:%u", &line, &column) != 2) line = column = 0;
+        }
+    }
+    const char *src_line = NULL;
+    size_t src_n = 0;
+    if (line == 0 || column == 0 || !source_line(wgsl, wgsl_len, line, &src_line, &src_n)) {
+        /* No position: the message as wgpu gave it, its Fix on a line of its own. */
+        if (fix == NULL) return code;
+        return vn_fail(code, "%s.\n%s", msg, generic_fix);
+    }
+
+    /* naga's headline: "Shader '<label>' parsing error: <what>" or "Shader validation
+     * error: <what>", kept from "parsing error" / "validation error" on. */
+    char headline[512] = "error";
+    const char *shader = strstr(msg, "Shader ");
+    if (shader != NULL && shader < marker) {
+        const char *kind = strstr(shader, " error: ");
+        const char *start = shader + strlen("Shader ");
+        if (*start == '\'') {
+            const char *close = strchr(start + 1, '\'');
+            if (close != NULL) start = close + 1;
+        }
+        if (kind != NULL && kind < marker) {
+            while (*start == ' ') start++;
+            rest_of_line(start, headline, sizeof headline);
+        }
+    }
+    char note[256] = "";
+    const char *eq = strstr(marker, "\n  = ");
+    if (eq != NULL) rest_of_line(eq + strlen("\n  = "), note, sizeof note);
+    char label[200];
+    uint32_t run = caret_run(marker, column, label, sizeof label);
+    char shown[2 * SHOWN_LINE_MAX + 300];
+    excerpt(src_line, src_n, column, run, label, shown, sizeof shown);
+
+    char what[900];
+    snprintf(what, sizeof what, "WGSL %s%s%s%s at line %u, column %u (wgsl:%u:%u)", headline, note[0] ? " (" : "",
+             note, note[0] ? ")" : "", line, column, line, column);
+    vn_status st;
+    const char *feature = capability_feature(msg);
+    bool lacks_immediates =
+        strstr(msg, "IMMEDIATES") != NULL &&
+        !wgpu.DeviceHasFeature(device->device, (WGPUFeatureName)WGPUNativeFeature_Immediates);
+    if (lacks_immediates) {
+        char declares[200];
+        snprintf(declares, sizeof declares, "the WGSL declares var<immediate> data at line %u, column %u", line, column);
+        st = vn_immediates_unsupported(device, declares, shown);
+    } else if (feature != NULL) {
+        st = vn_fail(code, "%s\n%s\nFix: this needs the \"%s\" feature, which this device lacks (dev.features lists "
+                     "what it has); run on an adapter that offers it (vn.Device() requests it wherever offered), or "
+                     "rewrite line %u without it.", what, shown, feature, line);
+    } else {
+        st = vn_fail(code, "%s\n%s\nFix: correct the WGSL at line %u, column %u.", what, shown, line, column);
+    }
+    vn_set_error_position(line, column);
+    return st;
+}

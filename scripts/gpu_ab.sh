@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# An interleaved A/B run of the benchmark suite on the GPU machine: an earlier tree
+# (A, e.g. `git archive <commit> | tar -x -C .gpu_ab`) against this checkout (B), each
+# built into its own folder and run with its own benchmarks/, alternating A B A B so
+# that drift of the machine (its clocks, other tenants) lands on both sides alike.
+#
+#   here:         mkdir -p .gpu_ab && git archive <commit> | tar -x -C .gpu_ab
+#   device run:   carry [".gpu", ".gpu_ab"], command: bash scripts/gpu_ab.sh .gpu_ab [rounds]
+#
+# Leaves $OUT/ab-{A,B}{1..rounds}.json (pytest-benchmark JSON) and their logs; compare
+# with benchmarks/report.py --from on each file.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+: "${OUT:?run this through the device tool, which sets OUT}"
+A=$(cd "${1:?usage: gpu_ab.sh A_TREE [rounds]}" && pwd)
+rounds=${2:-2}
+source .gpu/remote.sh || { echo "gpu_ab: .gpu/remote.sh failed" >&2; exit 2; }
+for side in A B; do
+  tree=$ROOT; [ "$side" = A ] && tree=$A
+  python3 -m pip install -q --upgrade --no-build-isolation --no-index --no-deps --target "/tmp/vn_$side" "$tree" \
+    || { echo "gpu_ab: building $side ($tree) failed" >&2; exit 2; }
+done
+cd /tmp  # a neutral folder: neither checkout's vyre_native/ shadows its build
+for i in $(seq 1 "$rounds"); do
+  for side in A B; do
+    tree=$ROOT; [ "$side" = A ] && tree=$A
+    PYTHONPATH="/tmp/vn_$side:$PYTHONPATH" timeout 280 python3 -m pytest -c "$tree/benchmarks/pytest.ini" \
+      "$tree/benchmarks" -q -p no:cacheprovider --benchmark-json "$OUT/ab-$side$i.json" > "$OUT/ab-$side$i.log" 2>&1
+    echo "ab $side$i rc=$?" >> "$OUT/summary.txt"
+  done
+done
+cat "$OUT/summary.txt"

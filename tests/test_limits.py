@@ -1,0 +1,234 @@
+"""Limits that only show on the GPU, checked when the pipeline is compiled.
+
+A workgroup size or an amount of workgroup memory that an `override` decides is checked
+against the device's limits exactly as the literal form is, before wgpu-native builds
+the pipeline (lavapipe ran such pipelines past its limits; an H200 lost its device).
+Nesting that would overflow naga's stack is refused before naga parses it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+import numpy as np
+import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+import vyre_native as vn
+from vyre_native.reflect import MAX_NESTING_DEPTH, reflect
+
+OVERRIDE_SIZE = """
+override wg: u32 = 64;
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(wg) fn main(@builtin(local_invocation_index) i: u32) { out[i] = i; }
+"""
+
+OVERRIDE_MEMORY = """
+override n: u32 = 16;
+var<workgroup> tile: array<u32, n>;
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(1) fn main() {
+    tile[n - 1] = 7u;
+    workgroupBarrier();
+    out[0] = tile[n - 1];
+}
+"""
+
+
+def limit(device: vn.Device, name: str) -> int:
+    return int(device.limits[name])
+
+
+# ---------------------------------------------------------------- workgroup size
+
+
+def test_override_driven_workgroup_size_over_the_invocation_limit_raises_shader_error_at_compile(
+    device: vn.Device,
+) -> None:
+    too_many = limit(device, "max_compute_invocations_per_workgroup") * 2
+    src = OVERRIDE_SIZE.replace("@workgroup_size(wg)", "@workgroup_size(wg / 2, 2)")
+    with pytest.raises(
+        vn.ShaderError, match=rf"{too_many} invocations.*max_compute_invocations_per_workgroup.*Fix:"
+    ):
+        device.compile(src, constants={"wg": too_many})
+
+
+def test_override_driven_workgroup_size_over_a_dimension_limit_raises_shader_error_at_compile(
+    device: vn.Device,
+) -> None:
+    too_wide = limit(device, "max_compute_workgroup_size_x") + 1
+    with pytest.raises(vn.ShaderError, match=rf"x = {too_wide}.*max_compute_workgroup_size_x.*Fix:"):
+        device.compile(OVERRIDE_SIZE, constants={"wg": too_wide})
+
+
+def test_override_default_over_the_limit_raises_shader_error_at_compile(device: vn.Device) -> None:
+    too_wide = limit(device, "max_compute_workgroup_size_x") + 1
+    with pytest.raises(vn.ShaderError, match=rf"{too_wide}.*Fix:"):
+        device.compile(OVERRIDE_SIZE.replace("= 64", f"= {too_wide}"))
+
+
+def test_literal_workgroup_size_over_the_limit_raises_the_same_error(device: vn.Device) -> None:
+    too_wide = limit(device, "max_compute_workgroup_size_x") + 1
+    with pytest.raises(vn.ShaderError, match=rf"x = {too_wide}.*max_compute_workgroup_size_x.*Fix:"):
+        device.compile(OVERRIDE_SIZE.replace("@workgroup_size(wg)", f"@workgroup_size({too_wide})"))
+
+
+def test_override_driven_workgroup_size_at_the_limit_compiles_and_runs(device: vn.Device, run) -> None:
+    most = min(
+        limit(device, "max_compute_invocations_per_workgroup"), limit(device, "max_compute_workgroup_size_x")
+    )
+    prog = device.compile(OVERRIDE_SIZE, constants={"wg": most})
+    assert prog.workgroup_size == (most, 1, 1)
+    (out,) = run(prog, [], [device.alloc(4 * most)], dtype=np.uint32)
+    assert (out == np.arange(most, dtype=np.uint32)).all()
+
+
+# ---------------------------------------------------------------- workgroup memory
+
+
+def test_override_driven_workgroup_memory_over_the_limit_raises_shader_error_at_compile(
+    device: vn.Device,
+) -> None:
+    words = limit(device, "max_compute_workgroup_storage_size") // 4 + 1
+    used = -(-4 * words // 16) * 16  # WebGPU rounds each variable up to 16 bytes
+    with pytest.raises(
+        vn.ShaderError, match=rf"{used} bytes of var<workgroup>.*max_compute_workgroup_storage_size.*Fix:"
+    ):
+        device.compile(OVERRIDE_MEMORY, constants={"n": words})
+
+
+def test_override_driven_workgroup_memory_of_a_quarter_gib_is_refused_before_the_gpu_runs_it(
+    device: vn.Device,
+) -> None:
+    with pytest.raises(vn.ShaderError, match="268435456 bytes of var<workgroup>"):
+        device.compile(OVERRIDE_MEMORY, constants={"n": 1 << 26})
+
+
+def test_literal_workgroup_memory_over_the_limit_raises_shader_error_at_compile(device: vn.Device) -> None:
+    words = limit(device, "max_compute_workgroup_storage_size") // 4 + 4
+    with pytest.raises(vn.ShaderError, match=rf"{4 * words} bytes of var<workgroup>.*Fix:"):
+        device.compile(OVERRIDE_MEMORY.replace("array<u32, n>", f"array<u32, {words}>"))
+
+
+def test_workgroup_memory_at_the_limit_compiles_and_runs(device: vn.Device, run) -> None:
+    words = limit(device, "max_compute_workgroup_storage_size") // 4
+    (out,) = run(
+        device.compile(OVERRIDE_MEMORY, constants={"n": words}), [], [device.alloc(4)], dtype=np.uint32
+    )
+    assert out[0] == 7
+
+
+def test_unused_workgroup_memory_does_not_count(device: vn.Device) -> None:
+    words = limit(device, "max_compute_workgroup_storage_size")
+    src = f"var<workgroup> unused: array<u32, {words}>;\n" + OVERRIDE_SIZE
+    device.compile(src)
+
+
+# ---------------------------------------------------------------- nesting depth
+
+
+def nested_parentheses(depth: int) -> str:
+    """A kernel whose deepest point is ``depth`` levels: the body's brace and the parentheses."""
+    inner = "(" * (depth - 1) + "7u" + ")" * (depth - 1)
+    return (
+        "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+        f"@compute @workgroup_size(1) fn main() {{\n    let v = {inner};\n    out[0] = v;\n}}\n"
+    )
+
+
+def test_nesting_at_the_maximum_depth_compiles_and_runs(device: vn.Device, run) -> None:
+    (out,) = run(
+        device.compile(nested_parentheses(MAX_NESTING_DEPTH)), [], [device.alloc(4)], dtype=np.uint32
+    )
+    assert out[0] == 7
+
+
+def test_1000_deep_nesting_is_refused_by_reflection_and_compile_alike(device: vn.Device) -> None:
+    src = nested_parentheses(1000)
+    with pytest.raises(vn.ShaderError) as by_reflection:
+        reflect(src)
+    with pytest.raises(vn.ShaderError) as by_compile:
+        device.compile(src)
+    assert str(by_compile.value) == str(by_reflection.value)
+    assert f"deeper than {MAX_NESTING_DEPTH} levels" in str(by_compile.value)
+    assert by_compile.value.line == 3
+
+
+# Few examples: at these depths lavapipe takes seconds to build each pipeline.
+@settings(max_examples=6, deadline=None)
+@given(st.lists(st.sampled_from(["(", "-(", "i32(", "max(1i, "]), min_size=240, max_size=270))
+def test_reflection_and_compile_agree_on_every_nesting_depth(device: vn.Device, openers: list[str]) -> None:
+    expression = "".join(openers) + "7i" + ")" * len(openers)
+    src = (
+        "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+        f"@compute @workgroup_size(1) fn main() {{ let v = u32({expression}); out[0] = v; }}\n"
+    )
+    try:
+        reflect(src)
+    except vn.ShaderError as by_reflection:
+        event("refused")
+        with pytest.raises(vn.ShaderError) as by_compile:
+            device.compile(src)
+        assert str(by_compile.value) == str(by_reflection)
+    else:
+        event("accepted")
+        device.compile(src)
+
+
+@pytest.mark.parametrize(
+    ("construct", "expression"),
+    [
+        ("parentheses", "(" * 3000 + "1u" + ")" * 3000),  # naga: SIGSEGV near 2,960
+        ("indexing", "out[" * 3000 + "0u" + "]" * 3000),  # near 2,680
+        ("negations", "u32(" + "- " * 20000 + "1i)"),  # near 14,500
+        ("an operator chain", " + ".join(["1u"] * 20000)),  # near 14,500
+        ("an else-if chain", "0u; if true {}" + " else if true {}" * 20000),  # near 6,200
+    ],
+    # Ids by construct: pytest puts the id in PYTEST_CURRENT_TEST, which the child
+    # inherits, and an environment string over 128 KiB fails exec with E2BIG.
+    ids=lambda value: value if len(value) < 40 else "source",
+)
+def test_nesting_that_crashes_naga_is_refused_with_shader_error_and_the_process_lives(
+    construct: str, expression: str
+) -> None:
+    # In a child interpreter: were the guard missing, naga's stack overflow would kill it,
+    # failing this test instead of the whole suite.
+    src = (
+        "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
+        f"@compute @workgroup_size(1) fn main() {{ out[0] = {expression}; }}\n"
+    )
+    child = textwrap.dedent(
+        """
+        import json, sys, vyre_native as vn
+        dev = vn.Device()
+        try:
+            dev.compile(sys.stdin.read())
+            print(json.dumps({"outcome": "compiled"}))
+        except vn.VyreError as e:
+            print(json.dumps({"outcome": type(e).__name__, "message": str(e)}))
+        dev.compile("@compute @workgroup_size(1) fn main() {}")  # the device still works
+        """
+    )
+    # A neutral working directory: `python -c` puts it first on sys.path, and the
+    # checkout's source tree (no compiled module) must not shadow the installed package.
+    proc = subprocess.run(
+        [sys.executable, "-c", child],
+        check=False,
+        input=src,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")},
+        cwd=tempfile.gettempdir(),
+    )
+    assert proc.returncode == 0, f"{construct}: the child died with {proc.returncode}: {proc.stderr[-2000:]}"
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["outcome"] == "ShaderError"
+    assert f"deeper than {MAX_NESTING_DEPTH} levels" in result["message"]
+    assert "Fix:" in result["message"]

@@ -1,0 +1,27 @@
+"""The public API's types: mypy --strict accepts tests/typecheck/public_api.py, whose
+assert_type calls pin what each public call returns (no Any), and the file runs."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+from mypy import api as mypy_api
+
+HERE = pathlib.Path(__file__).resolve().parent
+PUBLIC_API = HERE / "typecheck" / "public_api.py"
+
+
+def test_public_api_signatures_type_check_under_mypy_strict() -> None:
+    out, err, status = mypy_api.run(
+        ["--strict", "--no-incremental", "--show-traceback", "--python-version", "3.11", str(PUBLIC_API)]
+    )
+    assert status == 0, out + err
+
+
+def test_public_api_examples_run() -> None:
+    res = subprocess.run(
+        [sys.executable, str(PUBLIC_API)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert res.returncode == 0, res.stderr

@@ -1,0 +1,244 @@
+"""vn.PendingRead, and the Python side of the readback primitive's two endings.
+
+Every read queues a GPU copy into a staging buffer and maps it (C). Then either C copies
+the bytes into memory the caller has (``read_into``, typed reads with ``copy=True``), or
+C pins that one staging buffer and hands out its mapped pointer (``vn_pending_read_pin``),
+which Python then either copies once into a new ``bytes`` and unpins at once, or wraps as
+a read-only numpy array (``copy=False``) that keeps the pin until the array and every view
+of it are gone. No lock is held while Python runs: the pin covers only what it reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator
+from typing import Any, Literal, overload
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._handles import Handle
+from ._lib import check_wait, done_flag, ffi, lib
+from ._marshal import to_bool, to_destination, to_layout
+from ._typing import DTypeLike, ShapeLike
+
+_CHAR_P = ffi.typeof("char *")
+#: a 1-D array's dtype and dimensions, checked against the read's byte length
+Layout = tuple[np.dtype[Any], tuple[int, ...]]
+
+
+class MappedStaging:
+    """The base of every zero-copy array (``arr.base``, or its base's): the pin on one
+    mapped staging buffer.
+
+    numpy reads the memory through ``__array_interface__``, marked read-only, so the array
+    cannot be made writable. Each array and view made from it holds it; when the last one
+    is gone, the pin is released (C unmaps the staging buffer and returns it to the
+    device's ring; on a device destroyed meanwhile, the last pin destroys it). It has no
+    ``release()``: nothing may end it while its memory can still be read.
+    """
+
+    __slots__ = ("__array_interface__", "__weakref__", "_mapping", "nbytes")
+    __array_interface__: dict[str, Any]
+    nbytes: int
+
+    def __init__(self, mapping: Any, address: int, nbytes: int) -> None:
+        self._mapping = mapping  # ffi.gc(vn_mapping *, vn_mapping_release)
+        self.nbytes = nbytes
+        self.__array_interface__ = {
+            "version": 3,
+            "shape": (nbytes,),
+            "typestr": "|u1",
+            "data": (address, True),  # read-only
+        }
+
+    def __repr__(self) -> str:
+        return f"<vn.MappedStaging {self.nbytes} bytes of mapped staging memory>"
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a vn.MappedStaging cannot be pickled: pickle the array, which copies its data.")
+
+
+def _pin(read: Any) -> MappedStaging:
+    """Wait for the read (one time slice a call, so Ctrl-C interrupts it) and pin its
+    staging buffer."""
+    mapping = ffi.new("vn_mapping **")
+    data = ffi.new("void **")
+    check_wait(
+        lib.vn_pending_read_pin(read, mapping, data), lambda: lib.vn_pending_read_pin(read, mapping, data)
+    )
+    owner = ffi.gc(mapping[0], lib.vn_mapping_release)
+    return MappedStaging(owner, int(ffi.cast("uintptr_t", data[0])), int(lib.vn_pending_read_len(read)))
+
+
+def mapped_bytes(read: Any) -> bytes:
+    """Complete a read into a new ``bytes`` with one copy, straight from the pinned
+    staging memory (a bytearray first and then ``bytes`` would copy twice), then unpin."""
+    pin = _pin(read)
+    try:
+        address: int = pin.__array_interface__["data"][0]
+        copied: bytes = ffi.buffer(ffi.cast(_CHAR_P, address), pin.nbytes)[:]
+        return copied
+    finally:
+        ffi.release(pin._mapping)  # nothing else saw the pin: unpin now
+
+
+def layout(dtype: DTypeLike | None, shape: ShapeLike | None, nbytes: int, what: str) -> Layout | None:
+    """None for the bytes forms (no dtype, no shape), else the checked dtype and dims."""
+    if dtype is None and shape is None:
+        return None
+    return to_layout(dtype, shape, nbytes, what)
+
+
+def mapped(read: Any, form: Layout | None) -> memoryview | NDArray[Any]:
+    """Complete a read without a copy: a read-only view of the pinned staging memory, a
+    numpy array of ``form`` or (no form) a memoryview of bytes; the pin lives as long as
+    the view and everything made from it."""
+    flat: NDArray[np.uint8] = np.asarray(_pin(read))
+    if form is None:
+        return flat.data  # a memoryview whose .obj is the array
+    dt, dims = form
+    arr = flat.view(dt)
+    return arr if len(dims) == 1 else arr.reshape(dims)
+
+
+def start(begin: Any, *args: Any) -> Any:
+    """Start a read with the C entry point ``begin(*args, vn_pending_read **out)``: the C
+    read, released when dropped."""
+    out = ffi.new("vn_pending_read **")
+    check_wait(begin(*args, out), lambda: begin(*args, out))  # VN_PENDING: a CPU adapter's queue is busy
+    return ffi.gc(out[0], lib.vn_pending_read_release)
+
+
+def complete(read: Any, form: Layout | None, copy: bool) -> bytes | memoryview | NDArray[Any]:
+    """Complete a started read that nothing else holds, then free it: ``bytes`` with one
+    copy (``copy``; form None), or without a copy (``mapped``)."""
+    try:
+        return mapped_bytes(read) if copy else mapped(read, form)
+    finally:
+        ffi.release(read)
+
+
+def want_copy(copy: Any, what: str) -> bool:
+    """The ``copy=`` flag: a bool, or a numpy bool."""
+    return copy is True or (copy is not False and bool(to_bool(copy, what)))
+
+
+class PendingRead(Handle):
+    """A readback in flight (from ``read_async`` / ``read_output_async``).
+
+    ``result()`` / ``result_into(out)`` wait for it and return the bytes; each read
+    completes once. Many can be in flight: each holds its own staging buffer from
+    the device's ring until it completes.
+    """
+
+    _kind = "PendingRead"
+    _made_by = "buffer.read_async() or recording.read_output_async(i)"
+    byte_len: int
+
+    @classmethod
+    def _adopt(cls, read: Any) -> PendingRead:
+        """The handle of a read from ``start`` (already released when dropped)."""
+        self = cls._wrap(read)
+        self.byte_len = int(lib.vn_pending_read_len(read))
+        return self
+
+    @property
+    def done(self) -> bool:
+        """True once the data is back (``result()`` will not wait). Never blocks.
+
+        DeviceLostError when the device was lost first (the data will never come).
+        """
+        return done_flag(lib.vn_pending_read_done(self._live()))
+
+    def __await__(self) -> Generator[Any, None, bytes]:
+        """``data = await pending``: the bytes, waited for on a worker thread (the C wait
+        releases the GIL), so the event loop's thread never blocks or spins."""
+        return asyncio.to_thread(self.result).__await__()
+
+    @overload
+    def result(self, dtype: None = None, shape: None = None, *, copy: Literal[True] = True) -> bytes: ...
+    @overload
+    def result(self, dtype: None = None, shape: None = None, *, copy: Literal[False]) -> memoryview: ...
+    @overload
+    def result(self, dtype: None = None, shape: None = None, *, copy: bool) -> bytes | memoryview: ...
+    @overload
+    def result(
+        self, dtype: DTypeLike, shape: ShapeLike | None = None, *, copy: bool = True
+    ) -> NDArray[Any]: ...
+    def result(
+        self, dtype: DTypeLike | None = None, shape: ShapeLike | None = None, *, copy: bool = True
+    ) -> bytes | memoryview | NDArray[Any]:
+        """The bytes, once the read completes (one copy out of the staging buffer); with
+        ``dtype`` (and ``shape``) a new writable numpy array, as ``Buffer.read`` gives.
+
+        ``copy=False``: no copy at all, a read-only view of the mapped staging memory (a
+        numpy array with ``dtype``, else a memoryview), as ``Buffer.read(copy=False)``."""
+        ptr = self._live()
+        form = layout(dtype, shape, self.byte_len, "PendingRead.result")
+        if not want_copy(copy, "PendingRead.result copy"):
+            return mapped(ptr, form)
+        if form is None:
+            return mapped_bytes(ptr)
+        arr = np.empty(form[1], dtype=form[0])
+        self.result_into(arr)
+        return arr
+
+    def result_into(self, out: Any) -> int:
+        """Fill ``out`` as ``read_output_into`` does; returns the bytes written."""
+        ptr = self._live()
+        dst, capacity = to_destination(out, self.byte_len, "result_into")
+        check_wait(
+            lib.vn_pending_read_finish(ptr, dst, capacity),
+            lambda: lib.vn_pending_read_finish(ptr, dst, capacity),
+        )
+        return self.byte_len
+
+
+class OutputReads:
+    """``read_output``'s signature and its ``copy=`` flag, which both recording kinds
+    share; each says how it reads (``_read_output``)."""
+
+    __slots__ = ()
+
+    @overload
+    def read_output(
+        self, index: int, dtype: None = None, shape: None = None, *, copy: Literal[True] = True
+    ) -> bytes: ...
+    @overload
+    def read_output(
+        self, index: int, dtype: None = None, shape: None = None, *, copy: Literal[False]
+    ) -> memoryview: ...
+    @overload
+    def read_output(
+        self, index: int, dtype: None = None, shape: None = None, *, copy: bool
+    ) -> bytes | memoryview: ...
+    @overload
+    def read_output(
+        self, index: int, dtype: DTypeLike, shape: ShapeLike | None = None, *, copy: bool = True
+    ) -> NDArray[Any]: ...
+    def read_output(
+        self, index: int, dtype: DTypeLike | None = None, shape: ShapeLike | None = None, *, copy: bool = True
+    ) -> bytes | memoryview | NDArray[Any]:
+        """Output ``index``'s bytes, after the work that writes it has completed (see the
+        class), with one copy into a new ``bytes``; with ``dtype`` (and ``shape``) into a
+        new writable numpy array instead. ``copy=False``: no copy, a read-only view of the
+        mapped staging memory (a numpy array with ``dtype``, else a memoryview), as
+        ``Buffer.read(copy=False)``. ``read_output_into`` fills memory you already have
+        and is the path for repeated copying reads."""
+        return self._read_output(index, dtype, shape, want_copy(copy, "read_output copy"))
+
+    def _read_output(
+        self, index: int, dtype: DTypeLike | None, shape: ShapeLike | None, copy: bool
+    ) -> bytes | memoryview | NDArray[Any]:
+        raise NotImplementedError
+
+
+def read_async(buffer_ptr: Any) -> PendingRead:
+    """Start reading a live C buffer back."""
+    return PendingRead._adopt(start(lib.vn_buffer_read_async, buffer_ptr))
+
+
+def read_view_async(view: Any) -> PendingRead:
+    """Start reading a C view (``vn_view *``) back: only its range."""
+    return PendingRead._adopt(start(lib.vn_view_read_async, view))

@@ -1,0 +1,110 @@
+"""vn.Sequence: dispatches of several pipelines, copies and clears, replayed as one submit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from collections.abc import Sequence as SequenceABC
+from typing import TYPE_CHECKING, Any
+
+from ._handles import Handle
+from ._lib import check, ffi, lib
+from ._marshal import U64_MAX, to_bool, to_ptr, to_timing, to_u32, to_u64, to_view
+from .buffer import Bindable, Buffer, BufferView
+from .pipeline import Pipeline, dispatch_args
+from .submission import Submission, replay
+
+if TYPE_CHECKING:
+    from .device import Device
+
+
+class Sequence(Handle):
+    """Dispatches of several pipelines, copies and clears, replayed as one submit.
+
+    Outputs in a sequence: ``add(..., clear_outputs=True)`` (the default) clears
+    that dispatch's non-preserved outputs immediately before it, exactly as a
+    recording does, so a step never sees what an earlier step left in its outputs;
+    ``clear_outputs=False`` leaves them as the previous steps left them (ping-pong
+    buffers, accumulations). Nothing else is cleared implicitly; ``clear(buf)``
+    clears a buffer at that point. Consecutive dispatches with no clear between
+    them share one compute pass.
+    """
+
+    _kind = "Sequence"
+    _made_by = "device.sequence()"
+    _device: Device
+
+    @classmethod
+    def _adopt(cls, device: Device, raw: Any) -> Sequence:
+        self = cls._wrap(ffi.gc(raw, lib.vn_sequence_release))
+        self._device = device
+        return self
+
+    def __len__(self) -> int:
+        return int(lib.vn_sequence_length(self._live()))
+
+    def add(
+        self,
+        pipeline: Pipeline,
+        inputs: SequenceABC[Bindable] = (),
+        outputs: SequenceABC[Bindable] = (),
+        params: Bindable | None = None,
+        workgroups: SequenceABC[int] = (1, 1, 1),
+        clear_outputs: bool = True,
+        immediates: Any = None,
+        *,
+        bind: Mapping[str, Bindable] | None = None,
+        indirect: tuple[Bindable, int] | None = None,
+    ) -> Sequence:
+        """Append a dispatch (same binding rules and checks as ``prerecord_persistent_dispatch``,
+        ``bind=`` and ``indirect=`` too: the counts may come from a buffer an earlier step wrote).
+
+        ``immediates``: this step's own ``var<immediate>`` data (exactly
+        ``pipeline.immediate_size`` bytes, copied): per-step values with no uniform
+        buffer and no bind-group change between steps.
+        """
+        ptr = self._live()
+        args, pinned = dispatch_args(inputs, outputs, params, workgroups, immediates, bind, indirect)
+        pipe = to_ptr(pipeline, Pipeline, "Sequence.add pipeline")
+        check(lib.vn_sequence_add(ptr, pipe, args, to_bool(clear_outputs, "clear_outputs")))
+        del pinned  # held until the call returned
+        return self
+
+    def copy(
+        self,
+        src: Bindable,
+        dst: Bindable,
+        nbytes: int | None = None,
+        src_offset: int = 0,
+        dst_offset: int = 0,
+    ) -> Sequence:
+        """Append a GPU copy (``nbytes=None``: as much as fits from the offsets); a view's
+        offsets count from its start, and the copy stays inside it."""
+        check(
+            lib.vn_sequence_copy(
+                self._live(),
+                ffi.new("vn_view *", to_view(src, "copy src", Buffer, BufferView)),
+                ffi.new("vn_view *", to_view(dst, "copy dst", Buffer, BufferView)),
+                U64_MAX if nbytes is None else to_u64(nbytes, "copy nbytes"),
+                to_u64(src_offset, "copy src_offset"),
+                to_u64(dst_offset, "copy dst_offset"),
+            )
+        )
+        return self
+
+    def clear(self, buffer: Bindable) -> Sequence:
+        """Append a clear to zero of the whole buffer, or of only the view's range."""
+        view = ffi.new("vn_view *", to_view(buffer, "clear() buffer", Buffer, BufferView))
+        check(lib.vn_sequence_clear(self._live(), view))
+        return self
+
+    def replay(self, n: int = 1, timing: bool | str = False) -> Submission:
+        """Encode every step ``n`` times into one command buffer and submit it once.
+
+        ``timing=True``: total GPU time; ``timing="dispatch"``: each dispatch in a
+        pass of its own, timed (``Submission.dispatch_times_ns``). One submit holds at
+        most 256 steps (n times the sequence's length, or one whole sequence); without
+        timing a larger ``n`` goes in several submits, as ``Recording.replay`` does.
+        """
+        ptr = self._live()
+        n_ = to_u32(n, "Sequence.replay n")
+        return replay(lib.vn_sequence_replay, ptr, n_, to_timing(timing), int(lib.vn_sequence_length(ptr)))

@@ -1,0 +1,124 @@
+"""vn.Submission: one queue submission, its completion and its GPU times."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator
+from typing import Any
+
+from ._handles import Handle
+from ._lib import check, check_wait, done_flag, ffi, lib
+from ._marshal import to_seconds
+
+#: Steps one submit encodes at most (C's bound, VN_MAX_LAUNCHES_PER_SUBMIT), and how many
+#: such submits a long replay(n) keeps in flight before waiting for the oldest.
+PER_SUBMIT = int(lib.VN_MAX_LAUNCHES_PER_SUBMIT)
+_IN_FLIGHT = 2
+
+
+class Submission(Handle):
+    """One queue submission: ``index``, ``done`` (non-blocking), ``wait(timeout)``, GPU times.
+
+    Returned by ``Recording.replay``, ``Sequence.replay`` and ``Device.submit``.
+    """
+
+    __slots__ = ("index",)
+    index: int
+    _kind = "Submission"
+    _made_by = "recording.replay(), sequence.replay() or device.submit([...])"
+
+    @classmethod
+    def _adopt(cls, raw: Any) -> Submission:
+        self = cls._wrap(ffi.gc(raw, lib.vn_submission_release))
+        self.index = int(lib.vn_submission_index(raw))
+        return self
+
+    @property
+    def done(self) -> bool:
+        """True once the GPU has finished this submission's work. Never blocks.
+
+        DeviceLostError when the device was lost first (the work will never finish).
+        """
+        return done_flag(lib.vn_submission_done(self._live()))
+
+    def __await__(self) -> Generator[Any, None, Submission]:
+        """``await submission`` (e.g. ``await rec.replay()``): completes when the GPU has
+        finished the work, waited for on a worker thread (the C wait releases the GIL),
+        so the event loop's thread never blocks or spins. Gives the submission back."""
+
+        def wait() -> Submission:
+            self.wait()
+            return self
+
+        return asyncio.to_thread(wait).__await__()
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block (GIL released) until the work completes; TimeoutError after ``timeout`` seconds.
+
+        Waits in slices of about 20 ms, so Ctrl-C raises KeyboardInterrupt at once;
+        the work keeps running and the device stays usable.
+        """
+        ptr, seconds, waited = self._live(), to_seconds(timeout, "wait timeout"), ffi.new("double *")
+        check_wait(
+            lib.vn_submission_wait(ptr, seconds, waited), lambda: lib.vn_submission_wait(ptr, seconds, waited)
+        )
+
+    def _gpu_times(self) -> list[int]:
+        ptr = self._live()
+        count = ffi.new("size_t *")
+        check_wait(
+            lib.vn_submission_gpu_times(ptr, ffi.NULL, 0, count),
+            lambda: lib.vn_submission_gpu_times(ptr, ffi.NULL, 0, count),
+        )
+        if count[0] == 0:
+            return []
+        times = ffi.new("uint64_t[]", int(count[0]))
+        check(lib.vn_submission_gpu_times(ptr, times, int(count[0]), count))
+        return [int(times[i]) for i in range(int(count[0]))]
+
+    @property
+    def gpu_time_ns(self) -> int | None:
+        """GPU time of the whole submission (first pass start to last pass end), in ns.
+
+        Waits for the work. ``None`` unless replayed with ``timing=True`` or
+        ``timing="dispatch"`` on a device with timestamp queries (``device.timestamps``).
+        """
+        times = self._gpu_times()
+        return times[0] if times else None
+
+    @property
+    def dispatch_times_ns(self) -> list[int] | None:
+        """Each dispatch's GPU time in ns, for a replay with ``timing="dispatch"``; else None."""
+        times = self._gpu_times()
+        return times[1:] if len(times) > 1 else None
+
+    def __repr__(self) -> str:
+        state = "released" if self._ptr is None else f"done={self.done}"
+        return f"<vn.Submission index={self.index} {state}>"
+
+
+def replay(replay_fn: Any, ptr: Any, n: int, mode: int, steps: int) -> Submission:
+    """``replay_fn(ptr, n, mode, out)`` (vn_recording_replay, vn_sequence_replay) of ``n``
+    launches of ``steps`` steps each: one C call when they fit one submit (or are timed:
+    C refuses a timed replay past the bound), else submits of as many launches as fit,
+    each its own command buffer with its clears and fills as one replay encodes them,
+    keeping at most _IN_FLIGHT running: each holds encoder memory until the GPU has run
+    it, so waiting for the oldest keeps memory bounded for any n. Every wait is one time
+    slice a call (Ctrl-C leaves the submits made so far running). Returns the last
+    submit's Submission: the queue runs in order, so its completion implies them all."""
+    per_submit = max(1, PER_SUBMIT // max(steps, 1))
+    if n == 1 or n <= per_submit or mode:
+        per_submit = n
+    out = ffi.new("vn_submission **")
+    running: list[Submission] = []
+    while True:
+        k = min(per_submit, n)
+        # VN_PENDING: a CPU adapter's queue still runs earlier work
+        check_wait(replay_fn(ptr, k, mode, out), lambda: replay_fn(ptr, k, mode, out))  # noqa: B023 -- used at once
+        sub = Submission._adopt(out[0])
+        n -= k
+        if n == 0:
+            return sub
+        running.append(sub)
+        if len(running) >= _IN_FLIGHT:
+            running.pop(0).wait()
