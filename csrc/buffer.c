@@ -232,7 +232,10 @@ static vn_status view_write(const vn_view *v, uint64_t offset, const void *data,
         wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, at + whole, tail, 4);
     }
     vn_status st = vn_scope_end(dev, "buffer.write", VN_ERROR_VALIDATION, "check offset, length and usage.");
-    if (st == VN_OK && atomic_fetch_add(&dev->pending_write_bytes, nbytes) + nbytes >= VN_WRITE_FLUSH_BYTES)
+    /* On a CPU adapter the flush's submit would block in the driver while earlier work
+     * runs: there it waits for a write that finds the queue idle (one poll, no wait). */
+    if (st == VN_OK && atomic_fetch_add(&dev->pending_write_bytes, nbytes) + nbytes >= VN_WRITE_FLUSH_BYTES &&
+        (!dev->serial_submits || vn_wait(dev, NULL, 0.0, NULL) == VN_OK))
         st = vn_device_flush_writes(dev, "buffer.write", NULL);
     return st;
 }
