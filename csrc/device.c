@@ -434,6 +434,9 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
     if (dev == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a device record. Fix: free host memory.");
     vn_device_init_locks(dev);
 
+    /* An instance of its own, released with the device: wgpu-native 29 frees a command
+     * buffer finished but never submitted only when its instance goes, and that buffer
+     * holds its wgpu device alive (tests/test_device_lifecycle.py). */
     dev->instance = create_instance(backends);
     if (dev->instance == NULL) {
         vn_device_unref(dev);
