@@ -156,4 +156,6 @@ print("RESULT " + json.dumps({{"before": before, "after": after}}))
         assert after[what] - before[what] <= 1, f"{what} grew from {before[what]} to {after[what]}"
     # A wgpu device kept alive costs lavapipe about 5 MiB; cycles that free everything
     # grow RSS by well under 1 MiB (allocator high-water marks).
-    assert after["rss"] - before["rss"] < 16 * 2**20
+    # Not under AddressSanitizer: its quarantine holds freed memory back on purpose.
+    if "libasan" not in os.environ.get("LD_PRELOAD", ""):
+        assert after["rss"] - before["rss"] < 16 * 2**20
