@@ -415,6 +415,20 @@ vn_status vn_device_check(const vn_device *device, const char *what) {
 
 static vn_status finish_device(vn_device *dev, const char *required_features, vn_device **out);
 
+/* This process is a fork() child of one that had made vyre_native objects (the fork
+ * handler is registered with the first), and the adapter refused it a device.
+ * Some drivers cannot start again in a child forked after the parent used them: on the
+ * H200, NVIDIA's refuses every new device there ("Parent device is lost"), while
+ * lavapipe gives one. The cause is the fork, so the error is ForkedError. */
+static vn_status refused_in_fork_child(const char *adapter, const char *why) {
+    return vn_fail(VN_ERROR_FORKED,
+                   "adapter '%s' refused to create a device in this process, a fork() child of a process that "
+                   "had already used the GPU: %s. Some GPU drivers (NVIDIA's among them) cannot start again in "
+                   "a forked child. Fix: start worker processes with multiprocessing.get_context(\"spawn\") "
+                   "or \"forkserver\", or fork before the parent creates its first vn.Device.",
+                   adapter, why[0] ? why : "no reason given");
+}
+
 vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, const char *backend,
                            const char *required_features, vn_device **out) {
     vn_status st = vn_require_library();
@@ -561,8 +575,10 @@ static vn_status finish_device(vn_device *dev, const char *required_features, vn
     memcpy(&dreq, pending, sizeof dreq); /* the callback is done with it */
     free(pending);
     if (dreq.status != WGPURequestDeviceStatus_Success || dreq.device == NULL) {
-        vn_status st = vn_fail(VN_ERROR_INTERNAL, "adapter '%s' refused to create a device: %s. Fix: update the GPU "
-                               "driver.", dev->info.name, dreq.message);
+        vn_status st = atomic_load(&vn_fork_generation) > 0
+                           ? refused_in_fork_child(dev->info.name, dreq.message)
+                           : vn_fail(VN_ERROR_INTERNAL, "adapter '%s' refused to create a device: %s. Fix: update "
+                                     "the GPU driver.", dev->info.name, dreq.message);
         vn_device_unref(dev);
         return st;
     }
