@@ -150,32 +150,32 @@ def test_wgpu_error_maps_to_its_status(error_type: int, message: str, status: in
     assert lib.vn_debug_error_status(error_type, message.encode()) == status
 
 
+# One buffer larger than any GPU's memory and any machine's RAM together, not many that
+# fill the GPU: a driver may place what no longer fits in device memory in host memory.
+# Filling the H200's 139 GiB in 4 GiB buffers is the likely cause of three test runs
+# there whose 128 GiB machine stopped answering.
+_HUGE = 1 << 41  # 2 TiB
+
+
 def test_gpu_allocation_the_driver_refuses_raises_out_of_memory_error() -> None:
     res = run_child(
-        """
+        f"""
         dev = vn.Device()
         if dev.info["adapter_type"] == "CPU":
-            report({"skip": "a CPU adapter allocates host memory lazily: exhausting it would take the CI machine down"})
+            report({{"skip": "a CPU adapter allocates host memory lazily: exhausting it would take the CI machine down"}})
             sys.exit(0)
-        size = min(dev.limits["max_buffer_size"], 4 << 30)
-        held, error = [], None
-        for _ in range(512):  # 2 TiB at most
-            try:
-                held.append(dev.alloc(size))
-            except vn.VyreError as e:
-                error = outcome(lambda: (_ for _ in ()).throw(e))
-                break
-        n = len(held)
-        del held
-        gc.collect()
-        report({"allocated": n, "size": size, "error": error, "after": outcome(lambda: dev.alloc(1024).read())})
+        limit = dev.limits["max_buffer_size"]
+        if limit < {_HUGE}:
+            report({{"skip": f"max_buffer_size is {{limit}}: no single buffer past every memory can be asked for"}})
+            sys.exit(0)
+        error = outcome(lambda: dev.alloc({_HUGE}))
+        report({{"error": None if error["ok"] else error, "after": outcome(lambda: dev.alloc(1024).read())}})
         """,
-        timeout=600,
+        timeout=120,
     )
     if "skip" in res:
         pytest.skip(res["skip"])
-    if res["error"] is None:
-        pytest.skip(f"the driver gave {res['allocated']} x {res['size']} bytes without refusing")
+    assert res["error"] is not None, "the driver gave a 2 TiB buffer without refusing"
     err = res["error"]
     assert "OutOfMemoryError" in err["mro"] and "MemoryError" in err["mro"], err
     assert "Fix:" in err["msg"]
