@@ -7,7 +7,10 @@
 #   device run, carry [".gpu"]:  bash scripts/gpu_run.sh [tests] [bench] [workloads]
 #
 # Each stage has its own time limit (VN_GPU_*_S) so one slow stage cannot eat the
-# others'; a stage's exit status goes to $OUT/summary.txt.
+# others'; a stage's exit status goes to $OUT/summary.txt. VN_GPU_TEST_ARGS adds pytest
+# arguments to the tests stage (e.g. --ignore=... to leave files out).
+# The wheels .gpu/ needs beyond prepare.sh's own: mypy mypy_extensions typing_extensions
+# pathspec librt ast_serialize hypothesis attrs sortedcontainers.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -45,7 +48,7 @@ run() {  # name, limit, command...
 }
 for stage in "${stages[@]}"; do
   case $stage in
-    tests) run tests "${VN_GPU_TESTS_S:-200}" python3 -m pytest "$ROOT/tests" -v -rfE -p no:cacheprovider ;;
+    tests) run tests "${VN_GPU_TESTS_S:-200}" python3 -m pytest "$ROOT/tests" ${VN_GPU_TEST_ARGS:-} -v -rfE -p no:cacheprovider ;;
     bench) run bench "${VN_GPU_BENCH_S:-300}" python3 -m pytest -c "$ROOT/benchmarks/pytest.ini" "$ROOT/benchmarks" \
              -q --benchmark-json "$OUT/bench.json" ;;
     workloads) VN_WORKLOAD_SIZE=full run workloads "${VN_GPU_WORKLOADS_S:-200}" python3 -m pytest \
