@@ -434,10 +434,6 @@ vn_status vn_view_resolve(const vn_view *view, const char *what, vn_view *out);
  * *out. On failure nothing is held and out->buffer is NULL; on success the caller
  * releases out->buffer (vn_buffer_release) when done, or keeps the reference. */
 vn_status vn_view_acquire(const vn_view *view, const char *what, vn_view *out);
-/* The view can be read back: COPY_SRC usage (the readback's submit checks the rest). */
-vn_status vn_view_readable(const vn_view *view, const char *what);
-/* vn_view_read_async of a resolved view whose buffer the caller holds. */
-vn_status vn_view_read_async_held(const vn_view *view, vn_pending_read **out);
 
 /* ---- readback (readback.c) ---------------------------------------------------- */
 
@@ -454,6 +450,10 @@ vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t offset, uint64
  * (*out NULL): not started, as vn_submit_ready says. */
 vn_status vn_read_start(vn_device *device, WGPUBuffer src, uint64_t offset, uint64_t nbytes,
                         const vn_submit_guard *guard, vn_pending_read **out);
+/* The view can be read back: COPY_SRC usage (the readback's submit checks the rest). */
+vn_status vn_view_readable(const vn_view *view, const char *what);
+/* vn_view_read_async of a resolved view whose buffer the caller holds. */
+vn_status vn_view_read_async_held(const vn_view *view, vn_pending_read **out);
 void vn_staging_free_all(vn_device *device);
 /* Return the staging buffers of abandoned reads whose map has completed (all of them
  * when final, leaking any whose callback has not fired: it still points at them). */
