@@ -34,6 +34,27 @@ vn_status vn_buffer_check(const vn_buffer *buffer, const char *what) {
     return vn_device_check(buffer->device, what);
 }
 
+vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const char *what) {
+    for (size_t i = 0; i < count; i++) {
+        const vn_buffer *b = buffers[i];
+        if (b == NULL) continue;
+        int state = atomic_load(&b->foreign);
+        if (state == VN_FOREIGN_USABLE) continue;
+        return vn_fail(VN_ERROR_BINDING,
+                       "%s uses buffer %llu, which it shares with wgpu-py and which wgpu-py has %s; wgpu-native "
+                       "would abort the process on submitting it. Fix: %s",
+                       what, (unsigned long long)b->identity, state == VN_FOREIGN_MAPPED ? "mapped" : "destroyed",
+                       state == VN_FOREIGN_MAPPED ? "unmap it in wgpu-py (gpu_buffer.unmap()) before using it here."
+                                                  : "use a live buffer (record again with it).");
+    }
+    return VN_OK;
+}
+
+vn_status vn_buffer_submittable(const void *buffer) {
+    vn_buffer *b = (vn_buffer *)buffer;
+    return vn_buffers_submittable(&b, 1, "reading a buffer back");
+}
+
 static vn_status buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage, const void *data,
                                vn_buffer **out) {
     vn_status st = vn_device_check(device, "creating a buffer");

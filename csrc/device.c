@@ -772,6 +772,18 @@ vn_status vn_submit_begin(vn_device *device, const char *what) {
 
 void vn_submit_end(vn_device *device) { vn_rwlock_read_unlock(&device->submit_lock); }
 
+vn_status vn_submit_guard_check(const vn_submit_guard *guard) {
+    return guard == NULL || guard->check == NULL ? VN_OK : guard->check(guard->arg);
+}
+
+vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard) {
+    vn_status st = vn_submit_begin(device, what);
+    if (st != VN_OK) return st;
+    st = vn_submit_guard_check(guard);
+    if (st != VN_OK) vn_submit_end(device);
+    return st;
+}
+
 void vn_device_close(vn_device *device) {
     if (vn_acquire(device, VN_KIND_DEVICE, __func__) != VN_OK) return;
     atomic_store(&device->closed, 1);

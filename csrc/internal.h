@@ -364,6 +364,24 @@ void vn_device_destroy_deferred(vn_device *device);
 vn_status vn_submit_begin(vn_device *device, const char *what);
 void vn_submit_end(vn_device *device);
 
+/* A check a submit makes while it holds the device's life lock for reading, right
+ * before its queue call: that wgpu-py has not mapped or destroyed a buffer the work
+ * uses (vn_buffers_submittable). wgpu-py's map and destroy change that state under the
+ * write side, so the check and the submit are one step for them
+ * (vn_buffer_set_foreign_state, interop.c). */
+typedef struct vn_submit_guard {
+    vn_status (*check)(const void *arg);
+    const void *arg;
+} vn_submit_guard;
+
+/* vn_submit_begin, then guard->check (guard may be NULL) with the lock held; on
+ * failure nothing is held. */
+vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard);
+/* The guard's check now (VN_OK for NULL). Work that encodes before it submits calls it
+ * first too: refused at once, it encodes nothing (a command buffer finished and never
+ * submitted is memory wgpu-native 29 does not reclaim); the check under the lock decides. */
+vn_status vn_submit_guard_check(const vn_submit_guard *guard);
+
 /* Poll the device until *flag is set (flag NULL: until all work submitted before the
  * call has finished, through a work-done fence of its own), for at most limit_s seconds
  * (< 0: no limit of its own) and never past one VN_WAIT_SLICE_MS slice: VN_OK once it
@@ -397,26 +415,9 @@ struct vn_buffer {
     atomic_int foreign;
 };
 
-/* ---- what a submit re-checks under the life lock (interop.c) ------------------- */
-
-/* A check a submit makes while it holds the device's life lock for reading, right
- * before its queue call: that wgpu-py has not mapped or destroyed a buffer the work
- * uses. wgpu-py's map and destroy change that state under the write side, so the
- * check and the submit are one step for them (vn_buffer_set_foreign_state). */
-typedef struct vn_submit_guard {
-    vn_status (*check)(const void *arg);
-    const void *arg;
-} vn_submit_guard;
-
-/* vn_submit_begin, then guard->check (guard may be NULL) with the lock held; on
- * failure nothing is held. */
-vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard);
-/* The guard's check now (VN_OK for NULL). Work that encodes before it submits calls it
- * first too: refused at once, it encodes nothing (a command buffer finished and never
- * submitted is memory wgpu-native 29 does not reclaim); the check under the lock decides. */
-vn_status vn_submit_guard_check(const vn_submit_guard *guard);
 /* VN_OK, or VN_ERROR_BINDING naming `what` when one of the buffers is mapped or
- * destroyed by wgpu-py (submitting it would abort the process). Call under the life lock. */
+ * destroyed by wgpu-py (submitting it would abort the process). Call under the life lock
+ * (a submit's vn_submit_guard). */
 vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const char *what);
 /* A guard check over one vn_buffer (arg), for readbacks. */
 vn_status vn_buffer_submittable(const void *buffer);
