@@ -143,6 +143,11 @@ vn_status vn_error_status(WGPUErrorType type, const char *message, vn_status val
     }
 }
 
+/* The rule above, for tests. */
+vn_status vn_debug_error_status(uint32_t wgpu_error_type, const char *message) {
+    return vn_error_status((WGPUErrorType)wgpu_error_type, message != NULL ? message : "", VN_ERROR_VALIDATION);
+}
+
 /* An error that reached no scope. The C layer wraps every creating and encoding
  * call in scopes, so this is a backstop: it must exist, because without it
  * wgpu-native treats the error as fatal and aborts the process. The message is
@@ -369,6 +374,27 @@ bool vn_devices_reap(double wait_s) {
         if (vn_monotonic_seconds() >= deadline) return false;
         vn_sleep_ns(1000000);
     }
+}
+
+/* The live-object counts (debug.c's) for leak tests, after the parked devices whose
+ * work has finished are freed. */
+void vn_debug_live_counts(vn_live_counts *out, double wait_s) {
+    if (out == NULL) return;
+    /* Devices released while their work ran are freed once it has finished: let a leak
+     * test see them go. */
+    vn_devices_reap(wait_s);
+    out->devices = vn_live_count(VN_LIVE_DEVICE);
+    out->buffers = vn_live_count(VN_LIVE_BUFFER);
+    out->shaders = vn_live_count(VN_LIVE_SHADER);
+    out->pipelines = vn_live_count(VN_LIVE_PIPELINE);
+    out->dispatches = vn_live_count(VN_LIVE_DISPATCH);
+    out->bind_groups = vn_live_count(VN_LIVE_BIND_GROUP);
+    out->staging_buffers = vn_live_count(VN_LIVE_STAGING);
+    out->recordings = vn_live_count(VN_LIVE_RECORDING);
+    out->sequences = vn_live_count(VN_LIVE_SEQUENCE);
+    out->submissions = vn_live_count(VN_LIVE_SUBMISSION);
+    out->pending_reads = vn_live_count(VN_LIVE_PENDING_READ);
+    out->mappings = vn_live_count(VN_LIVE_MAPPING);
 }
 
 /* The last reference went: free the device now, or park it while its work runs. */
