@@ -89,6 +89,7 @@ void vn_device_init_locks(vn_device *dev) {
     atomic_init(&dev->staging_pinned, 0);
     atomic_init(&dev->pending_write_bytes, 0);
     atomic_init(&dev->abandoned_count, 0);
+    for (int part = 0; part < VN_PART_COUNT; part++) atomic_init(&dev->hooks[part], NULL);
     vn_mutex_init(&dev->scope_lock);
     vn_rwlock_init(&dev->submit_lock);
     vn_mutex_init(&dev->staging_lock);
@@ -330,13 +331,21 @@ static vn_fence *fence_create(vn_device *device) {
     return f;
 }
 
+/* Each attached part's reap (vn_device_hooks), in slot order. */
+static void reap_parts(vn_device *device, bool final) {
+    for (int part = 0; part < VN_PART_COUNT; part++) {
+        const vn_device_hooks *hooks = atomic_load_explicit(&device->hooks[part], memory_order_acquire);
+        if (hooks != NULL && hooks->reap != NULL) hooks->reap(device, final);
+    }
+}
+
 /* True when nothing submitted to the device is still running (its callbacks have run).
  * Never blocks: the first call registers the fence, later ones poll it. */
 static bool device_idle(vn_device *device) {
     if (device->idle_fence == NULL) device->idle_fence = fence_create(device);
     wgpu.DevicePoll(device->device, 0, NULL);
     wgpu.InstanceProcessEvents(device->instance);
-    vn_reads_reap(device, false);
+    reap_parts(device, false);
     return device->idle_fence != NULL && atomic_load(&device->idle_fence->done);
 }
 
@@ -409,9 +418,13 @@ static void device_destroy(vn_object *object) {
 
 static void device_free(vn_device *device) {
     fence_unref(device->idle_fence);
-    vn_reads_reap(device, true);
-    vn_fill_release(device);
-    vn_staging_free_all(device);
+    /* What other files attached: abandoned reads settled, then the fill pipelines and
+     * the staging ring freed (vn_device_hooks). */
+    reap_parts(device, true);
+    for (int part = 0; part < VN_PART_COUNT; part++) {
+        const vn_device_hooks *hooks = atomic_load_explicit(&device->hooks[part], memory_order_acquire);
+        if (hooks != NULL) hooks->release(device);
+    }
     if (device->queue) wgpu.QueueRelease(device->queue);
     if (device->device) wgpu.DeviceRelease(device->device);
     if (device->adapter) wgpu.AdapterRelease(device->adapter);
@@ -697,7 +710,7 @@ vn_status vn_wait(vn_device *device, atomic_int *flag, double limit_s, double *w
         wgpu.DevicePoll(device->device, 0, NULL);
         /* Map and work-done callbacks (AllowProcessEvents) fire from here too. */
         wgpu.InstanceProcessEvents(device->instance);
-        if (atomic_load_explicit(&device->abandoned_count, memory_order_relaxed) != 0) vn_reads_reap(device, false);
+        if (atomic_load_explicit(&device->abandoned_count, memory_order_relaxed) != 0) reap_parts(device, false);
         if (atomic_load(flag)) {
             st = VN_OK;
             break;

@@ -49,6 +49,8 @@ static void staging_destroy(vn_staging *s) {
     vn_live_add(VN_LIVE_STAGING, -1);
 }
 
+static const vn_device_hooks readback_hooks = {vn_reads_reap, vn_staging_free_all};
+
 static vn_status staging_acquire(vn_device *dev, uint64_t size, vn_staging **out) {
     vn_mutex_lock(&dev->staging_lock);
     vn_staging **best = NULL;
@@ -85,6 +87,9 @@ static vn_status staging_acquire(vn_device *dev, uint64_t size, vn_staging **out
     }
     s->size = size;
     vn_live_add(VN_LIVE_STAGING, 1);
+    /* The device now holds readback state (this buffer, once in the ring or abandoned
+     * with a read): it lets it go through these hooks. */
+    vn_device_attach(dev, VN_PART_READBACK, &readback_hooks);
     *out = s;
     return VN_OK;
 }
