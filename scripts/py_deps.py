@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -30,7 +31,7 @@ def type_checking_only(node: ast.If) -> bool:
     )
 
 
-def runtime_imports(tree: ast.AST):
+def runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
     """The Import and ImportFrom nodes that run: not under `if TYPE_CHECKING:` (its else
     branch does run)."""
     for node in ast.iter_child_nodes(tree):
