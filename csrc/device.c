@@ -89,6 +89,7 @@ void vn_device_init_locks(vn_device *dev) {
     atomic_init(&dev->staging_pinned, 0);
     atomic_init(&dev->pending_write_bytes, 0);
     atomic_init(&dev->abandoned_count, 0);
+    for (int part = 0; part < VN_PART_COUNT; part++) atomic_init(&dev->hooks[part], NULL);
     vn_mutex_init(&dev->scope_lock);
     vn_rwlock_init(&dev->submit_lock);
     vn_mutex_init(&dev->staging_lock);
@@ -141,6 +142,11 @@ vn_status vn_error_status(WGPUErrorType type, const char *message, vn_status val
     case WGPUErrorType_Validation: return validation_code;
     default: return VN_ERROR_INTERNAL;
     }
+}
+
+/* The rule above, for tests. */
+vn_status vn_debug_error_status(uint32_t wgpu_error_type, const char *message) {
+    return vn_error_status((WGPUErrorType)wgpu_error_type, message != NULL ? message : "", VN_ERROR_VALIDATION);
 }
 
 /* An error that reached no scope. The C layer wraps every creating and encoding
@@ -325,13 +331,21 @@ static vn_fence *fence_create(vn_device *device) {
     return f;
 }
 
+/* Each attached part's reap (vn_device_hooks), in slot order. */
+static void reap_parts(vn_device *device, bool final) {
+    for (int part = 0; part < VN_PART_COUNT; part++) {
+        const vn_device_hooks *hooks = atomic_load_explicit(&device->hooks[part], memory_order_acquire);
+        if (hooks != NULL && hooks->reap != NULL) hooks->reap(device, final);
+    }
+}
+
 /* True when nothing submitted to the device is still running (its callbacks have run).
  * Never blocks: the first call registers the fence, later ones poll it. */
 static bool device_idle(vn_device *device) {
     if (device->idle_fence == NULL) device->idle_fence = fence_create(device);
     wgpu.DevicePoll(device->device, 0, NULL);
     wgpu.InstanceProcessEvents(device->instance);
-    vn_reads_reap(device, false);
+    reap_parts(device, false);
     return device->idle_fence != NULL && atomic_load(&device->idle_fence->done);
 }
 
@@ -371,6 +385,27 @@ bool vn_devices_reap(double wait_s) {
     }
 }
 
+/* The live-object counts (debug.c's) for leak tests, after the parked devices whose
+ * work has finished are freed. */
+void vn_debug_live_counts(vn_live_counts *out, double wait_s) {
+    if (out == NULL) return;
+    /* Devices released while their work ran are freed once it has finished: let a leak
+     * test see them go. */
+    vn_devices_reap(wait_s);
+    out->devices = vn_live_count(VN_LIVE_DEVICE);
+    out->buffers = vn_live_count(VN_LIVE_BUFFER);
+    out->shaders = vn_live_count(VN_LIVE_SHADER);
+    out->pipelines = vn_live_count(VN_LIVE_PIPELINE);
+    out->dispatches = vn_live_count(VN_LIVE_DISPATCH);
+    out->bind_groups = vn_live_count(VN_LIVE_BIND_GROUP);
+    out->staging_buffers = vn_live_count(VN_LIVE_STAGING);
+    out->recordings = vn_live_count(VN_LIVE_RECORDING);
+    out->sequences = vn_live_count(VN_LIVE_SEQUENCE);
+    out->submissions = vn_live_count(VN_LIVE_SUBMISSION);
+    out->pending_reads = vn_live_count(VN_LIVE_PENDING_READ);
+    out->mappings = vn_live_count(VN_LIVE_MAPPING);
+}
+
 /* The last reference went: free the device now, or park it while its work runs. */
 static void device_destroy(vn_object *object) {
     vn_device *device = (vn_device *)object;
@@ -383,9 +418,13 @@ static void device_destroy(vn_object *object) {
 
 static void device_free(vn_device *device) {
     fence_unref(device->idle_fence);
-    vn_reads_reap(device, true);
-    vn_fill_release(device);
-    vn_staging_free_all(device);
+    /* What other files attached: abandoned reads settled, then the fill pipelines and
+     * the staging ring freed (vn_device_hooks). */
+    reap_parts(device, true);
+    for (int part = 0; part < VN_PART_COUNT; part++) {
+        const vn_device_hooks *hooks = atomic_load_explicit(&device->hooks[part], memory_order_acquire);
+        if (hooks != NULL) hooks->release(device);
+    }
     if (device->queue) wgpu.QueueRelease(device->queue);
     if (device->device) wgpu.DeviceRelease(device->device);
     if (device->adapter) wgpu.AdapterRelease(device->adapter);
@@ -671,7 +710,7 @@ vn_status vn_wait(vn_device *device, atomic_int *flag, double limit_s, double *w
         wgpu.DevicePoll(device->device, 0, NULL);
         /* Map and work-done callbacks (AllowProcessEvents) fire from here too. */
         wgpu.InstanceProcessEvents(device->instance);
-        if (atomic_load_explicit(&device->abandoned_count, memory_order_relaxed) != 0) vn_reads_reap(device, false);
+        if (atomic_load_explicit(&device->abandoned_count, memory_order_relaxed) != 0) reap_parts(device, false);
         if (atomic_load(flag)) {
             st = VN_OK;
             break;
@@ -771,6 +810,18 @@ vn_status vn_submit_begin(vn_device *device, const char *what) {
 }
 
 void vn_submit_end(vn_device *device) { vn_rwlock_read_unlock(&device->submit_lock); }
+
+vn_status vn_submit_guard_check(const vn_submit_guard *guard) {
+    return guard == NULL || guard->check == NULL ? VN_OK : guard->check(guard->arg);
+}
+
+vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard) {
+    vn_status st = vn_submit_begin(device, what);
+    if (st != VN_OK) return st;
+    st = vn_submit_guard_check(guard);
+    if (st != VN_OK) vn_submit_end(device);
+    return st;
+}
 
 void vn_device_close(vn_device *device) {
     if (vn_acquire(device, VN_KIND_DEVICE, __func__) != VN_OK) return;

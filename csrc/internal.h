@@ -239,6 +239,24 @@ int64_t vn_live_count(enum vn_live_kind kind);
 typedef struct vn_staging vn_staging;
 typedef struct vn_fence vn_fence;
 
+/* State a file above the device attaches to it (readback.c's staging buffers and
+ * abandoned reads, fill.c's pipelines), and how the device lets it go: that file
+ * registers its hooks (vn_device_attach) when it first attaches some, and device.c
+ * calls them without naming the file, so the device stays below it. Called only where
+ * the device tidies up (vn_wait, while abandoned reads exist) or is freed: a replay or
+ * a read goes through none. */
+typedef struct vn_device_hooks {
+    /* Settle what has finished (final: all of it, at the free), or NULL: from the idle
+     * check of a device released while busy, at its free, and from vn_wait while
+     * abandoned_count is not 0. */
+    void (*reap)(vn_device *device, bool final);
+    /* Free all of it: the device is being freed (after every reap, final). */
+    void (*release)(vn_device *device);
+} vn_device_hooks;
+
+/* One slot per file that attaches state, in the order the device's free releases them. */
+typedef enum vn_device_part { VN_PART_FILL, VN_PART_READBACK, VN_PART_COUNT } vn_device_part;
+
 struct vn_device {
     vn_object obj; /* first, as in every handle's object: VN_KIND_DEVICE */
     atomic_int closed; /* vn_device_close called: calls fail with VN_ERROR_RELEASED */
@@ -302,7 +320,16 @@ struct vn_device {
     /* The built-in zero fill (fill.c): made on first use under scope_lock, then
      * fixed until the device is freed. */
     _Atomic(struct vn_fill *) fill;
+
+    /* Each part's hooks once it has attached state (NULL before): see vn_device_hooks. */
+    _Atomic(const vn_device_hooks *) hooks[VN_PART_COUNT];
 };
+
+/* Register `part`'s hooks on the device: the same static hooks every time, so a
+ * repeat, or a race of two first uses, stores the same pointer. */
+static inline void vn_device_attach(vn_device *device, vn_device_part part, const vn_device_hooks *hooks) {
+    atomic_store_explicit(&device->hooks[part], hooks, memory_order_release);
+}
 
 void vn_device_retain(vn_device *device);
 /* Past this many bytes queued by writes with no submit, a write flushes them (an empty
@@ -364,6 +391,24 @@ void vn_device_destroy_deferred(vn_device *device);
 vn_status vn_submit_begin(vn_device *device, const char *what);
 void vn_submit_end(vn_device *device);
 
+/* A check a submit makes while it holds the device's life lock for reading, right
+ * before its queue call: that wgpu-py has not mapped or destroyed a buffer the work
+ * uses (vn_buffers_submittable). wgpu-py's map and destroy change that state under the
+ * write side, so the check and the submit are one step for them
+ * (vn_buffer_set_foreign_state, interop.c). */
+typedef struct vn_submit_guard {
+    vn_status (*check)(const void *arg);
+    const void *arg;
+} vn_submit_guard;
+
+/* vn_submit_begin, then guard->check (guard may be NULL) with the lock held; on
+ * failure nothing is held. */
+vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard);
+/* The guard's check now (VN_OK for NULL). Work that encodes before it submits calls it
+ * first too: refused at once, it encodes nothing (a command buffer finished and never
+ * submitted is memory wgpu-native 29 does not reclaim); the check under the lock decides. */
+vn_status vn_submit_guard_check(const vn_submit_guard *guard);
+
 /* Poll the device until *flag is set (flag NULL: until all work submitted before the
  * call has finished, through a work-done fence of its own), for at most limit_s seconds
  * (< 0: no limit of its own) and never past one VN_WAIT_SLICE_MS slice: VN_OK once it
@@ -397,26 +442,9 @@ struct vn_buffer {
     atomic_int foreign;
 };
 
-/* ---- what a submit re-checks under the life lock (interop.c) ------------------- */
-
-/* A check a submit makes while it holds the device's life lock for reading, right
- * before its queue call: that wgpu-py has not mapped or destroyed a buffer the work
- * uses. wgpu-py's map and destroy change that state under the write side, so the
- * check and the submit are one step for them (vn_buffer_set_foreign_state). */
-typedef struct vn_submit_guard {
-    vn_status (*check)(const void *arg);
-    const void *arg;
-} vn_submit_guard;
-
-/* vn_submit_begin, then guard->check (guard may be NULL) with the lock held; on
- * failure nothing is held. */
-vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard);
-/* The guard's check now (VN_OK for NULL). Work that encodes before it submits calls it
- * first too: refused at once, it encodes nothing (a command buffer finished and never
- * submitted is memory wgpu-native 29 does not reclaim); the check under the lock decides. */
-vn_status vn_submit_guard_check(const vn_submit_guard *guard);
 /* VN_OK, or VN_ERROR_BINDING naming `what` when one of the buffers is mapped or
- * destroyed by wgpu-py (submitting it would abort the process). Call under the life lock. */
+ * destroyed by wgpu-py (submitting it would abort the process). Call under the life lock
+ * (a submit's vn_submit_guard). */
 vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const char *what);
 /* A guard check over one vn_buffer (arg), for readbacks. */
 vn_status vn_buffer_submittable(const void *buffer);
@@ -434,10 +462,6 @@ vn_status vn_view_resolve(const vn_view *view, const char *what, vn_view *out);
  * *out. On failure nothing is held and out->buffer is NULL; on success the caller
  * releases out->buffer (vn_buffer_release) when done, or keeps the reference. */
 vn_status vn_view_acquire(const vn_view *view, const char *what, vn_view *out);
-/* The view can be read back: COPY_SRC usage (the readback's submit checks the rest). */
-vn_status vn_view_readable(const vn_view *view, const char *what);
-/* vn_view_read_async of a resolved view whose buffer the caller holds. */
-vn_status vn_view_read_async_held(const vn_view *view, vn_pending_read **out);
 
 /* ---- readback (readback.c) ---------------------------------------------------- */
 
@@ -454,9 +478,15 @@ vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t offset, uint64
  * (*out NULL): not started, as vn_submit_ready says. */
 vn_status vn_read_start(vn_device *device, WGPUBuffer src, uint64_t offset, uint64_t nbytes,
                         const vn_submit_guard *guard, vn_pending_read **out);
+/* The view can be read back: COPY_SRC usage (the readback's submit checks the rest). */
+vn_status vn_view_readable(const vn_view *view, const char *what);
+/* vn_view_read_async of a resolved view whose buffer the caller holds. */
+vn_status vn_view_read_async_held(const vn_view *view, vn_pending_read **out);
+/* The device's readback hooks (vn_device_hooks, VN_PART_READBACK; registered with the
+ * first staging buffer): free the staging ring; and return the staging buffers of
+ * abandoned reads whose map has completed (all of them when final, leaking any whose
+ * callback has not fired: it still points at them). */
 void vn_staging_free_all(vn_device *device);
-/* Return the staging buffers of abandoned reads whose map has completed (all of them
- * when final, leaking any whose callback has not fired: it still points at them). */
 void vn_reads_reap(vn_device *device, bool final);
 
 /* GPU timing of one encode: a query set, the passes it times, and where the
@@ -654,7 +684,8 @@ void vn_clear_encode_outside(const vn_clear *clear, WGPUCommandEncoder encoder);
 void vn_clear_fill_in_pass(const vn_clear *clear, WGPUComputePassEncoder pass, vn_pass_state *state);
 /* On a buffer's release: drop the fill bind group naming it. */
 void vn_fill_forget(vn_device *device, uint64_t identity);
-/* On the device's last release: free its fill pipelines and bind groups. */
+/* On the device's free: free its fill pipelines and bind groups (the device's hook,
+ * VN_PART_FILL, registered when the fill is made). */
 void vn_fill_release(vn_device *device);
 
 /* ---- small helpers ------------------------------------------------------------ */

@@ -49,6 +49,8 @@ static void staging_destroy(vn_staging *s) {
     vn_live_add(VN_LIVE_STAGING, -1);
 }
 
+static const vn_device_hooks readback_hooks = {vn_reads_reap, vn_staging_free_all};
+
 static vn_status staging_acquire(vn_device *dev, uint64_t size, vn_staging **out) {
     vn_mutex_lock(&dev->staging_lock);
     vn_staging **best = NULL;
@@ -85,6 +87,9 @@ static vn_status staging_acquire(vn_device *dev, uint64_t size, vn_staging **out
     }
     s->size = size;
     vn_live_add(VN_LIVE_STAGING, 1);
+    /* The device now holds readback state (this buffer, once in the ring or abandoned
+     * with a read): it lets it go through these hooks. */
+    vn_device_attach(dev, VN_PART_READBACK, &readback_hooks);
     *out = s;
     return VN_OK;
 }
@@ -403,6 +408,48 @@ vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_t 
     }
     vn_release(&r->obj); /* never waits: a read in flight goes to its device */
     return st;
+}
+
+vn_status vn_view_readable(const vn_view *v, const char *what) {
+    if (!(v->buffer->usage & VN_USAGE_COPY_SRC))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s: buffer %llu has usage 0x%llx without COPY_SRC, so it cannot be copied out. Fix: "
+                       "create it with vn.BufferUsage.COPY_SRC (the default usage has it).",
+                       what, (unsigned long long)v->buffer->identity, (unsigned long long)v->buffer->usage);
+    return VN_OK;
+}
+
+/* A blocking read of the resolved view v (its buffer held), one time slice at a time
+ * (VN_PENDING and *pending as vn_readback says). */
+static vn_status view_read(const vn_view *v, void *dst, uint64_t capacity, vn_pending_read **pending) {
+    if (pending != NULL) *pending = NULL;
+    vn_status st = vn_buffer_check(v->buffer, "buffer.read");
+    if (st == VN_OK) st = vn_view_readable(v, "buffer.read");
+    if (st != VN_OK) return st;
+    if (capacity < v->size)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "buffer.read into %llu bytes, but the %s holds %llu. Fix: pass a destination of at least "
+                       "%llu bytes.",
+                       (unsigned long long)capacity, v->size == v->buffer->byte_len ? "buffer" : "view",
+                       (unsigned long long)v->size, (unsigned long long)v->size);
+    if (v->size == 0) return VN_OK;
+    if (dst == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "buffer.read: destination is NULL. Fix: pass a writable buffer.");
+    const vn_submit_guard guard = {vn_buffer_submittable, v->buffer};
+    return vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard, pending);
+}
+
+vn_status vn_view_read(const vn_view *view, void *dst, uint64_t capacity, vn_pending_read **pending) {
+    vn_view v;
+    vn_status st = vn_view_acquire(view, "buffer.read", &v);
+    if (st != VN_OK) return st;
+    st = view_read(&v, dst, capacity, pending);
+    vn_unacquire(v.buffer);
+    return st;
+}
+
+vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity, vn_pending_read **pending) {
+    vn_view whole = {buffer, 0, UINT64_MAX};
+    return vn_view_read(&whole, dst, capacity, pending);
 }
 
 /* An asynchronous read of the resolved view v (its buffer held). */

@@ -186,7 +186,7 @@ void vn_device_close(vn_device *device);
  * vn_debug_live_counts) frees it once that work is done. */
 void vn_device_release(vn_device *device);
 
-/* ---- buffers (csrc/buffer.c) ---------------------------------------------- */
+/* ---- buffers (csrc/buffer.c; their reads: csrc/readback.c) ---------------- */
 
 /* WGPUBufferUsage bits, mirrored by vyre_native.BufferUsage. */
 typedef enum vn_buffer_usage {
@@ -556,7 +556,7 @@ void vn_mapping_release(vn_mapping *mapping);
  * returns its staging buffer once the copy completes (at a later poll). */
 void vn_pending_read_release(vn_pending_read *read);
 
-/* ---- introspection (csrc/debug.c) ------------------------------------------ */
+/* ---- introspection (csrc/device.c over csrc/debug.c's counts; csrc/fill.c) -- */
 
 /* Live native objects of each kind, for leak tests. */
 typedef struct vn_live_counts {
