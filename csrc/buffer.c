@@ -1,4 +1,5 @@
-/* buffer.c - GPU buffers: creation with initial data, writes, blocking reads, release. */
+/* buffer.c - GPU buffers: creation with initial data, views, writes, release (reads are
+ * readback.c's). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,27 @@ void vn_buffer_init(vn_buffer *buffer, vn_device *device) {
 vn_status vn_buffer_check(const vn_buffer *buffer, const char *what) {
     if (buffer == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%s: buffer is NULL. Fix: pass a live Buffer.", what);
     return vn_device_check(buffer->device, what);
+}
+
+vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const char *what) {
+    for (size_t i = 0; i < count; i++) {
+        const vn_buffer *b = buffers[i];
+        if (b == NULL) continue;
+        int state = atomic_load(&b->foreign);
+        if (state == VN_FOREIGN_USABLE) continue;
+        return vn_fail(VN_ERROR_BINDING,
+                       "%s uses buffer %llu, which it shares with wgpu-py and which wgpu-py has %s; wgpu-native "
+                       "would abort the process on submitting it. Fix: %s",
+                       what, (unsigned long long)b->identity, state == VN_FOREIGN_MAPPED ? "mapped" : "destroyed",
+                       state == VN_FOREIGN_MAPPED ? "unmap it in wgpu-py (gpu_buffer.unmap()) before using it here."
+                                                  : "use a live buffer (record again with it).");
+    }
+    return VN_OK;
+}
+
+vn_status vn_buffer_submittable(const void *buffer) {
+    vn_buffer *b = (vn_buffer *)buffer;
+    return vn_buffers_submittable(&b, 1, "reading a buffer back");
 }
 
 static vn_status buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage, const void *data,
@@ -232,7 +254,10 @@ static vn_status view_write(const vn_view *v, uint64_t offset, const void *data,
         wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, at + whole, tail, 4);
     }
     vn_status st = vn_scope_end(dev, "buffer.write", VN_ERROR_VALIDATION, "check offset, length and usage.");
-    if (st == VN_OK && atomic_fetch_add(&dev->pending_write_bytes, nbytes) + nbytes >= VN_WRITE_FLUSH_BYTES)
+    /* On a CPU adapter the flush's submit would block in the driver while earlier work
+     * runs: there it waits for a write that finds the queue idle (one poll, no wait). */
+    if (st == VN_OK && atomic_fetch_add(&dev->pending_write_bytes, nbytes) + nbytes >= VN_WRITE_FLUSH_BYTES &&
+        (!dev->serial_submits || vn_wait(dev, NULL, 0.0, NULL) == VN_OK))
         st = vn_device_flush_writes(dev, "buffer.write", NULL);
     return st;
 }
@@ -249,45 +274,6 @@ vn_status vn_view_write(const vn_view *view, uint64_t offset, const void *data, 
 vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes) {
     vn_view whole = {buffer, 0, UINT64_MAX};
     return vn_view_write(&whole, offset, data, nbytes);
-}
-
-vn_status vn_view_readable(const vn_view *v, const char *what) {
-    if (!(v->buffer->usage & VN_USAGE_COPY_SRC))
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "%s: buffer %llu has usage 0x%llx without COPY_SRC, so it cannot be copied out. Fix: "
-                       "create it with vn.BufferUsage.COPY_SRC (the default usage has it).",
-                       what, (unsigned long long)v->buffer->identity, (unsigned long long)v->buffer->usage);
-    return VN_OK;
-}
-
-/* A blocking read of the resolved view v (its buffer held). */
-static vn_status view_read(const vn_view *v, void *dst, uint64_t capacity) {
-    vn_status st = vn_view_readable(v, "buffer.read");
-    if (st != VN_OK) return st;
-    if (capacity < v->size)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.read into %llu bytes, but the %s holds %llu. Fix: pass a destination of at least "
-                       "%llu bytes.",
-                       (unsigned long long)capacity, v->size == v->buffer->byte_len ? "buffer" : "view",
-                       (unsigned long long)v->size, (unsigned long long)v->size);
-    if (v->size == 0) return VN_OK;
-    if (dst == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "buffer.read: destination is NULL. Fix: pass a writable buffer.");
-    const vn_submit_guard guard = {vn_buffer_submittable, v->buffer};
-    return vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard);
-}
-
-vn_status vn_view_read(const vn_view *view, void *dst, uint64_t capacity) {
-    vn_view v;
-    vn_status st = vn_view_acquire(view, "buffer.read", &v);
-    if (st != VN_OK) return st;
-    st = view_read(&v, dst, capacity);
-    vn_unacquire(v.buffer);
-    return st;
-}
-
-vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity) {
-    vn_view whole = {buffer, 0, UINT64_MAX};
-    return vn_view_read(&whole, dst, capacity);
 }
 
 void vn_buffer_release(vn_buffer *buffer) { vn_release_handle(buffer, VN_KIND_BUFFER); }

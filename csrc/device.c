@@ -88,6 +88,8 @@ void vn_device_init_locks(vn_device *dev) {
     vn_object_init(&dev->obj, VN_KIND_DEVICE, device_destroy);
     atomic_init(&dev->staging_pinned, 0);
     atomic_init(&dev->pending_write_bytes, 0);
+    atomic_init(&dev->abandoned_count, 0);
+    for (int part = 0; part < VN_PART_COUNT; part++) atomic_init(&dev->hooks[part], NULL);
     vn_mutex_init(&dev->scope_lock);
     vn_rwlock_init(&dev->submit_lock);
     vn_mutex_init(&dev->staging_lock);
@@ -102,8 +104,49 @@ static void on_device_lost(WGPUDevice const *device, WGPUDeviceLostReason reason
     vn_device *dev = userdata1;
     /* CallbackCancelled fires when we release the device ourselves: not a loss. */
     if (dev == NULL || reason == WGPUDeviceLostReason_CallbackCancelled) return;
-    vn_string_view_copy(message, dev->lost_reason, sizeof dev->lost_reason);
-    atomic_store(&dev->lost, 1);
+    char text[512];
+    vn_string_view_copy(message, text, sizeof text);
+    vn_device_note_lost(dev, text[0] ? text : "lost by the driver");
+}
+
+void vn_device_note_lost(vn_device *device, const char *reason) {
+    if (device == NULL || atomic_load(&device->lost)) return;
+    snprintf(device->lost_reason, sizeof device->lost_reason, "%s", reason);
+    atomic_store(&device->lost, 1);
+}
+
+/* Case-insensitive substring search (wgpu spells the same condition several ways). */
+static bool contains_nocase(const char *text, const char *word) {
+    if (text == NULL) return false;
+    size_t n = strlen(word);
+    for (; *text; text++) {
+        size_t i = 0;
+        while (i < n && text[i] && tolower((unsigned char)text[i]) == tolower((unsigned char)word[i])) i++;
+        if (i == n) return true;
+    }
+    return false;
+}
+
+bool vn_message_says_lost(const char *message) {
+    return contains_nocase(message, "device is lost") || contains_nocase(message, "device lost");
+}
+
+vn_status vn_error_status(WGPUErrorType type, const char *message, vn_status validation_code) {
+    /* wgpu-native 29 reports a failed GPU allocation ("Not enough memory left.") and
+     * errors on a lost device ("Parent device is lost") with the Validation type. */
+    if (contains_nocase(message, "not enough memory") || contains_nocase(message, "out of memory") ||
+        type == WGPUErrorType_OutOfMemory)
+        return VN_ERROR_OUT_OF_MEMORY;
+    if (vn_message_says_lost(message)) return VN_ERROR_DEVICE_LOST;
+    switch (type) {
+    case WGPUErrorType_Validation: return validation_code;
+    default: return VN_ERROR_INTERNAL;
+    }
+}
+
+/* The rule above, for tests. */
+vn_status vn_debug_error_status(uint32_t wgpu_error_type, const char *message) {
+    return vn_error_status((WGPUErrorType)wgpu_error_type, message != NULL ? message : "", VN_ERROR_VALIDATION);
 }
 
 /* An error that reached no scope. The C layer wraps every creating and encoding
@@ -252,12 +295,136 @@ void vn_device_unref(vn_device *device) {
     if (device != NULL) vn_release(&device->obj);
 }
 
-static void free_scope_results(vn_device *device);
+/* ---- fences: "everything submitted so far has finished" -------------------------- */
 
+/* wgpuDevicePoll's return value does not say whether work is still running (wgpu-native
+ * 29 returns true with a submission in flight), so completion of "all work so far" is a
+ * work-done callback registered now: it fires once everything submitted before it has. */
+struct vn_fence {
+    atomic_int done;
+    atomic_int refs; /* the holder's and the callback's */
+};
+
+static void fence_unref(vn_fence *f) {
+    if (f != NULL && atomic_fetch_sub(&f->refs, 1) == 1) free(f);
+}
+
+static void on_fence(WGPUQueueWorkDoneStatus status, WGPUStringView message, void *userdata1, void *userdata2) {
+    (void)status; /* cancelled or failed work is finished work too */
+    (void)message;
+    (void)userdata2;
+    vn_fence *f = userdata1;
+    atomic_store(&f->done, 1);
+    fence_unref(f);
+}
+
+/* NULL only when out of host memory (the caller then polls as if it were not done). */
+static vn_fence *fence_create(vn_device *device) {
+    vn_fence *f = calloc(1, sizeof *f);
+    if (f == NULL) return NULL;
+    atomic_init(&f->refs, 2);
+    WGPUQueueWorkDoneCallbackInfo info = WGPU_QUEUE_WORK_DONE_CALLBACK_INFO_INIT;
+    info.mode = WGPUCallbackMode_AllowProcessEvents;
+    info.callback = on_fence;
+    info.userdata1 = f;
+    wgpu.QueueOnSubmittedWorkDone(device->queue, info);
+    return f;
+}
+
+/* Each attached part's reap (vn_device_hooks), in slot order. */
+static void reap_parts(vn_device *device, bool final) {
+    for (int part = 0; part < VN_PART_COUNT; part++) {
+        const vn_device_hooks *hooks = atomic_load_explicit(&device->hooks[part], memory_order_acquire);
+        if (hooks != NULL && hooks->reap != NULL) hooks->reap(device, final);
+    }
+}
+
+/* True when nothing submitted to the device is still running (its callbacks have run).
+ * Never blocks: the first call registers the fence, later ones poll it. */
+static bool device_idle(vn_device *device) {
+    if (device->idle_fence == NULL) device->idle_fence = fence_create(device);
+    wgpu.DevicePoll(device->device, 0, NULL);
+    wgpu.InstanceProcessEvents(device->instance);
+    reap_parts(device, false);
+    return device->idle_fence != NULL && atomic_load(&device->idle_fence->done);
+}
+
+/* ---- devices released while busy ----------------------------------------------------
+ *
+ * wgpu-native's release of a device waits for its queue to drain (for ever on a device
+ * lost to a GPU fault), and a release runs from ffi.gc finalizers, which must never
+ * block: such a device waits here, and vn_devices_reap frees the ones that have become
+ * idle. A lock-free stack (push by compare-exchange, take-all by exchange), so no mutex
+ * is inherited locked by a fork() child; a child forgets the parent's (vn_inherited). */
+static _Atomic(vn_device *) parked;
+
+static void park(vn_device *device) {
+    vn_device *head = atomic_load(&parked);
+    do {
+        device->parked_next = head;
+    } while (!atomic_compare_exchange_weak(&parked, &head, device));
+}
+
+static void free_scope_results(vn_device *device);
+static void device_free(vn_device *device);
+
+bool vn_devices_reap(double wait_s) {
+    double deadline = vn_monotonic_seconds() + wait_s;
+    for (;;) {
+        vn_device *list = atomic_exchange(&parked, NULL);
+        while (list != NULL) {
+            vn_device *device = list;
+            list = device->parked_next;
+            if (vn_inherited(&device->obj)) continue; /* the parent's: forget it */
+            if (device_idle(device)) device_free(device);
+            else park(device);
+        }
+        if (atomic_load(&parked) == NULL) return true;
+        if (vn_monotonic_seconds() >= deadline) return false;
+        vn_sleep_ns(1000000);
+    }
+}
+
+/* The live-object counts (debug.c's) for leak tests, after the parked devices whose
+ * work has finished are freed. */
+void vn_debug_live_counts(vn_live_counts *out, double wait_s) {
+    if (out == NULL) return;
+    /* Devices released while their work ran are freed once it has finished: let a leak
+     * test see them go. */
+    vn_devices_reap(wait_s);
+    out->devices = vn_live_count(VN_LIVE_DEVICE);
+    out->buffers = vn_live_count(VN_LIVE_BUFFER);
+    out->shaders = vn_live_count(VN_LIVE_SHADER);
+    out->pipelines = vn_live_count(VN_LIVE_PIPELINE);
+    out->dispatches = vn_live_count(VN_LIVE_DISPATCH);
+    out->bind_groups = vn_live_count(VN_LIVE_BIND_GROUP);
+    out->staging_buffers = vn_live_count(VN_LIVE_STAGING);
+    out->recordings = vn_live_count(VN_LIVE_RECORDING);
+    out->sequences = vn_live_count(VN_LIVE_SEQUENCE);
+    out->submissions = vn_live_count(VN_LIVE_SUBMISSION);
+    out->pending_reads = vn_live_count(VN_LIVE_PENDING_READ);
+    out->mappings = vn_live_count(VN_LIVE_MAPPING);
+}
+
+/* The last reference went: free the device now, or park it while its work runs. */
 static void device_destroy(vn_object *object) {
     vn_device *device = (vn_device *)object;
-    vn_fill_release(device);
-    vn_staging_free_all(device);
+    if (device->device != NULL && !device_idle(device)) {
+        park(device);
+        return;
+    }
+    device_free(device);
+}
+
+static void device_free(vn_device *device) {
+    fence_unref(device->idle_fence);
+    /* What other files attached: abandoned reads settled, then the fill pipelines and
+     * the staging ring freed (vn_device_hooks). */
+    reap_parts(device, true);
+    for (int part = 0; part < VN_PART_COUNT; part++) {
+        const vn_device_hooks *hooks = atomic_load_explicit(&device->hooks[part], memory_order_acquire);
+        if (hooks != NULL) hooks->release(device);
+    }
     if (device->queue) wgpu.QueueRelease(device->queue);
     if (device->device) wgpu.DeviceRelease(device->device);
     if (device->adapter) wgpu.AdapterRelease(device->adapter);
@@ -287,12 +454,27 @@ vn_status vn_device_check(const vn_device *device, const char *what) {
 
 static vn_status finish_device(vn_device *dev, const char *required_features, vn_device **out);
 
+/* This process is a fork() child of one that had made vyre_native objects (the fork
+ * handler is registered with the first), and the adapter refused it a device.
+ * Some drivers cannot start again in a child forked after the parent used them: on the
+ * H200, NVIDIA's refuses every new device there ("Parent device is lost"), while
+ * lavapipe gives one. The cause is the fork, so the error is ForkedError. */
+static vn_status refused_in_fork_child(const char *adapter, const char *why) {
+    return vn_fail(VN_ERROR_FORKED,
+                   "adapter '%s' refused to create a device in this process, a fork() child of a process that "
+                   "had already used the GPU: %s. Some GPU drivers (NVIDIA's among them) cannot start again in "
+                   "a forked child. Fix: start worker processes with multiprocessing.get_context(\"spawn\") "
+                   "or \"forkserver\", or fork before the parent creates its first vn.Device.",
+                   adapter, why[0] ? why : "no reason given");
+}
+
 vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, const char *backend,
                            const char *required_features, vn_device **out) {
     vn_status st = vn_require_library();
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_create: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
+    vn_devices_reap(0.0); /* free devices released while busy that have finished since */
     if (power_preference != VN_POWER_DEFAULT && power_preference != VN_POWER_LOW && power_preference != VN_POWER_HIGH)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "power preference %d is not one of 0 (default), 1 (low-power), "
                        "2 (high-performance). Fix: pass one of those.", (int)power_preference);
@@ -305,6 +487,9 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
     if (dev == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a device record. Fix: free host memory.");
     vn_device_init_locks(dev);
 
+    /* An instance of its own, released with the device: wgpu-native 29 frees a command
+     * buffer finished but never submitted only when its instance goes, and that buffer
+     * holds its wgpu device alive (tests/test_device_lifecycle.py). */
     dev->instance = create_instance(backends);
     if (dev->instance == NULL) {
         vn_device_unref(dev);
@@ -429,13 +614,16 @@ static vn_status finish_device(vn_device *dev, const char *required_features, vn
     memcpy(&dreq, pending, sizeof dreq); /* the callback is done with it */
     free(pending);
     if (dreq.status != WGPURequestDeviceStatus_Success || dreq.device == NULL) {
-        vn_status st = vn_fail(VN_ERROR_INTERNAL, "adapter '%s' refused to create a device: %s. Fix: update the GPU "
-                               "driver.", dev->info.name, dreq.message);
+        vn_status st = atomic_load(&vn_fork_generation) > 0
+                           ? refused_in_fork_child(dev->info.name, dreq.message)
+                           : vn_fail(VN_ERROR_INTERNAL, "adapter '%s' refused to create a device: %s. Fix: update "
+                                     "the GPU driver.", dev->info.name, dreq.message);
         vn_device_unref(dev);
         return st;
     }
     dev->device = dreq.device;
     dev->queue = wgpu.DeviceGetQueue(dev->device);
+    dev->serial_submits = strcmp(dev->info.adapter_type, "CPU") == 0;
     dev->timestamp_period = dev->timestamps ? (double)wgpu.QueueGetTimestampPeriod(dev->queue) : 0.0;
     dev->limits = WGPU_LIMITS_INIT;
     if (wgpu.DeviceGetLimits(dev->device, &dev->limits) != WGPUStatus_Success) dev->limits = limits;
@@ -499,10 +687,50 @@ int vn_device_has_timestamps(const vn_device *device) {
     VN_GET(int, device->timestamps, 0, device, VN_KIND_DEVICE);
 }
 
-vn_status vn_device_wait(vn_device *device, uint64_t index) {
-    WGPUSubmissionIndex idx = index;
-    wgpu.DevicePoll(device->device, 1, index ? &idx : NULL);
-    return vn_device_check(device, "waiting for submitted work");
+/* Polls spin (yielding) this long, so work of microseconds is seen at once, then sleep
+ * between polls, doubling from the first pause to the longest: a long wait costs a
+ * poll every 0.2 ms, not a busy core, and sees completion at most that late. */
+enum { SPIN_NS = 200000, FIRST_PAUSE_NS = 20000, LONGEST_PAUSE_NS = 200000 };
+
+vn_status vn_wait(vn_device *device, atomic_int *flag, double limit_s, double *waited_s) {
+    if (flag == NULL) {
+        /* All work so far: a fence of this call's own. */
+        vn_fence *f = fence_create(device);
+        if (f == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a fence. Fix: free host memory.");
+        vn_status st = vn_wait(device, &f->done, limit_s, waited_s);
+        fence_unref(f);
+        return st;
+    }
+    uint64_t start = vn_monotonic_ns();
+    uint64_t limit = (uint64_t)VN_WAIT_SLICE_MS * 1000000u;
+    if (limit_s >= 0 && limit_s * 1e9 < (double)limit) limit = (uint64_t)(limit_s * 1e9);
+    uint64_t pause = 0;
+    vn_status st = VN_PENDING;
+    for (;;) {
+        wgpu.DevicePoll(device->device, 0, NULL);
+        /* Map and work-done callbacks (AllowProcessEvents) fire from here too. */
+        wgpu.InstanceProcessEvents(device->instance);
+        if (atomic_load_explicit(&device->abandoned_count, memory_order_relaxed) != 0) reap_parts(device, false);
+        if (atomic_load(flag)) {
+            st = VN_OK;
+            break;
+        }
+        if (atomic_load(&device->lost)) {
+            /* Destroyed or lost: what has not finished by now will not. */
+            st = vn_device_check(device, "waiting for submitted work");
+            break;
+        }
+        uint64_t spent = vn_monotonic_ns() - start;
+        if (spent >= limit) break;
+        if (spent < SPIN_NS) {
+            vn_yield();
+            continue;
+        }
+        pause = pause == 0 ? FIRST_PAUSE_NS : pause * 2 > LONGEST_PAUSE_NS ? LONGEST_PAUSE_NS : pause * 2;
+        vn_sleep_ns(pause < limit - spent ? pause : limit - spent);
+    }
+    if (waited_s != NULL) *waited_s += (double)(vn_monotonic_ns() - start) * 1e-9;
+    return st;
 }
 
 vn_status vn_device_flush_writes(vn_device *device, const char *what, uint64_t *index) {
@@ -517,12 +745,17 @@ vn_status vn_device_flush_writes(vn_device *device, const char *what, uint64_t *
 
 /* buffer.write queues its bytes for the next submit (wgpu's pending writes): a wait
  * with nothing submitted since would return before they land, and wgpu would keep
- * every write's staging copy. The empty submit sends them, so wait_idle covers them. */
+ * every write's staging copy. The empty submit sends them, so wait_idle covers them;
+ * it is made once (a call again after VN_PENDING finds nothing queued), after a CPU
+ * adapter's queue has drained (vn_submit_ready). */
 static vn_status device_wait_idle(vn_device *device) {
-    uint64_t index = 0;
-    vn_status st = vn_device_flush_writes(device, "device.wait_idle", &index);
+    vn_status st = vn_device_check(device, "device.wait_idle");
+    if (st == VN_OK && atomic_load(&device->pending_write_bytes) > 0) {
+        st = vn_submit_ready(device);
+        if (st == VN_OK) st = vn_device_flush_writes(device, "device.wait_idle", NULL);
+    }
     if (st != VN_OK) return st;
-    return vn_device_wait(device, index);
+    return vn_wait(device, NULL, -1.0, NULL);
 }
 
 vn_status vn_device_wait_idle(vn_device *device) { VN_CALL1(device_wait_idle(device), device, VN_KIND_DEVICE); }
@@ -577,6 +810,18 @@ vn_status vn_submit_begin(vn_device *device, const char *what) {
 }
 
 void vn_submit_end(vn_device *device) { vn_rwlock_read_unlock(&device->submit_lock); }
+
+vn_status vn_submit_guard_check(const vn_submit_guard *guard) {
+    return guard == NULL || guard->check == NULL ? VN_OK : guard->check(guard->arg);
+}
+
+vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard) {
+    vn_status st = vn_submit_begin(device, what);
+    if (st != VN_OK) return st;
+    st = vn_submit_guard_check(guard);
+    if (st != VN_OK) vn_submit_end(device);
+    return st;
+}
 
 void vn_device_close(vn_device *device) {
     if (vn_acquire(device, VN_KIND_DEVICE, __func__) != VN_OK) return;
@@ -634,12 +879,21 @@ void vn_scope_begin(vn_device *device) {
     wgpu.DevicePushErrorScope(device->device, WGPUErrorFilter_Validation);
 }
 
-static vn_status error_status(WGPUErrorType type, vn_status validation_code) {
-    switch (type) {
-    case WGPUErrorType_Validation: return validation_code;
-    case WGPUErrorType_OutOfMemory: return VN_ERROR_OUT_OF_MEMORY;
-    default: return VN_ERROR_INTERNAL;
+/* A captured error as its status and message. An error saying the device is lost also
+ * marks it lost, so that no later call submits to it (wgpu-native aborts on that), and
+ * a failed allocation is out of memory whatever type wgpu gave it. */
+static vn_status scope_failure(vn_device *device, WGPUErrorType type, const char *message, const char *what,
+                               vn_status validation_code, const char *fix) {
+    vn_status st = vn_error_status(type, message, validation_code);
+    if (st == VN_ERROR_DEVICE_LOST) {
+        vn_device_note_lost(device, message);
+        return vn_fail(st, "%s failed: the device '%s' is lost (%s). Fix: create a new vn.Device and re-create "
+                       "buffers and pipelines on it.", what, device->info.name, message);
     }
+    if (st == VN_ERROR_OUT_OF_MEMORY)
+        return vn_fail(st, "%s failed: the GPU could not allocate it (%s). Fix: free GPU memory (release buffers "
+                       "you no longer need) or use smaller buffers.", what, message);
+    return vn_fail(st, "%s failed: %s. Fix: %s", what, message, fix);
 }
 
 vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation_code, const char *fix) {
@@ -669,7 +923,7 @@ vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation
         if (!done[i]) continue;
         if (r->status == WGPUPopErrorScopeStatus_Success && r->type != WGPUErrorType_NoError && r->type != 0) {
             tidy_message(r->message);
-            st = vn_fail(error_status(r->type, validation_code), "%s failed: %s. Fix: %s", what, r->message, fix);
+            st = scope_failure(device, r->type, r->message, what, validation_code, fix);
         }
     }
     vn_mutex_unlock(&device->scope_lock);
@@ -682,7 +936,7 @@ vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation
         WGPUErrorType t = uncaptured.type;
         tidy_message(uncaptured.message);
         uncaptured.type = WGPUErrorType_NoError;
-        return vn_fail(error_status(t, validation_code), "%s failed: %s. Fix: %s", what, uncaptured.message, fix);
+        return scope_failure(device, t, uncaptured.message, what, validation_code, fix);
     }
     return vn_device_check(device, what);
 }

@@ -85,6 +85,9 @@ static void fill_free(vn_fill *f) {
     free(f);
 }
 
+/* The device frees its fill through this (device.c names no fill function). */
+static const vn_device_hooks fill_hooks = {NULL, vn_fill_release};
+
 /* Inside a scope (its lock orders the first use): the device's fill, made now if it
  * is the first. Errors wgpu reports surface at the caller's vn_scope_end. */
 static vn_status fill_get(vn_device *dev, vn_fill **out) {
@@ -142,6 +145,7 @@ static vn_status fill_get(vn_device *dev, vn_fill **out) {
     f->max_groups = per_dimension != 0 && per_dimension < MAX_GROUPS ? per_dimension : MAX_GROUPS;
     f->max_bytes = strcmp(dev->info.adapter_type, "CPU") == 0 ? CPU_ADAPTER_FILL_MAX_BYTES
                                                                : dev->limits.maxStorageBufferBindingSize;
+    vn_device_attach(dev, VN_PART_FILL, &fill_hooks);
     atomic_store_explicit(&dev->fill, f, memory_order_release);
     *out = f;
     return VN_OK;

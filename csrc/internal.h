@@ -62,7 +62,14 @@ void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap);
  * handle's cdata referenced for the call). The last release poisons the tag
  * (VN_KIND_DEAD) before destroying, so a stale pointer whose memory has not been
  * reused reads as released (as SQLite's sqlite3SafetyCheckOk reads a closed
- * connection). A retain/release pair is two atomics and no allocation. */
+ * connection). A retain/release pair is two atomics and no allocation.
+ *
+ * fork(): each object records the process generation it was made in
+ * (vn_fork_generation, bumped in the child after every fork). In a child, an object
+ * of an earlier generation is no live object of any kind: an entry point refuses it
+ * with VN_ERROR_FORKED, and a release never touches it (its device's driver threads
+ * stayed in the parent, and its destroy would call wgpu-native there or wait for
+ * ever). That check is here, in vn_is and vn_release, once for every kind. */
 
 typedef enum vn_kind {
     VN_KIND_DEAD = 0x766e0000,      /* "vn" + 0: destroyed */
@@ -83,7 +90,16 @@ typedef struct vn_object {
     atomic_long refs;
     void (*destroy)(struct vn_object *self);  /* frees the object: runs once, at the last release */
     uint64_t id;                              /* monotonic per process, never reused */
+    unsigned generation;                      /* vn_fork_generation when made */
 } vn_object;
+
+/* Bumped in the child process after every fork() (the handler is registered when the
+ * first object is made). A plain load, no system call. */
+extern atomic_uint vn_fork_generation;
+/* True when the object was made before a fork() and this process is the child. */
+static inline bool vn_inherited(const vn_object *object) {
+    return object->generation != atomic_load_explicit(&vn_fork_generation, memory_order_relaxed);
+}
 
 /* A fresh object of `kind`: one reference (the creator's), the next id. */
 void vn_object_init(vn_object *object, vn_kind kind, void (*destroy)(vn_object *));
@@ -99,10 +115,12 @@ uint64_t vn_next_identity(void);
 /* The cold path of vn_acquire: the status and message for a NULL, destroyed or
  * wrong-kind handle, naming the entry point `fn`. */
 vn_status vn_handle_error(const void *handle, vn_kind kind, const char *fn);
-/* True when `handle` is a live object of `kind` (no reference taken). */
+/* True when `handle` is a live object of `kind` made in this process (no reference
+ * taken): not an object a fork() child inherited. */
 static inline bool vn_is(const void *handle, vn_kind kind) {
     return handle != NULL &&
-           atomic_load_explicit(&((const vn_object *)handle)->kind, memory_order_relaxed) == (unsigned)kind;
+           atomic_load_explicit(&((const vn_object *)handle)->kind, memory_order_relaxed) == (unsigned)kind &&
+           !vn_inherited((const vn_object *)handle);
 }
 /* At an entry point: check that `handle` is a live object of `kind` and retain it
  * for the call (the entry point releases it before returning). */
@@ -113,8 +131,8 @@ static inline vn_status vn_acquire(const void *handle, vn_kind kind, const char 
 }
 static inline void vn_unacquire(const void *handle) { vn_release((vn_object *)handle); }
 /* The public release of a handle: drops the caller's reference when `handle` is a
- * live object of `kind`; anything else (NULL, released, another kind) is ignored,
- * since a release has no status to report it with. */
+ * live object of `kind`; anything else (NULL, released, another kind, inherited across
+ * fork()) is ignored, since a release has no status to report it with. */
 static inline void vn_release_handle(const void *handle, vn_kind kind) {
     if (vn_is(handle, kind)) vn_release((vn_object *)handle);
 }
@@ -160,6 +178,18 @@ void vn_unacquire_all(const void *const *handles, size_t n);
         return vn_get_value_;                                                            \
     } while (0)
 
+/* The body of a probe that answers an int of one handle (1 done, 0 not yet): `expr`, or
+ * minus the handle's error status (vn_last_error says why) when it is no live object of
+ * the kind, a fork() child's inherited one included. */
+#define VN_PROBE(expr, h1, k1)                                                           \
+    do {                                                                                 \
+        vn_status vn_probe_st_ = vn_acquire((h1), (k1), __func__);                        \
+        if (vn_probe_st_ != VN_OK) return -(int)vn_probe_st_;                             \
+        int vn_probe_value_ = (expr);                                                    \
+        vn_unacquire(h1);                                                                \
+        return vn_probe_value_;                                                          \
+    } while (0)
+
 /* ---- lock order --------------------------------------------------------------
  *
  * Every lock of the C layer, outermost first. A thread holding one may take only
@@ -178,7 +208,7 @@ void vn_unacquire_all(const void *const *handles, size_t n);
  *   3. vn_device.scope_lock (error scopes: push, work, pop)
  *   4. vn_device.pipelines_lock (the device's pipeline list)
  *   5. vn_bind_cache.lock (one pipeline's bind groups, or the device's zero-fill ones)
- *   6. vn_device.staging_lock (the readback staging ring)
+ *   6. vn_device.staging_lock (the readback staging ring, the device's abandoned reads)
  *   7. the log ring's lock (log.c): taken by wgpu's log callback on any thread,
  *      inside any of the above; nothing is taken or called under it
  */
@@ -202,10 +232,30 @@ enum vn_live_kind {
     VN_LIVE_PENDING_READ, VN_LIVE_MAPPING, VN_LIVE_KIND_COUNT
 };
 void vn_live_add(enum vn_live_kind kind, int64_t delta);
+int64_t vn_live_count(enum vn_live_kind kind);
 
 /* ---- device (device.c) ------------------------------------------------------ */
 
 typedef struct vn_staging vn_staging;
+typedef struct vn_fence vn_fence;
+
+/* State a file above the device attaches to it (readback.c's staging buffers and
+ * abandoned reads, fill.c's pipelines), and how the device lets it go: that file
+ * registers its hooks (vn_device_attach) when it first attaches some, and device.c
+ * calls them without naming the file, so the device stays below it. Called only where
+ * the device tidies up (vn_wait, while abandoned reads exist) or is freed: a replay or
+ * a read goes through none. */
+typedef struct vn_device_hooks {
+    /* Settle what has finished (final: all of it, at the free), or NULL: from the idle
+     * check of a device released while busy, at its free, and from vn_wait while
+     * abandoned_count is not 0. */
+    void (*reap)(vn_device *device, bool final);
+    /* Free all of it: the device is being freed (after every reap, final). */
+    void (*release)(vn_device *device);
+} vn_device_hooks;
+
+/* One slot per file that attaches state, in the order the device's free releases them. */
+typedef enum vn_device_part { VN_PART_FILL, VN_PART_READBACK, VN_PART_COUNT } vn_device_part;
 
 struct vn_device {
     vn_object obj; /* first, as in every handle's object: VN_KIND_DEVICE */
@@ -219,6 +269,10 @@ struct vn_device {
     vn_device_info info;
     char lost_reason[512];
     bool timestamps;          /* TimestampQuery enabled */
+    /* The queue runs one submission at a time: on a CPU adapter (lavapipe) a submit
+     * blocks inside the driver until the earlier work has finished, where no signal can
+     * interrupt it, so vn_submit_ready drains the queue first, in time slices. */
+    bool serial_submits;
     double timestamp_period;  /* nanoseconds per timestamp tick */
 
     /* Error scopes are a stack per device: one thread at a time pushes, works and
@@ -244,6 +298,16 @@ struct vn_device {
      * lock: pinned for reading, destroy_deferred for writing. */
     atomic_long staging_pinned;
     bool destroy_deferred;
+    /* Reads released while their copy was in flight: their map callback still points
+     * at them, so the device keeps them (under staging_lock) until it fires and then
+     * returns their staging buffers (vn_reads_reap). */
+    struct vn_pending_read *abandoned;
+    atomic_int abandoned_count;
+
+    /* The process-wide list of devices released with work still running, and the
+     * fence that says when that work has finished (device.c). */
+    struct vn_device *parked_next;
+    vn_fence *idle_fence;
 
     /* Bytes queued by buffer.write since the last flush (vn_device_flush_writes):
      * wgpu keeps each write's staging copy until a submit sends it. */
@@ -256,7 +320,16 @@ struct vn_device {
     /* The built-in zero fill (fill.c): made on first use under scope_lock, then
      * fixed until the device is freed. */
     _Atomic(struct vn_fill *) fill;
+
+    /* Each part's hooks once it has attached state (NULL before): see vn_device_hooks. */
+    _Atomic(const vn_device_hooks *) hooks[VN_PART_COUNT];
 };
+
+/* Register `part`'s hooks on the device: the same static hooks every time, so a
+ * repeat, or a race of two first uses, stores the same pointer. */
+static inline void vn_device_attach(vn_device *device, vn_device_part part, const vn_device_hooks *hooks) {
+    atomic_store_explicit(&device->hooks[part], hooks, memory_order_release);
+}
 
 void vn_device_retain(vn_device *device);
 /* Past this many bytes queued by writes with no submit, a write flushes them (an empty
@@ -280,8 +353,20 @@ void vn_describe_device_features(WGPUDevice device, char *out, size_t capacity);
 vn_status vn_features_choose(WGPUAdapter adapter, const char *adapter_name, const char *required,
                              WGPUFeatureName *out, size_t capacity, size_t *count);
 void vn_device_unref(vn_device *device);
+/* Free the devices released while busy whose work has finished, polling them up to
+ * wait_s seconds; true when none is left waiting. */
+bool vn_devices_reap(double wait_s);
 /* VN_OK, VN_ERROR_RELEASED (closed) or VN_ERROR_DEVICE_LOST, with a message naming `what`. */
 vn_status vn_device_check(const vn_device *device, const char *what);
+/* The device is lost (wgpu said so in an error or a callback): later calls fail with
+ * VN_ERROR_DEVICE_LOST. Takes no lock, so a callback may call it. */
+void vn_device_note_lost(vn_device *device, const char *reason);
+/* VN_ERROR_OUT_OF_MEMORY, VN_ERROR_DEVICE_LOST or VN_ERROR_INTERNAL when a wgpu error
+ * message says so whatever its type, else the status of its WGPUErrorType (Validation:
+ * validation_code). */
+vn_status vn_error_status(WGPUErrorType type, const char *message, vn_status validation_code);
+/* True when a wgpu message says the device is lost ("Parent device is lost"). */
+bool vn_message_says_lost(const char *message);
 
 /* Error scopes around a creating or encoding call. vn_scope_begin locks the
  * device's scope lock; vn_scope_end pops, unlocks, and turns a captured error into
@@ -306,12 +391,41 @@ void vn_device_destroy_deferred(vn_device *device);
 vn_status vn_submit_begin(vn_device *device, const char *what);
 void vn_submit_end(vn_device *device);
 
+/* A check a submit makes while it holds the device's life lock for reading, right
+ * before its queue call: that wgpu-py has not mapped or destroyed a buffer the work
+ * uses (vn_buffers_submittable). wgpu-py's map and destroy change that state under the
+ * write side, so the check and the submit are one step for them
+ * (vn_buffer_set_foreign_state, interop.c). */
+typedef struct vn_submit_guard {
+    vn_status (*check)(const void *arg);
+    const void *arg;
+} vn_submit_guard;
+
+/* vn_submit_begin, then guard->check (guard may be NULL) with the lock held; on
+ * failure nothing is held. */
+vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard);
+/* The guard's check now (VN_OK for NULL). Work that encodes before it submits calls it
+ * first too: refused at once, it encodes nothing (a command buffer finished and never
+ * submitted is memory wgpu-native 29 does not reclaim); the check under the lock decides. */
+vn_status vn_submit_guard_check(const vn_submit_guard *guard);
+
+/* Poll the device until *flag is set (flag NULL: until all work submitted before the
+ * call has finished, through a work-done fence of its own), for at most limit_s seconds
+ * (< 0: no limit of its own) and never past one VN_WAIT_SLICE_MS slice: VN_OK once it
+ * is, VN_PENDING when the time ran out first, VN_ERROR_DEVICE_LOST when the device is
+ * lost and the work did not finish. Adds the time spent to *waited_s (may be NULL).
+ * Never blocks inside wgpu-native: the blocking poll has no timeout, so a hung kernel
+ * would hold the thread, and a signal, for ever. */
+vn_status vn_wait(vn_device *device, atomic_int *flag, double limit_s, double *waited_s);
+/* Before encoding or submitting anything: VN_OK, or on a device with serial_submits
+ * VN_PENDING while earlier work still runs (the caller returns it, to be called again). */
+static inline vn_status vn_submit_ready(vn_device *device) {
+    return device->serial_submits ? vn_wait(device, NULL, -1.0, NULL) : VN_OK;
+}
+
 /* wgpu-native fires AllowProcessEvents callbacks from wgpuInstanceProcessEvents or a
  * device poll: drive both until *flag is set; false after limit_s seconds. */
 bool vn_process_until(WGPUInstance instance, WGPUDevice device, atomic_int *flag, double limit_s);
-
-/* Block until submission `index` (or all work when index is 0) has completed. */
-vn_status vn_device_wait(vn_device *device, uint64_t index);
 
 /* ---- buffers (buffer.c) ----------------------------------------------------- */
 
@@ -328,26 +442,9 @@ struct vn_buffer {
     atomic_int foreign;
 };
 
-/* ---- what a submit re-checks under the life lock (interop.c) ------------------- */
-
-/* A check a submit makes while it holds the device's life lock for reading, right
- * before its queue call: that wgpu-py has not mapped or destroyed a buffer the work
- * uses. wgpu-py's map and destroy change that state under the write side, so the
- * check and the submit are one step for them (vn_buffer_set_foreign_state). */
-typedef struct vn_submit_guard {
-    vn_status (*check)(const void *arg);
-    const void *arg;
-} vn_submit_guard;
-
-/* vn_submit_begin, then guard->check (guard may be NULL) with the lock held; on
- * failure nothing is held. */
-vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard);
-/* The guard's check now (VN_OK for NULL). Work that encodes before it submits calls it
- * first too: refused at once, it encodes nothing (a command buffer finished and never
- * submitted is memory wgpu-native 29 does not reclaim); the check under the lock decides. */
-vn_status vn_submit_guard_check(const vn_submit_guard *guard);
 /* VN_OK, or VN_ERROR_BINDING naming `what` when one of the buffers is mapped or
- * destroyed by wgpu-py (submitting it would abort the process). Call under the life lock. */
+ * destroyed by wgpu-py (submitting it would abort the process). Call under the life lock
+ * (a submit's vn_submit_guard). */
 vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const char *what);
 /* A guard check over one vn_buffer (arg), for readbacks. */
 vn_status vn_buffer_submittable(const void *buffer);
@@ -365,10 +462,6 @@ vn_status vn_view_resolve(const vn_view *view, const char *what, vn_view *out);
  * *out. On failure nothing is held and out->buffer is NULL; on success the caller
  * releases out->buffer (vn_buffer_release) when done, or keeps the reference. */
 vn_status vn_view_acquire(const vn_view *view, const char *what, vn_view *out);
-/* The view can be read back: COPY_SRC usage (the readback's submit checks the rest). */
-vn_status vn_view_readable(const vn_view *view, const char *what);
-/* vn_view_read_async of a resolved view whose buffer the caller holds. */
-vn_status vn_view_read_async_held(const vn_view *view, vn_pending_read **out);
 
 /* ---- readback (readback.c) ---------------------------------------------------- */
 
@@ -376,10 +469,25 @@ vn_status vn_view_read_async_held(const vn_view *view, vn_pending_read **out);
  * allocation of at least offset + round_up(nbytes, 4) bytes) into dst, after all work
  * submitted before the call: the readback primitive's copying form (the pinning form is
  * vn_pending_read_pin). The copy's submit checks `guard` under the life lock (NULL for
- * the layer's own buffers). */
+ * the layer's own buffers). Waits one time slice at most: VN_OK, or VN_PENDING with
+ * *pending the read in flight (finish it with vn_pending_read_finish; NULL pending: it
+ * is dropped), or with *pending NULL when it has not started (vn_submit_ready). */
 vn_status vn_readback(vn_device *device, WGPUBuffer src, uint64_t offset, uint64_t nbytes, void *dst,
-                      const vn_submit_guard *guard);
+                      const vn_submit_guard *guard, vn_pending_read **pending);
+/* Queue the copy and its map: a pending read (a handle) the caller owns. VN_PENDING
+ * (*out NULL): not started, as vn_submit_ready says. */
+vn_status vn_read_start(vn_device *device, WGPUBuffer src, uint64_t offset, uint64_t nbytes,
+                        const vn_submit_guard *guard, vn_pending_read **out);
+/* The view can be read back: COPY_SRC usage (the readback's submit checks the rest). */
+vn_status vn_view_readable(const vn_view *view, const char *what);
+/* vn_view_read_async of a resolved view whose buffer the caller holds. */
+vn_status vn_view_read_async_held(const vn_view *view, vn_pending_read **out);
+/* The device's readback hooks (vn_device_hooks, VN_PART_READBACK; registered with the
+ * first staging buffer): free the staging ring; and return the staging buffers of
+ * abandoned reads whose map has completed (all of them when final, leaking any whose
+ * callback has not fired: it still points at them). */
 void vn_staging_free_all(vn_device *device);
+void vn_reads_reap(vn_device *device, bool final);
 
 /* GPU timing of one encode: a query set, the passes it times, and where the
  * resolved ticks go. Passes open through vn_begin_pass, which assigns writes. */
@@ -399,9 +507,13 @@ vn_status vn_timing_prepare(vn_device *device, vn_timing_mode mode, uint32_t pas
 /* After the passes: resolve the queries into the resolve buffer. */
 void vn_timing_resolve(vn_timing *timing, WGPUCommandEncoder encoder);
 void vn_timing_release(vn_timing *timing);
-/* Read the times once the timed submission has completed (ns[0] total, ns[1..] per
- * pass in per-dispatch mode; ns holds 1 + passes values); *count gets how many. */
-vn_status vn_timing_read(vn_device *device, vn_timing *timing, uint64_t *ns, size_t *count);
+/* Start reading the resolved timestamps (the copy is queued after the timed submission):
+ * a pending read of timing->queries ticks. */
+vn_status vn_timing_read_start(vn_device *device, vn_timing *timing, vn_pending_read **out);
+/* The ticks read into ns (ns[0] total, ns[1..] per pass in per-dispatch mode; ns holds
+ * 1 + passes values); *count gets how many. */
+void vn_timing_convert(const vn_device *device, const vn_timing *timing, const uint64_t *ticks, uint64_t *ns,
+                       size_t *count);
 
 /* Submit one finished command buffer (holding the submit lock, after `guard`'s check
  * under it; guard may be NULL) and track its completion; *out gets a submission the
@@ -572,7 +684,8 @@ void vn_clear_encode_outside(const vn_clear *clear, WGPUCommandEncoder encoder);
 void vn_clear_fill_in_pass(const vn_clear *clear, WGPUComputePassEncoder pass, vn_pass_state *state);
 /* On a buffer's release: drop the fill bind group naming it. */
 void vn_fill_forget(vn_device *device, uint64_t identity);
-/* On the device's last release: free its fill pipelines and bind groups. */
+/* On the device's free: free its fill pipelines and bind groups (the device's hook,
+ * VN_PART_FILL, registered when the fill is made). */
 void vn_fill_release(vn_device *device);
 
 /* ---- small helpers ------------------------------------------------------------ */

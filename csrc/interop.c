@@ -29,6 +29,7 @@ vn_status vn_device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t devic
     wgpu.DeviceAddRef(dev->device);
     wgpu.QueueAddRef(dev->queue);
     vn_describe_adapter(dev->adapter, &dev->info);
+    dev->serial_submits = strcmp(dev->info.adapter_type, "CPU") == 0;
     dev->limits = (WGPULimits)WGPU_LIMITS_INIT;
     if (wgpu.DeviceGetLimits(dev->device, &dev->limits) != WGPUStatus_Success) {
         vn_device_unref(dev);
@@ -129,39 +130,6 @@ static vn_foreign_state set_foreign_state(vn_buffer *buffer, vn_foreign_state st
 
 vn_foreign_state vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state state) {
     VN_GET(vn_foreign_state, set_foreign_state(buffer, state), VN_FOREIGN_DESTROYED, buffer, VN_KIND_BUFFER);
-}
-
-vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const char *what) {
-    for (size_t i = 0; i < count; i++) {
-        const vn_buffer *b = buffers[i];
-        if (b == NULL) continue;
-        int state = atomic_load(&b->foreign);
-        if (state == VN_FOREIGN_USABLE) continue;
-        return vn_fail(VN_ERROR_BINDING,
-                       "%s uses buffer %llu, which it shares with wgpu-py and which wgpu-py has %s; wgpu-native "
-                       "would abort the process on submitting it. Fix: %s",
-                       what, (unsigned long long)b->identity, state == VN_FOREIGN_MAPPED ? "mapped" : "destroyed",
-                       state == VN_FOREIGN_MAPPED ? "unmap it in wgpu-py (gpu_buffer.unmap()) before using it here."
-                                                  : "use a live buffer (record again with it).");
-    }
-    return VN_OK;
-}
-
-vn_status vn_buffer_submittable(const void *buffer) {
-    vn_buffer *b = (vn_buffer *)buffer;
-    return vn_buffers_submittable(&b, 1, "reading a buffer back");
-}
-
-vn_status vn_submit_guard_check(const vn_submit_guard *guard) {
-    return guard == NULL || guard->check == NULL ? VN_OK : guard->check(guard->arg);
-}
-
-vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard) {
-    vn_status st = vn_submit_begin(device, what);
-    if (st != VN_OK) return st;
-    st = vn_submit_guard_check(guard);
-    if (st != VN_OK) vn_submit_end(device);
-    return st;
 }
 
 void vn_device_destroy_shared(vn_device *device, const char *reason) {

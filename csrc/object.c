@@ -1,5 +1,6 @@
 /* object.c - the header every C object behind a handle starts with: kind, references,
- * destroy, id; and the errors of a handle that fails the check at an entry point. */
+ * destroy, id, fork generation; and the errors of a handle that fails the check at an
+ * entry point. */
 #include "internal.h"
 
 /* Monotonic and never reused, unlike an address: a cache keyed by it (the bind-group
@@ -8,14 +9,36 @@ static atomic_ullong next_identity = 1;
 
 uint64_t vn_next_identity(void) { return atomic_fetch_add(&next_identity, 1); }
 
+/* ---- fork() -------------------------------------------------------------------- */
+
+atomic_uint vn_fork_generation;
+
+static void on_fork_child(void) {
+    atomic_fetch_add(&vn_fork_generation, 1);
+    /* With a device inherited, the GPU driver's own exit handlers (registered in the
+     * parent) tear down state whose threads stayed in the parent: lavapipe crashes in
+     * them, NVIDIA's wait. The child's exit ends before them; Python's own finalization
+     * (and so every finalizer) has run by then. */
+    if (vn_live_count(VN_LIVE_DEVICE) > 0) vn_exit_before_earlier_handlers();
+}
+
+static vn_once fork_once = VN_ONCE_INIT;
+static void fork_init(void) { vn_at_fork_child(on_fork_child); }
+
 void vn_object_init(vn_object *object, vn_kind kind, void (*destroy)(vn_object *)) {
+    vn_once_run(&fork_once, fork_init);
     atomic_init(&object->refs, 1);
     object->destroy = destroy;
     object->id = vn_next_identity();
+    object->generation = atomic_load_explicit(&vn_fork_generation, memory_order_relaxed);
     atomic_store_explicit(&object->kind, (unsigned)kind, memory_order_release);
 }
 
 void vn_release(vn_object *object) {
+    /* In a fork() child an inherited object is only forgotten, whatever its kind: no
+     * reference count, no destroy, no wgpu call (a mapping is not unmapped, a device not
+     * released: its driver threads are in the parent, and destroying it blocks for ever). */
+    if (vn_inherited(object)) return;
     if (atomic_fetch_sub_explicit(&object->refs, 1, memory_order_acq_rel) != 1) return;
     /* Poisoned before anything is freed: a stale pointer to it reads as released. */
     atomic_store_explicit(&object->kind, (unsigned)VN_KIND_DEAD, memory_order_relaxed);
@@ -64,6 +87,12 @@ vn_status vn_handle_error(const void *handle, vn_kind kind, const char *fn) {
                        "%s: this vn.%s was released: its native object is gone. Fix: create a new %s; a released "
                        "handle cannot be used.", fn, want, want);
     const char *got = kind_name(have);
+    if (have == (unsigned)kind && vn_inherited((const vn_object *)handle))
+        return vn_fail(VN_ERROR_FORKED,
+                       "%s: this vn.%s was created before os.fork() and this process is the child, which inherited "
+                       "it; wgpu-native cannot use a device, or anything made on it, across fork(). Fix: create a "
+                       "new vn.Device in the child (and its buffers and pipelines there); objects inherited from the "
+                       "parent can only be dropped.", fn, want);
     if (got != NULL)
         return vn_fail(VN_ERROR_WRONG_TYPE, "%s: got a vn.%s where a vn.%s is needed. Fix: pass a vn.%s.", fn, got,
                        want, want);

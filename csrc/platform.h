@@ -1,6 +1,6 @@
 /* platform.h - the operating-system services the C layer uses, behind one small API:
  * loading a shared library, reading a file, locks, run-once, thread-local storage, a monotonic clock,
- * sleeping and yielding. platform_posix.c implements it over POSIX, platform_win32.c
+ * sleeping and yielding, and a hook run in the child after fork(). platform_posix.c implements it over POSIX, platform_win32.c
  * over Win32; each compiles to nothing on the other platform. No other file includes
  * a system threading or loader header (pthread.h is here only for its types on POSIX).
  *
@@ -118,6 +118,18 @@ void vn_sleep_ns(uint64_t ns);
 void vn_yield(void);
 
 static inline double vn_monotonic_seconds(void) { return (double)vn_monotonic_ns() * 1e-9; }
+
+/* ---- processes ------------------------------------------------------------------ */
+
+/* Run fn in the child process right after every fork() (pthread_atfork's child
+ * handler), before fork() returns there. Windows has no fork: nothing to register. */
+void vn_at_fork_child(void (*fn)(void));
+/* From now on, exit() ends the process (with its status, stdio flushed) right after the
+ * exit handlers registered later than this call: those registered earlier never run.
+ * For a fork() child, where the earlier ones are GPU drivers' teardown of the parent's
+ * devices (Mesa's lavapipe crashes there, NVIDIA's waits). glibc (on_exit); elsewhere
+ * nothing. */
+void vn_exit_before_earlier_handlers(void);
 
 /* ---- strings -------------------------------------------------------------------- */
 

@@ -1,8 +1,10 @@
 /* platform_posix.c - platform.h over POSIX (Linux, macOS, the BSDs). */
 #ifndef _WIN32
 
-/* Before any system header: the POSIX calls below are declared even in strict C11. */
+/* Before any system header: the POSIX calls below are declared even in strict C11
+ * (and glibc's on_exit, a BSD extension, through _DEFAULT_SOURCE). */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE 1
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -122,6 +124,21 @@ void vn_sleep_ns(uint64_t ns) {
 }
 
 void vn_yield(void) { sched_yield(); }
+
+void vn_at_fork_child(void (*fn)(void)) { pthread_atfork(NULL, NULL, fn); }
+
+#if defined(__GLIBC__)
+static void end_now(int status, void *arg) {
+    (void)arg;
+    fflush(NULL);
+    _exit(status);
+}
+
+void vn_exit_before_earlier_handlers(void) { on_exit(end_now, NULL); }
+#else
+/* No on_exit (musl, macOS): exit runs every handler. */
+void vn_exit_before_earlier_handlers(void) {}
+#endif
 
 #else
 /* ISO C wants a declaration in every file (MSVC's /W4 says C4206 otherwise). */

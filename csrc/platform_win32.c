@@ -198,6 +198,10 @@ void vn_sleep_ns(uint64_t ns) {
 
 void vn_yield(void) { SwitchToThread(); }
 
+/* No fork() on Windows: a child process never inherits this one's objects. */
+void vn_at_fork_child(void (*fn)(void)) { (void)fn; }
+void vn_exit_before_earlier_handlers(void) {}
+
 #else
 /* ISO C wants a declaration in every file (MSVC's /W4 says C4206 otherwise). */
 typedef int vn_platform_win32_not_built;

@@ -11,7 +11,11 @@
  *   vn_device_destroy defers the GPU device's destruction (which would free the
  *   mapped memory) until the last unpin. No lock is held while the caller reads it.
  * Blocking reads, pending reads, typed and zero-copy reads and GPU timestamps all
- * end in one of these two. */
+ * end in one of these two.
+ *
+ * No call waits longer than one time slice: read_wait returns VN_PENDING and the read
+ * stays in flight for the next call. A read released in flight is never waited for: its
+ * device keeps it (abandoned) until its map callback has fired (vn_reads_reap). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +48,8 @@ static void staging_destroy(vn_staging *s) {
     free(s);
     vn_live_add(VN_LIVE_STAGING, -1);
 }
+
+static const vn_device_hooks readback_hooks = {vn_reads_reap, vn_staging_free_all};
 
 static vn_status staging_acquire(vn_device *dev, uint64_t size, vn_staging **out) {
     vn_mutex_lock(&dev->staging_lock);
@@ -81,6 +87,9 @@ static vn_status staging_acquire(vn_device *dev, uint64_t size, vn_staging **out
     }
     s->size = size;
     vn_live_add(VN_LIVE_STAGING, 1);
+    /* The device now holds readback state (this buffer, once in the ring or abandoned
+     * with a read): it lets it go through these hooks. */
+    vn_device_attach(dev, VN_PART_READBACK, &readback_hooks);
     *out = s;
     return VN_OK;
 }
@@ -110,15 +119,19 @@ void vn_staging_free_all(vn_device *dev) {
     }
 }
 
+/* A readback in flight: a copy into a staging buffer, then its map. A handle (every
+ * read, a blocking one too, is one); a read released before its map callback fired is
+ * handed to its device (abandoned), because the callback still points at it. */
 struct vn_pending_read {
-    vn_object obj; /* VN_KIND_PENDING_READ (a blocking read's record on the stack has none) */
-    vn_device *device;
+    vn_object obj;       /* VN_KIND_PENDING_READ */
+    vn_device *device;   /* a reference */
     vn_staging *staging;
     uint64_t nbytes;
-    WGPUSubmissionIndex index;
     atomic_int done;     /* the map callback fired */
     WGPUMapAsyncStatus status;
-    bool finished;
+    bool map_pending;    /* a map was requested and its outcome not taken yet */
+    bool finished;       /* completed (or failed for good): a second finish is refused */
+    vn_pending_read *next; /* the device's abandoned reads */
     char message[512];
 };
 
@@ -143,7 +156,7 @@ static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u
 /* Queue the copy of nbytes from offset into a staging buffer, and its map; return at once. */
 static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_t nbytes,
                             const vn_submit_guard *guard, vn_pending_read *r) {
-    memset(r, 0, sizeof *r); /* the header too: vn_buffer_read_async sets it after */
+    memset(r, 0, sizeof *r); /* the header too: vn_read_start sets it after */
     r->device = dev;
     r->nbytes = nbytes;
     uint64_t padded = vn_pad4(nbytes);
@@ -167,7 +180,7 @@ static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t offset, uin
         r->staging = NULL;
         return st;
     }
-    r->index = wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
+    wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
     vn_submit_end(dev);
     wgpu.CommandBufferRelease(cb);
 
@@ -177,28 +190,99 @@ static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t offset, uin
     info.userdata1 = r;
     /* An explicit size: wgpu-native 29 rejects WGPU_WHOLE_MAP_SIZE here. */
     wgpu.BufferMapAsync(r->staging->buffer, WGPUMapMode_Read, 0, (size_t)padded, info);
+    r->map_pending = true;
     return VN_OK;
 }
 
-/* Wait for the copy and the map, and mark the read finished. On VN_OK the staging
- * buffer is mapped (its range not yet taken); on failure it is gone. */
+static void pending_read_destroy(vn_object *object);
+
+vn_status vn_read_start(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_t nbytes,
+                        const vn_submit_guard *guard, vn_pending_read **out) {
+    *out = NULL;
+    vn_status st = vn_submit_ready(dev); /* VN_PENDING here: nothing started yet */
+    if (st != VN_OK) return st;
+    vn_pending_read *r = malloc(sizeof *r);
+    if (r == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a pending read. Fix: free host memory.");
+    st = read_begin(dev, src, offset, nbytes, guard, r);
+    if (st != VN_OK) {
+        free(r);
+        return st;
+    }
+    vn_object_init(&r->obj, VN_KIND_PENDING_READ, pending_read_destroy);
+    vn_device_retain(dev);
+    vn_live_add(VN_LIVE_PENDING_READ, 1);
+    *out = r;
+    return VN_OK;
+}
+
+/* The map's outcome is in (its callback fired) and nobody will read it: unmap the
+ * staging buffer and give it back to the ring, or release it when the device is lost
+ * (its buffers are destroyed with it). Sets no error message: it runs in releases,
+ * which may come between a failed call and the caller's reading of its message. */
+static void settle(vn_pending_read *r) {
+    vn_device *dev = r->device;
+    vn_staging *s = r->staging;
+    r->staging = NULL;
+    r->map_pending = false;
+    if (s == NULL) return;
+    bool reuse = false;
+    if (r->status == WGPUMapAsyncStatus_Success) {
+        vn_rwlock_read_lock(&dev->submit_lock); /* destroy() cannot run between check and unmap */
+        if (!atomic_load(&dev->lost)) {
+            wgpu.BufferUnmap(s->buffer);
+            reuse = true;
+        }
+        vn_rwlock_read_unlock(&dev->submit_lock);
+    }
+    if (reuse) staging_return(dev, s);
+    else staging_destroy(s);
+}
+
+void vn_reads_reap(vn_device *dev, bool final) {
+    if (atomic_load(&dev->abandoned_count) == 0) return;
+    vn_pending_read *ready = NULL;
+    vn_mutex_lock(&dev->staging_lock);
+    for (vn_pending_read **p = &dev->abandoned; *p != NULL;) {
+        vn_pending_read *r = *p;
+        if (atomic_load(&r->done)) {
+            *p = r->next;
+            r->next = ready;
+            ready = r;
+            atomic_fetch_sub(&dev->abandoned_count, 1);
+        } else {
+            p = &r->next;
+        }
+    }
+    if (final) {
+        /* Maps that never completed (a device lost to a GPU fault): their callbacks may
+         * still fire, so the records stay allocated, leaked with their staging buffers. */
+        dev->abandoned = NULL;
+        atomic_store(&dev->abandoned_count, 0);
+    }
+    vn_mutex_unlock(&dev->staging_lock);
+    while (ready != NULL) {
+        vn_pending_read *r = ready;
+        ready = r->next;
+        settle(r);
+        free(r);
+    }
+}
+
+/* Wait (one time slice at most) for the copy and the map; then the read is finished.
+ * On VN_OK the staging buffer is mapped (its range not yet taken); on a failed map it
+ * is gone. VN_PENDING, or a device lost under the wait: the read stays in flight. */
 static vn_status read_wait(vn_pending_read *r) {
     vn_device *dev = r->device;
+    if (!atomic_load(&r->done)) {
+        vn_status st = vn_wait(dev, &r->done, -1.0, NULL);
+        if (st != VN_OK) return st;
+    }
+    r->map_pending = false;
     r->finished = true;
-    wgpu.DevicePoll(dev->device, 1, &r->index);
-    if (!vn_process_until(dev->instance, dev->device, &r->done, 60.0)) {
-        /* The map callback still points at r: releasing the staging buffer cancels
-         * the map and fires it now, before r can go away. */
+    if (r->status != WGPUMapAsyncStatus_Success) {
         staging_destroy(r->staging);
         r->staging = NULL;
-        vn_status st = vn_device_check(dev, "reading back");
-        if (st != VN_OK) return st;
-        return vn_fail(VN_ERROR_TIMEOUT, "reading back %llu bytes did not complete in 60 s. Fix: check for a hung GPU "
-                       "kernel (an endless loop in the shader).", (unsigned long long)r->nbytes);
-    }
-    if (r->status != WGPUMapAsyncStatus_Success) {
-        staging_return(dev, r->staging);
-        r->staging = NULL;
+        if (vn_message_says_lost(r->message)) vn_device_note_lost(dev, r->message);
         vn_status st = vn_device_check(dev, "reading back");
         if (st != VN_OK) return st;
         return vn_fail(VN_ERROR_INTERNAL, "mapping the readback staging buffer failed (status %d): %s. Fix: retry; if it "
@@ -312,33 +396,69 @@ static vn_status read_finish(vn_pending_read *r, void *dst) {
 }
 
 vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_t nbytes, void *dst,
-                      const vn_submit_guard *guard) {
-    vn_pending_read r;
-    vn_status st = read_begin(dev, src, offset, nbytes, guard, &r);
-    if (st != VN_OK) return st;
-    return read_finish(&r, dst);
+                      const vn_submit_guard *guard, vn_pending_read **pending) {
+    if (pending != NULL) *pending = NULL;
+    vn_pending_read *r;
+    vn_status st = vn_read_start(dev, src, offset, nbytes, guard, &r);
+    if (st != VN_OK) return st; /* VN_PENDING here: not started, *pending NULL */
+    st = read_finish(r, dst);
+    if (st == VN_PENDING && pending != NULL) {
+        *pending = r;
+        return st;
+    }
+    vn_release(&r->obj); /* never waits: a read in flight goes to its device */
+    return st;
 }
 
-static void pending_read_destroy(vn_object *object);
+vn_status vn_view_readable(const vn_view *v, const char *what) {
+    if (!(v->buffer->usage & VN_USAGE_COPY_SRC))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s: buffer %llu has usage 0x%llx without COPY_SRC, so it cannot be copied out. Fix: "
+                       "create it with vn.BufferUsage.COPY_SRC (the default usage has it).",
+                       what, (unsigned long long)v->buffer->identity, (unsigned long long)v->buffer->usage);
+    return VN_OK;
+}
+
+/* A blocking read of the resolved view v (its buffer held), one time slice at a time
+ * (VN_PENDING and *pending as vn_readback says). */
+static vn_status view_read(const vn_view *v, void *dst, uint64_t capacity, vn_pending_read **pending) {
+    if (pending != NULL) *pending = NULL;
+    vn_status st = vn_buffer_check(v->buffer, "buffer.read");
+    if (st == VN_OK) st = vn_view_readable(v, "buffer.read");
+    if (st != VN_OK) return st;
+    if (capacity < v->size)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "buffer.read into %llu bytes, but the %s holds %llu. Fix: pass a destination of at least "
+                       "%llu bytes.",
+                       (unsigned long long)capacity, v->size == v->buffer->byte_len ? "buffer" : "view",
+                       (unsigned long long)v->size, (unsigned long long)v->size);
+    if (v->size == 0) return VN_OK;
+    if (dst == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "buffer.read: destination is NULL. Fix: pass a writable buffer.");
+    const vn_submit_guard guard = {vn_buffer_submittable, v->buffer};
+    return vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard, pending);
+}
+
+vn_status vn_view_read(const vn_view *view, void *dst, uint64_t capacity, vn_pending_read **pending) {
+    vn_view v;
+    vn_status st = vn_view_acquire(view, "buffer.read", &v);
+    if (st != VN_OK) return st;
+    st = view_read(&v, dst, capacity, pending);
+    vn_unacquire(v.buffer);
+    return st;
+}
+
+vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity, vn_pending_read **pending) {
+    vn_view whole = {buffer, 0, UINT64_MAX};
+    return vn_view_read(&whole, dst, capacity, pending);
+}
 
 /* An asynchronous read of the resolved view v (its buffer held). */
 static vn_status view_read_async(const vn_view *v, vn_pending_read **out) {
     vn_buffer *buffer = v->buffer;
     vn_status st = vn_view_readable(v, "read_async");
     if (st != VN_OK) return st;
-    vn_pending_read *r = malloc(sizeof *r);
-    if (r == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a pending read. Fix: free host memory.");
     const vn_submit_guard guard = {vn_buffer_submittable, buffer};
-    st = read_begin(buffer->device, buffer->buffer, v->offset, v->size, &guard, r);
-    if (st != VN_OK) {
-        free(r);
-        return st;
-    }
-    vn_object_init(&r->obj, VN_KIND_PENDING_READ, pending_read_destroy);
-    vn_device_retain(buffer->device);
-    vn_live_add(VN_LIVE_PENDING_READ, 1);
-    *out = r;
-    return VN_OK;
+    return vn_read_start(buffer->device, buffer->buffer, v->offset, v->size, &guard, out);
 }
 
 /* The read of a view an entry point holds (vn_dispatch_read_output_async too). */
@@ -363,14 +483,17 @@ vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
     return vn_view_read_async(&whole, out);
 }
 
+/* 1 done, 0 not yet, or minus the status that says it never will be here. */
 static int pending_read_done(vn_pending_read *r) {
-    if (r->finished) return 1;
-    if (!atomic_load(&r->done) && vn_device_check(r->device, "PendingRead.done") == VN_OK)
-        wgpu.DevicePoll(r->device->device, 0, NULL);
+    if (r->finished || atomic_load(&r->done)) return 1;
+    /* Closed or lost: the copy will not complete (finishing raises the same). */
+    vn_status st = vn_device_check(r->device, "PendingRead.done");
+    if (st != VN_OK) return -(int)st;
+    wgpu.DevicePoll(r->device->device, 0, NULL);
     return atomic_load(&r->done);
 }
 
-int vn_pending_read_done(vn_pending_read *r) { VN_GET(int, pending_read_done(r), 0, r, VN_KIND_PENDING_READ); }
+int vn_pending_read_done(vn_pending_read *r) { VN_PROBE(pending_read_done(r), r, VN_KIND_PENDING_READ); }
 
 uint64_t vn_pending_read_len(const vn_pending_read *r) { VN_GET(uint64_t, r->nbytes, 0, r, VN_KIND_PENDING_READ); }
 
@@ -415,8 +538,20 @@ void vn_pending_read_release(vn_pending_read *r) { vn_release_handle(r, VN_KIND_
 
 static void pending_read_destroy(vn_object *object) {
     vn_pending_read *r = (vn_pending_read *)object;
-    if (!r->finished) read_finish(r, NULL);
-    vn_device_unref(r->device);
-    free(r);
+    vn_device *dev = r->device;
     vn_live_add(VN_LIVE_PENDING_READ, -1);
+    if (r->map_pending && !atomic_load(&r->done)) {
+        /* Never wait here (this runs from finalizers): the device keeps the read and
+         * returns its staging buffer once the map callback has fired. */
+        vn_mutex_lock(&dev->staging_lock);
+        r->next = dev->abandoned;
+        dev->abandoned = r;
+        atomic_fetch_add(&dev->abandoned_count, 1);
+        vn_mutex_unlock(&dev->staging_lock);
+        vn_device_unref(dev);
+        return;
+    }
+    if (r->map_pending) settle(r);
+    vn_device_unref(dev);
+    free(r);
 }

@@ -76,7 +76,14 @@ static vn_status dispatch_submittable(const void *dispatch) {
 static vn_status dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
     vn_device *dev = d->bound.pipeline->device;
     const vn_submit_guard guard = {dispatch_submittable, d};
-    vn_status st = vn_submit_begin_guarded(dev, "replaying a pre-recorded dispatch", &guard);
+    vn_status st = VN_OK;
+    /* A CPU adapter's submit blocks in the driver while earlier work runs: drain first
+     * (VN_PENDING: call again), unless this replay is refused anyway. */
+    if (dev->serial_submits && atomic_load(&d->state) == DISPATCH_RECORDED) {
+        st = vn_device_check(dev, "replaying a pre-recorded dispatch");
+        if (st == VN_OK) st = vn_submit_ready(dev);
+    }
+    if (st == VN_OK) st = vn_submit_begin_guarded(dev, "replaying a pre-recorded dispatch", &guard);
     if (st != VN_OK) return st;
     /* Exactly one caller wins the exchange, however many threads race here. */
     int expected = DISPATCH_RECORDED;
@@ -264,8 +271,10 @@ vn_status vn_dispatch_read_output_async(vn_dispatch *d, int64_t index, vn_pendin
     VN_CALL1(dispatch_read_output_async(d, index, out), d, VN_KIND_DISPATCH);
 }
 
-static vn_status dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint64_t capacity, uint64_t *written) {
+static vn_status dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint64_t capacity, uint64_t *written,
+                                      vn_pending_read **pending) {
     if (written != NULL) *written = 0;
+    if (pending != NULL) *pending = NULL;
     const vn_view *v = NULL;
     vn_status st = readable_output(d, index, &v);
     if (st != VN_OK) return st;
@@ -280,15 +289,16 @@ static vn_status dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, 
         /* The readback's copy is queued after this dispatch's submission, so its
          * completion implies the dispatch's. */
         const vn_submit_guard guard = {vn_buffer_submittable, v->buffer};
-        st = vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard);
+        st = vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard, pending);
         if (st != VN_OK) return st;
     }
     if (written != NULL) *written = v->size;
     return VN_OK;
 }
 
-vn_status vn_dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint64_t capacity, uint64_t *written) {
-    VN_CALL1(dispatch_read_output(d, index, dst, capacity, written), d, VN_KIND_DISPATCH);
+vn_status vn_dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint64_t capacity, uint64_t *written,
+                                  vn_pending_read **pending) {
+    VN_CALL1(dispatch_read_output(d, index, dst, capacity, written, pending), d, VN_KIND_DISPATCH);
 }
 
 void vn_dispatch_release(vn_dispatch *d) { vn_release_handle(d, VN_KIND_DISPATCH); }

@@ -152,6 +152,7 @@ static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const
     const vn_submit_guard guard = {job->submittable, what};
     vn_status st = vn_device_check(dev, label);
     if (st == VN_OK) st = vn_submit_guard_check(&guard);
+    if (st == VN_OK) st = vn_submit_ready(dev); /* VN_PENDING: nothing encoded, call again */
     if (st != VN_OK) return st;
     vn_timing timing;
     memset(&timing, 0, sizeof timing);
@@ -249,9 +250,20 @@ vn_status vn_recording_create(vn_pipeline *pipeline, const vn_dispatch_args *arg
     VN_CALL1(recording_create(pipeline, args, out), pipeline, VN_KIND_PIPELINE);
 }
 
-static vn_status check_count(uint32_t n, const char *what) {
+/* n launches of `steps` steps each in one command buffer: wgpu keeps encoder memory for
+ * every step until the GPU has run it (about 17 KiB a launch with clears on lavapipe),
+ * so one submit holds at most VN_MAX_LAUNCHES_PER_SUBMIT steps; one launch of a longer
+ * sequence is allowed (its size is the sequence the caller built). */
+static vn_status check_count(uint32_t n, size_t steps, const char *what) {
     if (n == 0)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%s.replay(n=0): nothing to launch. Fix: pass n >= 1.", what);
+    if (n > 1 && (uint64_t)n * steps > VN_MAX_LAUNCHES_PER_SUBMIT)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s.replay(n=%u) would encode %llu steps into one command buffer, above the %d one submit "
+                       "holds (each keeps encoder memory until the GPU has run it). Fix: pass n <= %llu per call; "
+                       "without timing, vn's Python replay(n) splits a larger n into submits of that size itself.",
+                       what, n, (unsigned long long)n * steps, VN_MAX_LAUNCHES_PER_SUBMIT,
+                       (unsigned long long)(steps ? VN_MAX_LAUNCHES_PER_SUBMIT / steps : 1));
     return VN_OK;
 }
 
@@ -259,7 +271,7 @@ static vn_status recording_replay(vn_recording *r, uint32_t n, vn_timing_mode ti
     if (out == NULL)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_replay: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
-    vn_status st = check_count(n, "Recording");
+    vn_status st = check_count(n, 1, "Recording");
     if (st != VN_OK) return st;
     char label[300];
     snprintf(label, sizeof label, "replaying a recording of pipeline `%s`", r->bound.pipeline->label);
@@ -484,12 +496,15 @@ static vn_status sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timi
     if (out == NULL)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_sequence_replay: out is NULL. Fix: pass a result pointer.");
     *out = NULL;
-    vn_status st = check_count(n, "Sequence");
-    if (st != VN_OK) return st;
     vn_mutex_lock(&s->lock);
     if (s->count == 0) {
         vn_mutex_unlock(&s->lock);
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "the sequence is empty. Fix: add dispatches, copies or clears first.");
+    }
+    vn_status st = check_count(n, s->count, "Sequence");
+    if (st != VN_OK) {
+        vn_mutex_unlock(&s->lock);
+        return st;
     }
     st = encode_and_submit(s->device, &sequence_job, s, n, timing, "replaying a sequence", out);
     vn_mutex_unlock(&s->lock);
@@ -627,8 +642,20 @@ static vn_status submit_held(vn_device *device, const vn_work *work, size_t coun
                        "memory, or submit fewer sequences at once.", sequences);
     size_t locked = distinct_sequences(work, count, seqs);
     for (size_t i = 0; i < locked; i++) vn_mutex_lock(&seqs[i]->lock);
-    batch b = {work, count};
-    vn_status st = encode_and_submit(device, &batch_job, &b, 1, timing, "device.submit", out);
+    /* One item is what the caller built; several are bounded as one replay is. */
+    uint64_t steps = 0;
+    for (size_t i = 0; i < count; i++) steps += work[i].recording != NULL ? 1 : work[i].sequence->count;
+    vn_status st;
+    if (count > 1 && steps > VN_MAX_LAUNCHES_PER_SUBMIT) {
+        st = vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                     "device.submit() of %zu items would encode %llu steps into one command buffer, above the %d "
+                     "one submit holds (each keeps encoder memory until the GPU has run it). Fix: split the list "
+                     "into submits of at most %d steps (a recording is one step, a sequence its length).",
+                     count, (unsigned long long)steps, VN_MAX_LAUNCHES_PER_SUBMIT, VN_MAX_LAUNCHES_PER_SUBMIT);
+    } else {
+        batch b = {work, count};
+        st = encode_and_submit(device, &batch_job, &b, 1, timing, "device.submit", out);
+    }
     for (size_t i = locked; i-- > 0;) vn_mutex_unlock(&seqs[i]->lock);
     if (seqs != stack_seqs) free(seqs);
     return st;

@@ -18,12 +18,15 @@ struct vn_submission {
     atomic_int done;
     vn_device *device;
     uint64_t index;
-    /* Timed submissions only: the queries, and the times once read (under lock). */
+    /* Timed submissions only: the queries, and the times once read (under lock): the
+     * readback of the ticks may span calls (VN_PENDING), so it is kept here. */
     vn_timing timing;
     vn_mutex lock;
     uint64_t *times;
     size_t time_count;
     bool times_read;
+    uint64_t *ticks;
+    vn_pending_read *ticks_read;
 };
 
 /* Frees the record only: it may run inside the work-done callback, during the
@@ -31,6 +34,7 @@ struct vn_submission {
 static void submission_unref(vn_submission *s) {
     if (atomic_fetch_sub(&s->record_refs, 1) != 1) return;
     free(s->times);
+    free(s->ticks);
     vn_mutex_destroy(&s->lock);
     free(s);
     vn_live_add(VN_LIVE_SUBMISSION, -1);
@@ -49,6 +53,8 @@ static void on_work_done(WGPUQueueWorkDoneStatus status, WGPUStringView message,
 static void submission_destroy(vn_object *object) {
     vn_submission *s = (vn_submission *)object;
     vn_device *device = s->device;
+    if (s->ticks_read != NULL) vn_pending_read_release(s->ticks_read); /* never waits */
+    s->ticks_read = NULL;
     vn_timing_release(&s->timing);
     submission_unref(s);
     vn_device_unref(device);
@@ -92,46 +98,61 @@ vn_status vn_submit_tracked(vn_device *dev, WGPUCommandBuffer cb, const char *wh
 
 uint64_t vn_submission_index(const vn_submission *s) { VN_GET(uint64_t, s->index, 0, s, VN_KIND_SUBMISSION); }
 
-int vn_submission_done(vn_submission *s) {
-    if (vn_acquire(s, VN_KIND_SUBMISSION, __func__) != VN_OK) return 0;
-    if (!atomic_load(&s->done)) wgpu.DevicePoll(s->device->device, 0, NULL);
-    int done = atomic_load(&s->done);
-    vn_unacquire(s);
-    return done;
+/* 1 done, 0 not yet, or minus the status that says it never will be here. */
+static int submission_done(vn_submission *s) {
+    if (atomic_load(&s->done)) return 1;
+    wgpu.DevicePoll(s->device->device, 0, NULL);
+    if (atomic_load(&s->done)) return 1;
+    /* Lost or destroyed: what has not finished will not. */
+    if (atomic_load(&s->device->lost)) return -(int)vn_device_check(s->device, "Submission.done");
+    return 0;
 }
 
-static vn_status submission_wait(vn_submission *s, double timeout_s) {
+int vn_submission_done(vn_submission *s) { VN_PROBE(submission_done(s), s, VN_KIND_SUBMISSION); }
+
+static vn_status submission_wait(vn_submission *s, double timeout_s, double *waited_s) {
     if (atomic_load(&s->done)) return VN_OK;
-    if (timeout_s < 0) {
-        /* No limit: let wgpu block on exactly this submission. */
-        WGPUSubmissionIndex idx = s->index;
-        wgpu.DevicePoll(s->device->device, 1, &idx);
-        if (!atomic_load(&s->done)) wgpu.DevicePoll(s->device->device, 0, NULL);
-        return VN_OK;
+    double limit = -1.0;
+    if (timeout_s >= 0) {
+        if (waited_s == NULL)
+            return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_submission_wait: a timeout needs waited_s. Fix: pass a "
+                           "double set to 0 before the first call.");
+        limit = timeout_s - *waited_s > 0 ? timeout_s - *waited_s : 0.0;
     }
-    /* wgpu-native's blocking poll has no timeout: poll without blocking, with
-     * short sleeps, until the work-done callback fires or the deadline passes. */
-    double deadline = vn_monotonic_seconds() + timeout_s;
-    unsigned spins = 0;
-    while (!atomic_load(&s->done)) {
-        wgpu.DevicePoll(s->device->device, 0, NULL);
-        if (atomic_load(&s->done)) break;
-        if (vn_monotonic_seconds() >= deadline)
-            return vn_fail(VN_ERROR_TIMEOUT,
-                           "submission %llu did not complete within %.3f s. Fix: wait longer (timeout=None waits "
-                           "without limit), or check the kernel for an endless loop.",
-                           (unsigned long long)s->index, timeout_s);
-        if (++spins < 64) {
-            vn_yield();
-        } else {
-            vn_sleep_ns(50000); /* 50 µs: a GPU step, not a busy core */
-        }
-    }
-    return VN_OK;
+    vn_status st = vn_wait(s->device, &s->done, limit, waited_s);
+    if (st == VN_PENDING && timeout_s >= 0 && *waited_s >= timeout_s)
+        return vn_fail(VN_ERROR_TIMEOUT,
+                       "submission %llu did not complete within %.3f s. Fix: wait longer (timeout=None waits "
+                       "without limit), or check the kernel for an endless loop.",
+                       (unsigned long long)s->index, timeout_s);
+    return st;
 }
 
-vn_status vn_submission_wait(vn_submission *s, double timeout_s) {
-    VN_CALL1(submission_wait(s, timeout_s), s, VN_KIND_SUBMISSION);
+vn_status vn_submission_wait(vn_submission *s, double timeout_s, double *waited_s) {
+    VN_CALL1(submission_wait(s, timeout_s, waited_s), s, VN_KIND_SUBMISSION);
+}
+
+/* Read the ticks (one time slice at a time) and turn them into times. Under s->lock. */
+static vn_status read_times(vn_submission *s) {
+    size_t cap = 1 + s->timing.passes;
+    if (s->times == NULL) s->times = calloc(cap, sizeof *s->times);
+    if (s->ticks == NULL) s->ticks = calloc(s->timing.queries ? s->timing.queries : 1, sizeof *s->ticks);
+    if (s->times == NULL || s->ticks == NULL)
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate %zu times. Fix: free host memory.", cap);
+    vn_status st = VN_OK;
+    if (s->ticks_read == NULL) {
+        st = vn_device_check(s->device, "reading GPU times");
+        if (st == VN_OK) st = vn_timing_read_start(s->device, &s->timing, &s->ticks_read);
+        if (st != VN_OK) return st;
+    }
+    st = vn_pending_read_finish(s->ticks_read, s->ticks, 8ull * s->timing.queries);
+    if (st == VN_PENDING) return st;
+    vn_pending_read_release(s->ticks_read);
+    s->ticks_read = NULL;
+    if (st != VN_OK) return st;
+    vn_timing_convert(s->device, &s->timing, s->ticks, s->times, &s->time_count);
+    s->times_read = true;
+    return VN_OK;
 }
 
 static vn_status submission_gpu_times(vn_submission *s, uint64_t *out, size_t capacity, size_t *count) {
@@ -141,14 +162,7 @@ static vn_status submission_gpu_times(vn_submission *s, uint64_t *out, size_t ca
     if (s->timing.mode == VN_TIMING_NONE) return VN_OK;
     vn_status st = VN_OK;
     vn_mutex_lock(&s->lock);
-    if (!s->times_read) {
-        size_t cap = 1 + s->timing.passes;
-        if (s->times == NULL) s->times = calloc(cap, sizeof *s->times);
-        if (s->times == NULL) st = vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate %zu times. Fix: free host memory.", cap);
-        if (st == VN_OK) st = vn_device_check(s->device, "reading GPU times");
-        if (st == VN_OK) st = vn_timing_read(s->device, &s->timing, s->times, &s->time_count);
-        if (st == VN_OK) s->times_read = true;
-    }
+    if (!s->times_read) st = read_times(s);
     if (st == VN_OK) {
         *count = s->time_count;
         for (size_t i = 0; i < s->time_count && i < capacity && out != NULL; i++) out[i] = s->times[i];

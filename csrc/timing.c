@@ -84,18 +84,15 @@ void vn_timing_release(vn_timing *t) {
     memset(t, 0, sizeof *t);
 }
 
-vn_status vn_timing_read(vn_device *dev, vn_timing *t, uint64_t *ns, size_t *count) {
-    *count = 0;
-    if (t->mode == VN_TIMING_NONE) return VN_OK;
-    uint64_t *ticks = malloc(8ull * t->queries);
-    if (ticks == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate %u timestamps. Fix: free host memory.", t->queries);
+vn_status vn_timing_read_start(vn_device *dev, vn_timing *t, vn_pending_read **out) {
     /* The readback's copy is queued after the timed submission, so it sees the
      * resolved queries; it also brings the device checks and the life lock. */
-    vn_status st = vn_readback(dev, t->resolve, 0, 8ull * t->queries, ticks, NULL);
-    if (st != VN_OK) {
-        free(ticks);
-        return st;
-    }
+    return vn_read_start(dev, t->resolve, 0, 8ull * t->queries, NULL, out);
+}
+
+void vn_timing_convert(const vn_device *dev, const vn_timing *t, const uint64_t *ticks, uint64_t *ns, size_t *count) {
+    *count = 0;
+    if (t->mode == VN_TIMING_NONE) return;
     double period = dev->timestamp_period > 0 ? dev->timestamp_period : 1.0;
     /* Ticks are per-adapter counters; a pair out of order (a driver quirk) reads 0. */
 #define VN_SPAN(a, b) ((b) > (a) ? (uint64_t)((double)((b) - (a)) * period) : 0)
@@ -108,6 +105,4 @@ vn_status vn_timing_read(vn_device *dev, vn_timing *t, uint64_t *ns, size_t *cou
         *count = 1 + t->passes;
     }
 #undef VN_SPAN
-    free(ticks);
-    return VN_OK;
 }

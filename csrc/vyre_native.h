@@ -15,6 +15,15 @@
  * release on another thread never frees it mid-call; the caller must hold its own
  * reference when it calls (docs/LOCKING.md). No function aborts the process on bad
  * input.
+ *
+ * Waits: no function blocks longer than one time slice (VN_WAIT_SLICE_MS). A call
+ * whose work is not done by then returns VN_PENDING and is called again, so the caller
+ * can run its signal handlers in between (Python's Ctrl-C).
+ *
+ * fork(): objects belong to the process that made them. In a child after fork(), every
+ * call on an inherited object fails with VN_ERROR_FORKED, and releasing one only
+ * forgets it: wgpu-native's device cannot be used, or destroyed, across fork() (its
+ * driver threads stay in the parent).
  */
 #ifndef VYRE_NATIVE_H
 #define VYRE_NATIVE_H
@@ -45,8 +54,24 @@ typedef enum vn_status {
     VN_ERROR_TIMEOUT = 12,          /* a wait ran past its timeout */
     VN_ERROR_INTERNAL = 13,         /* an unexpected failure */
     VN_ERROR_WRONG_TYPE = 14,       /* an argument of the wrong type */
-    VN_ERROR_UNSUPPORTED = 15       /* the adapter lacks a feature the call needs */
+    VN_ERROR_UNSUPPORTED = 15,      /* the adapter lacks a feature the call needs */
+    VN_ERROR_FORKED = 16,           /* an object inherited across fork(): unusable in the child */
+    /* Not a failure: a blocking call waited one time slice (VN_WAIT_SLICE_MS) and the
+     * work is not done yet. Call it again (with the same arguments) to keep waiting;
+     * returning in between lets the caller notice a signal (Python: KeyboardInterrupt). */
+    VN_PENDING = 17
 } vn_status;
+
+/* Bounds of one call. */
+typedef enum vn_bounds {
+    /* Steps one call encodes into one command buffer (launches of a recording; n * steps
+     * for a sequence replayed n > 1 times; the items' steps for a batch of more than one
+     * item): each holds encoder memory until the GPU has run it, so a larger count is
+     * VN_ERROR_INVALID_ARGUMENT. */
+    VN_MAX_LAUNCHES_PER_SUBMIT = 256,
+    /* The longest a blocking call waits before it returns VN_PENDING. */
+    VN_WAIT_SLICE_MS = 20
+} vn_bounds;
 
 typedef struct vn_device vn_device;
 typedef struct vn_buffer vn_buffer;
@@ -146,7 +171,8 @@ vn_status vn_device_get_info(const vn_device *device, vn_device_info *out);
 vn_status vn_device_get_limits(const vn_device *device, vn_limits *out);
 /* 1 when the device can time GPU work (timestamp queries), else 0. */
 int vn_device_has_timestamps(const vn_device *device);
-/* Block (GIL released by cffi) until all submitted work has finished. */
+/* Wait (GIL released by cffi) until all submitted work has finished: VN_OK, or
+ * VN_PENDING after one time slice (call again). */
 vn_status vn_device_wait_idle(vn_device *device);
 /* Destroy the GPU device now (as a lost device): every later call on it, or on
  * anything made from it, fails with VN_ERROR_DEVICE_LOST. */
@@ -155,9 +181,12 @@ vn_status vn_device_destroy(vn_device *device);
  * VN_ERROR_RELEASED. Does not drop the caller's reference (vn_device_release does),
  * so a thread still inside a call on the device never sees it freed. */
 void vn_device_close(vn_device *device);
+/* Drop the caller's reference. Never waits: the last reference to a device whose
+ * submitted work is still running parks it, and the next vn_device_create (or
+ * vn_debug_live_counts) frees it once that work is done. */
 void vn_device_release(vn_device *device);
 
-/* ---- buffers (csrc/buffer.c) ---------------------------------------------- */
+/* ---- buffers (csrc/buffer.c; their reads: csrc/readback.c) ---------------- */
 
 /* WGPUBufferUsage bits, mirrored by vyre_native.BufferUsage. */
 typedef enum vn_buffer_usage {
@@ -209,11 +238,18 @@ vn_status vn_view_check(const vn_view *view, vn_view *resolved);
  * the buffer); the write must lie inside the view. */
 vn_status vn_view_write(const vn_view *view, uint64_t offset, const void *data, uint64_t nbytes);
 /* Copy the view's bytes into dst (capacity >= its size), after all work submitted
- * before the call. Only the view's range is copied off the GPU. */
-vn_status vn_view_read(const vn_view *view, void *dst, uint64_t capacity);
+ * before the call. Only the view's range is copied off the GPU. When the work is not
+ * done within one time slice, returns VN_PENDING with *pending set to the read in
+ * flight: finish it with vn_pending_read_finish(*pending, dst, capacity) (VN_PENDING
+ * again means call again) and release it with vn_pending_read_release. VN_PENDING with
+ * *pending NULL: the read has not started (a CPU adapter's queue runs one submission at
+ * a time, and earlier work is still running): call vn_view_read again. pending may be
+ * NULL only when the caller takes VN_PENDING as a failure (the read in flight is then
+ * dropped, without waiting). */
+vn_status vn_view_read(const vn_view *view, void *dst, uint64_t capacity, vn_pending_read **pending);
 /* The whole-buffer forms of vn_view_write and vn_view_read. */
 vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes);
-vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity);
+vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity, vn_pending_read **pending);
 void vn_buffer_release(vn_buffer *buffer);
 
 /* ---- shaders and pipelines (csrc/pipeline.c) ------------------------------ */
@@ -331,7 +367,8 @@ typedef struct vn_dispatch_args {
  * the pipeline's cache, and encode: clears of non-preserved outputs (each view's own
  * range), one compute pass, a direct or indirect dispatch. */
 vn_status vn_dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_dispatch **out);
-/* Submit the recorded command buffer; exactly one call ever succeeds. */
+/* Submit the recorded command buffer; exactly one call ever succeeds. VN_PENDING: a
+ * CPU adapter's queue still runs earlier work (nothing was submitted); call again. */
 vn_status vn_dispatch_replay(vn_dispatch *dispatch, uint64_t *submission_index);
 size_t vn_dispatch_output_count(const vn_dispatch *dispatch);
 /* The output's size in bytes (a view's own), or VN_ERROR_OUTPUT_INDEX. */
@@ -339,9 +376,10 @@ vn_status vn_dispatch_output_len(const vn_dispatch *dispatch, int64_t index, uin
 /* Start reading output `index` (after the same checks as vn_dispatch_read_output). */
 vn_status vn_dispatch_read_output_async(vn_dispatch *dispatch, int64_t index, vn_pending_read **out);
 /* Copy output `index` (its bytes: a view's range only) into dst once this recording's
- * own submission has completed; *written gets the byte count. */
+ * own submission has completed; *written gets the byte count. VN_PENDING and *pending
+ * as for vn_view_read. */
 vn_status vn_dispatch_read_output(vn_dispatch *dispatch, int64_t index, void *dst,
-                                  uint64_t capacity, uint64_t *written);
+                                  uint64_t capacity, uint64_t *written, vn_pending_read **pending);
 /* The borrowed form: make the buffers from host memory by the binding rule, then
  * record as vn_dispatch_record does. Each read_write binding that is not preserved gets
  * a new zeroed output of output_sizes[k] bytes (k counting those bindings), or of its
@@ -411,13 +449,17 @@ typedef enum vn_timing_mode {
 uint64_t vn_submission_index(const vn_submission *submission);
 /* GPU times in nanoseconds, after waiting for the work: out[0] is the total, and in
  * VN_TIMING_PER_DISPATCH mode out[1..] each dispatch's time. *count gets how many
- * values exist (0 when the submission was not timed). */
+ * values exist (0 when the submission was not timed). VN_PENDING: call again. */
 vn_status vn_submission_gpu_times(vn_submission *submission, uint64_t *out, size_t capacity, size_t *count);
-/* 1 when the submission's work has completed, 0 when not yet (never blocks). */
+/* 1 when the submission's work has completed, 0 when not yet (never blocks); minus a
+ * status (vn_last_error says why) when it never will here: -VN_ERROR_DEVICE_LOST, or
+ * -VN_ERROR_FORKED for a submission inherited across fork(), or a handle error. */
 int vn_submission_done(vn_submission *submission);
-/* Block (GIL released) until the work completes; timeout_s < 0 waits without limit,
- * else VN_ERROR_TIMEOUT after timeout_s seconds (the work keeps running). */
-vn_status vn_submission_wait(vn_submission *submission, double timeout_s);
+/* Wait (GIL released) until the work completes, for at most one time slice: VN_OK,
+ * or VN_PENDING (call again). timeout_s < 0 waits without limit; otherwise *waited_s
+ * (0 before the first call) accumulates the time waited across calls, and the call
+ * that takes it to timeout_s fails with VN_ERROR_TIMEOUT (the work keeps running). */
+vn_status vn_submission_wait(vn_submission *submission, double timeout_s, double *waited_s);
 void vn_submission_release(vn_submission *submission);
 
 /* ---- replayable recordings and sequences (csrc/replay.c) --------------------- */
@@ -430,9 +472,12 @@ typedef struct vn_sequence vn_sequence;
  * and immediates (copied here), inside error scopes, and submits only a cleanly
  * encoded command buffer. */
 vn_status vn_recording_create(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_recording **out);
-/* Encode n launches into one command buffer and submit it once. Without outputs to
- * clear the n dispatches share one compute pass; otherwise each launch is its
- * clears then its pass. */
+/* Encode n launches (1..VN_MAX_LAUNCHES_PER_SUBMIT) into one command buffer and submit
+ * it once. Without outputs to clear outside a pass the n dispatches share one compute
+ * pass (each launch's fills, then its dispatch); otherwise each launch is its clears
+ * then its pass. VN_PENDING (*out NULL): a CPU adapter's queue still runs earlier
+ * work, and submitting now would block inside the driver; call again. The same holds
+ * for every replay, submit and read on such a device. */
 vn_status vn_recording_replay(vn_recording *recording, uint32_t n, vn_timing_mode timing, vn_submission **out);
 size_t vn_recording_output_count(const vn_recording *recording);
 /* The output as bound: its buffer (a new reference for the caller), offset and size in
@@ -456,7 +501,7 @@ vn_status vn_sequence_copy(vn_sequence *sequence, const vn_view *src, const vn_v
 vn_status vn_sequence_clear(vn_sequence *sequence, const vn_view *buffer);
 size_t vn_sequence_length(const vn_sequence *sequence);
 /* Encode every step n times into one command buffer (consecutive dispatches share
- * a compute pass) and submit it once. */
+ * a compute pass) and submit it once; n > 1 needs n * steps <= VN_MAX_LAUNCHES_PER_SUBMIT. */
 vn_status vn_sequence_replay(vn_sequence *sequence, uint32_t n, vn_timing_mode timing, vn_submission **out);
 void vn_sequence_release(vn_sequence *sequence);
 
@@ -466,23 +511,29 @@ typedef struct vn_work {
     vn_sequence *sequence;
 } vn_work;
 
-/* Encode every item once, in order, into one command buffer; one queue submit. */
+/* Encode every item once, in order, into one command buffer; one queue submit. More
+ * than one item: at most VN_MAX_LAUNCHES_PER_SUBMIT steps in all (a recording is one
+ * step, a sequence its length). */
 vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
                            vn_submission **out);
 
 /* ---- asynchronous readback (csrc/readback.c) -------------------------------- */
 
 /* Queue a copy of the view's bytes into a staging buffer from the device's ring
- * and return at once; many may be in flight. */
+ * and return at once; many may be in flight. VN_PENDING (*out NULL): a CPU adapter's
+ * queue still runs earlier work; call again. */
 vn_status vn_view_read_async(const vn_view *view, vn_pending_read **out);
 /* The whole-buffer form. */
 vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out);
 uint64_t vn_pending_read_len(const vn_pending_read *read);
 /* 1 once the read's data is in its staging buffer (finishing it will not wait), else 0.
- * Never blocks: it only polls the device. */
+ * Never blocks: it only polls the device. Minus a status (vn_last_error says why) when it
+ * never will here, as vn_submission_done: -VN_ERROR_DEVICE_LOST, -VN_ERROR_RELEASED (the
+ * device closed), -VN_ERROR_FORKED, or a handle error. */
 int vn_pending_read_done(vn_pending_read *read);
 /* Wait for the copy, then copy byte_len bytes into dst (capacity >= byte_len).
- * A read can be finished once; later calls fail with VN_ERROR_ALREADY_SUBMITTED. */
+ * VN_PENDING: one time slice passed first, nothing was copied; call again. A read can
+ * be finished once; later calls fail with VN_ERROR_ALREADY_SUBMITTED. */
 vn_status vn_pending_read_finish(vn_pending_read *read, void *dst, uint64_t capacity);
 /* A read's bytes handed out in place: the staging buffer they sit in stays mapped and
  * pinned (out of the device's staging ring) until vn_mapping_release, and nothing
@@ -494,16 +545,18 @@ vn_status vn_pending_read_finish(vn_pending_read *read, void *dst, uint64_t capa
 typedef struct vn_mapping vn_mapping;
 /* Wait for the read, then pin its staging buffer: *out gets the mapping and *data its
  * byte_len (vn_pending_read_len) bytes, readable until vn_mapping_release. Completes
- * the read, as vn_pending_read_finish does. */
+ * the read, as vn_pending_read_finish does. VN_PENDING as for vn_pending_read_finish. */
 vn_status vn_pending_read_pin(vn_pending_read *read, vn_mapping **out, const void **data);
 /* Unpin: unmap the staging buffer and give it back to the ring. Never waits for the
  * GPU; safe after the device was closed, released or destroyed (the last unpin of a
- * destroyed device destroys it). */
+ * destroyed device destroys it). In a fork() child an inherited mapping is only
+ * forgotten (nothing is unmapped). */
 void vn_mapping_release(vn_mapping *mapping);
-/* Release; an unfinished read is waited for and its staging buffer returned. */
+/* Release without waiting: a read still in flight is handed to its device, which
+ * returns its staging buffer once the copy completes (at a later poll). */
 void vn_pending_read_release(vn_pending_read *read);
 
-/* ---- introspection (csrc/debug.c) ------------------------------------------ */
+/* ---- introspection (csrc/device.c over csrc/debug.c's counts; csrc/fill.c) -- */
 
 /* Live native objects of each kind, for leak tests. */
 typedef struct vn_live_counts {
@@ -521,7 +574,13 @@ typedef struct vn_live_counts {
     int64_t mappings;
 } vn_live_counts;
 
-void vn_debug_live_counts(vn_live_counts *out);
+/* Live objects by kind. Devices released while their work was still running are
+ * finished first, waiting up to wait_s seconds for that work. */
+void vn_debug_live_counts(vn_live_counts *out, double wait_s);
+/* The status a wgpu error of this WGPUErrorType and message maps to (for tests of the
+ * mapping: "Not enough memory left" is VN_ERROR_OUT_OF_MEMORY whatever its type,
+ * "Parent device is lost" VN_ERROR_DEVICE_LOST). */
+vn_status vn_debug_error_status(uint32_t wgpu_error_type, const char *message);
 /* The WGSL of the built-in zero fill (csrc/fill.c) that clears outputs inside the
  * compute pass: entry points fill_words (array<u32> at @binding(0)) and fill_quads
  * (array<vec4<u32>> at @binding(1), for sizes that are multiples of 16), both

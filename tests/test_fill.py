@@ -152,6 +152,25 @@ def test_recording_replay_n_clears_before_every_launch(device: vn.Device, check:
     _expect(out, 499, 4)
 
 
+def test_replay_beyond_one_submit_clears_before_every_launch_of_every_submit(
+    device: vn.Device, check: vn.Pipeline
+) -> None:
+    # replay(n) past 256 launches goes in submits of 256 (tests/test_bounds.py), each
+    # encoded as one replay is: its launches share one pass, each its fill and dispatch.
+    out, dirty = device.alloc(4 * 500), _dirty(device)
+    out.write(np.full(500, 3, np.uint32))
+    rec = check.record([], [out, dirty], params=_params(device, 499, 4), workgroups=(8, 1, 1))
+    rec.replay(2 * 256 + 7).wait()
+    assert _count(dirty) == 0
+    _expect(out, 499, 4)
+    seq = device.sequence()
+    seq.add(check, [], [out, dirty], params=_params(device, 7, 5), workgroups=(8, 1, 1))
+    seq.clear(out).add(check, [], [out, dirty], params=_params(device, 3, 6), workgroups=(8, 1, 1))
+    seq.replay(300).wait()  # 900 steps: submits of 85 repetitions
+    assert _count(dirty) == 0
+    _expect(out, 3, 6)
+
+
 def test_prerecorded_dispatch_clears_its_output(device: vn.Device, check: vn.Pipeline) -> None:
     out, dirty = device.alloc(4 * 300), _dirty(device)
     out.write(np.full(300, 3, np.uint32))

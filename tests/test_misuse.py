@@ -15,16 +15,12 @@ parent asserts on it and on returncode == 0.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
-import subprocess
-import sys
-import tempfile
-import textwrap
 from collections.abc import Callable
 from typing import Any
 
+import childproc
 import numpy as np
 import pytest
 from wgsl_kernels import DOUBLE
@@ -138,26 +134,7 @@ def report(value):
 
 def run_child(code: str, env: dict[str, str] | None = None, timeout: float = 120) -> Any:
     """Run the prelude plus code in a fresh interpreter; assert it exited 0; return its report."""
-    full_env = dict(os.environ)
-    full_env.setdefault("XDG_RUNTIME_DIR", "/tmp")
-    full_env.update(env or {})
-    # A neutral working directory: `python -c` puts it first on sys.path, and the
-    # source tree's vyre_native (no compiled module) must not shadow the installed one.
-    proc = subprocess.run(  # noqa: PLW1510 -- the returncode is asserted
-        [sys.executable, "-c", _PRELUDE + textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=full_env,
-        cwd=tempfile.gettempdir(),
-    )
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, (
-        f"child exited with {proc.returncode} (negative: killed by that signal):\n{out[-6000:]}"
-    )
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert lines, f"child printed no RESULT:\n{out[-6000:]}"
-    return json.loads(lines[-1][len("RESULT ") :])
+    return childproc.run_child(code, timeout=timeout, env=env, prelude=_PRELUDE)
 
 
 def check_outcome(

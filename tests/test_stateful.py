@@ -5,7 +5,8 @@ buffers (valid and invalid sizes and usages), compiles WGSL from a small fixed s
 (plus invalid WGSL), records pre-recorded dispatches, replayable recordings and
 sequences from random -- often wrong -- handle lists and workgroup counts, replays,
 reads outputs back into every kind of destination, writes and reads buffers, starts
-and finishes asynchronous reads, submits batches, releases random handles, and near
+and finishes asynchronous reads, submits batches (also while another thread releases
+one of the submitted items or a buffer), releases random handles, and near
 the end closes or destroys the device.
 
 A model of every buffer's contents (float32 values that are small integers, so GPU
@@ -28,6 +29,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -290,6 +292,7 @@ class APIMachine(RuleBasedStateMachine):
         self.sequences: list[SequenceModel] = []
         self.pending: list[PendingModel] = []
         self.submissions: list[vn.Submission] = []
+        self.raced = False  # a submit raced a release (submit_while_another_thread_releases)
         self.rng = np.random.default_rng(0)
         log("---- new example")
 
@@ -888,6 +891,15 @@ class APIMachine(RuleBasedStateMachine):
             self.apply_sequence(seq, n)
             self.submissions.append(sub)
 
+    def apply_submitted(self, work: list[Any], sub: vn.Submission) -> None:
+        """The model after device.submit(work) ran: each item's launch, in order."""
+        for w in work:
+            if isinstance(w, RecordingModel):
+                simulate(w.bound, clear=True)
+            else:
+                self.apply_sequence(w, 1)
+        self.submissions.append(sub)
+
     @precondition(lambda self: self.sequences or self.recordings)
     @rule(picks=st.lists(st.integers(0, 99), min_size=0, max_size=3))
     def submit(self, picks: list[int]) -> None:
@@ -905,12 +917,47 @@ class APIMachine(RuleBasedStateMachine):
         )
         if sub is _FAILED:
             return
-        for w in work:
-            if isinstance(w, RecordingModel):
-                simulate(w.bound, clear=True)
-            else:
-                self.apply_sequence(w, 1)
-        self.submissions.append(sub)
+        self.apply_submitted(work, sub)
+
+    @precondition(lambda self: (self.sequences or self.recordings) and self.ended is None)
+    @rule(
+        picks=st.lists(st.integers(0, 99), min_size=1, max_size=3),
+        victim=st.sampled_from(["work", "buffer"]),
+        v=st.integers(0, 99),
+    )
+    def submit_while_another_thread_releases(self, picks: list[int], victim: str, v: int) -> None:
+        """A release on another thread races the submit. Releasing one of the submitted
+        items: the submit either runs all of them or raises ReleasedError and runs none.
+        Releasing a buffer: items that bind it hold it, so the submit runs."""
+        items: list[Any] = self.recordings + self.sequences
+        work = [self.pick(items, j) for j in picks]
+        if any(w.released for w in work):
+            return  # the plain submit rule covers released items
+        if victim == "buffer" and not self.bufs:
+            return
+        target = self.pick(work, v) if victim == "work" else self.pick(self.bufs, v)
+        start = threading.Barrier(2)
+
+        def release() -> None:
+            start.wait()
+            target.handle.release()
+
+        self.raced = True
+        releaser = threading.Thread(target=release)
+        releaser.start()
+        start.wait()
+        sub = self.call(
+            f"device.submit({len(work)} items) racing {victim}.release()",
+            lambda: self.dev.submit([w.handle for w in work]),
+            vn.ReleasedError if victim == "work" else None,
+            maybe=victim == "work",
+        )
+        releaser.join()
+        target.released = True
+        assert target.handle.released
+        if sub is _FAILED:
+            return
+        self.apply_submitted(work, sub)
 
     # ---- lifetime
 
@@ -934,7 +981,9 @@ class APIMachine(RuleBasedStateMachine):
         m.released = True
         assert m.handle.released
 
-    @precondition(lambda self: self.submissions)
+    # Also after a race: whether the racing submit ran depends on timing, and a
+    # precondition that did would make hypothesis's replays diverge.
+    @precondition(lambda self: self.submissions or self.raced)
     @rule()
     def wait_idle(self) -> None:
         err = vn.ReleasedError if self.ended == "close" else self.end_error()

@@ -12,6 +12,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 """
 
+# acc[i] += k, k a var<immediate> (a device with the "immediates" feature).
+ADD_IMMEDIATE = """
+var<immediate> k: u32;
+@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x < arrayLength(&acc)) { acc[gid.x] = acc[gid.x] + k; }
+}
+"""
+
 # out[i] = inp[i] * params.scale.
 SCALE = """
 struct Params { scale: f32, pad0: f32, pad1: f32, pad2: f32 }

@@ -14,6 +14,7 @@ import os
 import pathlib
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from . import _log
@@ -21,7 +22,21 @@ from ._marshal import to_path
 from ._native import ffi, lib
 from .errors import LibraryError, raise_for
 
-__all__ = ["check", "ffi", "lib", "library_path", "load_library"]
+__all__ = [
+    "PENDING",
+    "check",
+    "check_wait",
+    "done_flag",
+    "ffi",
+    "lib",
+    "library_path",
+    "load_library",
+    "read_sliced",
+]
+
+#: Not an error: a blocking C call waited one time slice (VN_WAIT_SLICE_MS) and the
+#: work is not done yet; calling it again keeps waiting.
+PENDING: int = lib.VN_PENDING
 
 _LIB_NAMES = {
     "linux": "libwgpu_native-release.so",
@@ -36,6 +51,48 @@ def check(status: int) -> None:
     """Return on VN_OK, else raise the exception mapped to the status code."""
     if status:
         raise_for(status, ffi.string(lib.vn_last_error()).decode("utf-8", "replace"))
+
+
+def done_flag(done: int) -> bool:
+    """A C ``done`` probe's answer: 1 done, 0 not yet, minus a status when it never will
+    be (the device lost, the object inherited across fork()): raised as its error."""
+    if done < 0:
+        check(-done)
+    return bool(done)
+
+
+def check_wait(status: int, again: Callable[[], int]) -> None:
+    """Finish a call that waits in time slices: repeat it while it returns VN_PENDING.
+
+    Between slices Python runs its signal handlers, so Ctrl-C during a wait raises
+    KeyboardInterrupt within one slice (about 20 ms) instead of when the GPU finishes;
+    the work itself carries on, and the device stays usable.
+    """
+    while status == PENDING:
+        status = again()
+    check(status)
+
+
+def read_sliced(read: Callable[[Any], int], dst: Any, capacity: int) -> None:
+    """Run a synchronous C read into ``dst`` (vn_view_read, vn_buffer_read,
+    vn_dispatch_read_output: ``read(pending)`` calls it with its ``vn_pending_read **``)
+    one time slice at a time, as check_wait does. VN_PENDING with nothing in ``pending``:
+    the read has not started (a CPU adapter's queue is still busy), so call it again;
+    VN_PENDING with a read in ``pending``: keep finishing that read, and release it
+    however the wait ends (never waits: a read still in flight goes to its device)."""
+    pending = ffi.new("vn_pending_read **")
+    status = read(pending)
+    while status == PENDING and pending[0] == ffi.NULL:
+        status = read(pending)
+    if status == PENDING:
+        read = pending[0]
+        try:
+            status = lib.vn_pending_read_finish(read, dst, capacity)
+            while status == PENDING:
+                status = lib.vn_pending_read_finish(read, dst, capacity)
+        finally:
+            lib.vn_pending_read_release(read)
+    check(status)
 
 
 def library_path() -> str:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 from numpy.typing import NDArray
 
 from ._handles import Handle
-from ._lib import check, ffi, lib
+from ._lib import check, ffi, lib, read_sliced
 from ._marshal import new_array, to_destination, to_readable, to_u64, to_view
 from ._typing import DTypeLike, ShapeLike
 from .errors import WrongTypeError
@@ -155,7 +155,7 @@ class Buffer(_Reads, Handle):
         """Fill ``out`` with the buffer's bytes; see ``PrerecordedDispatch.read_output_into``."""
         ptr = self._live()
         dst, capacity = to_destination(out, self.byte_len, "Buffer.read_into")
-        check(lib.vn_buffer_read(ptr, dst, capacity))
+        read_sliced(lambda pending: lib.vn_buffer_read(ptr, dst, capacity, pending), dst, capacity)
         return self.byte_len
 
     def view(self, offset: int, nbytes: int) -> BufferView:
@@ -251,7 +251,7 @@ class BufferView(_Reads):
         """Fill ``out`` with the view's bytes, as ``Buffer.read_into``; returns ``nbytes``."""
         view = self._c_view("BufferView.read_into")
         dst, capacity = to_destination(out, self.nbytes, "BufferView.read_into")
-        check(lib.vn_view_read(view, dst, capacity))
+        read_sliced(lambda pending: lib.vn_view_read(view, dst, capacity, pending), dst, capacity)
         return self.nbytes
 
 

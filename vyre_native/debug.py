@@ -9,16 +9,19 @@ __all__ = ["fill_wgsl", "live_objects"]
 _FIELDS = tuple(name for name, _ in ffi.typeof("vn_live_counts").fields)
 
 
-def live_objects() -> dict[str, int]:
-    """Native objects alive now, by kind. One C call; no GPU work.
+def live_objects(wait: float = 10.0) -> dict[str, int]:
+    """Native objects alive now, by kind. One C call.
 
     ``bind_groups`` counts references the C layer holds (a cached group used by a
     live recording counts twice); ``staging_buffers`` the readback buffers, those kept for
     reuse and those in use (pinned by a zero-copy array included); ``mappings`` the
     zero-copy reads (``copy=False``) whose arrays are still alive. All return to their earlier values when what made them is released.
+    A device released while its work still ran is freed once that work finishes
+    (releases never wait for the GPU); this call waits up to ``wait`` seconds for such
+    work first, so that a leak test sees the device go.
     """
     counts = ffi.new("vn_live_counts *")
-    lib.vn_debug_live_counts(counts)
+    lib.vn_debug_live_counts(counts, float(wait))
     return {name: int(getattr(counts, name)) for name in _FIELDS}
 
 

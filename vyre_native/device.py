@@ -7,7 +7,7 @@ from collections.abc import Sequence as SequenceABC
 from typing import Any, ClassVar
 
 from ._handles import Handle
-from ._lib import check, ffi, lib, load_library
+from ._lib import check, check_wait, ffi, lib, load_library
 from ._marshal import (
     to_choice,
     to_int,
@@ -181,8 +181,12 @@ class Device(Handle):
         check(lib.vn_device_destroy(self._live()))
 
     def wait_idle(self) -> None:
-        """Block (GIL released) until all work submitted on this device has finished."""
-        check(lib.vn_device_wait_idle(self._live()))
+        """Block (GIL released) until all work submitted on this device has finished.
+
+        Waits in slices of about 20 ms, so Ctrl-C raises KeyboardInterrupt at once.
+        """
+        ptr = self._live()
+        check_wait(lib.vn_device_wait_idle(ptr), lambda: lib.vn_device_wait_idle(ptr))
 
     # -- buffers -----------------------------------------------------------------------
 
@@ -228,8 +232,12 @@ class Device(Handle):
                 c_items[i].recording = pinned[i]
             else:
                 c_items[i].sequence = pinned[i]
-        out = ffi.new("vn_submission **")
-        check(lib.vn_device_submit(ptr, c_items, len(items), to_timing(timing), out))
+        out, count, mode = ffi.new("vn_submission **"), len(items), to_timing(timing)
+        # VN_PENDING: a CPU adapter's queue still runs earlier work
+        check_wait(
+            lib.vn_device_submit(ptr, c_items, count, mode, out),
+            lambda: lib.vn_device_submit(ptr, c_items, count, mode, out),
+        )
         del pinned  # held until the call returned
         return Submission._adopt(out[0])
 

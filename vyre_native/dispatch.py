@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from numpy.typing import NDArray
 
 from ._handles import Handle
-from ._lib import check, ffi, lib
+from ._lib import check, check_wait, ffi, lib, read_sliced
 from ._marshal import new_array, to_destination, to_index
 from ._typing import DTypeLike, ShapeLike
 from .readback import OutputReads, PendingRead, complete, layout, start
@@ -60,7 +60,8 @@ class PrerecordedDispatch(OutputReads, Handle):
             self._live()  # raises ReleasedError
         status = lib.vn_dispatch_replay(ptr, self._index)
         if status:
-            check(status)
+            slot = self._index  # VN_PENDING: a CPU adapter's queue still runs earlier work
+            check_wait(status, lambda: lib.vn_dispatch_replay(ptr, slot))
         index: int = self._index[0]
         return index
 
@@ -98,5 +99,9 @@ class PrerecordedDispatch(OutputReads, Handle):
         check(lib.vn_dispatch_output_len(ptr, i, length))
         n = int(length[0])
         dst, capacity = to_destination(out, n, "read_output_into")
-        check(lib.vn_dispatch_read_output(ptr, i, dst, capacity, ffi.NULL))
+        read_sliced(
+            lambda pending: lib.vn_dispatch_read_output(ptr, i, dst, capacity, ffi.NULL, pending),
+            dst,
+            capacity,
+        )
         return n

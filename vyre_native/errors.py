@@ -130,6 +130,12 @@ class UnsupportedError(VyreError):
     code = lib.VN_ERROR_UNSUPPORTED
 
 
+class ForkedError(VyreError):
+    """An object inherited across ``os.fork()``: unusable in the child; create a vn.Device there."""
+
+    code = lib.VN_ERROR_FORKED
+
+
 _BY_CODE: dict[int, type[VyreError]] = {
     cls.code: cls
     for cls in (
@@ -148,6 +154,7 @@ _BY_CODE: dict[int, type[VyreError]] = {
         InternalError,
         WrongTypeError,
         UnsupportedError,
+        ForkedError,
     )
 }
 

@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._handles import Handle
-from ._lib import check, ffi, lib
+from ._lib import check_wait, done_flag, ffi, lib
 from ._marshal import to_bool, to_destination, to_layout
 from ._typing import DTypeLike, ShapeLike
 
@@ -60,10 +60,13 @@ class MappedStaging:
 
 
 def _pin(read: Any) -> MappedStaging:
-    """Wait for the read and pin its staging buffer (one C call)."""
+    """Wait for the read (one time slice a call, so Ctrl-C interrupts it) and pin its
+    staging buffer."""
     mapping = ffi.new("vn_mapping **")
     data = ffi.new("void **")
-    check(lib.vn_pending_read_pin(read, mapping, data))
+    check_wait(
+        lib.vn_pending_read_pin(read, mapping, data), lambda: lib.vn_pending_read_pin(read, mapping, data)
+    )
     owner = ffi.gc(mapping[0], lib.vn_mapping_release)
     return MappedStaging(owner, int(ffi.cast("uintptr_t", data[0])), int(lib.vn_pending_read_len(read)))
 
@@ -103,7 +106,7 @@ def start(begin: Any, *args: Any) -> Any:
     """Start a read with the C entry point ``begin(*args, vn_pending_read **out)``: the C
     read, released when dropped."""
     out = ffi.new("vn_pending_read **")
-    check(begin(*args, out))
+    check_wait(begin(*args, out), lambda: begin(*args, out))  # VN_PENDING: a CPU adapter's queue is busy
     return ffi.gc(out[0], lib.vn_pending_read_release)
 
 
@@ -142,8 +145,11 @@ class PendingRead(Handle):
 
     @property
     def done(self) -> bool:
-        """True once the data is back (``result()`` will not wait). Never blocks."""
-        return bool(lib.vn_pending_read_done(self._live()))
+        """True once the data is back (``result()`` will not wait). Never blocks.
+
+        DeviceLostError when the device was lost first (the data will never come).
+        """
+        return done_flag(lib.vn_pending_read_done(self._live()))
 
     def __await__(self) -> Generator[Any, None, bytes]:
         """``data = await pending``: the bytes, waited for on a worker thread (the C wait
@@ -182,7 +188,10 @@ class PendingRead(Handle):
         """Fill ``out`` as ``read_output_into`` does; returns the bytes written."""
         ptr = self._live()
         dst, capacity = to_destination(out, self.byte_len, "result_into")
-        check(lib.vn_pending_read_finish(ptr, dst, capacity))
+        check_wait(
+            lib.vn_pending_read_finish(ptr, dst, capacity),
+            lambda: lib.vn_pending_read_finish(ptr, dst, capacity),
+        )
         return self.byte_len
 
 

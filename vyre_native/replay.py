@@ -12,7 +12,7 @@ from ._marshal import to_index, to_timing, to_u32
 from ._typing import DTypeLike, ShapeLike
 from .buffer import Bindable, Buffer, as_output
 from .readback import OutputReads, PendingRead
-from .submission import Submission
+from .submission import Submission, replay
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
@@ -50,14 +50,16 @@ class Recording(OutputReads, Handle):
         return list(self._outputs)
 
     def replay(self, n: int = 1, timing: bool | str = False) -> Submission:
-        """Launch the dispatch ``n`` times (one command buffer, one submit).
+        """Launch the dispatch ``n`` times (one command buffer, one submit, up to 256 launches).
 
-        ``timing=True`` records the GPU time (``Submission.gpu_time_ns``);
-        ``timing="dispatch"`` each launch's own (in a pass of its own).
+        A larger ``n`` goes in submits of 256 launches, at most two in flight: the call
+        waits for older ones (memory stays bounded whatever ``n``), and the Submission
+        returned is the last one's. ``timing=True`` records the GPU time
+        (``Submission.gpu_time_ns``); ``timing="dispatch"`` each launch's own (in a pass
+        of its own); timed replays take ``n`` up to 256.
         """
-        out = ffi.new("vn_submission **")
-        check(lib.vn_recording_replay(self._live(), to_u32(n, "Recording.replay n"), to_timing(timing), out))
-        return Submission._adopt(out[0])
+        ptr = self._live()
+        return replay(lib.vn_recording_replay, ptr, to_u32(n, "Recording.replay n"), to_timing(timing), 1)
 
     def _output(self, index: Any) -> Bindable:
         """Output ``index`` as bound; C says whether the index names one."""

@@ -11,7 +11,7 @@ from ._lib import check, ffi, lib
 from ._marshal import U64_MAX, to_bool, to_ptr, to_timing, to_u32, to_u64, to_view
 from .buffer import Bindable, Buffer, BufferView
 from .pipeline import Pipeline, dispatch_args
-from .submission import Submission
+from .submission import Submission, replay
 
 if TYPE_CHECKING:
     from .device import Device
@@ -101,8 +101,10 @@ class Sequence(Handle):
         """Encode every step ``n`` times into one command buffer and submit it once.
 
         ``timing=True``: total GPU time; ``timing="dispatch"``: each dispatch in a
-        pass of its own, timed (``Submission.dispatch_times_ns``).
+        pass of its own, timed (``Submission.dispatch_times_ns``). One submit holds at
+        most 256 steps (n times the sequence's length, or one whole sequence); without
+        timing a larger ``n`` goes in several submits, as ``Recording.replay`` does.
         """
-        out = ffi.new("vn_submission **")
-        check(lib.vn_sequence_replay(self._live(), to_u32(n, "Sequence.replay n"), to_timing(timing), out))
-        return Submission._adopt(out[0])
+        ptr = self._live()
+        n_ = to_u32(n, "Sequence.replay n")
+        return replay(lib.vn_sequence_replay, ptr, n_, to_timing(timing), int(lib.vn_sequence_length(ptr)))

@@ -7,8 +7,13 @@ from collections.abc import Generator
 from typing import Any
 
 from ._handles import Handle
-from ._lib import check, ffi, lib
+from ._lib import check, check_wait, done_flag, ffi, lib
 from ._marshal import to_seconds
+
+#: Steps one submit encodes at most (C's bound, VN_MAX_LAUNCHES_PER_SUBMIT), and how many
+#: such submits a long replay(n) keeps in flight before waiting for the oldest.
+PER_SUBMIT = int(lib.VN_MAX_LAUNCHES_PER_SUBMIT)
+_IN_FLIGHT = 2
 
 
 class Submission(Handle):
@@ -30,8 +35,11 @@ class Submission(Handle):
 
     @property
     def done(self) -> bool:
-        """True once the GPU has finished this submission's work. Never blocks."""
-        return bool(lib.vn_submission_done(self._live()))
+        """True once the GPU has finished this submission's work. Never blocks.
+
+        DeviceLostError when the device was lost first (the work will never finish).
+        """
+        return done_flag(lib.vn_submission_done(self._live()))
 
     def __await__(self) -> Generator[Any, None, Submission]:
         """``await submission`` (e.g. ``await rec.replay()``): completes when the GPU has
@@ -45,13 +53,23 @@ class Submission(Handle):
         return asyncio.to_thread(wait).__await__()
 
     def wait(self, timeout: float | None = None) -> None:
-        """Block (GIL released) until the work completes; TimeoutError after ``timeout`` seconds."""
-        check(lib.vn_submission_wait(self._live(), to_seconds(timeout, "wait timeout")))
+        """Block (GIL released) until the work completes; TimeoutError after ``timeout`` seconds.
+
+        Waits in slices of about 20 ms, so Ctrl-C raises KeyboardInterrupt at once;
+        the work keeps running and the device stays usable.
+        """
+        ptr, seconds, waited = self._live(), to_seconds(timeout, "wait timeout"), ffi.new("double *")
+        check_wait(
+            lib.vn_submission_wait(ptr, seconds, waited), lambda: lib.vn_submission_wait(ptr, seconds, waited)
+        )
 
     def _gpu_times(self) -> list[int]:
         ptr = self._live()
         count = ffi.new("size_t *")
-        check(lib.vn_submission_gpu_times(ptr, ffi.NULL, 0, count))
+        check_wait(
+            lib.vn_submission_gpu_times(ptr, ffi.NULL, 0, count),
+            lambda: lib.vn_submission_gpu_times(ptr, ffi.NULL, 0, count),
+        )
         if count[0] == 0:
             return []
         times = ffi.new("uint64_t[]", int(count[0]))
@@ -77,3 +95,30 @@ class Submission(Handle):
     def __repr__(self) -> str:
         state = "released" if self._ptr is None else f"done={self.done}"
         return f"<vn.Submission index={self.index} {state}>"
+
+
+def replay(replay_fn: Any, ptr: Any, n: int, mode: int, steps: int) -> Submission:
+    """``replay_fn(ptr, n, mode, out)`` (vn_recording_replay, vn_sequence_replay) of ``n``
+    launches of ``steps`` steps each: one C call when they fit one submit (or are timed:
+    C refuses a timed replay past the bound), else submits of as many launches as fit,
+    each its own command buffer with its clears and fills as one replay encodes them,
+    keeping at most _IN_FLIGHT running: each holds encoder memory until the GPU has run
+    it, so waiting for the oldest keeps memory bounded for any n. Every wait is one time
+    slice a call (Ctrl-C leaves the submits made so far running). Returns the last
+    submit's Submission: the queue runs in order, so its completion implies them all."""
+    per_submit = max(1, PER_SUBMIT // max(steps, 1))
+    if n == 1 or n <= per_submit or mode:
+        per_submit = n
+    out = ffi.new("vn_submission **")
+    running: list[Submission] = []
+    while True:
+        k = min(per_submit, n)
+        # VN_PENDING: a CPU adapter's queue still runs earlier work
+        check_wait(replay_fn(ptr, k, mode, out), lambda: replay_fn(ptr, k, mode, out))  # noqa: B023 -- used at once
+        sub = Submission._adopt(out[0])
+        n -= k
+        if n == 0:
+            return sub
+        running.append(sub)
+        if len(running) >= _IN_FLIGHT:
+            running.pop(0).wait()

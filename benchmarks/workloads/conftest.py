@@ -47,6 +47,11 @@ class Budget:
         self.lo, self.hi = (3, 20) if quick else (10, 400)
         # --benchmark-disable: a correctness run, one timed iteration is enough
         self.gpu_repeats = 1 if disabled else 3 if quick else 7
+        # iterations run before anything is timed, for at least this long: building a
+        # way (uploads, numpy's answer) leaves the GPU idle for seconds, and a GPU that
+        # has idled may run its first iterations slower (H200, transformer w768: the
+        # iteration timed right after building took 41 ms, the rounds after it 13 ms)
+        self.warmup_s = 0.0 if disabled else 0.05 if quick else (1.0 if SIZE == "full" else 0.3)
         self.round_trips = 30 if quick else 400
 
     def rounds(self, seconds_per_iteration: float) -> int:
@@ -58,17 +63,29 @@ def budget(rounds: harness.Rounds, pytestconfig: pytest.Config) -> Budget:
     return Budget(rounds is harness.QUICK, bool(pytestconfig.getoption("benchmark_disable", False)))
 
 
+#: warm-up iterations kept in extra_info (``warmup_us``): the first show a cold GPU
+WARMUP_KEPT = 20
+
+
 class Built:
-    """One way of one workload at one size: built, checked against numpy, GPU-timed."""
+    """One way of one workload at one size: built, checked against numpy, warmed up.
+
+    ``warmup_us`` holds the first warm-up iterations' times to completion (µs);
+    ``seconds`` is one warm iteration's, which sizes the rounds.
+    """
 
     def __init__(self, program: Program, way: Any, budget: Budget) -> None:
         self.program, self.way = program, way
         way.run()
         program.check(way.read(program.output))  # a wrong result fails every test of this way
-        start = time.perf_counter()
-        way.run()
-        self.seconds = time.perf_counter() - start
-        self.gpu = way.gpu_ns(budget.gpu_repeats)
+        times: list[float] = []
+        began = time.perf_counter()
+        while len(times) < 2 or (time.perf_counter() - began < budget.warmup_s and len(times) < 1000):
+            start = time.perf_counter()
+            way.run()
+            times.append(time.perf_counter() - start)
+        self.warmup_us = [round(t * 1e6) for t in times[:WARMUP_KEPT]]
+        self.seconds = times[-1]
 
 
 class Workloads:

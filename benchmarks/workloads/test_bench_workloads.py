@@ -6,7 +6,8 @@ timing; a wrong result fails the test), then timed two ways:
   wgpu-py: encoding and submitting); the queue is drained between rounds, untimed;
 - ``done``: one iteration submitted and waited for (time to completion).
 ``extra_info`` carries ``gpu_ns`` (one iteration timed with GPU timestamps, the
-median of several), the way, workload, size and the program's shape. The
+median of several, measured right after the rounds, so with the GPU in the state
+they ran in), the way, workload, size and the program's shape. The
 ``round_trip`` group is one tiny dispatch submitted and waited for: the submit
 round trip the GPU-bound target adds to the GPU time.
 """
@@ -44,6 +45,7 @@ def test_workload(benchmark, workloads, budget, module, size, metric, way):
         runner.wait()
     else:
         benchmark.pedantic(runner.run, rounds=budget.rounds(built.seconds), warmup_rounds=1)
+    gpu = runner.gpu_ns(budget.gpu_repeats)
     record_python(
         benchmark,
         way,
@@ -56,7 +58,8 @@ def test_workload(benchmark, workloads, budget, module, size, metric, way):
         kernels=len(program.kernels),
         clears="off",
         checked=True,
-        **built.gpu,
+        warmup_us=built.warmup_us,
+        **gpu,
         **program.facts,
     )
 

@@ -165,8 +165,12 @@ class VnWay:
             name: dev.upload(c) if isinstance(c, np.ndarray) else dev.alloc(c)
             for name, c in program.buffers.items()
         }
-        self.seq = dev.sequence()
-        for st in program.steps:
+        self.seq = self.sequence(program.steps)
+
+    def sequence(self, steps: list[Step]) -> Any:
+        """A ``vn.Sequence`` of ``steps`` over this way's pipelines and buffers."""
+        seq = self.dev.sequence()
+        for st in steps:
             pipe = self.pipes[st.kernel]
             ins, outs, par = [], [], None
             for b in pipe.bindings:  # vn's own reflection, in (group, binding) order
@@ -179,7 +183,8 @@ class VnWay:
                     ins.append(buf)
             # clears off: every step writes all of what it reads later, so nothing
             # needs zeroing, and the program stays one compute pass
-            self.seq.add(pipe, ins, outs, params=par, workgroups=st.workgroups, clear_outputs=False)
+            seq.add(pipe, ins, outs, params=par, workgroups=st.workgroups, clear_outputs=False)
+        return seq
 
     def submit(self) -> None:
         self.seq.replay()

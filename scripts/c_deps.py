@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""The dependency graph of the C files in csrc/, and its circles.
+
+File A depends on file B when A uses a function or global that B defines with external
+linkage (a call, or its address taken). Uses through internal.h and platform.h count
+too: a static inline function or a macro defined there that a file uses stands for the
+names in its body (vn_submit_ready calls vn_wait, so its callers depend on device.c).
+
+Prints each file with the files it depends on, then every strongly connected component
+of more than one file (a circle), and exits 1 when there is one.
+
+    python3 scripts/c_deps.py [-v] [csrc]     # -v: with the names that make each edge
+
+Plain tokens, no C parser: comments, strings and #include lines are dropped; a
+top-level `name(...) {` that is not static defines a function, a top-level declaration
+that is neither static, extern nor a typedef defines a global; an identifier after `.`
+or `->` is a field, not a use. Enough for this code base's C, which declares one thing
+a statement: on a Linux build its graph equals the one `nm` reads from the object files,
+and tests/test_structure.py checks a few known edges. Nothing is left out: loader.c's
+function table `wgpu` is a global like any other (every file that calls wgpu-native
+depends on loader.c, as it should), and the two platform files are one node (graph()).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+TOKEN = re.compile(
+    r"""//[^\n]* | "(?:\\.|[^"\\\n])*" | '(?:\\.|[^'\\\n])*'
+      | ^[ \t]*\#[^\n]* | [A-Za-z_]\w* | -> | \S""",
+    re.S | re.X | re.M,
+)
+IDENT = re.compile(r"[A-Za-z_]\w*\Z")
+
+
+def tokens(text: str) -> tuple[list[str], list[str]]:
+    """(code, directives): the identifiers and punctuation of the code, and those of the
+    preprocessor lines other than #include (a #define's body, an #if's condition), with
+    comments and literals dropped and backslash-newlines joined."""
+    text = re.sub(r"/\*.*?\*/", " ", text.replace("\\\n", " "), flags=re.S)
+    code: list[str] = []
+    directives: list[str] = []
+    for m in TOKEN.finditer(text):
+        t = m.group()
+        if t.startswith(("//", '"', "'")):
+            continue
+        if t.lstrip().startswith("#"):
+            if not re.match(r"\s*#\s*include", t):
+                directives += tokens(t.lstrip()[1:])[0]
+            continue
+        code.append(t)
+    return code, directives
+
+
+def uses(toks: list[str]) -> set[str]:
+    """The identifiers that are not fields (after `.` or `->`)."""
+    return {t for i, t in enumerate(toks) if IDENT.match(t) and (i == 0 or toks[i - 1] not in (".", "->"))}
+
+
+def top_level(toks: list[str]) -> Iterator[tuple[list[str], list[str]]]:
+    """(head, body) for each top-level statement of code tokens: head the tokens before
+    its first `{` (with what follows its closing `}` up to the `;`, for `T x = {...};`)
+    or up to its `;`; body the tokens from that `{` to its `}` (empty for none)."""
+    i, n = 0, len(toks)
+    while i < n:
+        head: list[str] = []
+        while i < n and toks[i] not in ("{", ";"):
+            head.append(toks[i])
+            i += 1
+        body: list[str] = []
+        if i < n and toks[i] == "{":
+            depth = 0
+            while i < n:
+                depth += toks[i] == "{"
+                depth -= toks[i] == "}"
+                body.append(toks[i])
+                i += 1
+                if depth == 0:
+                    break
+            if "(" in head and "=" not in head:  # a function definition: no `;` follows
+                yield head, body
+                continue
+            while i < n and toks[i] != ";":  # `struct x {...} y;`, `T y = {...};`
+                head.append(toks[i])
+                i += 1
+        i += 1
+        yield head, body
+
+
+def defined_names(code: list[str]) -> set[str]:
+    """Names of the functions and globals with external linkage that one .c file's code
+    tokens define."""
+    names = set()
+    for head, body in top_level(code):
+        if not head or head[0] in ("typedef", "extern") or "static" in head:
+            continue
+        decl = head[: head.index("=")] if "=" in head else head
+        if body and "(" in head and "=" not in head:
+            # A function: the identifier before the first `(` that is no attribute
+            # macro (capitals) or compiler keyword (__attribute__, __declspec).
+            for a, b in zip(head, head[1:]):
+                if b == "(" and IDENT.match(a) and not a.isupper() and not a.startswith("__"):
+                    names.add(a)
+                    break
+        elif "(" not in decl and "{" not in decl:
+            # A global (not a prototype, not a type): the last identifier before any
+            # `[` or `=`.
+            decl = decl[: decl.index("[")] if "[" in decl else decl
+            idents = [t for t in decl if IDENT.match(t)]
+            if len(idents) >= 2 and idents[-2] not in ("struct", "enum", "union"):
+                names.add(idents[-1])
+    return names
+
+
+def header_expansions(csrc: Path) -> dict[str, set[str]]:
+    """For each static inline function and each macro of internal.h and platform.h: the
+    identifiers its body uses (a file that uses it uses those)."""
+    out: dict[str, set[str]] = {}
+    for header in ("internal.h", "platform.h"):
+        text = re.sub(r"/\*.*?\*/", " ", (csrc / header).read_text().replace("\\\n", " "), flags=re.S)
+        for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+(\w+)(.*)$", text, re.M):
+            out[m.group(1)] = uses(tokens(m.group(2))[0])
+        for head, body in top_level(tokens(text)[0]):
+            if body and "static" in head and "inline" in head and "(" in head:
+                out[head[head.index("(") - 1]] = uses(body)
+    return out
+
+
+def graph(csrc: Path) -> dict[str, dict[str, set[str]]]:
+    """file -> {a file whose external names it uses: those names}."""
+    files: dict[str, list[tuple[list[str], list[str]]]] = {}
+    for path in sorted(csrc.glob("*.c")):
+        # platform_posix.c and platform_win32.c define the same names, one per OS (one
+        # of them is compiled): they are one node of the graph, "platform_*.c".
+        node = "platform_*.c" if path.name.startswith("platform_") else path.name
+        files.setdefault(node, []).append(tokens(path.read_text()))
+    owner: dict[str, str] = {}
+    for node, parts in files.items():
+        for code, _ in parts:
+            for name in defined_names(code):
+                if owner.setdefault(name, node) != node:
+                    raise SystemExit(f"c_deps: {name} is defined in both {owner[name]} and {node}")
+    expand = header_expansions(csrc)
+    edges: dict[str, dict[str, set[str]]] = {}
+    for node, parts in files.items():
+        seen: set[str] = set()
+        todo = set().union(*(uses(code) | uses(directives) for code, directives in parts))
+        while todo:  # through the headers' inlines and macros, to the names they use
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo |= expand.get(name, set()) - seen
+        edges[node] = {}
+        for name in seen:
+            if owner.get(name, node) != node:
+                edges[node].setdefault(owner[name], set()).add(name)
+    return edges
+
+
+def circles(edges: dict[str, dict[str, set[str]]]) -> list[list[str]]:
+    """Strongly connected components of more than one node (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def report(edges: dict[str, dict[str, set[str]]], verbose: bool = False, out: TextIO = sys.stdout) -> int:
+    """Print the graph (verbose: with the names each edge uses) and its circles; 1 when
+    there is a circle, else 0."""
+    width = max(map(len, edges))
+    for node in sorted(edges):
+        print(f"{node:<{width}} -> {' '.join(sorted(edges[node])) or '-'}", file=out)
+        if verbose:
+            for dep in sorted(edges[node]):
+                print(f"{'':<{width}}    {dep}: {' '.join(sorted(edges[node][dep]))}", file=out)
+    found = circles(edges)
+    for component in found:
+        print(f"circle: {{{', '.join(component)}}}", file=out)
+    if not found:
+        print("no circles", file=out)
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    args = [a for a in sys.argv[1:] if a != "-v"]
+    root = Path(args[0]) if args else Path(__file__).resolve().parent.parent / "csrc"
+    sys.exit(report(graph(root), verbose="-v" in sys.argv[1:]))
