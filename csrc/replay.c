@@ -33,6 +33,10 @@ struct vn_sequence {
     vn_mutex lock; /* add/copy/clear against a replay on another thread */
     vn_step *steps;
     size_t count, capacity;
+    /* These steps have been encoded cleanly in one command buffer (a replay of them
+     * succeeded): later replays may go in several submits (replay_in_submits). Any step
+     * added clears it. Under lock. */
+    bool encoded_whole;
 };
 
 /* ---- encoding ----------------------------------------------------------------- */
@@ -97,43 +101,47 @@ static uint32_t sequence_passes(const vn_sequence *s, uint32_t n, const vn_timin
     return passes > UINT32_MAX ? UINT32_MAX : (uint32_t)passes;
 }
 
-static void encode_sequence(const vn_sequence *s, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
+/* Steps [first, end) of n launches of the sequence, counted across launches (step i of
+ * launch r is r * count + i). */
+static void encode_steps(const vn_sequence *s, WGPUCommandEncoder enc, size_t first, size_t end, vn_timing *t) {
     WGPUComputePassEncoder pass = NULL;
     vn_pass_state state;
-    for (uint32_t rep = 0; rep < n; rep++) {
-        for (size_t i = 0; i < s->count; i++) {
-            const vn_step *st = &s->steps[i];
-            if (step_ends_pass(st, t)) end_pass(&pass);
-            switch (st->kind) {
-            case STEP_DISPATCH:
-                if (st->clear_outputs) vn_bound_encode_clears(&st->bound, enc, t);
-                if (pass == NULL) {
-                    pass = vn_begin_pass(enc, t);
-                    memset(&state, 0, sizeof state);
-                }
-                if (st->clear_outputs) vn_bound_fill_in_pass(&st->bound, pass, &state, t);
-                vn_bound_dispatch_in_pass(&st->bound, pass, &state);
-                if (vn_timing_splits(t)) end_pass(&pass);
-                break;
-            case STEP_COPY:
-                wgpu.CommandEncoderCopyBufferToBuffer(enc, st->src->buffer, st->src_offset, st->dst->buffer,
-                                                      st->dst_offset, st->nbytes);
-                break;
-            case STEP_CLEAR:
-                if (vn_clear_outside(&st->clear, t)) {
-                    vn_clear_encode_outside(&st->clear, enc);
-                    break;
-                }
-                if (pass == NULL) {
-                    pass = vn_begin_pass(enc, t);
-                    memset(&state, 0, sizeof state);
-                }
-                vn_clear_fill_in_pass(&st->clear, pass, &state);
+    for (size_t g = first; g < end; g++) {
+        const vn_step *st = &s->steps[g % s->count];
+        if (step_ends_pass(st, t)) end_pass(&pass);
+        switch (st->kind) {
+        case STEP_DISPATCH:
+            if (st->clear_outputs) vn_bound_encode_clears(&st->bound, enc, t);
+            if (pass == NULL) {
+                pass = vn_begin_pass(enc, t);
+                memset(&state, 0, sizeof state);
+            }
+            if (st->clear_outputs) vn_bound_fill_in_pass(&st->bound, pass, &state, t);
+            vn_bound_dispatch_in_pass(&st->bound, pass, &state);
+            if (vn_timing_splits(t)) end_pass(&pass);
+            break;
+        case STEP_COPY:
+            wgpu.CommandEncoderCopyBufferToBuffer(enc, st->src->buffer, st->src_offset, st->dst->buffer,
+                                                  st->dst_offset, st->nbytes);
+            break;
+        case STEP_CLEAR:
+            if (vn_clear_outside(&st->clear, t)) {
+                vn_clear_encode_outside(&st->clear, enc);
                 break;
             }
+            if (pass == NULL) {
+                pass = vn_begin_pass(enc, t);
+                memset(&state, 0, sizeof state);
+            }
+            vn_clear_fill_in_pass(&st->clear, pass, &state);
+            break;
         }
     }
     end_pass(&pass);
+}
+
+static void encode_sequence(const vn_sequence *s, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
+    encode_steps(s, enc, 0, (size_t)n * s->count, t);
 }
 
 /* What one encode covers: how many passes it opens (for timing) and how to encode it. */
@@ -337,6 +345,7 @@ static vn_status push_step(vn_sequence *s, const vn_step *step) {
         s->capacity = cap;
     }
     s->steps[s->count++] = *step;
+    s->encoded_whole = false; /* the next replay checks the new steps in one piece */
     return VN_OK;
 }
 
@@ -492,6 +501,72 @@ size_t vn_sequence_length(const vn_sequence *s) {
     return n;
 }
 
+/* ---- long replays in several submits ---------------------------------------------- */
+
+static atomic_int split_everywhere; /* vn_debug_split_submits_everywhere */
+
+void vn_debug_split_submits_everywhere(int on) { atomic_store(&split_everywhere, on != 0); }
+
+/* Time to completion of a long replay is otherwise encode + GPU + a round trip: the GPU
+ * waits for the last step to be encoded. Split, it starts after the first
+ * VN_SPLIT_FIRST_STEPS, and each later submit is queued while the GPU still runs the
+ * one before (encoding a step costs far less than running it, on any GPU measured).
+ * Only for steps already encoded cleanly as one command buffer, so that a failure of a
+ * later part (which cannot be undone: the parts before it are running) is as unlikely
+ * as it can be; not with timing, whose passes one command buffer must hold; not where
+ * a submit waits for the work before it (CPU adapters), since no part could overlap. */
+static bool replay_splits(const vn_sequence *s, uint32_t n, vn_timing_mode timing) {
+    return timing == VN_TIMING_NONE && s->encoded_whole && (uint64_t)n * s->count >= VN_SPLIT_MIN_STEPS &&
+           (!s->device->serial_submits || atomic_load(&split_everywhere));
+}
+
+static vn_status replay_in_submits(vn_sequence *s, uint32_t n, vn_submission **out) {
+    static const char label[] = "replaying a sequence";
+    vn_device *dev = s->device;
+    const vn_submit_guard guard = {sequence_submittable, s};
+    vn_status st = vn_device_check(dev, label);
+    if (st == VN_OK) st = vn_submit_guard_check(&guard);
+    if (st != VN_OK) return st; /* no vn_submit_ready: a device that needs it splits only in tests */
+    vn_timing none;
+    memset(&none, 0, sizeof none);
+    const size_t total = (size_t)n * s->count;
+    size_t first = 0, size = VN_SPLIT_FIRST_STEPS;
+    vn_submission *last = NULL;
+    while (first < total) {
+        size_t end = total - first < 2 * size ? total : first + size;
+        vn_scope_begin(dev);
+        WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
+        ed.label = vn_sv(label);
+        WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, &ed);
+        encode_steps(s, enc, first, end, &none);
+        WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
+        wgpu.CommandEncoderRelease(enc);
+        st = vn_scope_end(dev, label, VN_ERROR_VALIDATION,
+                          "check the buffers against the shaders' declared types, and copy ranges and alignment.");
+        vn_submission *sub = NULL;
+        if (st != VN_OK) {
+            if (cb != NULL) wgpu.CommandBufferRelease(cb);
+        } else {
+            st = vn_submit_tracked(dev, cb, label, NULL, &guard, &sub);
+        }
+        if (st != VN_OK) break;
+        if (last != NULL) vn_submission_release(last); /* done with the one before: queue order */
+        last = sub;
+        first = end;
+        size *= 2;
+    }
+    if (st != VN_OK) {
+        if (last != NULL) vn_submission_release(last);
+        if (first == 0) return st; /* nothing was submitted */
+        char prefix[200];
+        snprintf(prefix, sizeof prefix, "after %zu of this replay's %zu steps were submitted (they run): ", first,
+                 total);
+        return vn_fail_prefixed(st, prefix);
+    }
+    *out = last;
+    return VN_OK;
+}
+
 static vn_status sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, vn_submission **out) {
     if (out == NULL)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_sequence_replay: out is NULL. Fix: pass a result pointer.");
@@ -506,7 +581,12 @@ static vn_status sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timi
         vn_mutex_unlock(&s->lock);
         return st;
     }
-    st = encode_and_submit(s->device, &sequence_job, s, n, timing, "replaying a sequence", out);
+    if (replay_splits(s, n, timing)) {
+        st = replay_in_submits(s, n, out);
+    } else {
+        st = encode_and_submit(s->device, &sequence_job, s, n, timing, "replaying a sequence", out);
+        if (st == VN_OK) s->encoded_whole = true;
+    }
     vn_mutex_unlock(&s->lock);
     return st;
 }

@@ -70,7 +70,13 @@ typedef enum vn_bounds {
      * VN_ERROR_INVALID_ARGUMENT. */
     VN_MAX_LAUNCHES_PER_SUBMIT = 256,
     /* The longest a blocking call waits before it returns VN_PENDING. */
-    VN_WAIT_SLICE_MS = 20
+    VN_WAIT_SLICE_MS = 20,
+    /* An untimed sequence replay of at least VN_SPLIT_MIN_STEPS steps on a GPU goes in
+     * several submits: the first VN_SPLIT_FIRST_STEPS steps, then twice as many each
+     * time (the last takes what is left once less than twice its size remains), so the
+     * GPU runs the first steps while the rest are encoded. */
+    VN_SPLIT_MIN_STEPS = 32,
+    VN_SPLIT_FIRST_STEPS = 8
 } vn_bounds;
 
 typedef struct vn_device vn_device;
@@ -501,7 +507,13 @@ vn_status vn_sequence_copy(vn_sequence *sequence, const vn_view *src, const vn_v
 vn_status vn_sequence_clear(vn_sequence *sequence, const vn_view *buffer);
 size_t vn_sequence_length(const vn_sequence *sequence);
 /* Encode every step n times into one command buffer (consecutive dispatches share
- * a compute pass) and submit it once; n > 1 needs n * steps <= VN_MAX_LAUNCHES_PER_SUBMIT. */
+ * a compute pass) and submit it once; n > 1 needs n * steps <= VN_MAX_LAUNCHES_PER_SUBMIT.
+ * Once these steps have been replayed whole, an untimed replay of VN_SPLIT_MIN_STEPS
+ * steps or more on an adapter whose submits do not wait for earlier work (a GPU, not a
+ * CPU adapter) goes in several submits instead, in order (see VN_SPLIT_FIRST_STEPS), and
+ * the submission returned is the last. Should a later part fail (wgpu-py destroyed or
+ * mapped a buffer the sequence shares with it, the device was lost), the error says
+ * how many steps were submitted before it. */
 vn_status vn_sequence_replay(vn_sequence *sequence, uint32_t n, vn_timing_mode timing, vn_submission **out);
 void vn_sequence_release(vn_sequence *sequence);
 
@@ -587,6 +599,10 @@ vn_status vn_debug_error_status(uint32_t wgpu_error_type, const char *message);
  * @workgroup_size(256), one dispatch of min(ceil(elements / 256), 65535) workgroups.
  * For the benchmarks' raw-C floor, which dispatches the same kernel. */
 const char *vn_debug_fill_wgsl(void);
+/* 1: split long untimed sequence replays into several submits on every adapter, CPU
+ * adapters included (for tests: there each submit waits inside the driver for the one
+ * before); 0 (the default): only where submits do not wait. */
+void vn_debug_split_submits_everywhere(int on);
 
 /* VN_CDEF_END */
 
