@@ -184,6 +184,7 @@ def test_timed_replays_after_split_ones_are_whole_and_timed(device: vn.Device, s
     d = seq.replay(timing="dispatch")
     d.wait()
     times = d.dispatch_times_ns
+    assert times is not None
     assert len(times) == 40 and all(x >= 0 for x in times)
     assert submits(seq) > 1  # still split afterwards
     assert (u32(acc) == 40 * 7).all()
