@@ -244,6 +244,10 @@ static vn_status view_write(const vn_view *v, uint64_t offset, const void *data,
     if (data == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "buffer.write: data is NULL. Fix: pass the bytes to write.");
     uint64_t whole = nbytes & ~(uint64_t)3;
     vn_device *dev = buffer->device;
+    /* The life lock's read side: a write is queued work too, so it never lands between
+     * the parts of a replay split into several submits (they hold the write side). */
+    vn_status locked = vn_submit_begin(dev, "buffer.write");
+    if (locked != VN_OK) return locked;
     vn_scope_begin(dev);
     if (whole > 0) wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, at, data, (size_t)whole);
     if (whole < nbytes) {
@@ -254,6 +258,7 @@ static vn_status view_write(const vn_view *v, uint64_t offset, const void *data,
         wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, at + whole, tail, 4);
     }
     vn_status st = vn_scope_end(dev, "buffer.write", VN_ERROR_VALIDATION, "check offset, length and usage.");
+    vn_submit_end(dev);
     /* On a CPU adapter the flush's submit would block in the driver while earlier work
      * runs: there it waits for a write that finds the queue idle (one poll, no wait). */
     if (st == VN_OK && atomic_fetch_add(&dev->pending_write_bytes, nbytes) + nbytes >= VN_WRITE_FLUSH_BYTES &&

@@ -823,6 +823,16 @@ vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_
     return st;
 }
 
+vn_status vn_submit_begin_exclusive(vn_device *device, const char *what, const vn_submit_guard *guard) {
+    vn_rwlock_write_lock(&device->submit_lock);
+    vn_status st = vn_device_check(device, what);
+    if (st == VN_OK) st = vn_submit_guard_check(guard);
+    if (st != VN_OK) vn_rwlock_write_unlock(&device->submit_lock);
+    return st;
+}
+
+void vn_submit_end_exclusive(vn_device *device) { vn_rwlock_write_unlock(&device->submit_lock); }
+
 void vn_device_close(vn_device *device) {
     if (vn_acquire(device, VN_KIND_DEVICE, __func__) != VN_OK) return;
     atomic_store(&device->closed, 1);

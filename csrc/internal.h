@@ -404,6 +404,12 @@ typedef struct vn_submit_guard {
 /* vn_submit_begin, then guard->check (guard may be NULL) with the lock held; on
  * failure nothing is held. */
 vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard);
+/* The same with the write side: no other submit, queued write, readback, destroy, or
+ * wgpu-py map of a shared buffer can come until vn_submit_end_exclusive. A replay in
+ * several parts holds it across all of them, so it runs as one unit, as one command
+ * buffer would (replay_in_submits). */
+vn_status vn_submit_begin_exclusive(vn_device *device, const char *what, const vn_submit_guard *guard);
+void vn_submit_end_exclusive(vn_device *device);
 /* The guard's check now (VN_OK for NULL). Work that encodes before it submits calls it
  * first too: refused at once, it encodes nothing (a command buffer finished and never
  * submitted is memory wgpu-native 29 does not reclaim); the check under the lock decides. */
@@ -520,6 +526,8 @@ void vn_timing_convert(const vn_device *device, const vn_timing *timing, const u
  * caller owns, which takes over the timing resources (timing may be NULL). Releases cb. */
 vn_status vn_submit_tracked(vn_device *device, WGPUCommandBuffer cb, const char *what, vn_timing *timing,
                             const vn_submit_guard *guard, vn_submission **out);
+/* The same with the submit lock already held by the caller (either side) and checked. */
+vn_status vn_submit_tracked_locked(vn_device *device, WGPUCommandBuffer cb, vn_timing *timing, vn_submission **out);
 
 /* ---- pipelines and the bind-group cache (pipeline.c, bind_cache.c) ---------- */
 

@@ -524,14 +524,20 @@ static vn_status replay_in_submits(vn_sequence *s, uint32_t n, vn_submission **o
     static const char label[] = "replaying a sequence";
     vn_device *dev = s->device;
     const vn_submit_guard guard = {sequence_submittable, s};
+    /* No vn_submit_ready: a device whose submits wait splits only in tests. */
     vn_status st = vn_device_check(dev, label);
-    if (st == VN_OK) st = vn_submit_guard_check(&guard);
-    if (st != VN_OK) return st; /* no vn_submit_ready: a device that needs it splits only in tests */
+    if (st == VN_OK) st = vn_submit_guard_check(&guard); /* refused at once: nothing encoded */
+    if (st != VN_OK) return st;
+    /* The write side across every part: no other thread's submit or queued write can
+     * land between two parts (the replay stays one unit, as one command buffer is), and
+     * neither wgpu-py's map or destroy of a shared buffer nor destroy() can come between
+     * the guard's check and the last part. */
+    st = vn_submit_begin_exclusive(dev, label, &guard);
+    if (st != VN_OK) return st;
     vn_timing none;
     memset(&none, 0, sizeof none);
     const size_t total = (size_t)n * s->count;
     size_t first = 0, size = VN_SPLIT_FIRST_STEPS;
-    vn_submission *last = NULL;
     while (first < total) {
         size_t end = total - first < 2 * size ? total : first + size;
         vn_scope_begin(dev);
@@ -543,28 +549,31 @@ static vn_status replay_in_submits(vn_sequence *s, uint32_t n, vn_submission **o
         wgpu.CommandEncoderRelease(enc);
         st = vn_scope_end(dev, label, VN_ERROR_VALIDATION,
                           "check the buffers against the shaders' declared types, and copy ranges and alignment.");
-        vn_submission *sub = NULL;
+        if (st == VN_OK) st = vn_device_check(dev, label); /* lost while this part was encoded */
         if (st != VN_OK) {
             if (cb != NULL) wgpu.CommandBufferRelease(cb);
-        } else {
-            st = vn_submit_tracked(dev, cb, label, NULL, &guard, &sub);
+            break;
         }
-        if (st != VN_OK) break;
-        if (last != NULL) vn_submission_release(last); /* done with the one before: queue order */
-        last = sub;
+        if (end == total) {
+            /* The last part is the one tracked: the queue runs in order, so its
+             * completion is the whole replay's. */
+            st = vn_submit_tracked_locked(dev, cb, NULL, out);
+            if (st != VN_OK) break;
+        } else {
+            wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
+            wgpu.CommandBufferRelease(cb);
+        }
         first = end;
         size *= 2;
     }
-    if (st != VN_OK) {
-        if (last != NULL) vn_submission_release(last);
-        if (first == 0) return st; /* nothing was submitted */
+    vn_submit_end_exclusive(dev);
+    if (st != VN_OK && first > 0) {
         char prefix[200];
         snprintf(prefix, sizeof prefix, "after %zu of this replay's %zu steps were submitted (they run): ", first,
                  total);
         return vn_fail_prefixed(st, prefix);
     }
-    *out = last;
-    return VN_OK;
+    return st;
 }
 
 static vn_status sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, vn_submission **out) {

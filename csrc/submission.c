@@ -62,18 +62,23 @@ static void submission_destroy(vn_object *object) {
 
 vn_status vn_submit_tracked(vn_device *dev, WGPUCommandBuffer cb, const char *what, vn_timing *timing,
                             const vn_submit_guard *guard, vn_submission **out) {
+    vn_status st = vn_submit_begin_guarded(dev, what, guard);
+    if (st != VN_OK) {
+        wgpu.CommandBufferRelease(cb);
+        if (timing != NULL) vn_timing_release(timing);
+        return st;
+    }
+    st = vn_submit_tracked_locked(dev, cb, timing, out);
+    vn_submit_end(dev);
+    return st;
+}
+
+vn_status vn_submit_tracked_locked(vn_device *dev, WGPUCommandBuffer cb, vn_timing *timing, vn_submission **out) {
     vn_submission *s = calloc(1, sizeof *s);
     if (s == NULL) {
         wgpu.CommandBufferRelease(cb);
         if (timing != NULL) vn_timing_release(timing);
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a submission record. Fix: free host memory.");
-    }
-    vn_status st = vn_submit_begin_guarded(dev, what, guard);
-    if (st != VN_OK) {
-        wgpu.CommandBufferRelease(cb);
-        if (timing != NULL) vn_timing_release(timing);
-        free(s);
-        return st;
     }
     if (timing != NULL) s->timing = *timing; /* the submission owns the query resources now */
     vn_mutex_init(&s->lock);
@@ -89,7 +94,6 @@ vn_status vn_submit_tracked(vn_device *dev, WGPUCommandBuffer cb, const char *wh
     info.callback = on_work_done;
     info.userdata1 = s;
     wgpu.QueueOnSubmittedWorkDone(dev->queue, info);
-    vn_submit_end(dev);
     wgpu.CommandBufferRelease(cb);
     vn_live_add(VN_LIVE_SUBMISSION, 1);
     *out = s;

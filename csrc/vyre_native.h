@@ -511,9 +511,10 @@ size_t vn_sequence_length(const vn_sequence *sequence);
  * Once these steps have been replayed whole, an untimed replay of VN_SPLIT_MIN_STEPS
  * steps or more on an adapter whose submits do not wait for earlier work (a GPU, not a
  * CPU adapter) goes in several submits instead, in order (see VN_SPLIT_FIRST_STEPS), and
- * the submission returned is the last. Should a later part fail (wgpu-py destroyed or
- * mapped a buffer the sequence shares with it, the device was lost), the error says
- * how many steps were submitted before it. */
+ * the submission returned is the last. The replay holds the device's life lock for
+ * writing across its parts, so no other submit, queued write, readback, wgpu-py map or
+ * destroy comes between them. Should a later part fail (the device lost meanwhile), the
+ * error says how many steps were submitted before it. */
 vn_status vn_sequence_replay(vn_sequence *sequence, uint32_t n, vn_timing_mode timing, vn_submission **out);
 void vn_sequence_release(vn_sequence *sequence);
 

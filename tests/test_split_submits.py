@@ -208,3 +208,51 @@ def test_split_replays_compute_what_whole_ones_do(
             np.testing.assert_array_equal(np.frombuffer(f32[i].read(), np.float32), model_f[i])
     finally:
         lib.vn_debug_split_submits_everywhere(0)
+
+
+def test_a_split_replay_runs_as_one_unit_beside_other_threads_replays_and_writes(
+    device: vn.Device, kit: tuple[vn.Pipeline, vn.Pipeline], split_everywhere: None
+) -> None:
+    # Two threads replay sequences that share a scratch buffer (clear it, count into it
+    # 40 times, copy it out), and a third writes into it: split into parts, a replay must
+    # still run as one command buffer would, with nothing of another thread's between
+    # its parts (found by attacking the first version, which held nothing across parts:
+    # 5 of 80 results read 24, 56, 57 or 73 instead of 40).
+    import threading
+
+    tmp = device.alloc(4 * N)
+    seqs, outs = [], []
+    for _ in range(2):
+        out = device.alloc(4 * N)
+        seq = device.sequence()
+        seq.clear(tmp)
+        for _ in range(40):
+            seq.add(kit[0], [], [tmp])
+        seq.copy(tmp, out)
+        seq.replay().wait()  # whole once: later replays split
+        seqs.append(seq)
+        outs.append(out)
+    wrong: list[int] = []
+    stop = threading.Event()
+
+    def replays(k: int) -> None:
+        for _ in range(40):
+            seqs[k].replay().wait()
+            value = int(np.frombuffer(outs[k].read(), np.uint32)[0])
+            if value != 40:
+                wrong.append(value)
+
+    def writes() -> None:
+        junk = np.full(N, 1000, np.uint32)
+        while not stop.is_set():
+            tmp.write(junk)
+
+    threads = [threading.Thread(target=replays, args=(k,)) for k in range(2)]
+    writer = threading.Thread(target=writes)
+    for t in (*threads, writer):
+        t.start()
+    for t in threads:
+        t.join()
+    stop.set()
+    writer.join()
+    assert wrong == [], f"split replays interleaved with other work: {sorted(set(wrong))}"
