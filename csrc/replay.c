@@ -153,8 +153,29 @@ typedef struct encoder_job {
     vn_status (*submittable)(const void *what);
 } encoder_job;
 
-/* Encode inside error scopes, then submit only a cleanly finished command buffer:
- * wgpu-native aborts the process on submitting an invalid one. */
+/* An encoder inside an error scope, and its end: *cb is the finished command buffer
+ * when the scope popped clean, else NULL (released) with the scope's error. Only such a
+ * buffer may be submitted: wgpu-native aborts the process on submitting an invalid one. */
+static WGPUCommandEncoder begin_encoding(vn_device *dev, const char *label) {
+    vn_scope_begin(dev);
+    WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
+    ed.label = vn_sv(label);
+    return wgpu.DeviceCreateCommandEncoder(dev->device, &ed);
+}
+
+static vn_status finish_encoding(vn_device *dev, const char *label, WGPUCommandEncoder enc, WGPUCommandBuffer *cb) {
+    *cb = wgpu.CommandEncoderFinish(enc, NULL);
+    wgpu.CommandEncoderRelease(enc);
+    vn_status st = vn_scope_end(dev, label, VN_ERROR_VALIDATION,
+                                "check the buffers against the shaders' declared types, and copy ranges and alignment.");
+    if (st != VN_OK && *cb != NULL) {
+        wgpu.CommandBufferRelease(*cb);
+        *cb = NULL;
+    }
+    return st;
+}
+
+/* Encode inside error scopes, then submit only a cleanly finished command buffer. */
 static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const void *what, uint32_t n,
                                    vn_timing_mode mode, const char *label, vn_submission **out) {
     const vn_submit_guard guard = {job->submittable, what};
@@ -177,18 +198,12 @@ static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const
             return st;
         }
     }
-    vn_scope_begin(dev);
-    WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
-    ed.label = vn_sv(label);
-    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, &ed);
+    WGPUCommandEncoder enc = begin_encoding(dev, label);
     job->encode(what, enc, n, &timing);
     vn_timing_resolve(&timing, enc);
-    WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
-    wgpu.CommandEncoderRelease(enc);
-    st = vn_scope_end(dev, label, VN_ERROR_VALIDATION,
-                      "check the buffers against the shaders' declared types, and copy ranges and alignment.");
+    WGPUCommandBuffer cb;
+    st = finish_encoding(dev, label, enc, &cb);
     if (st != VN_OK) {
-        if (cb != NULL) wgpu.CommandBufferRelease(cb);
         vn_timing_release(&timing);
         return st;
     }
@@ -524,15 +539,12 @@ static vn_status replay_in_submits(vn_sequence *s, uint32_t n, vn_submission **o
     static const char label[] = "replaying a sequence";
     vn_device *dev = s->device;
     const vn_submit_guard guard = {sequence_submittable, s};
-    /* No vn_submit_ready: a device whose submits wait splits only in tests. */
-    vn_status st = vn_device_check(dev, label);
-    if (st == VN_OK) st = vn_submit_guard_check(&guard); /* refused at once: nothing encoded */
-    if (st != VN_OK) return st;
     /* The write side across every part: no other thread's submit or queued write can
      * land between two parts (the replay stays one unit, as one command buffer is), and
      * neither wgpu-py's map or destroy of a shared buffer nor destroy() can come between
-     * the guard's check and the last part. */
-    st = vn_submit_begin_exclusive(dev, label, &guard);
+     * the guard's check and the last part. Its checks come before anything is encoded.
+     * No vn_submit_ready: a device whose submits wait splits only in tests. */
+    vn_status st = vn_submit_begin_exclusive(dev, label, &guard);
     if (st != VN_OK) return st;
     vn_timing none;
     memset(&none, 0, sizeof none);
@@ -540,15 +552,10 @@ static vn_status replay_in_submits(vn_sequence *s, uint32_t n, vn_submission **o
     size_t first = 0, size = VN_SPLIT_FIRST_STEPS;
     while (first < total) {
         size_t end = total - first < 2 * size ? total : first + size;
-        vn_scope_begin(dev);
-        WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
-        ed.label = vn_sv(label);
-        WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, &ed);
+        WGPUCommandEncoder enc = begin_encoding(dev, label);
         encode_steps(s, enc, first, end, &none);
-        WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
-        wgpu.CommandEncoderRelease(enc);
-        st = vn_scope_end(dev, label, VN_ERROR_VALIDATION,
-                          "check the buffers against the shaders' declared types, and copy ranges and alignment.");
+        WGPUCommandBuffer cb;
+        st = finish_encoding(dev, label, enc, &cb);
         if (st == VN_OK) st = vn_device_check(dev, label); /* lost while this part was encoded */
         if (st != VN_OK) {
             if (cb != NULL) wgpu.CommandBufferRelease(cb);
