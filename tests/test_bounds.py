@@ -15,21 +15,12 @@ import os
 import numpy as np
 import pytest
 from childproc import run_child
-from wgsl_kernels import DOUBLE
+from wgsl_kernels import COUNTER, DOUBLE
 
 import vyre_native as vn
 from vyre_native._lib import lib
 
 PER_SUBMIT = 256
-
-# acc[i] += 1 for every element: the number of launches that ran is readable afterwards.
-COUNTER = """
-@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if (gid.x < arrayLength(&acc)) { acc[gid.x] = acc[gid.x] + 1u; }
-}
-"""
 
 
 @pytest.fixture(scope="module")

@@ -9,18 +9,12 @@ from __future__ import annotations
 
 import pytest
 from childproc import run_child
+from wgsl_kernels import COUNTER
 
-SETUP = '''
+SETUP = f"INC = {COUNTER!r}\n" + '''
 from vyre_native._lib import lib
 import random
 lib.vn_debug_split_submits_everywhere(1)
-INC = """
-@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    if (g.x < arrayLength(&acc)) { acc[g.x] = acc[g.x] + 1u; }
-}
-"""
 outcomes = {}
 def note(e=None):
     if e is None:

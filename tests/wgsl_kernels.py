@@ -35,3 +35,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (i < arrayLength(&out)) { out[i] = inp[i] * params.scale; }
 }
 """
+
+# acc[i] += 1 for every element (an in/out state, compiled with preserve=["acc"]): the
+# number of launches that ran is readable afterwards.
+COUNTER = """
+@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x < arrayLength(&acc)) { acc[gid.x] = acc[gid.x] + 1u; }
+}
+"""
