@@ -139,7 +139,12 @@ void vn_device_destroy_shared(vn_device *device, const char *reason) {
     vn_unacquire(device);
 }
 
-/* A new reference is what acquiring takes: the watcher keeps it. */
-void vn_buffer_retain_for_watch(vn_buffer *buffer) { (void)vn_acquire(buffer, VN_KIND_BUFFER, __func__); }
+/* A new reference is what acquiring takes: the slot keeps it (NULL when `buffer` is not
+ * a live buffer). */
+void vn_buffer_retain_for_watch(vn_buffer *buffer, vn_buffer **slot) {
+    *slot = vn_acquire(buffer, VN_KIND_BUFFER, __func__) == VN_OK ? buffer : NULL;
+}
 
-void vn_device_retain_for_watch(vn_device *device) { (void)vn_acquire(device, VN_KIND_DEVICE, __func__); }
+void vn_device_retain_for_watch(vn_device *device, vn_device **slot) {
+    *slot = vn_acquire(device, VN_KIND_DEVICE, __func__) == VN_OK ? device : NULL;
+}

@@ -77,6 +77,27 @@ static const char *kind_name(unsigned kind) {
     }
 }
 
+void vn_handle_release(void *handle) {
+    /* Any live kind: vn_release's generic path is each kind's release (every
+     * vn_<kind>_release is vn_release_handle of its kind). */
+    vn_object *object = handle;
+    if (object != NULL && kind_name(atomic_load_explicit(&object->kind, memory_order_relaxed)) != NULL)
+        vn_release(object);
+}
+
+void vn_slot_release(void *slot) {
+    vn_object **held = slot;
+    vn_object *object = *held;
+    *held = NULL;
+    vn_handle_release(object);
+}
+
+void vn_view_slot_release(vn_view *view) {
+    vn_buffer *buffer = view->buffer;
+    view->buffer = NULL;
+    vn_release_handle(buffer, VN_KIND_BUFFER);
+}
+
 vn_status vn_handle_error(const void *handle, vn_kind kind, const char *fn) {
     const char *want = kind_name((unsigned)kind);
     if (handle == NULL)

@@ -4,7 +4,7 @@
 # size, and leave logs and pytest-benchmark JSON in $OUT. Prepared beforehand on the
 # development machine with the shared gpu/prepare.sh (wheels + Vulkan loader in .gpu/).
 #
-#   device run, carry [".gpu"]:  bash scripts/gpu_run.sh [tests] [bench] [workloads]
+#   device run, carry [".gpu"]:  bash scripts/gpu_run.sh [tests] [files] [bench] [workloads]
 #
 # Each stage has its own time limit (VN_GPU_*_S) so one slow stage cannot eat the
 # others'; a stage's exit status goes to $OUT/summary.txt. VN_GPU_TEST_ARGS adds pytest
@@ -25,35 +25,57 @@ cd /tmp  # a neutral folder: the checkout's vyre_native/ has no compiled module 
 { nvidia-smi -L; python3 -c 'import vyre_native as vn; print(vn.__version__, vn.library_version()); [print(a) for a in vn.enumerate_adapters()]'; } > "$OUT/machine.txt" 2>&1
 # A stage that exhausts the machine's memory takes the machine down, and with it every
 # result of the call (seen: runs that ended "the device machine stopped answering").
-# The watchdog kills the stage first, while VN_GPU_MIN_FREE_GIB is still available.
-watchdog() {  # pid, name
-  local floor=$(( ${VN_GPU_MIN_FREE_GIB:-16} * 1024 * 1024 )) avail
-  while kill -0 "$1" 2>/dev/null; do
+# So each stage runs in a session of its own, watched: it is killed while
+# VN_GPU_MIN_FREE_GIB is still available, and one that does not die when killed (stuck in
+# the GPU driver) is left behind 20 s after its limit, so the call still returns its logs.
+# sampler.log records the machine every 5 s, and the tests stage writes one line per
+# test (conftest's VN_TEST_RESOURCE_LOG), both synced as they go.
+sampler() {
+  while :; do
+    { date +%T; awk '/^MemAvailable:/ {printf " avail_kib=%s", $2}' /proc/meminfo; printf " load=%s " "$(cut -d' ' -f1 /proc/loadavg)";
+      nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader 2>&1 | head -1; } >> "$OUT/sampler.log"
+    sync "$OUT/sampler.log" 2>/dev/null; sleep 5
+  done
+}
+sampler & sampler_pid=$!
+trap 'kill $sampler_pid 2>/dev/null' EXIT
+run() {  # name, limit, command...
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS floor=$(( ${VN_GPU_MIN_FREE_GIB:-16} * 1024 * 1024 )) avail status=done
+  setsid timeout -k 5 "$limit" "$@" > "$OUT/$name.log" 2>&1 &
+  local pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
     avail=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
     if [ "$avail" -lt "$floor" ]; then
-      echo "$2: killed by the memory watchdog (MemAvailable ${avail} KiB)" >> "$OUT/summary.txt"
-      kill -KILL -- "-$1"; return  # timeout leads its own process group: children included
+      echo "$name: killed by the memory watchdog (MemAvailable ${avail} KiB)" >> "$OUT/summary.txt"
+      kill -KILL -- "-$pid" 2>/dev/null  # its own session and process group: children included
+    fi
+    if [ $((SECONDS - t0)) -gt $((limit + 20)) ]; then
+      status=stuck; echo "$name: still there 20 s after its limit, left behind" >> "$OUT/summary.txt"; break
     fi
     sleep 0.2
   done
-}
-run() {  # name, limit, command...
-  local name=$1 limit=$2; shift 2
-  local t0=$SECONDS
-  timeout "$limit" "$@" > "$OUT/$name.log" 2>&1 &
-  local pid=$!
-  watchdog "$pid" "$name" &
-  wait "$pid"
-  echo "$name rc=$? ${SECONDS}s-${t0}s" >> "$OUT/summary.txt"
+  local rc=stuck; [ $status = stuck ] || { wait "$pid"; rc=$?; }
+  echo "$name rc=$rc ${SECONDS}s-${t0}s" >> "$OUT/summary.txt"
 }
 for stage in "${stages[@]}"; do
   case $stage in
-    tests) run tests "${VN_GPU_TESTS_S:-200}" python3 -m pytest "$ROOT/tests" ${VN_GPU_TEST_ARGS:-} -v -rfE -p no:cacheprovider ;;
+    tests) VN_TEST_RESOURCE_LOG=$OUT/resources.log run tests "${VN_GPU_TESTS_S:-200}" python3 -m pytest "$ROOT/tests" ${VN_GPU_TEST_ARGS:-} -v -rfE -p no:cacheprovider ;;
+    files)  # each test file in a pytest process of its own: the whole suite, without what
+            # one process accumulates over it (compare with the tests stage)
+      mkdir -p "$OUT/files"; files_t0=$SECONDS
+      for f in "$ROOT"/tests/test_*.py; do
+        name=$(basename "$f" .py)
+        if [ $((SECONDS - files_t0)) -gt "${VN_GPU_FILES_S:-400}" ]; then echo "files: $name not run (VN_GPU_FILES_S)" >> "$OUT/summary.txt"; continue; fi
+        VN_TEST_RESOURCE_LOG=$OUT/files/resources.log run "files/$name" "${VN_GPU_FILE_S:-150}" \
+          python3 -m pytest "$f" -q -rfE -p no:cacheprovider
+        echo "  $(tail -1 "$OUT/files/$name.log")" >> "$OUT/summary.txt"
+      done ;;
     bench) run bench "${VN_GPU_BENCH_S:-300}" python3 -m pytest -c "$ROOT/benchmarks/pytest.ini" "$ROOT/benchmarks" \
              -q --benchmark-json "$OUT/bench.json" ;;
     workloads) VN_WORKLOAD_SIZE=full run workloads "${VN_GPU_WORKLOADS_S:-200}" python3 -m pytest \
              -c "$ROOT/benchmarks/pytest.ini" "$ROOT/benchmarks/workloads" -q --benchmark-json "$OUT/workloads.json" ;;
-    *) echo "gpu_run: unknown stage $stage (tests, bench, workloads)" >> "$OUT/summary.txt" ;;
+    *) echo "gpu_run: unknown stage $stage (tests, files, bench, workloads)" >> "$OUT/summary.txt" ;;
   esac
 done
 cat "$OUT/summary.txt"

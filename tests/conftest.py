@@ -14,12 +14,21 @@ import pytest
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # silences a harmless lavapipe warning
 
+import resource_log
+
 import vyre_native as vn
 
 
 def pytest_report_header() -> str:
     """Which vyre_native the run tests (the checkout's editable install, or a wheel)."""
     return f"vyre_native {vn.__version__} from {os.path.dirname(vn.__file__)}"
+
+
+if resource_log.PATH:
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logfinish(nodeid: str, location: object) -> None:
+        resource_log.append(nodeid)
 
 
 @pytest.fixture(scope="session")

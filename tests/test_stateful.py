@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import resource_log
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -1016,6 +1017,7 @@ class APIMachine(RuleBasedStateMachine):
         assert after == self.baseline, (
             f"live objects {after} differ from {self.baseline} after releasing everything"
         )
+        resource_log.append("stateful example")
 
 
 class _Failed:
@@ -1046,6 +1048,7 @@ def run_machine() -> None:
 def test_api_state_machine() -> None:
     code = (
         "import importlib.util, sys\n"
+        f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})  # resource_log\n"
         f"spec = importlib.util.spec_from_file_location('vn_test_stateful', {os.path.abspath(__file__)!r})\n"
         "mod = importlib.util.module_from_spec(spec)\n"
         "sys.modules['vn_test_stateful'] = mod\n"

@@ -6,6 +6,12 @@ goes, which includes the local variable of any thread that is inside a C call on
 it at that moment. So releasing from one thread while another uses the handle is
 never a use-after-free, and needs no lock on the hot path.
 
+A creating C call writes its new object into a *slot* (``new_slot``) that owns it from
+that moment until ``owned`` moves it into the handle's pointer, in steps no
+KeyboardInterrupt can land between: the object is released exactly once however the
+caller is interrupted ("call, then wrap the result in ffi.gc" leaked the object, and
+through it its device, when one landed in between).
+
 Handles are made by the calls that create their C objects (``Device.upload``,
 ``Pipeline.record``, ...), never by calling the class; and they cannot be pickled or
 copied, since what they own is memory and state of this process's GPU device.
@@ -15,7 +21,45 @@ from __future__ import annotations
 
 from typing import Any, Self
 
+from ._native import ffi, lib
 from .errors import ReleasedError, WrongTypeError
+
+# Every release is a C function: no Python code runs in one, so no signal lands there.
+_new, _gc, _NULL = ffi.new, ffi.gc, ffi.NULL
+_release, _slot_release, _view_slot_release = lib.vn_handle_release, lib.vn_slot_release, lib.vn_view_slot_release
+
+
+def new_slot(ctype: Any) -> Any:
+    """An out-parameter (``"vn_buffer **"``...) for a creating C call that owns what the
+    call writes into it, until ``owned`` moves it out: collected, it releases that."""
+    return _gc(_new(ctype), _slot_release)
+
+
+def new_view_slot() -> Any:
+    """A ``vn_view *`` out-parameter that owns the reference a call takes on its buffer."""
+    return _gc(_new("vn_view *"), _view_slot_release)
+
+
+# How the move cannot be split: CPython raises a pending signal's exception only at a
+# function's start and after a call has returned (never inside a subscript or an
+# attribute store, nor before a call starts). Between reading the slot and ffi.gc
+# returning there is no such point; the one right after it drops ffi.gc's result, which
+# releases the object. So at every point exactly one of the slot and that result owns it.
+
+
+def owned(slot: Any) -> Any:
+    """Move the object out of ``slot``: the owning pointer (released when collected) a
+    handle keeps."""
+    ptr = slot[0]
+    slot[0] = _NULL
+    return _gc(ptr, _release)
+
+
+def owned_view_buffer(view: Any) -> Any:
+    """``owned`` for the buffer of a view slot (``new_view_slot``)."""
+    ptr = view.buffer
+    view.buffer = _NULL
+    return _gc(ptr, _release)
 
 
 class Handle:
@@ -35,7 +79,7 @@ class Handle:
 
     @classmethod
     def _wrap(cls, ptr: Any) -> Self:
-        """A handle owning ``ptr`` (already under ``ffi.gc``); the one way handles are made."""
+        """A handle owning ``ptr`` (from ``owned``); the one way handles are made."""
         self = cls.__new__(cls)
         self._ptr = ptr
         return self

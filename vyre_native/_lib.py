@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _log
+from ._handles import new_slot
 from ._marshal import to_path
 from ._native import ffi, lib
 from .errors import LibraryError, raise_for
@@ -80,18 +81,18 @@ def read_sliced(read: Callable[[Any], int], dst: Any, capacity: int) -> None:
     the read has not started (a CPU adapter's queue is still busy), so call it again;
     VN_PENDING with a read in ``pending``: keep finishing that read, and release it
     however the wait ends (never waits: a read still in flight goes to its device)."""
-    pending = ffi.new("vn_pending_read **")
+    pending = new_slot("vn_pending_read **")  # releases a started read however this ends
     status = read(pending)
     while status == PENDING and pending[0] == ffi.NULL:
         status = read(pending)
     if status == PENDING:
-        read = pending[0]
+        started = pending[0]
         try:
-            status = lib.vn_pending_read_finish(read, dst, capacity)
+            status = lib.vn_pending_read_finish(started, dst, capacity)
             while status == PENDING:
-                status = lib.vn_pending_read_finish(read, dst, capacity)
+                status = lib.vn_pending_read_finish(started, dst, capacity)
         finally:
-            lib.vn_pending_read_release(read)
+            lib.vn_slot_release(pending)  # now, not at collection: the read's staging is reused
     check(status)
 
 

@@ -114,7 +114,8 @@ class Buffer(_Reads, Handle):
 
     @classmethod
     def _adopt(cls, device: Device, raw: Any) -> Buffer:
-        self = cls._wrap(ffi.gc(raw, lib.vn_buffer_release))
+        """The handle of ``raw``, an owning pointer (``owned``)."""
+        self = cls._wrap(raw)
         self._device = device  # keeps the Device (and its close state) reachable
         desc = ffi.new("vn_buffer_desc *")
         check(lib.vn_buffer_describe(raw, desc))

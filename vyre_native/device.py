@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Sequence as SequenceABC
 from typing import Any, ClassVar
 
-from ._handles import Handle
+from ._handles import Handle, new_slot, owned
 from ._lib import check, check_wait, ffi, lib, load_library
 from ._marshal import (
     to_choice,
@@ -115,12 +115,13 @@ class Device(Handle):
             " ".join(to_str_tuple(required_features, "required_features")), "required_features"
         )
         load_library()
-        out = ffi.new("vn_device **")
+        out = new_slot("vn_device **")
         check(lib.vn_device_create(power, index, name, required, out))
-        self._init_native(out[0])
+        self._init_native(owned(out))
 
     def _init_native(self, raw: Any) -> None:
-        self._ptr = ffi.gc(raw, lib.vn_device_release)
+        """Become the handle of ``raw``, an owning pointer (``owned``)."""
+        self._ptr = raw
         info = ffi.new("vn_device_info *")
         check(lib.vn_device_get_info(raw, info))
         self._info = _info_dict(info)
@@ -198,25 +199,25 @@ class Device(Handle):
         """
         ptr = self._live()
         src, nbytes = to_readable(data, "upload")
-        out = ffi.new("vn_buffer **")
+        out = new_slot("vn_buffer **")
         check(lib.vn_buffer_create(ptr, nbytes, to_usage(usage, "upload usage"), src, out))
-        return Buffer._adopt(self, out[0])
+        return Buffer._adopt(self, owned(out))
 
     def alloc(self, nbytes: int, usage: BufferUsage | int | None = None) -> Buffer:
         """A new zero-filled buffer of ``nbytes`` bytes."""
         ptr = self._live()
         size, bits = to_u64(nbytes, "alloc nbytes"), to_usage(usage, "alloc usage")
-        out = ffi.new("vn_buffer **")
+        out = new_slot("vn_buffer **")
         check(lib.vn_buffer_create(ptr, size, bits, ffi.NULL, out))
-        return Buffer._adopt(self, out[0])
+        return Buffer._adopt(self, owned(out))
 
     # -- replay ----------------------------------------------------------------------
 
     def sequence(self) -> Sequence:
         """An empty ``vn.Sequence`` on this device."""
-        out = ffi.new("vn_sequence **")
+        out = new_slot("vn_sequence **")
         check(lib.vn_sequence_create(self._live(), out))
-        return Sequence._adopt(self, out[0])
+        return Sequence._adopt(self, owned(out))
 
     def submit(self, work: SequenceABC[Recording | Sequence], timing: bool | str = False) -> Submission:
         """Encode recordings and sequences, in order, into one command buffer; one queue submit.
@@ -232,14 +233,14 @@ class Device(Handle):
                 c_items[i].recording = pinned[i]
             else:
                 c_items[i].sequence = pinned[i]
-        out, count, mode = ffi.new("vn_submission **"), len(items), to_timing(timing)
+        out, count, mode = new_slot("vn_submission **"), len(items), to_timing(timing)
         # VN_PENDING: a CPU adapter's queue still runs earlier work
         check_wait(
             lib.vn_device_submit(ptr, c_items, count, mode, out),
             lambda: lib.vn_device_submit(ptr, c_items, count, mode, out),
         )
         del pinned  # held until the call returned
-        return Submission._adopt(out[0])
+        return Submission._adopt(owned(out))
 
     @property
     def timestamps(self) -> bool:

@@ -32,7 +32,7 @@ class PrerecordedDispatch(OutputReads, Handle):
     @classmethod
     def _adopt(cls, pipeline: Pipeline, raw: Any) -> PrerecordedDispatch:
         # Kept to the minimum: this runs once per launch on the pre-record path.
-        self = cls._wrap(ffi.gc(raw, lib.vn_dispatch_release))
+        self = cls._wrap(raw)  # an owning pointer (``owned``)
         self._pipeline = pipeline
         # Only the one replay() that wins the C layer's exchange ever writes this,
         # so threads racing on replay() cannot clash over it.

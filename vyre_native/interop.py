@@ -44,6 +44,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from ._handles import new_slot, owned
 from ._lib import check, ffi, lib, library_path, load_library
 from .buffer import Buffer
 from .device import Device
@@ -246,7 +247,7 @@ def _device_locked(wffi: Any, api: Any, gpu_device: Any) -> tuple[Device, _Devic
         if watch.native is None or _is_closed(watch.native):
             # First use, or its vn.Device was closed (and everything made on it with
             # it): a new C device, which the watch follows from now on.
-            out = ffi.new("vn_device **")
+            out = new_slot("vn_device **")
             check(
                 lib.vn_device_adopt(
                     _address(wffi, api.get_wgpu_instance()),
@@ -256,7 +257,7 @@ def _device_locked(wffi: Any, api: Any, gpu_device: Any) -> tuple[Device, _Devic
                     out,
                 )
             )
-            native = ffi.gc(out[0], lib.vn_device_release)
+            native = owned(out)
             if gpu_device._poller is None:
                 # wgpu-py destroyed it before this watch was registered (its destroy()
                 # stops the device's poller and forgets it): lost from the start.
@@ -264,8 +265,9 @@ def _device_locked(wffi: Any, api: Any, gpu_device: Any) -> tuple[Device, _Devic
             watch.native = native
         # A handle of its own on the watched C device (the last handle was collected,
         # not closed: recordings or reads may still use that C device, so it stays the one).
-        lib.vn_device_retain_for_watch(watch.native)
-        raw = ffi.cast("vn_device *", watch.native)
+        slot = new_slot("vn_device **")
+        lib.vn_device_retain_for_watch(watch.native, slot)
+        raw = owned(slot)
     device = Device._from_native(raw)
     device._wgpu_device = gpu_device
     watch.device = weakref.ref(device)
@@ -314,12 +316,13 @@ def buffer_from_wgpu(gpu_buffer: Any) -> Buffer:
         with watch.lock:
             if watch.native is None or watch.device is not device_watch.native:
                 # First adoption, or the last one was on a device closed since.
-                out = ffi.new("vn_buffer **")
+                out = new_slot("vn_buffer **")
                 mapped = str(gpu_buffer.map_state) != "unmapped"  # a pending map aborts a submit too
                 check(lib.vn_buffer_adopt(device._live(), _address(wffi, key), mapped, out))
-                watch.native, watch.device = ffi.gc(out[0], lib.vn_buffer_release), device_watch.native
-            lib.vn_buffer_retain_for_watch(watch.native)
-            raw = ffi.cast("vn_buffer *", watch.native)
+                watch.native, watch.device = owned(out), device_watch.native
+            slot = new_slot("vn_buffer **")
+            lib.vn_buffer_retain_for_watch(watch.native, slot)
+            raw = owned(slot)
         return Buffer._adopt(device, raw)
 
 
@@ -344,8 +347,9 @@ def buffer_to_wgpu(buffer: Buffer) -> Any:
         watch = _buffer_watch(internal)
         with watch.lock:  # wgpu-py has no object of it before this call returns one
             if watch.native is None or watch.device is not device_watch.native:
-                lib.vn_buffer_retain_for_watch(native)
-                watch.native = ffi.gc(ffi.cast("vn_buffer *", native), lib.vn_buffer_release)
+                slot = new_slot("vn_buffer **")
+                lib.vn_buffer_retain_for_watch(native, slot)
+                watch.native = owned(slot)
                 watch.device = device_watch.native
         for ref in watch.wrappers:
             existing = ref()

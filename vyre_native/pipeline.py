@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._handles import Handle
+from ._handles import Handle, new_slot, owned
 from ._lib import check, ffi, lib
 from ._marshal import (
     to_constants,
@@ -157,14 +157,14 @@ class Pipeline(Handle):
         # Nesting deeper than naga's stack can take is refused before naga parses it;
         # _prepare() checks it (and its tokens serve reflection below).
         tokens = _prepare(wgsl) if module is None else None
-        shader_out = ffi.new(_SHADER_OUT)
+        shader_out = new_slot(_SHADER_OUT)
         # Compile next: a WGSL error is reported by the compiler, with its line,
         # before reflection has to make sense of the text.
         try:
             check(lib.vn_shader_create(dev_ptr, source, len(source), shader_out))
         except ShaderError as err:
             raise _shader_error(err) from None
-        shader = ffi.gc(shader_out[0], lib.vn_shader_release)
+        shader = shader_out[0]  # the slot owns it (released with it, or by the finally below)
 
         if module is None:
             module = reflect(wgsl if tokens is None else tokens, entry_point, names_kept, values)
@@ -210,14 +210,14 @@ class Pipeline(Handle):
                 "immediate_size": module.immediate_size,
             },
         )
-        out = ffi.new(_PIPELINE_OUT)
+        out = new_slot(_PIPELINE_OUT)
         try:
             check(lib.vn_pipeline_create(dev_ptr, shader, desc, out))
         except ShaderError as err:
             raise _shader_error(err) from None
         finally:
-            ffi.release(shader)
-        self = cls._wrap(ffi.gc(out[0], lib.vn_pipeline_release))
+            lib.vn_slot_release(shader_out)  # the pipeline holds what it needs of the shader
+        self = cls._wrap(owned(out))
         self._device = device
         self.bindings = list(bindings)
         self.entry_point = entry_point
@@ -271,10 +271,10 @@ class Pipeline(Handle):
         """
         ptr = self._live()
         args, pinned = dispatch_args(inputs, outputs, params, workgroups, immediates, bind, indirect)
-        out = ffi.new("vn_dispatch **")
+        out = new_slot("vn_dispatch **")
         check(lib.vn_dispatch_record(ptr, args, out))
         del pinned  # held until the call returned
-        return PrerecordedDispatch._adopt(self, out[0])
+        return PrerecordedDispatch._adopt(self, owned(out))
 
     def record(
         self,
@@ -295,10 +295,10 @@ class Pipeline(Handle):
         """
         ptr = self._live()
         args, pinned = dispatch_args(inputs, outputs, params, workgroups, immediates, bind, indirect)
-        out = ffi.new("vn_recording **")
+        out = new_slot("vn_recording **")
         check(lib.vn_recording_create(ptr, args, out))
         del pinned  # held until the call returned
-        return Recording._adopt(self, out[0])
+        return Recording._adopt(self, owned(out))
 
     def prerecord_borrowed_dispatch(
         self,
@@ -336,7 +336,7 @@ class Pipeline(Handle):
             )
             n_sizes = len(counts)
         x, y, z = to_workgroups(workgroups)
-        out = ffi.new("vn_dispatch **")
+        out = new_slot("vn_dispatch **")
         check(
             lib.vn_dispatch_record_borrowed(
                 ptr,
@@ -353,7 +353,7 @@ class Pipeline(Handle):
                 out,
             )
         )
-        return PrerecordedDispatch._adopt(self, out[0])
+        return PrerecordedDispatch._adopt(self, owned(out))
 
 
 def _indirect_pair(indirect: Any) -> tuple[str, int]:

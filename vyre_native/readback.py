@@ -17,7 +17,7 @@ from typing import Any, Literal, overload
 import numpy as np
 from numpy.typing import NDArray
 
-from ._handles import Handle
+from ._handles import Handle, new_slot, owned
 from ._lib import check_wait, done_flag, ffi, lib
 from ._marshal import to_bool, to_destination, to_layout
 from ._typing import DTypeLike, ShapeLike
@@ -43,7 +43,7 @@ class MappedStaging:
     nbytes: int
 
     def __init__(self, mapping: Any, address: int, nbytes: int) -> None:
-        self._mapping = mapping  # ffi.gc(vn_mapping *, vn_mapping_release)
+        self._mapping = mapping  # owned(vn_mapping ** slot): unpins when collected
         self.nbytes = nbytes
         self.__array_interface__ = {
             "version": 3,
@@ -62,12 +62,12 @@ class MappedStaging:
 def _pin(read: Any) -> MappedStaging:
     """Wait for the read (one time slice a call, so Ctrl-C interrupts it) and pin its
     staging buffer."""
-    mapping = ffi.new("vn_mapping **")
+    mapping = new_slot("vn_mapping **")
     data = ffi.new("void **")
     check_wait(
         lib.vn_pending_read_pin(read, mapping, data), lambda: lib.vn_pending_read_pin(read, mapping, data)
     )
-    owner = ffi.gc(mapping[0], lib.vn_mapping_release)
+    owner = owned(mapping)
     return MappedStaging(owner, int(ffi.cast("uintptr_t", data[0])), int(lib.vn_pending_read_len(read)))
 
 
@@ -105,9 +105,9 @@ def mapped(read: Any, form: Layout | None) -> memoryview | NDArray[Any]:
 def start(begin: Any, *args: Any) -> Any:
     """Start a read with the C entry point ``begin(*args, vn_pending_read **out)``: the C
     read, released when dropped."""
-    out = ffi.new("vn_pending_read **")
+    out = new_slot("vn_pending_read **")
     check_wait(begin(*args, out), lambda: begin(*args, out))  # VN_PENDING: a CPU adapter's queue is busy
-    return ffi.gc(out[0], lib.vn_pending_read_release)
+    return owned(out)
 
 
 def complete(read: Any, form: Layout | None, copy: bool) -> bytes | memoryview | NDArray[Any]:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from numpy.typing import NDArray
 
-from ._handles import Handle
+from ._handles import Handle, new_view_slot, owned_view_buffer
 from ._lib import check, ffi, lib
 from ._marshal import to_index, to_timing, to_u32
 from ._typing import DTypeLike, ShapeLike
@@ -33,13 +33,13 @@ class Recording(OutputReads, Handle):
 
     @classmethod
     def _adopt(cls, pipeline: Pipeline, raw: Any) -> Recording:
-        self = cls._wrap(ffi.gc(raw, lib.vn_recording_release))
+        self = cls._wrap(raw)  # an owning pointer (``owned``)
         self._pipeline = pipeline
         self._outputs = []
-        view = ffi.new("vn_view *")
         for i in range(int(lib.vn_recording_output_count(raw))):
+            view = new_view_slot()  # owns the reference the call takes on view.buffer
             check(lib.vn_recording_output(raw, i, view))
-            buffer = Buffer._adopt(pipeline.device, view.buffer)
+            buffer = Buffer._adopt(pipeline.device, owned_view_buffer(view))
             self._outputs.append(as_output(buffer, int(view.offset), int(view.size)))
         return self
 

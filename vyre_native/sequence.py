@@ -35,7 +35,7 @@ class Sequence(Handle):
 
     @classmethod
     def _adopt(cls, device: Device, raw: Any) -> Sequence:
-        self = cls._wrap(ffi.gc(raw, lib.vn_sequence_release))
+        self = cls._wrap(raw)  # an owning pointer (``owned``)
         self._device = device
         return self
 

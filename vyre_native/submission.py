@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Generator
 from typing import Any
 
-from ._handles import Handle
+from ._handles import Handle, new_slot, owned
 from ._lib import check, check_wait, done_flag, ffi, lib
 from ._marshal import to_seconds
 
@@ -29,7 +29,8 @@ class Submission(Handle):
 
     @classmethod
     def _adopt(cls, raw: Any) -> Submission:
-        self = cls._wrap(ffi.gc(raw, lib.vn_submission_release))
+        """The handle of ``raw``, an owning pointer (``owned``)."""
+        self = cls._wrap(raw)
         self.index = int(lib.vn_submission_index(raw))
         return self
 
@@ -109,13 +110,13 @@ def replay(replay_fn: Any, ptr: Any, n: int, mode: int, steps: int) -> Submissio
     per_submit = max(1, PER_SUBMIT // max(steps, 1))
     if n == 1 or n <= per_submit or mode:
         per_submit = n
-    out = ffi.new("vn_submission **")
     running: list[Submission] = []
     while True:
         k = min(per_submit, n)
+        out = new_slot("vn_submission **")
         # VN_PENDING: a CPU adapter's queue still runs earlier work
         check_wait(replay_fn(ptr, k, mode, out), lambda: replay_fn(ptr, k, mode, out))  # noqa: B023 -- used at once
-        sub = Submission._adopt(out[0])
+        sub = Submission._adopt(owned(out))
         n -= k
         if n == 0:
             return sub
