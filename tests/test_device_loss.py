@@ -181,45 +181,29 @@ def test_wgpu_error_saying_the_device_is_lost_maps_to_device_lost() -> None:
     assert lib.vn_debug_error_status(2, b"Device is lost") == lib.VN_ERROR_DEVICE_LOST
 
 
-_ENDLESS = """
+_LONG_KERNEL = """
 dev = vn.Device()
-if dev.info["adapter_type"] == "CPU":
-    report({"skip": True})
-    sys.exit(0)
-p = dev.compile('''
-@group(0) @binding(0) var<storage, read_write> flag: array<atomic<u32>>;
-@compute @workgroup_size(64)
-fn main() {
-    loop {
-        if (atomicLoad(&flag[1]) == 0xdeadbeefu) { break; }
-        atomicAdd(&flag[0], 1u);
-    }
-}
-''')
-rec = p.record([], [dev.alloc(256)])
+rec, _ = long_recording(dev, 8.0)
 sub = rec.replay()
-out = {"timed_out": outcome(lambda: sub.wait(1.0)), "lost": outcome(lambda: dev.info)}
+out = {"timed_out": outcome(lambda: sub.wait(1.0)), "lost": outcome(lambda: dev.info), "running": not sub.done}
 # Drop everything with the kernel still running: no release may wait for it.
 t0 = time.perf_counter()
-del rec, sub, p, dev
+del rec, sub, dev, _
 gc.collect()
 out["drop_s"] = time.perf_counter() - t0
 report(out)
-# NVIDIA's driver waits in its own exit handler for a kernel that never ends (seen on
-# the H200: the main thread in poll() for good after Python had finished); os._exit
-# skips it, and the kernel driver ends the work (in about 5 s there).
-os._exit(0)
 """
 
 
-def test_an_endless_kernel_is_bounded_by_wait_timeouts_and_its_objects_drop_at_once() -> None:
+def test_a_kernel_running_past_a_wait_timeout_is_bounded_by_it_and_its_objects_drop_at_once() -> None:
     # Not coverage of a hung-kernel device loss: no adapter here loses the device to one.
-    # lavapipe bounds every shader loop at 65535 iterations, so no kernel runs endlessly on
-    # it; NVIDIA's driver (H200, no display) let an endless kernel run for 40 s without
-    # losing the device. The loss path itself is covered by destroy() above.
-    res = run_child(_ENDLESS, timeout=60)
-    if res.get("skip"):
-        pytest.skip("lavapipe bounds every shader loop at 65535 iterations: no kernel runs endlessly here")
+    # NVIDIA's driver (H200, no display) let an endless kernel run for 40 s without
+    # losing the device; the loss path itself is covered by destroy() above. The kernel
+    # ends by itself (about 8 s): an endless one outlives its process on such a GPU (its
+    # driver ends the work only at exit, and waits for it in its exit handler), and GPU
+    # test runs that included one ended with the whole machine unresponsive.
+    res = run_child(_LONG_KERNEL, timeout=120)
     raised(res["timed_out"], "WaitTimeoutError", "1.000 s")
+    assert res["running"], "the kernel had finished within the wait's timeout, so this proves nothing"
     assert res["lost"]["ok"], res["lost"]
-    assert res["drop_s"] < 1.0, f"dropping the objects of an endless kernel took {res['drop_s']:.1f} s"
+    assert res["drop_s"] < 1.0, f"dropping the objects of a running kernel took {res['drop_s']:.1f} s"
