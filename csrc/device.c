@@ -249,6 +249,74 @@ static WGPUInstance create_instance(WGPUInstanceBackend backends) {
     return wgpu.CreateInstance(&desc);
 }
 
+/* ---- the reserve instance ---------------------------------------------------------
+
+ * Each device makes an instance of its own (vn_device_create says why). Some drivers
+ * refuse new Vulkan instances once a process has made a number of them, destroyed or
+ * not: on the H200 machine (NVIDIA 580.159.04), the 31st vkCreateInstance of a process
+ * returns VK_ERROR_INCOMPATIBLE_DRIVER, so a process could make only 30 devices there.
+ * So the first time an instance of a set of backends finds an adapter, one more instance
+ * of that set is made and kept, unused, for the process: its reserve. A device or an
+ * adapter listing whose new instance finds no adapter tries the reserve. Devices made on
+ * it share it, so there a command buffer finished and never submitted keeps its device
+ * alive until exit (README, "Known cost"). Lock-free: a reserve is published once into
+ * an empty slot and never freed, so reading one needs no lock, in a fork() child too,
+ * which ignores its parent's (they belong to another generation) and makes its own. */
+#define RESERVE_SLOTS 8
+struct reserve {
+    WGPUInstanceBackend backends;
+    unsigned generation; /* vn_fork_generation when made */
+    WGPUInstance instance;
+};
+static _Atomic(struct reserve *) reserves[RESERVE_SLOTS];
+static atomic_int refuse_new_instances; /* vn_debug_refuse_new_instances */
+
+void vn_debug_refuse_new_instances(int on) { atomic_store(&refuse_new_instances, on != 0); }
+
+/* An instance for a device or a listing: one that offers no adapter while the debug
+ * switch stands for a driver that refuses new instances. */
+static WGPUInstance new_instance(WGPUInstanceBackend backends) {
+    if (atomic_load(&refuse_new_instances)) return create_instance((WGPUInstanceBackend)WGPUInstanceBackend_BrowserWebGPU);
+    return create_instance(backends);
+}
+
+/* The reserve of `backends` made in this process, with a reference for the caller, or
+ * NULL. */
+static WGPUInstance reserve_get(WGPUInstanceBackend backends) {
+    unsigned generation = atomic_load(&vn_fork_generation);
+    for (int i = 0; i < RESERVE_SLOTS; i++) {
+        struct reserve *r = atomic_load_explicit(&reserves[i], memory_order_acquire);
+        if (r != NULL && r->backends == backends && r->generation == generation) {
+            wgpu.InstanceAddRef(r->instance);
+            return r->instance;
+        }
+    }
+    return NULL;
+}
+
+/* After a new instance of `backends` found an adapter: make its reserve, once. */
+static void reserve_make(WGPUInstanceBackend backends) {
+    WGPUInstance have = reserve_get(backends);
+    if (have != NULL) {
+        wgpu.InstanceRelease(have);
+        return;
+    }
+    struct reserve *made = malloc(sizeof *made);
+    if (made == NULL) return; /* no reserve: devices keep making instances of their own */
+    made->backends = backends;
+    made->generation = atomic_load(&vn_fork_generation);
+    made->instance = create_instance(backends);
+    for (int i = 0; made->instance != NULL && i < RESERVE_SLOTS; i++) {
+        struct reserve *expected = NULL;
+        if (atomic_compare_exchange_strong_explicit(&reserves[i], &expected, made, memory_order_acq_rel,
+                                                    memory_order_acquire))
+            return;
+        if (expected->backends == backends && expected->generation == made->generation) break; /* a race won */
+    }
+    if (made->instance != NULL) wgpu.InstanceRelease(made->instance);
+    free(made);
+}
+
 /* All adapters of an instance, in wgpu-native's order; the caller releases them. */
 static vn_status list_adapters(WGPUInstance instance, WGPUAdapter **out, size_t *count) {
     *out = NULL;
@@ -273,11 +341,20 @@ vn_status vn_enumerate_adapters(const char *backend, vn_device_info *out, size_t
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_enumerate_adapters: NULL argument. Fix: pass a result array and count.");
     WGPUInstanceBackend backends;
     if ((st = parse_backend(backend, &backends)) != VN_OK) return st;
-    WGPUInstance instance = create_instance(backends);
+    WGPUInstance instance = new_instance(backends);
     if (instance == NULL) return vn_fail(VN_ERROR_INTERNAL, "wgpuCreateInstance returned NULL. Fix: check that a Vulkan loader is installed.");
     WGPUAdapter *adapters;
     size_t n;
     st = list_adapters(instance, &adapters, &n);
+    WGPUInstance reserve;
+    if (st == VN_OK && n == 0 && (reserve = reserve_get(backends)) != NULL) {
+        free(adapters);
+        wgpu.InstanceRelease(instance);
+        instance = reserve;
+        st = list_adapters(instance, &adapters, &n);
+    } else if (st == VN_OK && n > 0) {
+        reserve_make(backends);
+    }
     if (st == VN_OK) {
         for (size_t i = 0; i < n && i < capacity; i++) vn_describe_adapter(adapters[i], &out[i]);
         *count = n;
@@ -468,6 +545,29 @@ static vn_status refused_in_fork_child(const char *adapter, const char *why) {
                    adapter, why[0] ? why : "no reason given");
 }
 
+/* Request an adapter of `instance` and wait for it (60 s at most): VN_OK with *out
+ * filled (out->adapter NULL when none was offered, out->message saying why),
+ * VN_ERROR_TIMEOUT, or VN_ERROR_OUT_OF_MEMORY with its message set. */
+static vn_status request_adapter(WGPUInstance instance, const WGPURequestAdapterOptions *opts,
+                                 struct adapter_request *out) {
+    struct adapter_request *pending = calloc(1, sizeof *pending);
+    if (pending == NULL)
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate an adapter request. Fix: free host memory.");
+    WGPURequestAdapterCallbackInfo acb = WGPU_REQUEST_ADAPTER_CALLBACK_INFO_INIT;
+    acb.mode = WGPUCallbackMode_AllowProcessEvents;
+    acb.callback = on_adapter;
+    acb.userdata1 = pending;
+    wgpu.InstanceRequestAdapter(instance, opts, acb);
+    if (!request_wait(instance, NULL, &pending->state, 60.0)) return VN_ERROR_TIMEOUT; /* the callback frees it */
+    memcpy(out, pending, sizeof *out); /* the callback is done with it */
+    free(pending);
+    if (out->status != WGPURequestAdapterStatus_Success && out->adapter != NULL) {
+        wgpu.AdapterRelease(out->adapter);
+        out->adapter = NULL;
+    }
+    return VN_OK;
+}
+
 vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, const char *backend,
                            const char *required_features, vn_device **out) {
     vn_status st = vn_require_library();
@@ -489,8 +589,9 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
 
     /* An instance of its own, released with the device: wgpu-native 29 frees a command
      * buffer finished but never submitted only when its instance goes, and that buffer
-     * holds its wgpu device alive (tests/test_device_lifecycle.py). */
-    dev->instance = create_instance(backends);
+     * holds its wgpu device alive (tests/test_device_lifecycle.py). Where the driver
+     * offers no adapter to a new instance, the reserve's (above). */
+    dev->instance = new_instance(backends);
     if (dev->instance == NULL) {
         vn_device_unref(dev);
         return vn_fail(VN_ERROR_INTERNAL, "wgpuCreateInstance returned NULL. Fix: check that a Vulkan loader is installed.");
@@ -500,6 +601,14 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
         WGPUAdapter *adapters;
         size_t n;
         vn_status lst = list_adapters(dev->instance, &adapters, &n);
+        WGPUInstance reserve;
+        if (lst == VN_OK && n == 0 && (reserve = reserve_get(backends)) != NULL) {
+            wgpu.InstanceRelease(dev->instance);
+            dev->instance = reserve;
+            lst = list_adapters(dev->instance, &adapters, &n);
+        } else if (lst == VN_OK && n > 0) {
+            reserve_make(backends);
+        }
         if (lst != VN_OK || (size_t)adapter_index >= n) {
             if (lst == VN_OK) release_adapters(adapters, n, NULL);
             vn_device_unref(dev);
@@ -517,25 +626,24 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
     opts.powerPreference = power_preference == VN_POWER_LOW    ? WGPUPowerPreference_LowPower
                            : power_preference == VN_POWER_HIGH ? WGPUPowerPreference_HighPerformance
                                                                : WGPUPowerPreference_Undefined;
-    struct adapter_request *pending = calloc(1, sizeof *pending);
-    if (pending == NULL) {
-        vn_device_unref(dev);
-        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate an adapter request. Fix: free host memory.");
-    }
-    WGPURequestAdapterCallbackInfo acb = WGPU_REQUEST_ADAPTER_CALLBACK_INFO_INIT;
-    acb.mode = WGPUCallbackMode_AllowProcessEvents;
-    acb.callback = on_adapter;
-    acb.userdata1 = pending;
-    wgpu.InstanceRequestAdapter(dev->instance, &opts, acb);
-    if (!request_wait(dev->instance, NULL, &pending->state, 60.0)) {
-        vn_device_unref(dev);
-        return vn_fail(VN_ERROR_TIMEOUT, "requesting an adapter (power preference %s) did not finish in 60 s. "
-                       "Fix: check the Vulkan driver installation.", power_name(power_preference));
-    }
     struct adapter_request areq;
-    memcpy(&areq, pending, sizeof areq); /* the callback is done with it */
-    free(pending);
-    if (areq.status != WGPURequestAdapterStatus_Success || areq.adapter == NULL) {
+    st = request_adapter(dev->instance, &opts, &areq);
+    WGPUInstance reserve;
+    if (st == VN_OK && areq.adapter == NULL && (reserve = reserve_get(backends)) != NULL) {
+        wgpu.InstanceRelease(dev->instance);
+        dev->instance = reserve;
+        st = request_adapter(dev->instance, &opts, &areq);
+    } else if (st == VN_OK && areq.adapter != NULL) {
+        reserve_make(backends);
+    }
+    if (st != VN_OK) {
+        vn_device_unref(dev);
+        return st == VN_ERROR_TIMEOUT ? vn_fail(st, "requesting an adapter (power preference %s) did not finish in "
+                                                "60 s. Fix: check the Vulkan driver installation.",
+                                                power_name(power_preference))
+                                      : st;
+    }
+    if (areq.adapter == NULL) {
         vn_device_unref(dev);
         size_t len = strlen(areq.message);
         while (len > 0 && (areq.message[len - 1] == '\n' || areq.message[len - 1] == ' ')) areq.message[--len] = '\0';

@@ -619,6 +619,10 @@ const char *vn_debug_fill_wgsl(void);
  * adapters included (for tests: there each submit waits inside the driver for the one
  * before); 0 (the default): only where submits do not wait. */
 void vn_debug_split_submits_everywhere(int on);
+/* 1: every new instance vn_device_create and vn_enumerate_adapters make offers no
+ * adapter, as a driver does that refuses new instances after a number of them (NVIDIA's
+ * on the H200 machine: 30 a process); the reserve instance (device.c) must take over. */
+void vn_debug_refuse_new_instances(int on);
 
 /* VN_CDEF_END */
 

@@ -163,3 +163,64 @@ print("RESULT " + json.dumps({{"before": before, "after": after}}))
         # lavapipe runs grew 0-21 MiB over 12 cycles; whether that is allocator
         # high-water or a device's memory kept is open (see the issue 9 note).
         assert after["rss"] - before["rss"] < 48 * 2**20
+
+
+# ---- a driver that refuses new instances after a number of them
+
+_REFUSING = """
+from vyre_native._native import lib
+lib.vn_debug_refuse_new_instances(1)  # every instance made from now on offers no adapter
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts open files and threads in /proc")
+def test_devices_go_on_on_the_reserve_instance_once_the_driver_refuses_new_ones() -> None:
+    # NVIDIA's driver on the H200 machine refuses the 31st vkCreateInstance of a process
+    # (a plain C loop of create + destroy too), and each Device makes an instance of its
+    # own: there a process could make 30 devices. The reserve made with the first one
+    # takes over; devices made on it compute, and are freed when dropped.
+    res = run_child(
+        f"DOUBLE = {DOUBLE!r}\n"
+        + _CYCLE
+        + f"""
+reserve_made_by = vn.Device()  # before the refusal: its instance found the adapter
+reserve_made_by.close()
+{_REFUSING}
+listed = len(vn.enumerate_adapters())
+counts = {{}}
+for pattern in ("plain", "close_live", "destroy", "unwaited"):
+    for _ in range(3):
+        cycle(pattern)
+    before = state()
+    for _ in range({CYCLES}):
+        cycle(pattern)
+    counts[pattern] = {{"before": before, "after": state()}}
+print("RESULT " + json.dumps({{"listed": listed, "counts": counts}}))
+"""
+    )
+    assert res["listed"] >= 1, "enumerate_adapters() found nothing once new instances were refused"
+    for pattern, c in res["counts"].items():
+        before, after = c["before"], c["after"]
+        assert after["live"] == before["live"], (pattern, before["live"], after["live"])
+        for what in ("fds", "threads"):
+            assert after[what] - before[what] <= 1, f"{pattern}: {what} grew from {before[what]} to {after[what]}"
+
+
+def test_a_driver_refusing_instances_before_any_device_is_a_library_error() -> None:
+    # No instance ever found an adapter, so there is no reserve: the error says so.
+    res = run_child(
+        _REFUSING
+        + """
+import json
+import vyre_native as vn
+try:
+    vn.Device()
+    error = None
+except vn.VyreError as e:
+    error = {"cls": type(e).__name__, "msg": str(e)}
+print("RESULT " + json.dumps({"error": error, "listed": len(vn.enumerate_adapters())}))
+"""
+    )
+    assert res["error"] is not None and res["error"]["cls"] == "LibraryError", res
+    assert "no GPU adapter found" in res["error"]["msg"] and "Fix:" in res["error"]["msg"]
+    assert res["listed"] == 0
