@@ -280,27 +280,19 @@ static WGPUInstance new_instance(WGPUInstanceBackend backends) {
     return create_instance(backends);
 }
 
-/* The reserve of `backends` made in this process, with a reference for the caller, or
- * NULL. */
-static WGPUInstance reserve_get(WGPUInstanceBackend backends) {
+/* The reserve of `backends` made in this process, or NULL. */
+static const struct reserve *reserve_find(WGPUInstanceBackend backends) {
     unsigned generation = atomic_load(&vn_fork_generation);
     for (int i = 0; i < RESERVE_SLOTS; i++) {
-        struct reserve *r = atomic_load_explicit(&reserves[i], memory_order_acquire);
-        if (r != NULL && r->backends == backends && r->generation == generation) {
-            wgpu.InstanceAddRef(r->instance);
-            return r->instance;
-        }
+        const struct reserve *r = atomic_load_explicit(&reserves[i], memory_order_acquire);
+        if (r != NULL && r->backends == backends && r->generation == generation) return r;
     }
     return NULL;
 }
 
 /* After a new instance of `backends` found an adapter: make its reserve, once. */
 static void reserve_make(WGPUInstanceBackend backends) {
-    WGPUInstance have = reserve_get(backends);
-    if (have != NULL) {
-        wgpu.InstanceRelease(have);
-        return;
-    }
+    if (reserve_find(backends) != NULL) return;
     struct reserve *made = malloc(sizeof *made);
     if (made == NULL) return; /* no reserve: devices keep making instances of their own */
     made->backends = backends;
@@ -315,6 +307,22 @@ static void reserve_make(WGPUInstanceBackend backends) {
     }
     if (made->instance != NULL) wgpu.InstanceRelease(made->instance);
     free(made);
+}
+
+/* After *instance (new, of `backends`) looked for adapters: where it found one, make the
+ * reserve; where it found none and there is a reserve, put the reserve (with a
+ * reference) in its place and return true: look again there. */
+static bool switch_to_reserve(WGPUInstance *instance, WGPUInstanceBackend backends, bool found) {
+    if (found) {
+        reserve_make(backends);
+        return false;
+    }
+    const struct reserve *r = reserve_find(backends);
+    if (r == NULL) return false;
+    wgpu.InstanceAddRef(r->instance);
+    wgpu.InstanceRelease(*instance);
+    *instance = r->instance;
+    return true;
 }
 
 /* All adapters of an instance, in wgpu-native's order; the caller releases them. */
@@ -346,15 +354,8 @@ vn_status vn_enumerate_adapters(const char *backend, vn_device_info *out, size_t
     WGPUAdapter *adapters;
     size_t n;
     st = list_adapters(instance, &adapters, &n);
-    WGPUInstance reserve;
-    if (st == VN_OK && n == 0 && (reserve = reserve_get(backends)) != NULL) {
-        free(adapters);
-        wgpu.InstanceRelease(instance);
-        instance = reserve;
-        st = list_adapters(instance, &adapters, &n);
-    } else if (st == VN_OK && n > 0) {
-        reserve_make(backends);
-    }
+    if (st == VN_OK && switch_to_reserve(&instance, backends, n > 0))
+        st = list_adapters(instance, &adapters, &n); /* none were listed: nothing to release */
     if (st == VN_OK) {
         for (size_t i = 0; i < n && i < capacity; i++) vn_describe_adapter(adapters[i], &out[i]);
         *count = n;
@@ -601,14 +602,8 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
         WGPUAdapter *adapters;
         size_t n;
         vn_status lst = list_adapters(dev->instance, &adapters, &n);
-        WGPUInstance reserve;
-        if (lst == VN_OK && n == 0 && (reserve = reserve_get(backends)) != NULL) {
-            wgpu.InstanceRelease(dev->instance);
-            dev->instance = reserve;
-            lst = list_adapters(dev->instance, &adapters, &n);
-        } else if (lst == VN_OK && n > 0) {
-            reserve_make(backends);
-        }
+        if (lst == VN_OK && switch_to_reserve(&dev->instance, backends, n > 0))
+            lst = list_adapters(dev->instance, &adapters, &n); /* none were listed: nothing to release */
         if (lst != VN_OK || (size_t)adapter_index >= n) {
             if (lst == VN_OK) release_adapters(adapters, n, NULL);
             vn_device_unref(dev);
@@ -628,14 +623,8 @@ vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter
                                                                : WGPUPowerPreference_Undefined;
     struct adapter_request areq;
     st = request_adapter(dev->instance, &opts, &areq);
-    WGPUInstance reserve;
-    if (st == VN_OK && areq.adapter == NULL && (reserve = reserve_get(backends)) != NULL) {
-        wgpu.InstanceRelease(dev->instance);
-        dev->instance = reserve;
+    if (st == VN_OK && switch_to_reserve(&dev->instance, backends, areq.adapter != NULL))
         st = request_adapter(dev->instance, &opts, &areq);
-    } else if (st == VN_OK && areq.adapter != NULL) {
-        reserve_make(backends);
-    }
     if (st != VN_OK) {
         vn_device_unref(dev);
         return st == VN_ERROR_TIMEOUT ? vn_fail(st, "requesting an adapter (power preference %s) did not finish in "

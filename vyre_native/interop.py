@@ -127,6 +127,14 @@ def _wgpu_native() -> tuple[Any, Any]:
     return _ffi.ffi, _api
 
 
+def _second_handle(retain: Any, native: Any, ctype: str) -> Any:
+    """One more owning pointer to ``native``: ``retain`` (vn_*_retain_for_watch) writes
+    the new reference into a slot, and ``owned`` moves it out of it."""
+    slot = new_slot(ctype)
+    retain(native, slot)
+    return owned(slot)
+
+
 def _address(wffi: Any, cdata: Any) -> int:
     return int(wffi.cast("uintptr_t", cdata))
 
@@ -265,9 +273,7 @@ def _device_locked(wffi: Any, api: Any, gpu_device: Any) -> tuple[Device, _Devic
             watch.native = native
         # A handle of its own on the watched C device (the last handle was collected,
         # not closed: recordings or reads may still use that C device, so it stays the one).
-        slot = new_slot("vn_device **")
-        lib.vn_device_retain_for_watch(watch.native, slot)
-        raw = owned(slot)
+        raw = _second_handle(lib.vn_device_retain_for_watch, watch.native, "vn_device **")
     device = Device._from_native(raw)
     device._wgpu_device = gpu_device
     watch.device = weakref.ref(device)
@@ -320,9 +326,7 @@ def buffer_from_wgpu(gpu_buffer: Any) -> Buffer:
                 mapped = str(gpu_buffer.map_state) != "unmapped"  # a pending map aborts a submit too
                 check(lib.vn_buffer_adopt(device._live(), _address(wffi, key), mapped, out))
                 watch.native, watch.device = owned(out), device_watch.native
-            slot = new_slot("vn_buffer **")
-            lib.vn_buffer_retain_for_watch(watch.native, slot)
-            raw = owned(slot)
+            raw = _second_handle(lib.vn_buffer_retain_for_watch, watch.native, "vn_buffer **")
         return Buffer._adopt(device, raw)
 
 
@@ -347,9 +351,7 @@ def buffer_to_wgpu(buffer: Buffer) -> Any:
         watch = _buffer_watch(internal)
         with watch.lock:  # wgpu-py has no object of it before this call returns one
             if watch.native is None or watch.device is not device_watch.native:
-                slot = new_slot("vn_buffer **")
-                lib.vn_buffer_retain_for_watch(native, slot)
-                watch.native = owned(slot)
+                watch.native = _second_handle(lib.vn_buffer_retain_for_watch, native, "vn_buffer **")
                 watch.device = device_watch.native
         for ref in watch.wrappers:
             existing = ref()

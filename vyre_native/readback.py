@@ -43,7 +43,7 @@ class MappedStaging:
     nbytes: int
 
     def __init__(self, mapping: Any, address: int, nbytes: int) -> None:
-        self._mapping = mapping  # owned(vn_mapping ** slot): unpins when collected
+        self._mapping = mapping  # from owned(): unpins when collected
         self.nbytes = nbytes
         self.__array_interface__ = {
             "version": 3,
