@@ -41,8 +41,6 @@ _POSITIONAL, _NAMED = int(lib.VN_BIND_POSITIONAL), int(lib.VN_BIND_NAMED)
 _VIEWS = ffi.typeof("vn_view[]")
 _ARGS = ffi.typeof("vn_dispatch_args *")
 _CHARS = ffi.typeof("char[]")
-_SHADER_OUT = ffi.typeof("vn_shader **")
-_PIPELINE_OUT = ffi.typeof("vn_pipeline **")
 _BINDING_DESCS = ffi.typeof("vn_binding_desc[]")
 _CONSTANTS = ffi.typeof("vn_constant[]")
 _PIPELINE_DESC = ffi.typeof("vn_pipeline_desc *")
@@ -157,14 +155,14 @@ class Pipeline(Handle):
         # Nesting deeper than naga's stack can take is refused before naga parses it;
         # _prepare() checks it (and its tokens serve reflection below).
         tokens = _prepare(wgsl) if module is None else None
-        shader_out = new_slot(_SHADER_OUT)
+        shader_own, shader_out = new_slot("vn_shader *")
         # Compile next: a WGSL error is reported by the compiler, with its line,
         # before reflection has to make sense of the text.
         try:
             check(lib.vn_shader_create(dev_ptr, source, len(source), shader_out))
         except ShaderError as err:
             raise _shader_error(err) from None
-        shader = shader_out[0]  # the slot owns it (released with it, or by the finally below)
+        shader = shader_out[0]  # shader_own owns it (released with it, or by the finally below)
 
         if module is None:
             module = reflect(wgsl if tokens is None else tokens, entry_point, names_kept, values)
@@ -210,14 +208,16 @@ class Pipeline(Handle):
                 "immediate_size": module.immediate_size,
             },
         )
-        out = new_slot(_PIPELINE_OUT)
+        out_own, out = new_slot("vn_pipeline *")
         try:
             check(lib.vn_pipeline_create(dev_ptr, shader, desc, out))
         except ShaderError as err:
             raise _shader_error(err) from None
         finally:
-            lib.vn_slot_release(shader_out)  # the pipeline holds what it needs of the shader
-        self = cls._wrap(owned(out))
+            # the pipeline holds what it needs of the shader: the last reference to its
+            # owner (out-parameter and owner) goes now, and it with it
+            del shader, shader_out, shader_own
+        self = cls._wrap(owned(out_own, "vn_pipeline *"))
         self._device = device
         self.bindings = list(bindings)
         self.entry_point = entry_point
@@ -271,10 +271,10 @@ class Pipeline(Handle):
         """
         ptr = self._live()
         args, pinned = dispatch_args(inputs, outputs, params, workgroups, immediates, bind, indirect)
-        out = new_slot("vn_dispatch **")
+        out_own, out = new_slot("vn_dispatch *")
         check(lib.vn_dispatch_record(ptr, args, out))
         del pinned  # held until the call returned
-        return PrerecordedDispatch._adopt(self, owned(out))
+        return PrerecordedDispatch._adopt(self, owned(out_own, "vn_dispatch *"))
 
     def record(
         self,
@@ -295,10 +295,10 @@ class Pipeline(Handle):
         """
         ptr = self._live()
         args, pinned = dispatch_args(inputs, outputs, params, workgroups, immediates, bind, indirect)
-        out = new_slot("vn_recording **")
+        out_own, out = new_slot("vn_recording *")
         check(lib.vn_recording_create(ptr, args, out))
         del pinned  # held until the call returned
-        return Recording._adopt(self, owned(out))
+        return Recording._adopt(self, owned(out_own, "vn_recording *"))
 
     def prerecord_borrowed_dispatch(
         self,
@@ -336,7 +336,7 @@ class Pipeline(Handle):
             )
             n_sizes = len(counts)
         x, y, z = to_workgroups(workgroups)
-        out = new_slot("vn_dispatch **")
+        out_own, out = new_slot("vn_dispatch *")
         check(
             lib.vn_dispatch_record_borrowed(
                 ptr,
@@ -353,7 +353,7 @@ class Pipeline(Handle):
                 out,
             )
         )
-        return PrerecordedDispatch._adopt(self, owned(out))
+        return PrerecordedDispatch._adopt(self, owned(out_own, "vn_dispatch *"))
 
 
 def _indirect_pair(indirect: Any) -> tuple[str, int]:
