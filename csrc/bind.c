@@ -289,33 +289,96 @@ static vn_status assign_named(const vn_pipeline *p, const vn_dispatch_args *a, v
     return st;
 }
 
-/* WebGPU's usage scopes: a buffer bound writable may not be used anywhere else in the
- * same dispatch (another binding, another view of it, the indirect counts). wgpu
- * reports it only when the command buffer is finished; here it is an error at recording
- * time, naming both uses. */
-static vn_status check_aliasing(const vn_pipeline *p, const vn_view *views, const vn_buffer *indirect) {
+/* One use of a buffer by a dispatch: a binding, or the indirect counts (binding NULL),
+ * over bytes [begin, end) of the buffer as wgpu sees them bound (a binding's size padded
+ * to 4, as bind_cache.c binds it). */
+typedef struct vn_use {
+    const vn_binding *binding;
+    const vn_buffer *buffer;
+    uint64_t begin, end;
+} vn_use;
+
+static vn_use binding_use(const vn_binding *b, const vn_view *v) {
+    return (vn_use){b, v->buffer, v->offset, v->offset + vn_pad4(v->size)};
+}
+
+static bool use_writable(const vn_use *u) { return u->binding != NULL && u->binding->kind == VN_BINDING_STORAGE_READ_WRITE; }
+
+/* "@group(0) @binding(1) `out` (var<storage, read_write>, bytes [256, 512))", or
+ * "the indirect workgroup counts (bytes [0, 12))". */
+static void use_label(const vn_use *u, char *buf, size_t cap) {
+    if (u->binding == NULL)
+        snprintf(buf, cap, "the indirect workgroup counts (bytes [%llu, %llu))", (unsigned long long)u->begin,
+                 (unsigned long long)u->end);
+    else
+        snprintf(buf, cap, "@group(%u) @binding(%u) `%s` (%s, bytes [%llu, %llu))", u->binding->group,
+                 u->binding->binding, u->binding->name, kind_name(u->binding->kind), (unsigned long long)u->begin,
+                 (unsigned long long)u->end);
+}
+
+/* WebGPU's rule for two uses of one buffer by one dispatch, exactly. The dispatch is a
+ * usage scope in which a buffer (one subresource, whatever the ranges) is either in
+ * read-only uses alone (storage-read, constant, input: read-only storage, uniform, the
+ * indirect counts) or in writable storage uses alone (the "usage scope storage
+ * exception"); wgpu-core holds the whole buffer in one state and refuses
+ * STORAGE_READ_WRITE with any other usage at Finish. Writable bindings of one buffer
+ * must not overlap ("encoder bind groups alias a writable resource"), which wgpu-native
+ * 29 does not check: it accepts overlapping read_write bindings and the invocations
+ * race. Here both are errors at recording time, naming both uses and their ranges. */
+static vn_status check_pair(const vn_use *a, const vn_use *b) {
+    if (a->buffer->buffer != b->buffer->buffer) return VN_OK;
+    bool wa = use_writable(a), wb = use_writable(b);
+    if (!wa && !wb) return VN_OK;
+    char la[200], lb[200];
+    use_label(a, la, sizeof la);
+    use_label(b, lb, sizeof lb);
+    unsigned long long id = (unsigned long long)a->buffer->identity;
+    static const char rule[] =
+        "but a buffer bound writable (var<storage, read_write>) may have no read-only use in that dispatch "
+        "(var<storage, read>, var<uniform>, the indirect counts), whatever the byte ranges: WebGPU's usage scope "
+        "holds the whole buffer in one state for the dispatch";
+    if (wa != wb && (a->binding == NULL || b->binding == NULL))
+        return vn_fail(VN_ERROR_BINDING,
+                       "buffer %llu holds %s and is bound to %s of the same dispatch, %s. Fix: keep the counts in a "
+                       "buffer this dispatch does not write (copy them there first).",
+                       id, a->binding == NULL ? la : lb, a->binding == NULL ? lb : la, rule);
+    if (wa != wb)
+        return vn_fail(VN_ERROR_BINDING,
+                       "buffer %llu is bound to %s and to %s of the same dispatch, %s. Fix: keep the read-only data "
+                       "in another buffer (copy it there first), or bind it var<storage, read_write> too, over a "
+                       "range disjoint from the other.",
+                       id, la, lb, rule);
+    if (a->begin >= b->end || b->begin >= a->end) return VN_OK;
+    uint64_t lo = a->begin > b->begin ? a->begin : b->begin, hi = a->end < b->end ? a->end : b->end;
+    return vn_fail(VN_ERROR_BINDING,
+                   "buffer %llu is bound to %s and to %s of the same dispatch, and those writable ranges overlap in "
+                   "bytes [%llu, %llu): WebGPU forbids writable bindings that alias (\"encoder bind groups alias a "
+                   "writable resource\"), and the invocations would race on those bytes. Fix: bind disjoint ranges "
+                   "of the buffer (views that do not overlap; touching ends are disjoint), or one binding over the "
+                   "whole range.",
+                   id, la, lb, (unsigned long long)lo, (unsigned long long)hi);
+}
+
+/* Every pair of the dispatch's uses (each binding, and the indirect counts when
+ * `indirect` has a buffer: its view and the counts' offset into it). Pairs compare
+ * pointers first, so the common case (distinct buffers) costs n^2/2 compares of a
+ * pipeline's few bindings. */
+static vn_status check_aliasing(const vn_pipeline *p, const vn_view *views, const vn_view *indirect,
+                                uint64_t indirect_offset) {
     size_t n = p->binding_count;
     for (size_t i = 0; i < n; i++) {
-        const vn_binding *a = &p->bindings[i];
-        if (a->kind != VN_BINDING_STORAGE_READ_WRITE) continue;
-        if (views[i].buffer == indirect)
-            return vn_fail(VN_ERROR_BINDING,
-                           "buffer %llu holds the indirect workgroup counts and is bound to @group(%u) @binding(%u) "
-                           "`%s` (%s) of the same dispatch, but a writable storage binding may not share its buffer "
-                           "with any other use%s. Fix: keep the counts in a buffer this dispatch does not write.",
-                           (unsigned long long)indirect->identity, a->group, a->binding, a->name, kind_name(a->kind),
-                           a->preserve ? "" : " (and the clear before the dispatch would zero the counts)");
-        for (size_t j = 0; j < n; j++) {
-            if (j == i || views[j].buffer != views[i].buffer) continue;
-            const vn_binding *b = &p->bindings[j];
-            return vn_fail(VN_ERROR_BINDING,
-                           "buffer %llu is bound to @group(%u) @binding(%u) `%s` (%s) and to @group(%u) @binding(%u) "
-                           "`%s` (%s) of the same dispatch, but a writable storage binding may not share its buffer "
-                           "with any other binding (not even through another view of it). Fix: pass distinct "
-                           "buffers (copy the input first), or make the buffer one preserved read_write binding "
-                           "(compile(..., preserve=[\"%s\"])).",
-                           (unsigned long long)views[i].buffer->identity, a->group, a->binding, a->name,
-                           kind_name(a->kind), b->group, b->binding, b->name, kind_name(b->kind), a->name);
+        vn_use a = binding_use(&p->bindings[i], &views[i]);
+        for (size_t j = i + 1; j < n; j++) {
+            if (views[j].buffer->buffer != views[i].buffer->buffer) continue;
+            vn_use b = binding_use(&p->bindings[j], &views[j]);
+            vn_status st = check_pair(&a, &b);
+            if (st != VN_OK) return st;
+        }
+        if (indirect->buffer != NULL) {
+            uint64_t at = indirect->offset + indirect_offset;
+            vn_use counts = {NULL, indirect->buffer, at, at + 12};
+            vn_status st = check_pair(&a, &counts);
+            if (st != VN_OK) return st;
         }
     }
     return VN_OK;
@@ -386,8 +449,7 @@ static vn_status resolve_views(vn_pipeline *p, const vn_dispatch_args *a, vn_sou
             *indirect = *v;
         }
     }
-    if (st == VN_OK)
-        st = check_aliasing(p, views, a->indirect != NULL ? indirect->buffer : NULL);
+    if (st == VN_OK) st = check_aliasing(p, views, indirect, *indirect_offset);
     return st;
 }
 
@@ -415,6 +477,8 @@ static vn_status take_immediates(const vn_pipeline *p, const void *immediates, s
     out->immediate_len = (uint32_t)len;
     return VN_OK;
 }
+
+static bool cleared_output(const vn_binding *b) { return b->kind == VN_BINDING_STORAGE_READ_WRITE && !b->preserve; }
 
 static vn_status bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bound *out) {
     vn_status st = vn_device_check(p->device, "recording a dispatch");
@@ -476,9 +540,10 @@ static vn_status bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bou
     out->indirect_offset = indirect.offset + indirect_offset;
     out->group_count = p->group_count;
     out->groups = calloc(p->group_count ? p->group_count : 1, sizeof *out->groups);
-    /* Outputs start at zero unless they are preserved in/out state. */
+    /* Outputs start at zero unless they are preserved in/out state, or the caller keeps
+     * them all (clear_outputs=False). */
     size_t clears = 0;
-    for (size_t i = 0; i < n; i++) clears += p->bindings[i].kind == VN_BINDING_STORAGE_READ_WRITE && !p->bindings[i].preserve;
+    for (size_t i = 0; i < n && !a->keep_outputs; i++) clears += cleared_output(&p->bindings[i]);
     out->clears = clears ? calloc(clears, sizeof *out->clears) : NULL;
     if (out->groups == NULL || (clears && out->clears == NULL)) {
         vn_bound_release(out);
@@ -492,8 +557,8 @@ static vn_status bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bou
         st = vn_bind_cache_get(p, g, views + first, (uint32_t)count, &out->groups[g]);
         first += count;
     }
-    for (size_t i = 0; i < n && st == VN_OK; i++) {
-        if (p->bindings[i].kind != VN_BINDING_STORAGE_READ_WRITE || p->bindings[i].preserve) continue;
+    for (size_t i = 0; i < n && st == VN_OK && clears > 0; i++) {
+        if (!cleared_output(&p->bindings[i])) continue;
         st = vn_clear_plan(p->device, &views[i], &out->clears[out->clear_count]);
         if (st == VN_OK) out->clear_count++;
     }

@@ -176,11 +176,15 @@ static vn_status check_desc(const vn_device *device, const vn_pipeline_desc *des
                            "indirect offset %llu into `%s` is not a multiple of 4. Fix: place the three u32 "
                            "workgroup counts at a 4-byte-aligned offset.",
                            (unsigned long long)desc->indirect_offset, b->name ? b->name : "?");
-        if (b->kind == VN_BINDING_STORAGE_READ_WRITE && !b->preserve)
+        /* Preserved or not: the counts (INDIRECT) and a writable binding of one buffer in
+         * one dispatch are a usage-scope conflict, which wgpu refuses at Finish. */
+        if (b->kind == VN_BINDING_STORAGE_READ_WRITE)
             return vn_fail(VN_ERROR_BINDING,
-                           "indirect buffer `%s` (@group(%u) @binding(%u)) is a read_write output, which is cleared "
-                           "before the dispatch, so the dispatch would read zero workgroup counts. Fix: declare it "
-                           "var<storage, read>, or compile with preserve=[\"%s\"].",
+                           "indirect buffer `%s` (@group(%u) @binding(%u)) is a var<storage, read_write> binding, but "
+                           "a buffer the dispatch binds writable may not also hold its indirect counts (WebGPU's "
+                           "usage scope: the whole buffer is in one state for the dispatch). Fix: declare `%s` "
+                           "var<storage, read>, or keep the counts in another buffer and pass indirect=(buffer, "
+                           "offset) at the dispatch.",
                            b->name ? b->name : "?", b->group, b->binding, b->name ? b->name : "?");
     }
     return check_workgroup(device, desc);

@@ -196,9 +196,12 @@ static vn_status dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms,
         if (b->kind == VN_BINDING_STORAGE_READ_WRITE) outs[n_out++] = whole;
         else ins[n_in++] = whole;
     }
-    /* A borrowed dispatch takes no immediates: check_borrowed refused a pipeline with some. */
+    /* A borrowed dispatch takes no immediates: check_borrowed refused a pipeline with some.
+     * Nothing to clear: its outputs are new buffers, which WebGPU zero-initialises (a
+     * clear would write zeros over zeros), and its preserved bindings hold host data. */
     vn_dispatch_args args = {.forms = VN_BIND_POSITIONAL, .x = x, .y = y, .z = z,
-                             .inputs = ins, .input_count = n_in, .outputs = outs, .output_count = n_out};
+                             .inputs = ins, .input_count = n_in, .outputs = outs, .output_count = n_out,
+                             .keep_outputs = 1};
     if (st == VN_OK) st = dispatch_record(pipeline, &args, out);
     /* The dispatch took its own references to the buffers it binds. */
     for (size_t i = 0; i < n_made; i++) vn_buffer_release(made[i]);

@@ -19,8 +19,7 @@ enum step_kind { STEP_DISPATCH, STEP_COPY, STEP_CLEAR };
 
 typedef struct vn_step {
     enum step_kind kind;
-    vn_bound bound;      /* STEP_DISPATCH */
-    bool clear_outputs;  /* STEP_DISPATCH */
+    vn_bound bound;      /* STEP_DISPATCH: its clears are none when added with keep_outputs */
     vn_buffer *src, *dst; /* STEP_COPY (src, dst), STEP_CLEAR (dst); referenced */
     /* STEP_COPY: nbytes from src_offset to dst_offset; STEP_CLEAR: nbytes from dst_offset */
     uint64_t nbytes, src_offset, dst_offset;
@@ -78,7 +77,7 @@ static void end_pass(WGPUComputePassEncoder *pass) {
  * clears), which end the open pass. */
 static bool step_ends_pass(const vn_step *st, const vn_timing *t) {
     switch (st->kind) {
-    case STEP_DISPATCH: return st->clear_outputs && vn_bound_clears_outside(&st->bound, t);
+    case STEP_DISPATCH: return vn_bound_clears_outside(&st->bound, t);
     case STEP_CLEAR: return vn_clear_outside(&st->clear, t);
     default: return true;
     }
@@ -111,12 +110,12 @@ static void encode_steps(const vn_sequence *s, WGPUCommandEncoder enc, size_t fi
         if (step_ends_pass(st, t)) end_pass(&pass);
         switch (st->kind) {
         case STEP_DISPATCH:
-            if (st->clear_outputs) vn_bound_encode_clears(&st->bound, enc, t);
+            vn_bound_encode_clears(&st->bound, enc, t);
             if (pass == NULL) {
                 pass = vn_begin_pass(enc, t);
                 memset(&state, 0, sizeof state);
             }
-            if (st->clear_outputs) vn_bound_fill_in_pass(&st->bound, pass, &state, t);
+            vn_bound_fill_in_pass(&st->bound, pass, &state, t);
             vn_bound_dispatch_in_pass(&st->bound, pass, &state);
             if (vn_timing_splits(t)) end_pass(&pass);
             break;
@@ -364,15 +363,13 @@ static vn_status push_step(vn_sequence *s, const vn_step *step) {
     return VN_OK;
 }
 
-static vn_status sequence_add(vn_sequence *s, vn_pipeline *pipeline, const vn_dispatch_args *args,
-                              int clear_outputs) {
+static vn_status sequence_add(vn_sequence *s, vn_pipeline *pipeline, const vn_dispatch_args *args) {
     if (pipeline->device != s->device)
         return vn_fail(VN_ERROR_BINDING, "the pipeline belongs to another device than the sequence. Fix: compile it on "
                        "the sequence's device.");
     vn_step step;
     memset(&step, 0, sizeof step);
     step.kind = STEP_DISPATCH;
-    step.clear_outputs = clear_outputs != 0;
     vn_status st = vn_bound_resolve(pipeline, args, &step.bound);
     if (st != VN_OK) return st;
     vn_mutex_lock(&s->lock);
@@ -382,8 +379,8 @@ static vn_status sequence_add(vn_sequence *s, vn_pipeline *pipeline, const vn_di
     return st;
 }
 
-vn_status vn_sequence_add(vn_sequence *s, vn_pipeline *pipeline, const vn_dispatch_args *args, int clear_outputs) {
-    VN_CALL2(sequence_add(s, pipeline, args, clear_outputs), s, VN_KIND_SEQUENCE, pipeline, VN_KIND_PIPELINE);
+vn_status vn_sequence_add(vn_sequence *s, vn_pipeline *pipeline, const vn_dispatch_args *args) {
+    VN_CALL2(sequence_add(s, pipeline, args), s, VN_KIND_SEQUENCE, pipeline, VN_KIND_PIPELINE);
 }
 
 /* The view (resolved, its buffer held) is on the sequence's device, with usage `need`. */

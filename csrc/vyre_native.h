@@ -350,7 +350,16 @@ typedef enum vn_bind_form {
  * x, y, z are ignored by an indirect dispatch.
  * immediates: the var<immediate> data of the dispatch, exactly the pipeline's
  * immediate_size bytes (NULL and 0 for a pipeline without); copied, so the caller's
- * memory is free once the call returns. */
+ * memory is free once the call returns.
+ * keep_outputs: 0 (the default) clears the non-preserved outputs, each view's own range,
+ * right before the dispatch; nonzero clears nothing, so every output keeps what it holds
+ * (Python's clear_outputs=False).
+ * Buffers shared between bindings follow WebGPU's rule for one dispatch, exactly: a
+ * buffer bound writable (read_write) has no read-only use in it (read-only storage,
+ * uniform, the indirect counts), whatever the ranges (its usage scope); two writable
+ * bindings of one buffer have disjoint byte ranges as bound (touching ends are
+ * disjoint); read-only uses share anything. Else VN_ERROR_BINDING naming both bindings
+ * and their ranges. */
 typedef struct vn_dispatch_args {
     uint32_t forms;                  /* vn_bind_form bits */
     uint32_t x, y, z;
@@ -367,6 +376,7 @@ typedef struct vn_dispatch_args {
     size_t named_count;
     const vn_view *indirect;         /* NULL: direct, or the pipeline's compiled indirect binding */
     uint64_t indirect_offset;
+    uint32_t keep_outputs;           /* nonzero: no output is cleared before the dispatch */
 } vn_dispatch_args;
 
 /* Resolve args against the pipeline's bindings, validate each, take bind groups from
@@ -394,7 +404,9 @@ vn_status vn_dispatch_read_output(vn_dispatch *dispatch, int64_t index, void *ds
  * binding) order, a preserved one among them; else the one named for it (names[i] for
  * host[i]), each such binding named exactly once (VN_ERROR_BINDING for an unknown,
  * repeated, missing or allocated output's name, listing the bindings). `forms` as in
- * vn_dispatch_args. The dispatch holds the buffers; the caller holds none. */
+ * vn_dispatch_args. Nothing is cleared: the outputs are new buffers, zero by WebGPU's
+ * rule already, and the preserved bindings hold the host data. The dispatch holds the
+ * buffers; the caller holds none. */
 vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms,
                                       const void *const *host, const uint64_t *host_lens,
                                       const char *const *names, size_t host_count,
@@ -493,13 +505,12 @@ vn_status vn_recording_output(const vn_recording *recording, int64_t index, vn_v
 void vn_recording_release(vn_recording *recording);
 
 vn_status vn_sequence_create(vn_device *device, vn_sequence **out);
-/* Append a dispatch (args as for vn_dispatch_record). clear_outputs: clear its
- * non-preserved outputs right before it (as a recording does); 0 leaves them as the
- * previous steps left them. Each step keeps its own copy of its immediates (as for
+/* Append a dispatch (args as for vn_dispatch_record): its non-preserved outputs are
+ * cleared right before it (as a recording does), or, with args->keep_outputs, left as
+ * the previous steps left them. Each step keeps its own copy of its immediates (as for
  * vn_dispatch_record), set right before its dispatch: per-step values with no buffer
  * and no bind-group change. */
-vn_status vn_sequence_add(vn_sequence *sequence, vn_pipeline *pipeline, const vn_dispatch_args *args,
-                          int clear_outputs);
+vn_status vn_sequence_add(vn_sequence *sequence, vn_pipeline *pipeline, const vn_dispatch_args *args);
 /* Append a GPU copy of nbytes (UINT64_MAX: as much as fits from the offsets) from
  * src_offset into the src view to dst_offset into the dst view. */
 vn_status vn_sequence_copy(vn_sequence *sequence, const vn_view *src, const vn_view *dst, uint64_t nbytes,

@@ -201,7 +201,6 @@ WRONG_KINDS: dict[str, tuple[Callable[[dict[str, Any]], int], str, str]] = {
             h["sequence"]._ptr,
             _as(h["sequence"], "vn_pipeline *"),
             _args([h["buffer"]._ptr], [h["output"]._ptr]),
-            1,
         ),
         "Sequence",
         "Pipeline",

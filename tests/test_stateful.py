@@ -420,8 +420,10 @@ class APIMachine(RuleBasedStateMachine):
 
     @staticmethod
     def aliased(slots: list[BufModel], outputs: list[BufModel]) -> bool:
-        """An output buffer also bound in another slot: a usage conflict (WebGPU usage
-        scopes) that the C layer refuses when it resolves the handles."""
+        """An output buffer also bound in another slot. The model binds whole buffers, so
+        that is a read-only use beside the writable one (a usage-scope conflict) or two
+        writable bindings of one range (writable aliasing): the C layer refuses both when
+        it resolves the handles (disjoint views, which WebGPU allows, are not modelled)."""
         return any(sum(s is o for s in slots) > 1 for o in outputs)
 
     def python_record_errors(self, pipe: PipeModel | None, wg: Any, handles: list[BufModel]) -> Any:

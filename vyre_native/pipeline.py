@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ._handles import Handle, new_slot, owned
 from ._lib import check, ffi, lib
 from ._marshal import (
+    to_bool,
     to_constants,
     to_indirect,
     to_list,
@@ -70,11 +71,14 @@ def dispatch_args(
     immediates: Any = None,
     bind: Any = None,
     indirect: Any = None,
+    clear_outputs: Any = True,
 ) -> tuple[Any, list[Any]]:
     """The C ``vn_dispatch_args`` of one dispatch, and the objects its pointers name,
     which the caller keeps until its C call returns. Which view goes to which binding
     (the positional rule or the names), whether both forms were used, whether each view
-    fits, and the immediates' size, are C's to check: this only converts what was given."""
+    fits, which buffers the bindings may share, and the immediates' size, are C's to
+    check: this only converts what was given."""
+    keep = 1 - to_bool(clear_outputs, "clear_outputs")
     x, y, z = to_workgroups(workgroups)
     # inputs, outputs and params share one C array (the hot path: one allocation)
     views = to_views(inputs, "inputs", Buffer, BufferView)
@@ -91,7 +95,9 @@ def dispatch_args(
     pinned: list[Any] = [array, views]
     fields = [forms, x, y, z, ins, n_in, outs, n_out, par]  # the rest of the struct is zero
     if bind is None and indirect is None and immediates is None:
-        return ffi.new(_ARGS, fields), pinned
+        args = ffi.new(_ARGS, fields)
+        args.keep_outputs = keep
+        return args, pinned
     imm, n_imm = (ffi.NULL, 0) if immediates is None else to_readable(immediates, "immediates")
     pinned.append(imm)
     names_c = named = ind = ffi.NULL
@@ -108,7 +114,7 @@ def dispatch_args(
         view, offset = to_indirect(indirect, Buffer, BufferView)
         ind = ffi.new("vn_view *", view)
         pinned.append(ind)
-    return ffi.new(_ARGS, [*fields, imm, n_imm, names_c, named, n_named, ind, offset]), pinned
+    return ffi.new(_ARGS, [*fields, imm, n_imm, names_c, named, n_named, ind, offset, keep]), pinned
 
 
 class Pipeline(Handle):
@@ -253,6 +259,7 @@ class Pipeline(Handle):
         *,
         bind: Mapping[str, Bindable] | None = None,
         indirect: tuple[Bindable, int] | None = None,
+        clear_outputs: bool = True,
     ) -> PrerecordedDispatch:
         """Record one dispatch now, to be submitted later by ``replay()`` (once).
 
@@ -261,8 +268,12 @@ class Pipeline(Handle):
         every other binding the next ``inputs`` handle. Or ``bind={name: buffer}``
         names every binding the entry point uses, once (not both forms). A
         ``vn.BufferView`` binds wherever a buffer does. Each handle is checked (usage,
-        size, device, offset alignment); bind groups come from this pipeline's cache;
-        non-preserved outputs are cleared on the GPU before the dispatch.
+        size, device, offset alignment), and buffers shared between bindings follow
+        WebGPU's rule (disjoint ranges of one buffer may all be read_write; a buffer
+        bound read_write has no read-only use in the same dispatch; read-only uses share
+        anything); bind groups come from this pipeline's cache. Non-preserved outputs
+        are cleared on the GPU before the dispatch, each view over its own range;
+        ``clear_outputs=False`` clears none, so every output keeps what it holds.
         ``indirect=(buffer, offset)`` dispatches with the three u32 workgroup counts at
         that offset of any buffer with INDIRECT usage, bound or not. ``immediates``: a
         bytes-like object of exactly ``immediate_size`` bytes, the entry point's
@@ -270,7 +281,9 @@ class Pipeline(Handle):
         Costs one C call: resolution, bind groups and encoding happen there.
         """
         ptr = self._live()
-        args, pinned = dispatch_args(inputs, outputs, params, workgroups, immediates, bind, indirect)
+        args, pinned = dispatch_args(
+            inputs, outputs, params, workgroups, immediates, bind, indirect, clear_outputs
+        )
         out_own, out = new_slot("vn_dispatch *")
         check(lib.vn_dispatch_record(ptr, args, out))
         del pinned  # held until the call returned
@@ -286,15 +299,20 @@ class Pipeline(Handle):
         *,
         bind: Mapping[str, Bindable] | None = None,
         indirect: tuple[Bindable, int] | None = None,
+        clear_outputs: bool = True,
     ) -> Recording:
         """A replayable ``vn.Recording``: same rules and checks as ``prerecord_persistent_dispatch``.
 
         Resolution, validation and bind groups happen here, once, and ``immediates``
         are copied here; each ``replay(n)`` is then one C call that encodes (setting
-        the same immediates for every launch) and submits.
+        the same immediates for every launch) and submits. With ``clear_outputs=False``
+        no launch clears an output: each sees what the previous one left (what a tensor
+        library whose kernels write every element, or accumulate, wants).
         """
         ptr = self._live()
-        args, pinned = dispatch_args(inputs, outputs, params, workgroups, immediates, bind, indirect)
+        args, pinned = dispatch_args(
+            inputs, outputs, params, workgroups, immediates, bind, indirect, clear_outputs
+        )
         out_own, out = new_slot("vn_recording *")
         check(lib.vn_recording_create(ptr, args, out))
         del pinned  # held until the call returned
@@ -315,7 +333,9 @@ class Pipeline(Handle):
         (group, binding) order; or ``bind={name: host_buffer}`` names each of those
         bindings once (not both forms). Outputs are allocated from ``output_sizes``
         (bytes, in output order) or else from each output's declared ``min_size``. One
-        C call makes the buffers and records the dispatch.
+        C call makes the buffers and records the dispatch. It takes no ``clear_outputs``:
+        nothing is cleared, as the outputs are new buffers, zero already (WebGPU
+        zero-initialises them), and the preserved bindings hold the host data.
         """
         ptr = self._live()
         host = [to_readable(data, f"inputs[{i}]") for i, data in enumerate(to_list(inputs, "inputs"))]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._handles import Handle
 from ._lib import check, ffi, lib
-from ._marshal import U64_MAX, to_bool, to_ptr, to_timing, to_u32, to_u64, to_view
+from ._marshal import U64_MAX, to_ptr, to_timing, to_u32, to_u64, to_view
 from .buffer import Bindable, Buffer, BufferView
 from .pipeline import Pipeline, dispatch_args
 from .submission import Submission, replay
@@ -24,7 +24,8 @@ class Sequence(Handle):
     that dispatch's non-preserved outputs immediately before it, exactly as a
     recording does, so a step never sees what an earlier step left in its outputs;
     ``clear_outputs=False`` leaves them as the previous steps left them (ping-pong
-    buffers, accumulations). Nothing else is cleared implicitly; ``clear(buf)``
+    buffers, accumulations): the same argument as ``Pipeline.record`` and
+    ``prerecord_persistent_dispatch`` take. Nothing else is cleared implicitly; ``clear(buf)``
     clears a buffer at that point. Consecutive dispatches with no clear between
     them share one compute pass.
     """
@@ -63,9 +64,11 @@ class Sequence(Handle):
         buffer and no bind-group change between steps.
         """
         ptr = self._live()
-        args, pinned = dispatch_args(inputs, outputs, params, workgroups, immediates, bind, indirect)
+        args, pinned = dispatch_args(
+            inputs, outputs, params, workgroups, immediates, bind, indirect, clear_outputs
+        )
         pipe = to_ptr(pipeline, Pipeline, "Sequence.add pipeline")
-        check(lib.vn_sequence_add(ptr, pipe, args, to_bool(clear_outputs, "clear_outputs")))
+        check(lib.vn_sequence_add(ptr, pipe, args))
         del pinned  # held until the call returned
         return self
 

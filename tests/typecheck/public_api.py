@@ -72,6 +72,10 @@ def main() -> None:
         args = dev.upload(np.array([1, 1, 1], np.uint32))
         assert_type(prog.record([x], [y], indirect=(args, 0)), vn.Recording)
         assert_type(seq.add(prog, bind={"x": x, "y": y}, indirect=(args.view(0, 12), 0)), vn.Sequence)
+        # one name everywhere a dispatch is recorded: outputs kept as they are
+        assert_type(prog.record([x], [y], clear_outputs=False), vn.Recording)
+        assert_type(prog.prerecord_persistent_dispatch([x], [y], clear_outputs=False), vn.PrerecordedDispatch)
+        assert_type(seq.add(prog, [x], [y], clear_outputs=False), vn.Sequence)
         assert_type(seq.copy(view, y.view(0, 256)), vn.Sequence)
         assert_type(seq.clear(view), vn.Sequence)
         assert_type(seq.replay(), vn.Submission)
