@@ -277,12 +277,13 @@ def _nul_error(what: str, value: str | bytes, at: int) -> InvalidArgumentError:
     )
 
 
-def to_utf8(value: Any, what: str) -> bytes:
+def to_utf8(value: Any, what: str, sized: bool = False) -> bytes:
     """UTF-8 bytes of a str for C; a str that has none (a lone surrogate) names where it
-    breaks, and one holding a NUL, which C would cut short there, is refused."""
+    breaks, and one holding a NUL, which C would cut short there, is refused, unless
+    ``sized``: C takes its length too (WGSL, which allows a NUL in a comment)."""
     if not isinstance(value, str):
         raise wrong_type(what, value, "a str", "pass text (str).")
-    if "\0" in value:
+    if not sized and "\0" in value:
         raise _nul_error(what, value, value.index("\0"))
     try:
         return value.encode("utf-8")
