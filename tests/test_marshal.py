@@ -857,3 +857,9 @@ def test_a_5000_character_wgpu_lib_path_keeps_its_message_and_fix() -> None:
     assert msg.startswith("could not load wgpu-native from '/nonexistent/ddd"), msg
     assert "ddd...ddd" in msg and "/libwgpu_native.so'" in msg, msg  # the path's start and end
     assert msg.endswith("library file."), msg  # the whole Fix
+
+
+def test_a_3000_character_feature_name_is_shown_by_its_start_and_end() -> None:
+    name = "x" * 2999 + "Z"
+    msg = typed(lambda: vn.Device(required_features=[name]), vn.InvalidArgumentError, "Fix: use the names")
+    assert "xxx...xxx" in msg and "xZ' is not a WebGPU" in msg, msg  # not cut after 64 characters

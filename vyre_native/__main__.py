@@ -195,10 +195,9 @@ def main(argv: list[str]) -> int:
     """Run the command line; returns the exit status. Output the streams cannot encode
     is replaced, and a reader that closes the pipe ends it quietly."""
     global _MICRO
-    for stream in (sys.stdout, sys.stderr):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            reconfigure(errors="replace")
+    reconfigure = getattr(sys.stdout, "reconfigure", None)  # stderr already backslash-escapes
+    if reconfigure is not None:
+        reconfigure(errors="replace")
     _MICRO = _micro(sys.stdout)
     try:
         status = _run(argv)
