@@ -189,7 +189,7 @@ vn_status vn_shader_diagnose(vn_device *device, const char *wgsl, size_t wgsl_le
     excerpt(src_line, src_n, column, run, label, shown, sizeof shown);
 
     char what[900];
-    snprintf(what, sizeof what, "WGSL %s%s%s%s at line %u, column %u (wgsl:%u:%u)", headline, note[0] ? " (" : "",
+    vn_format(what, sizeof what, "WGSL %s%s%s%s at line %u, column %u (wgsl:%u:%u)", headline, note[0] ? " (" : "",
              note, note[0] ? ")" : "", line, column, line, column);
     vn_status st;
     const char *feature = capability_feature(msg);

@@ -149,7 +149,7 @@ class Pipeline(Handle):
         constants: Any,
     ) -> Pipeline:
         dev_ptr = device._live()
-        source = to_utf8(wgsl, "compile() WGSL")
+        source = to_utf8(wgsl, "compile() WGSL", sized=True)  # passed with its length
         entry = to_utf8(entry_point, "entry_point")
         names_kept = to_str_tuple(preserve, "preserve")
         values = to_constants(constants)
