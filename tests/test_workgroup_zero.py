@@ -329,3 +329,11 @@ def test_the_opt_out_compiles_a_module_hiding_workgroupBarrier(device: vn.Device
 def test_zero_workgroup_memory_takes_only_a_bool(device: vn.Device) -> None:
     with pytest.raises(vn.WrongTypeError, match="zero_workgroup_memory.*Fix:"):
         device.compile(COUNTER, zero_workgroup_memory="no")  # type: ignore[arg-type]
+
+
+def test_the_opt_out_is_per_pipeline_a_same_source_compiled_after_it_is_zeroed(device: vn.Device) -> None:
+    device.compile(COUNTER, zero_workgroup_memory=False)
+    prog = device.compile(COUNTER)
+    want = np.array([4] * 16 + [1] * 16, np.uint32)
+    for seen in dispatches(prog, 32, 5):
+        assert (seen == want).all(), seen
