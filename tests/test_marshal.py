@@ -669,6 +669,7 @@ LAYERS = [
     ["_marshal", "_log"],
     ["_lib"],
     ["reflect", "debug"],
+    ["zero_workgroup"],
     ["submission", "readback"],
     ["buffer"],
     ["dispatch", "replay"],

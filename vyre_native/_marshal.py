@@ -217,7 +217,7 @@ def to_seconds(value: Any, what: str, unlimited: bool = True) -> float:
     try:
         seconds = float(value)
     except OverflowError:  # an int or Fraction past a double's range: for ever, or negative
-        seconds = math.inf if value > 0 else -math.inf
+        seconds = math.inf if value > 0 else -math.inf  # type: ignore[operator]  # a Real orders with 0
     if not seconds >= 0:  # also refuses NaN
         raise InvalidArgumentError(f"{what}={_shown(value)} is not a time to wait. Fix: {fix}")
     return seconds
@@ -447,7 +447,7 @@ def _plain_bytes(obj: Any, what: str, err: ValueError) -> memoryview:
                 f"{what} got a non-contiguous buffer of shape {obj.shape} and strides {obj.strides}. "
                 "Fix: pass a C-contiguous copy (numpy.ascontiguousarray(x))."
             )
-        return memoryview(obj.reshape(-1).view(np.uint8))
+        return memoryview(obj.reshape(-1).view(np.uint8))  # type: ignore[arg-type]  # an ndarray exports a buffer
     raise InvalidArgumentError(
         f"{what} got a {type(obj).__name__} that exposes no memory now ({err}). Fix: pass it while it is open "
         "and valid, or pass a copy of its data (bytes(x))."

@@ -256,6 +256,16 @@ class Device(Handle):
         preserve: Iterable[str] = (),
         indirect: SequenceABC[Any] | None = None,
         constants: Mapping[str, float | int | bool] | None = None,
+        *,
+        zero_workgroup_memory: bool = True,
     ) -> Pipeline:
-        """Compile a WGSL compute entry point into a ``vn.Pipeline``; see ``Pipeline``."""
-        return Pipeline._compile(self, wgsl, entry_point, preserve, indirect, constants)
+        """Compile a WGSL compute entry point into a ``vn.Pipeline``; see ``Pipeline``.
+
+        ``var<workgroup>`` memory the entry point uses starts at zero in every workgroup,
+        as WGSL promises (vyre_native adds the zeroing, which wgpu-native leaves out; see
+        ``vyre_native.zero_workgroup``). ``zero_workgroup_memory=False`` leaves it out
+        for a kernel that writes all its workgroup memory before reading it: the memory
+        then starts with whatever an earlier workgroup left there."""
+        return Pipeline._compile(
+            self, wgsl, entry_point, preserve, indirect, constants, zero_workgroup_memory
+        )

@@ -1404,6 +1404,17 @@ def reflect(
     the names they mention, so callers reflect once per pipeline and keep the result.
     Raises ShaderError for what vyre_native cannot run or bind (see the module docstring).
     """
+    return _reflect(wgsl, entry_point, preserve, constants)[0]
+
+
+def _reflect(
+    wgsl: str | _Source | Sequence[_Tok],
+    entry_point: str,
+    preserve: Sequence[str],
+    constants: Mapping[str, float | int | bool] | None,
+) -> tuple[ModuleReflection, _Module, set[str]]:
+    """``reflect()``, with the parsed module and the names the entry point uses, which
+    the var<workgroup> zero-initialisation (zero_workgroup.py) reads."""
     if isinstance(wgsl, str):
         source = _prepare(wgsl)
     elif isinstance(wgsl, _Source):
@@ -1455,7 +1466,7 @@ def reflect(
         for group, binding, name, kind, size, _ in found
     ]
     overrides = {name: module.scalar_type(decl, name) for name, decl in module.overrides.items()}
-    return _frozen(
+    reflected = _frozen(
         ModuleReflection,
         entry_point=entry_point,
         workgroup_size=workgroup_size,
@@ -1467,6 +1478,7 @@ def reflect(
         override_ids={name: i for name in module.overrides if (i := module.override_id(name)) is not None},
         immediate_size=module.resolve(lambda: _immediate_size(module, used)),
     )
+    return reflected, module, used
 
 
 def _frozen(cls: type[F], **fields: object) -> F:
