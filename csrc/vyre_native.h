@@ -59,7 +59,9 @@ typedef enum vn_status {
     /* Not a failure: a blocking call waited one time slice (VN_WAIT_SLICE_MS) and the
      * work is not done yet. Call it again (with the same arguments) to keep waiting;
      * returning in between lets the caller notice a signal (Python: KeyboardInterrupt). */
-    VN_PENDING = 17
+    VN_PENDING = 17,
+    VN_ERROR_REENTERED = 18         /* a call made, from a signal handler or a finalizer, inside a
+                                     * call on the same thread that holds a lock it needs */
 } vn_status;
 
 /* Bounds of one call. */
