@@ -539,8 +539,11 @@ typedef struct vn_work {
 } vn_work;
 
 /* Encode every item once, in order, into one command buffer; one queue submit. More
- * than one item: at most VN_MAX_LAUNCHES_PER_SUBMIT steps in all (a recording is one
- * step, a sequence its length). */
+ * than one item of more than VN_MAX_LAUNCHES_PER_SUBMIT steps in all (a recording is one
+ * step, a sequence its length): submits of at most that many steps each, in order, at
+ * most two in flight (the call waits, inside C, for the GPU to run all but the last two),
+ * run as one unit: no other submit, write or readback of the device lands between them.
+ * Timed, such a batch is VN_ERROR_INVALID_ARGUMENT (its queries span one command buffer). */
 vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
                            vn_submission **out);
 
