@@ -7,7 +7,7 @@ from collections.abc import Sequence as SequenceABC
 from typing import Any, ClassVar
 
 from ._handles import Handle, new_slot, owned
-from ._lib import check, check_wait, ffi, lib, load_library
+from ._lib import call_waiting, check, ffi, lib, load_library
 from ._marshal import (
     to_choice,
     to_int,
@@ -187,7 +187,7 @@ class Device(Handle):
         Waits in slices of about 20 ms, so Ctrl-C raises KeyboardInterrupt at once.
         """
         ptr = self._live()
-        check_wait(lib.vn_device_wait_idle(ptr), lambda: lib.vn_device_wait_idle(ptr))
+        call_waiting(lib.vn_device_wait_idle, ptr)
 
     # -- buffers -----------------------------------------------------------------------
 
@@ -240,10 +240,7 @@ class Device(Handle):
                 c_items[i].sequence = pinned[i]
         (out_own, out), count, mode = new_slot("vn_submission *"), len(items), to_timing(timing)
         # VN_PENDING: a CPU adapter's queue still runs earlier work
-        check_wait(
-            lib.vn_device_submit(ptr, c_items, count, mode, out),
-            lambda: lib.vn_device_submit(ptr, c_items, count, mode, out),
-        )
+        call_waiting(lib.vn_device_submit, ptr, c_items, count, mode, out)
         del pinned  # held until the call returned
         return Submission._adopt(owned(out_own, "vn_submission *"))
 
