@@ -107,8 +107,10 @@ uint32_t vn_expected_version(void);
 
 /* ---- log (csrc/log.c) ------------------------------------------------------ */
 
-/* Route wgpu-native's log into a bounded ring (256 messages; the oldest is dropped when
- * full) at `level`: 0 off, 1 error, 2 warn, 3 info, 4 debug, 5 trace. */
+/* The ring's size (messages) and the longest message it keeps (bytes, NUL included). */
+enum { VN_LOG_RING_SLOTS = 256, VN_LOG_MESSAGE_BYTES = 1024 };
+/* Route wgpu-native's log into a bounded ring (VN_LOG_RING_SLOTS messages; the oldest is
+ * dropped when full) at `level`: 0 off, 1 error, 2 warn, 3 info, 4 debug, 5 trace. */
 vn_status vn_log_start(int level);
 vn_status vn_log_set_level(int level);
 /* Take the oldest message: 1 with its level and text, or 0 when none came within
