@@ -127,6 +127,7 @@ struct vn_pending_read {
     vn_device *device;   /* a reference */
     vn_staging *staging;
     uint64_t nbytes;
+    uint64_t skip;       /* bytes of the first copied word before the read's first byte */
     atomic_int done;     /* the map callback fired */
     WGPUMapAsyncStatus status;
     bool map_pending;    /* a map was requested and its outcome not taken yet */
@@ -159,7 +160,11 @@ static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t offset, uin
     memset(r, 0, sizeof *r); /* the header too: vn_read_start sets it after */
     r->device = dev;
     r->nbytes = nbytes;
-    uint64_t padded = vn_pad4(nbytes);
+    /* Copies move whole words: copy the words enclosing [offset, offset + nbytes) (inside
+     * the allocation, which is padded to a word) and skip the bytes before the first. */
+    r->skip = offset % 4;
+    offset -= r->skip;
+    uint64_t padded = vn_pad4(r->skip + nbytes);
     vn_status st = vn_submit_guard_check(guard); /* refused now: nothing encoded */
     if (st == VN_OK) st = staging_acquire(dev, padded, &r->staging);
     if (st != VN_OK) return st;
@@ -310,8 +315,8 @@ static vn_status read_copy(vn_pending_read *r, void *dst) {
     }
     const void *p = NULL;
     if (dst != NULL) {
-        p = wgpu.BufferGetConstMappedRange(s->buffer, 0, (size_t)vn_pad4(r->nbytes));
-        if (p != NULL) memcpy(dst, p, (size_t)r->nbytes);
+        p = wgpu.BufferGetConstMappedRange(s->buffer, 0, (size_t)vn_pad4(r->skip + r->nbytes));
+        if (p != NULL) memcpy(dst, (const char *)p + r->skip, (size_t)r->nbytes);
     }
     wgpu.BufferUnmap(s->buffer);
     vn_submit_end(dev);
@@ -340,7 +345,7 @@ static vn_status read_pin(vn_pending_read *r, vn_mapping **out, const void **dat
         free(m);
         return st;
     }
-    const void *p = wgpu.BufferGetConstMappedRange(s->buffer, 0, (size_t)vn_pad4(r->nbytes));
+    const void *p = wgpu.BufferGetConstMappedRange(s->buffer, 0, (size_t)vn_pad4(r->skip + r->nbytes));
     if (p == NULL) {
         wgpu.BufferUnmap(s->buffer);
         vn_submit_end(dev);
@@ -352,13 +357,13 @@ static vn_status read_pin(vn_pending_read *r, vn_mapping **out, const void **dat
     vn_submit_end(dev);
     vn_object_init(&m->obj, VN_KIND_MAPPING, mapping_destroy);
     m->staging = s;
-    m->data = p;
+    m->data = (const char *)p + r->skip;
     m->nbytes = r->nbytes;
     vn_device_retain(dev);
     m->device = dev;
     vn_live_add(VN_LIVE_MAPPING, 1);
     *out = m;
-    *data = p;
+    *data = m->data;
     return VN_OK;
 }
 
