@@ -538,6 +538,8 @@ struct vn_shader {
     vn_object obj; /* VN_KIND_SHADER */
     vn_device *device;
     WGPUShaderModule module;
+    char *wgsl;          /* the source (terminated): where pipeline errors point */
+    size_t wgsl_len;
 };
 
 typedef struct vn_binding {

@@ -9,6 +9,7 @@ static void shader_destroy(vn_object *object) {
     vn_shader *shader = (vn_shader *)object;
     wgpu.ShaderModuleRelease(shader->module);
     vn_device_unref(shader->device);
+    free(shader->wgsl);
     free(shader);
     vn_live_add(VN_LIVE_SHADER, -1);
 }
@@ -20,7 +21,16 @@ static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_shader_create: NULL source or result. Fix: pass WGSL text.");
     *out = NULL;
     vn_shader *sh = calloc(1, sizeof *sh);
-    if (sh == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a shader record. Fix: free host memory.");
+    /* The text is kept for the pipeline's errors, which name places in it (diagnostics.c). */
+    char *kept = sh != NULL ? malloc(wgsl_len + 1) : NULL;
+    if (kept == NULL) {
+        free(sh);
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a shader record. Fix: free host memory.");
+    }
+    memcpy(kept, wgsl, wgsl_len);
+    kept[wgsl_len] = '\0';
+    sh->wgsl = kept;
+    sh->wgsl_len = wgsl_len;
     WGPUShaderSourceWGSL source = WGPU_SHADER_SOURCE_WGSL_INIT;
     source.code.data = wgsl;
     source.code.length = wgsl_len;
@@ -29,12 +39,13 @@ static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_
     desc.label = vn_sv("wgsl"); /* naga then shows positions as wgsl:<line>:<column> */
     vn_scope_begin(device);
     sh->module = wgpu.DeviceCreateShaderModule(device->device, &desc);
-    st = vn_scope_end(device, "compiling WGSL", VN_ERROR_SHADER, "correct the WGSL at the line the compiler names.");
+    st = vn_scope_end(device, "compiling WGSL", VN_ERROR_SHADER, "correct the WGSL as the message says.");
     if (st == VN_ERROR_SHADER) st = vn_shader_diagnose(device, wgsl, wgsl_len, st);
     if (st == VN_OK && sh->module == NULL)
         st = vn_fail(VN_ERROR_SHADER, "compiling WGSL returned no module. Fix: check the WGSL source.");
     if (st != VN_OK) {
         if (sh->module != NULL) wgpu.ShaderModuleRelease(sh->module);
+        free(sh->wgsl);
         free(sh);
         return st;
     }
@@ -302,6 +313,8 @@ static vn_status pipeline_create(vn_device *device, vn_shader *shader, const vn_
                                    "constant has a value, and that the bindings match the shader.");
     free(scratch);
     free(constants);
+    /* naga's pipeline errors (override values, the entry point) name places in the WGSL. */
+    if (scope == VN_ERROR_SHADER) scope = vn_shader_diagnose(device, shader->wgsl, shader->wgsl_len, scope);
     if (st == VN_OK) st = scope;
     else st = vn_fail(st, "could not copy binding names. Fix: free host memory.");
     if (st == VN_OK && p->pipeline == NULL)
