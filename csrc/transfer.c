@@ -31,8 +31,9 @@
 
 /* T holds a header of 4 u32 (lo, hi, a_lo, b: B's bytes [lo, hi) are set from A's bytes
  * from a_lo on; B starts at word b), then region A (source words), then region B (the
- * destination's words). Each invocation sets whole words of B (a grid-stride loop),
- * taking each byte from A or keeping it, so nothing outside [lo, hi) changes. */
+ * destination's words). Each invocation sets whole words of B (a grid-stride loop): a
+ * word inside [lo, hi) from two words of A shifted, a partial one byte by byte from A
+ * or kept, so nothing outside [lo, hi) changes. */
 static const char MERGE_WGSL[] =
     "@group(0) @binding(0) var<storage, read_write> t: array<u32>;\n"
     "\n"
@@ -46,6 +47,15 @@ static const char MERGE_WGSL[] =
     "    let b = t[3];\n"
     "    let words = (hi + 3u) / 4u;\n"
     "    for (var j = id.x; j < words; j += groups.x * 64u) {\n"
+    "        if (j * 4u >= lo && j * 4u + 4u <= hi) {\n"
+    "            // a whole word: two source words, shifted (one where aligned)\n"
+    "            let q = 16u + a_lo + j * 4u - lo;\n"
+    "            let s = (q & 3u) * 8u;\n"
+    "            var w = t[q >> 2u];\n"
+    "            if (s != 0u) { w = (w >> s) | (t[(q >> 2u) + 1u] << (32u - s)); }\n"
+    "            t[b + j] = w;\n"
+    "            continue;\n"
+    "        }\n"
     "        var w = t[b + j];\n"
     "        for (var k = 0u; k < 4u; k++) {\n"
     "            let p = j * 4u + k;\n"
