@@ -113,6 +113,22 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     ),
     "clear_64MiB_gpu": ("clear 64 MiB between two dispatches (GPU time)", "GPU time by timestamps"),
     "async_read_16x4MiB": ("16 x 4 MiB readbacks in flight", "64 MiB read back as 16 slices at once"),
+    "workgroup_1KiB_zeroed_gpu": (
+        "1024 workgroups, 1 KiB var<workgroup> zeroed (GPU time)",
+        "one dispatch as compile() makes it, WGSL's zeroing of workgroup memory included",
+    ),
+    "workgroup_1KiB_not_zeroed_gpu": (
+        "1024 workgroups, 1 KiB var<workgroup>, zeroing off (GPU time)",
+        "the same dispatch compiled with zero_workgroup_memory=False",
+    ),
+    "workgroup_16KiB_zeroed_gpu": (
+        "1024 workgroups, 16 KiB var<workgroup> zeroed (GPU time)",
+        "one dispatch as compile() makes it, WGSL's zeroing of workgroup memory included",
+    ),
+    "workgroup_16KiB_not_zeroed_gpu": (
+        "1024 workgroups, 16 KiB var<workgroup>, zeroing off (GPU time)",
+        "the same dispatch compiled with zero_workgroup_memory=False",
+    ),
 }
 
 #: launches per Recording.replay(n) and dispatches per sequence in those benchmarks

@@ -43,8 +43,8 @@ typedef struct vn_source {
 } vn_source;
 
 static void source_label(const vn_source *src, const vn_binding *b, char *buf, size_t cap) {
-    if (src->role != NULL) snprintf(buf, cap, "%s %zu", src->role, src->index);
-    else snprintf(buf, cap, "bind['%s']", b->name);
+    if (src->role != NULL) vn_format(buf, cap, "%s %zu", src->role, src->index);
+    else vn_format(buf, cap, "bind['%s']", b->name);
 }
 
 /* "(buffer 12)" or "(48 bytes at offset 256 of buffer 12)": what a resolved view is. */
@@ -62,7 +62,7 @@ void vn_binding_list(const vn_pipeline *p, bool (*filter)(const vn_binding *), c
     for (size_t i = 0; i < p->binding_count && used < cap; i++) {
         const vn_binding *b = &p->bindings[i];
         if (filter != NULL && !filter(b)) continue;
-        used += (size_t)snprintf(buf + used, cap - used, "%s`%s` (@group(%u) @binding(%u) %s)", used ? ", " : "",
+        used += (size_t)vn_format(buf + used, cap - used, "%s`%s` (@group(%u) @binding(%u) %s)", used ? ", " : "",
                                  b->name, b->group, b->binding, kind_name(b->kind));
     }
     if (used == 0) snprintf(buf, cap, "none");
@@ -79,7 +79,7 @@ static vn_status check_view(const vn_pipeline *p, const vn_binding *b, const vn_
         return vn_fail(VN_ERROR_BINDING, "%s for @group(%u) @binding(%u) `%s` is NULL. Fix: pass a live Buffer.",
                        role, b->group, b->binding, b->name);
     char fn[224];
-    snprintf(fn, sizeof fn, "%s for @group(%u) @binding(%u) `%s`", role, b->group, b->binding, b->name);
+    vn_format(fn, sizeof fn, "%s for @group(%u) @binding(%u) `%s`", role, b->group, b->binding, b->name);
     /* Held from here: by the call while resolving, then by the recording. */
     vn_status st = vn_view_acquire(src->view, fn, v);
     if (st != VN_OK) return st;
@@ -161,12 +161,13 @@ static vn_status check_indirect(const vn_pipeline *p, const char *role, const vn
                        "indirect offset %llu into %s %s is byte %llu of its buffer, not a multiple of 4. Fix: place "
                        "the three u32 workgroup counts at a 4-byte-aligned byte of the buffer.",
                        (unsigned long long)offset, role, what, (unsigned long long)(v->offset + offset));
+    char sum[VN_SUM_TEXT];
     if (offset > v->size || v->size - offset < 12)
         return vn_fail(VN_ERROR_BINDING,
                        "indirect buffer %s %s has %llu bytes, too few for three u32 workgroup counts at offset %llu "
-                       "(needs %llu). Fix: pass a buffer of at least offset + 12 bytes.",
+                       "(needs %s). Fix: pass a buffer of at least offset + 12 bytes.",
                        role, what, (unsigned long long)v->size, (unsigned long long)offset,
-                       (unsigned long long)offset + 12);
+                       vn_sum_text(offset, 12, sum));
     return VN_OK;
 }
 
@@ -213,7 +214,7 @@ vn_status vn_match_names(const vn_pipeline *p, const char *const *names, size_t 
         if (index_of[j] != SIZE_MAX || !takes(&p->bindings[j])) continue;
         absent++;
         if (used < sizeof missing)
-            used += (size_t)snprintf(missing + used, sizeof missing - used, "%s`%s`", used ? ", " : "",
+            used += (size_t)vn_format(missing + used, sizeof missing - used, "%s`%s`", used ? ", " : "",
                                      p->bindings[j].name);
     }
     if (absent > 0) {
@@ -274,7 +275,7 @@ static vn_status assign_positional(const vn_pipeline *p, const vn_dispatch_args 
         const vn_binding *b = &p->bindings[i];
         bool is_out = b->kind == VN_BINDING_STORAGE_READ_WRITE;
         if (is_out != outs_left || used >= sizeof names) continue;
-        used += (size_t)snprintf(names + used, sizeof names - used, "%s@group(%u) @binding(%u) `%s`",
+        used += (size_t)vn_format(names + used, sizeof names - used, "%s@group(%u) @binding(%u) `%s`",
                                  used ? ", " : "", b->group, b->binding, b->name);
     }
     return vn_fail(VN_ERROR_BINDING,
@@ -454,7 +455,7 @@ static vn_status resolve_views(vn_pipeline *p, const vn_dispatch_args *a, vn_sou
         const vn_view *v = &views[p->indirect_binding];
         *indirect_offset = p->indirect_offset;
         char role[160];
-        snprintf(role, sizeof role, "`%s`", p->bindings[p->indirect_binding].name);
+        vn_format(role, sizeof role, "`%s`", p->bindings[p->indirect_binding].name);
         st = check_indirect(p, role, v, p->indirect_offset);
         if (st == VN_OK) {
             vn_buffer_retain(v->buffer); /* the bound dispatch's own reference, as for any indirect buffer */
@@ -598,7 +599,7 @@ vn_status vn_bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bound *
     memset(out, 0, sizeof *out);
     /* Every message of the binding rules names the pipeline, by its label. */
     char prefix[200];
-    snprintf(prefix, sizeof prefix, "pipeline `%s`: ", p->label);
+    vn_format(prefix, sizeof prefix, "pipeline `%s`: ", p->label);
     return vn_fail_prefixed(st, prefix);
 }
 

@@ -111,7 +111,7 @@ static void on_device_lost(WGPUDevice const *device, WGPUDeviceLostReason reason
 
 void vn_device_note_lost(vn_device *device, const char *reason) {
     if (device == NULL || atomic_load(&device->lost)) return;
-    snprintf(device->lost_reason, sizeof device->lost_reason, "%s", reason);
+    vn_format(device->lost_reason, sizeof device->lost_reason, "%s", reason);
     atomic_store(&device->lost, 1);
 }
 
@@ -870,7 +870,7 @@ void vn_device_mark_destroyed(vn_device *device, const char *reason) {
      * afterwards without seeing `lost`; under the scope lock no encoding of ours is
      * between its pushes and pops. */
     vn_rwlock_write_lock(&device->submit_lock);
-    snprintf(device->lost_reason, sizeof device->lost_reason, "%s", reason);
+    vn_format(device->lost_reason, sizeof device->lost_reason, "%s", reason);
     atomic_store(&device->lost, 1);
     /* Destroying the GPU device frees every buffer's memory, the mapped memory of a
      * pinned staging buffer too, which a zero-copy array still reads: with pins alive,

@@ -389,9 +389,9 @@ vn_status vn_shader_diagnose(vn_device *device, const char *wgsl, size_t wgsl_le
     excerpt(src_line, src_n, column, run, label, shown, sizeof shown);
 
     char what[900];
-    snprintf(what, sizeof what, "WGSL %s%s%s%s at line %u, column %u (wgsl:%u:%u%s)", headline, note[0] ? " (" : "",
-             note, note[0] ? ")" : "", line, column, line, column,
-             scanned ? "; wgpu-native's message has no span, so this is where the source declares what it names" : "");
+    vn_format(what, sizeof what, "WGSL %s%s%s%s at line %u, column %u (wgsl:%u:%u%s)", headline, note[0] ? " (" : "",
+              note, note[0] ? ")" : "", line, column, line, column,
+              scanned ? "; wgpu-native's message has no span, so this is where the source declares what it names" : "");
     vn_status st;
     const char *feature = capability_feature(msg);
     bool lacks_immediates =

@@ -2,6 +2,7 @@
  * wgpu-py's for wgpu-native's own (so a name means the same thing in both
  * packages). Names are what users see (the CLI's `info`, and in time Device.features);
  * wgpu-native's numbers never leave C. */
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -165,7 +166,7 @@ vn_status vn_features_choose(WGPUAdapter adapter, const char *adapter_name, cons
             return vn_fail(VN_ERROR_INVALID_ARGUMENT,
                            "required feature '%.*s' is not a WebGPU or wgpu-native feature name. Fix: use the "
                            "names `python -m vyre_native info` lists for the adapter, e.g. \"shader-f16\" or "
-                           "\"subgroup\".", (int)(len > 64 ? 64 : len), p);
+                           "\"subgroup\".", (int)(len > INT_MAX ? INT_MAX : len), p);
         if (!wgpu.AdapterHasFeature(adapter, (WGPUFeatureName)id)) {
             if (missing_len + len + 3 < sizeof missing)
                 missing_len += (size_t)snprintf(missing + missing_len, sizeof missing - missing_len, "%s%.*s",

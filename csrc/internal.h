@@ -3,6 +3,7 @@
 #ifndef VN_INTERNAL_H
 #define VN_INTERNAL_H
 
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -44,6 +45,17 @@ vn_status vn_fail(vn_status code, const char *fmt, ...) VN_PRINTF_LIKE(2, 3);
 void vn_clear_error(void);
 /* After vn_fail: the failure points at WGSL line and column (vn_last_error_position). */
 void vn_set_error_position(uint32_t line, uint32_t column);
+/* snprintf for messages: into buf (cap bytes, always terminated), keeping the format's
+ * own text (its start, the words around each value, its Fix) whole when the values do
+ * not fit: the longest %s values are shortened to "<start>...<end>", each to one common
+ * length, just enough. Every message is built by it (vn_fail included). Returns the
+ * length written. */
+size_t vn_format(char *buf, size_t cap, const char *fmt, ...) VN_PRINTF_LIKE(3, 4);
+size_t vn_vformat(char *buf, size_t cap, const char *fmt, va_list args);
+/* The decimal text of a + b, exact where the sum passes 2^64 (a message stating a
+ * wrapped sum says a wrong value). */
+enum { VN_SUM_TEXT = 24 };
+const char *vn_sum_text(uint64_t a, uint64_t b, char buf[VN_SUM_TEXT]);
 /* Put `prefix` before this thread's last message (keeping its position) and return
  * `code`: "pipeline `main`: " before what a shared helper reported. */
 vn_status vn_fail_prefixed(vn_status code, const char *prefix);

@@ -73,7 +73,7 @@ static bool fail(image *im, const char *fmt, ...) VN_PRINTF_LIKE(2, 3);
 static bool fail(image *im, const char *fmt, ...) {
     va_list args;
     va_start(args, fmt);
-    vsnprintf(im->why, im->cap, fmt, args);
+    vn_vformat(im->why, im->cap, fmt, args);
     va_end(args);
     return false;
 }
@@ -91,8 +91,9 @@ static uint8_t *read_table(image *im, uint64_t offset, uint64_t length, const ch
         return NULL;
     }
     if (!inside(im, offset, length)) {
-        fail(im, "its %s (bytes %llu to %llu) lies past the end of the file: the file is truncated", what,
-             (unsigned long long)offset, (unsigned long long)(offset + length));
+        char end[VN_SUM_TEXT];
+        fail(im, "its %s (bytes %llu to %s) lies past the end of the file: the file is truncated", what,
+             (unsigned long long)offset, vn_sum_text(offset, length, end));
         return NULL;
     }
     uint8_t *buf = malloc(length ? (size_t)length : 1);
@@ -111,8 +112,9 @@ static uint8_t *read_table(image *im, uint64_t offset, uint64_t length, const ch
 /* A region the loader maps or reads: past the end of the file is the truncation. */
 static bool region_inside(image *im, const char *what, unsigned index, uint64_t offset, uint64_t length) {
     if (inside(im, offset, length)) return true;
-    return fail(im, "its %s %u (bytes %llu to %llu) ends past the end of the file: the file is truncated", what,
-                index, (unsigned long long)offset, (unsigned long long)(offset + length));
+    char end[VN_SUM_TEXT];
+    return fail(im, "its %s %u (bytes %llu to %s) ends past the end of the file: the file is truncated", what,
+                index, (unsigned long long)offset, vn_sum_text(offset, length, end));
 }
 
 static bool check_elf(image *im, const uint8_t *h, size_t got) {

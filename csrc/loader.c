@@ -34,14 +34,16 @@ static bool names_a_file(const char *path) {
 }
 
 static void load_library(void) {
-    char why[512];
+    /* dlerror's text names the file: room for a whole path (PATH_MAX) and its reason,
+     * which vn_format then shortens in the middle, never at the end. */
+    char why[4096 + 512];
     uint64_t size = 0;
     /* Before the system loader sees it: a truncated file kills the process inside it.
      * A bare file name is the loader's to look up in its search path, not a file here. */
     if (names_a_file(load_path) && !vn_library_file_check(load_path, &size, why, sizeof why)) {
         char sized[40] = "";
         if (size != UINT64_MAX) snprintf(sized, sizeof sized, " (%llu bytes)", (unsigned long long)size);
-        snprintf(load_message, sizeof load_message,
+        vn_format(load_message, sizeof load_message,
                  "could not load wgpu-native from '%s'%s: %s. Fix: reinstall the pinned wgpu package (pip install "
                  "--force-reinstall 'wgpu==0.32.*') or point WGPU_LIB_PATH at a complete copy of its wgpu_native "
                  "library file.",
@@ -52,7 +54,7 @@ static void load_library(void) {
      * table of a failed load is never called. */
     void *handle = vn_dl_open(load_path, why, sizeof why);
     if (handle == NULL) {
-        snprintf(load_message, sizeof load_message,
+        vn_format(load_message, sizeof load_message,
                  "could not load wgpu-native from '%s': %s. Fix: install the pinned wgpu package "
                  "(pip install 'wgpu==0.32.*') or point WGPU_LIB_PATH at its wgpu_native library file.",
                  load_path, why);
@@ -61,7 +63,7 @@ static void load_library(void) {
 #define VN_WGPU_FN(name)                                                                            \
     wgpu.name = (__typeof__(wgpu.name))vn_dl_sym(handle, "wgpu" #name);                             \
     if (wgpu.name == NULL) {                                                                        \
-        snprintf(load_message, sizeof load_message,                                                 \
+        vn_format(load_message, sizeof load_message,                                                 \
                  "'%s' has no symbol wgpu" #name ": it is not the wgpu-native this package was "    \
                  "built for. Fix: install the pinned wgpu package (pip install 'wgpu==0.32.*') "    \
                  "or unset WGPU_LIB_PATH.",                                                         \
@@ -75,7 +77,7 @@ static void load_library(void) {
         char got[32], want[32];
         version_text(loaded_version, got, sizeof got);
         version_text(VN_EXPECTED_WGPU_VERSION, want, sizeof want);
-        snprintf(load_message, sizeof load_message,
+        vn_format(load_message, sizeof load_message,
                  "wgpu-native at '%s' is version %s, but vyre_native was compiled against the "
                  "headers of %s, whose C ABI differs between releases. Fix: install the wgpu package "
                  "this build pins (pip install 'wgpu==0.32.*'), or rebuild vyre_native against "

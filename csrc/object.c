@@ -85,19 +85,6 @@ void vn_handle_release(void *handle) {
         vn_release(object);
 }
 
-void vn_slot_release(void *slot) {
-    vn_object **held = slot;
-    vn_object *object = *held;
-    *held = NULL;
-    vn_handle_release(object);
-}
-
-void vn_view_slot_release(vn_view *view) {
-    vn_buffer *buffer = view->buffer;
-    view->buffer = NULL;
-    vn_release_handle(buffer, VN_KIND_BUFFER);
-}
-
 vn_status vn_handle_error(const void *handle, vn_kind kind, const char *fn) {
     const char *want = kind_name((unsigned)kind);
     if (handle == NULL)

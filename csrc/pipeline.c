@@ -88,7 +88,7 @@ static vn_status check_immediates(const vn_device *device, const vn_pipeline_des
     if (size == 0) return VN_OK;
     if (!wgpu.DeviceHasFeature(device->device, (WGPUFeatureName)WGPUNativeFeature_Immediates)) {
         char what[300];
-        snprintf(what, sizeof what, "entry point `%s` declares %u bytes of var<immediate> data", desc->entry_point, size);
+        vn_format(what, sizeof what, "entry point `%s` declares %u bytes of var<immediate> data", desc->entry_point, size);
         return vn_immediates_unsupported(device, what, NULL);
     }
     if (size % 4 != 0)
@@ -289,7 +289,7 @@ static vn_status pipeline_create(vn_device *device, vn_shader *shader, const vn_
     }
 
     char what[300];
-    snprintf(what, sizeof what, "creating the compute pipeline for entry point `%s`", desc->entry_point);
+    vn_format(what, sizeof what, "creating the compute pipeline for entry point `%s`", desc->entry_point);
     vn_scope_begin(device);
     create_layouts(device, p, scratch);
     /* Labels are the entry point: wgpu's own messages then name the pipeline. */

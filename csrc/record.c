@@ -48,7 +48,7 @@ static vn_status dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *
     WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
     wgpu.CommandEncoderRelease(enc);
     char what[300];
-    snprintf(what, sizeof what, "recording a dispatch of pipeline `%s`", pipeline->label);
+    vn_format(what, sizeof what, "recording a dispatch of pipeline `%s`", pipeline->label);
     st = vn_scope_end(dev, what, VN_ERROR_VALIDATION,
                       "check the buffers against the shader's declared types and the workgroup counts.");
     if (st != VN_OK) {

@@ -296,7 +296,7 @@ static vn_status recording_replay(vn_recording *r, uint32_t n, vn_timing_mode ti
     vn_status st = check_count(n, 1, "Recording");
     if (st != VN_OK) return st;
     char label[300];
-    snprintf(label, sizeof label, "replaying a recording of pipeline `%s`", r->bound.pipeline->label);
+    vn_format(label, sizeof label, "replaying a recording of pipeline `%s`", r->bound.pipeline->label);
     return encode_and_submit(r->bound.pipeline->device, &recording_job, r, n, timing, label, out);
 }
 

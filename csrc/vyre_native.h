@@ -465,7 +465,7 @@ typedef enum vn_foreign_state {
  * its destroy; USABLE after its unmap. */
 vn_foreign_state vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state state);
 /* One more reference, for a watcher or a second handle on the same object, written
- * into `slot` (a slot as vn_slot_release takes; NULL there when the object is not live). */
+ * into `slot` (an out-parameter as a creating call's; NULL there when the object is not live). */
 void vn_buffer_retain_for_watch(vn_buffer *buffer, vn_buffer **slot);
 void vn_device_retain_for_watch(vn_device *device, vn_device **slot);
 /* wgpu-py destroys a device it shares with this layer: this destroys it instead, as
@@ -601,18 +601,12 @@ void vn_mapping_release(vn_mapping *mapping);
  * returns its staging buffer once the copy completes (at a later poll). */
 void vn_pending_read_release(vn_pending_read *read);
 
-/* Adoption a caller cannot split. A caller that can be interrupted between two
- * statements (Python: KeyboardInterrupt lands between a creating call's return and the
- * line that wraps its result in a handle) passes an out-parameter it owns as a "slot":
- * from the moment a creating call writes a new object into it, the slot owns that
- * reference, until the caller moves it out (reading the slot and setting it to NULL).
- * vn_slot_release drops what the slot still holds (setting it to NULL; NULL and repeats
- * are ignored): the finalizer of the caller's slot. A slot is any `vn_<kind> **`, or
- * (vn_view_slot_release) a vn_view whose buffer holds a reference the call took
- * (vn_recording_output). vn_handle_release is the release of a handle of any kind
- * (what a caller that moved it out of its slot releases it with). */
-void vn_slot_release(void *slot);
-void vn_view_slot_release(vn_view *view);
+/* The release of a handle of any kind (NULL and anything that is not a live object are
+ * ignored). A creating call's out-parameter (`vn_<kind> **`, or the vn_view that
+ * vn_recording_output writes, whose buffer holds a reference the call took) owns what the
+ * call writes into it: a caller that cannot be interrupted between the call and taking
+ * the result (Python's owner, csrc/python/owner.c, *is* that out-parameter) releases it
+ * with this. */
 void vn_handle_release(void *handle);
 
 /* ---- introspection (csrc/device.c over csrc/debug.c's counts; csrc/fill.c) -- */

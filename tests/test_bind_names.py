@@ -251,3 +251,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     rec = prog.record(immediates=np.uint32(7).tobytes(), bind={"acc": acc})
     rec.replay(2).wait()
     np.testing.assert_array_equal(acc.read(np.uint32), np.arange(N) + 14)
+
+
+@pytest.mark.parametrize("name", ["गति", "వేగం", "e\u0301lan"], ids=["hindi", "telugu", "decomposed_e_acute"])
+def test_a_binding_named_with_combining_marks_binds_by_its_whole_name(device: vn.Device, name: str) -> None:
+    # naga compiles these names (XID_Start XID_Continue*); reflection must read them whole.
+    prog = device.compile(DOUBLE.replace("inp", name))
+    assert [b.name for b in prog.bindings] == [name, "out"]
+    data = device.upload(np.arange(N, dtype=np.float32))
+    rec = prog.prerecord_persistent_dispatch(bind={name: data, "out": device.alloc(4 * N)})
+    rec.replay()
+    assert (np.frombuffer(rec.read_output(0), dtype=np.float32) == 2 * np.arange(N)).all()

@@ -69,3 +69,78 @@ def test_an_unknown_option_is_a_usage_error() -> None:
     res = cli("info", "--backend", "cuda")
     assert res.returncode == 2
     assert "invalid choice: 'cuda'" in res.stderr
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp"), **extra}
+    env.pop("VN_BENCH_SUITE", None)
+    return env
+
+
+def test_a_reader_that_closes_the_pipe_ends_the_output_quietly() -> None:
+    # `info | head -1`: the reader is gone before the command writes, so every write fails
+    # with EPIPE; a Unix tool stops without a word (exit 141, as SIGPIPE would end it).
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vyre_native", "info"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tempfile.gettempdir(),
+        env=_env(),
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode(errors="replace")
+    status = proc.wait(timeout=300)
+    assert "BrokenPipeError" not in err and "Traceback" not in err, err
+    assert status == 141, (status, err)
+
+
+def test_demo_prints_under_an_ascii_only_encoding() -> None:
+    res = subprocess.run(
+        [sys.executable, "-m", "vyre_native", "demo"],
+        check=False,
+        capture_output=True,
+        timeout=300,
+        cwd=tempfile.gettempdir(),
+        env=_env(PYTHONIOENCODING="ascii"),
+    )
+    err = res.stderr.decode(errors="replace")
+    assert res.returncode == 0 and "Traceback" not in err, err
+    out = res.stdout.decode("ascii")  # nothing but ASCII reached the stream
+    assert " us\n" in out and "result vs numpy : OK" in out
+
+
+def _bench_without_a_suite(*args: str) -> subprocess.CompletedProcess[str]:
+    """``bench`` where no suite can be found: not beside the package (as in a wheel), not
+    under the working directory."""
+    code = (
+        "import pathlib, sys\nimport vyre_native.bench as bench\n"
+        "bench._BESIDE = pathlib.Path('/nonexistent/benchmarks')\n"
+        "from vyre_native.__main__ import main\nsys.exit(main(sys.argv[1:]))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, "bench", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tempfile.gettempdir(),
+        env=_env(),
+    )
+
+
+def test_bench_with_no_suite_to_find_prints_its_usage_and_exits_two() -> None:
+    res = _bench_without_a_suite("--bogus")
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.startswith("usage: python -m vyre_native bench"), res.stderr
+    assert "python -m vyre_native bench: error: the benchmarks/ folder was not found" in res.stderr
+    assert "Fix:" in res.stderr
+
+
+def test_bench_given_a_folder_that_is_no_suite_prints_its_usage_and_exits_two() -> None:
+    # It never falls back to another suite: the folder asked for is the one used.
+    with tempfile.TemporaryDirectory() as empty:
+        res = cli("bench", "--suite", empty, "--bogus")
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.startswith("usage: python -m vyre_native bench"), res.stderr
+    assert f"--suite {empty} is not the benchmarks/ folder" in res.stderr and "Fix:" in res.stderr

@@ -1,13 +1,21 @@
-"""Ctrl-C between a creating call and its handle leaks nothing and frees nothing twice.
+"""An exception at any step after a creating call leaks nothing and frees nothing twice.
 
-A KeyboardInterrupt can land between any two Python-level steps of a call that creates a
-native object: after the C call has made the object and before the handle owns it. Each
-scenario below is run again and again with the interrupt raised one step later each time
-(a profiler raises it at the k-th point after the C creating function returns where
-CPython can raise a pending signal's exception: a function's start or a call's return), until the call completes uninterrupted; after each run every
-native object of a handle kind must be back at its count from before. Run in a child
-interpreter (a profiler and KeyboardInterrupt are process-wide state); the ASan stage of
-CI runs it too, which would report a second release of any object.
+An exception can land between any two Python-level steps of a call that creates a native
+object: after the C call has made the object and before the handle owns it. Each scenario
+below is run again and again with the exception raised one step later each time, until
+the call completes; after each run every native object of a handle kind must be back at
+its count from before. Two sources of exceptions, each its own sweep:
+- "interrupt": KeyboardInterrupt where CPython can raise a pending signal's exception (a
+  function's start or a call's return), raised by a profiler at the k-th such point after
+  the C creating function returns;
+- "trace": an exception raised by a trace and profile hook on every event it sees after
+  that (each line of the frames on the stack and of every frame called from then on, each
+  call and return, each C call's return): what a hostile ``sys.settrace`` /
+  ``sys.setprofile`` can do. Except on a ``with`` line: its line event also fires in the
+  block's cleanup, before ``__exit__``, so an exception there skips ``__exit__`` in any
+  Python code (a lock stays held); no signal can land there.
+Run in a child interpreter (hooks and KeyboardInterrupt are process-wide state); the ASan
+stage of CI runs it too, which would report a second release of any object.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import pytest
 from childproc import run_child
 
 _SWEEP = """
+import linecache
 import wgpu
 
 DOUBLE = '''
@@ -36,9 +45,13 @@ def handles():
     live = vn.debug.live_objects(wait=10.0)
     return {k: live[k] for k in HANDLE_KINDS}
 
+class Raised(Exception):
+    '''What a hostile trace hook raises.'''
+
 class Interrupt:
-    '''A profiler that raises KeyboardInterrupt at the k-th event after `target` (a C
-    function of the compiled module) returns; k = 0: as it returns.'''
+    '''A profiler that raises KeyboardInterrupt (MODE "interrupt") or Raised ("trace") at
+    the k-th event after `target` (a C function of the compiled module) returns; k = 0: as
+    it returns. In "trace" mode it also traces every line of every frame from then on.'''
     def __init__(self, target, k):
         self.target, self.k, self.armed, self.seen, self.fired = target, k, False, 0, False
         self.done = False  # set (an attribute store: no event) once the action returned
@@ -48,6 +61,12 @@ class Interrupt:
         if not self.armed:
             if event == "c_return" and getattr(arg, "__name__", None) == self.target:
                 self.armed = True
+                if MODE == "trace":  # every line from here on, in the frames on the stack too
+                    sys.settrace(self.trace)
+                    f = frame
+                    while f is not None:
+                        f.f_trace, f.f_trace_lines = self.trace, True
+                        f = f.f_back
                 if self.k == 0:
                     self.fire()
             return
@@ -56,13 +75,22 @@ class Interrupt:
         # ("c_call"): raising there would break `with` blocks in ways no signal can.
         if event not in ("call", "return", "c_return"):
             return
+        self.count()
+    def trace(self, frame, event, arg):
+        if not self.done and event == "line":
+            line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).lstrip()
+            if not line.startswith(("with ", "async with ")):
+                self.count()
+        return self.trace
+    def count(self):
         self.seen += 1
         if self.seen == self.k:
             self.fire()
     def fire(self):
         sys.setprofile(None)
+        sys.settrace(None)
         self.fired = True
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt if MODE == "interrupt" else Raised("a hook raised")
 
 dev = vn.Device()
 src = dev.upload(np.arange(64, dtype=np.float32))
@@ -113,19 +141,20 @@ for name, (target, action) in SCENARIOS.items():
     dev.wait_idle()
     before = handles()
     interrupted, leaks, errors = 0, [], []
-    for k in range(400):
+    for k in range(4000):
         probe = Interrupt(target, k)
         made = None
         sys.setprofile(probe)
         try:
             made = action()
             probe.done = True
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Raised):
             interrupted += 1
         except BaseException as e:
             errors.append(f"k={k}: {type(e).__name__}: {e}")
         finally:
             sys.setprofile(None)
+            sys.settrace(None)
         completed = not probe.fired
         if not probe.armed:
             errors.append(f"k={k}: {target} was never called")
@@ -145,8 +174,8 @@ report(results)
 
 
 @functools.cache
-def _sweep() -> dict[str, Any]:
-    return run_child(_SWEEP, timeout=600)  # type: ignore[no-any-return]
+def _sweep(mode: str) -> dict[str, Any]:
+    return run_child(f"MODE = {mode!r}\n" + _SWEEP, timeout=600)  # type: ignore[no-any-return]
 
 
 SCENARIOS = [
@@ -174,9 +203,10 @@ SCENARIOS = [
 ]
 
 
+@pytest.mark.parametrize("mode", ["interrupt", "trace"])
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_an_interrupt_at_any_step_after_the_c_call_leaks_nothing(scenario: str) -> None:
-    res = _sweep()[scenario]
+def test_an_exception_at_any_step_after_the_c_call_leaks_nothing(scenario: str, mode: str) -> None:
+    res = _sweep(mode)[scenario]
     assert not res["errors"], res["errors"]
     assert res["completed"], f"{scenario}: still interrupted after {res['interrupted']} steps"
     assert res["interrupted"] >= 1, f"{scenario}: no interrupt landed after the C call"

@@ -1,7 +1,8 @@
 """Real kernels, each result checked against numpy.
 
-Platform note: on Mesa lavapipe, var<workgroup> memory is not zero-initialised as
-WGSL promises, so every kernel here writes workgroup memory before reading it.
+Every kernel here writes its workgroup memory before reading it (written when
+wgpu-native left that memory unzeroed); tests/test_workgroup_zero.py holds the kernels
+that rely on WGSL's zero-initialisation, which compile() now adds.
 """
 
 from __future__ import annotations

@@ -387,6 +387,60 @@ def test_text_with_a_lone_surrogate_is_a_typed_value_error(device: vn.Device, ca
     typed(lambda: call(device), vn.InvalidArgumentError, "surrogate", "'\\ud800'")
 
 
+NUL = "\0"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda k: k.dev.compile(DOUBLE, entry_point="main" + NUL + "junk"),
+        lambda k: k.dev.compile(DOUBLE, preserve=["out" + NUL + "junk"]),
+        lambda k: k.dev.compile(DOUBLE, constants={"k" + NUL + "junk": 1.0}),
+        lambda k: k.dev.compile(DOUBLE, indirect=("inp" + NUL + "junk", 0)),
+        lambda k: vn.Device(backend="vulkan" + NUL + "gl"),
+        lambda k: vn.enumerate_adapters(backend="vulkan" + NUL + "gl"),
+        lambda k: vn.Device(required_features=["shader-f16" + NUL + "ray-query"]),
+        lambda k: k.prog.prerecord_persistent_dispatch(bind={"inp" + NUL + "junk": k.a, "out": k.o}),
+        lambda k: k.prog.record(bind={"inp": k.a, "out" + NUL + "junk": k.o}),
+        lambda k: k.dev.sequence().add(k.prog, bind={"inp" + NUL + "junk": k.a, "out": k.o}),
+        lambda k: k.prog.prerecord_borrowed_dispatch(
+            bind={"inp" + NUL + "junk": bytes(256)}, output_sizes=[256]
+        ),
+    ],
+    ids=[
+        "entry_point",
+        "preserve",
+        "constants_key",
+        "indirect_name",
+        "backend",
+        "enumerate_backend",
+        "required_features",
+        "prerecord_bind_key",
+        "record_bind_key",
+        "sequence_bind_key",
+        "borrowed_bind_key",
+    ],
+)
+def test_text_with_an_embedded_nul_is_a_typed_value_error_naming_the_argument(kit: Kit, call: Any) -> None:
+    # C reads a string up to its first NUL: passed on, "shader-f16\0ray-query" would ask for
+    # shader-f16 alone, and bind={"x\0junk": b} would bind x.
+    msg = typed(lambda: call(kit), vn.InvalidArgumentError, "NUL character at position")
+    assert "=" in msg.split(" holds ")[0], msg  # "<argument>=<value> holds ..."
+
+
+def test_wgsl_may_hold_a_nul_in_a_comment_as_wgsl_allows(kit: Kit) -> None:
+    # WGSL goes to C with its length, so nothing cuts it; a comment may hold any code point.
+    prog = kit.dev.compile(DOUBLE + "// " + NUL + " a NUL in a comment\n")
+    assert [b.name for b in prog.bindings] == ["inp", "out"]
+
+
+def test_a_library_path_with_an_embedded_nul_is_a_typed_value_error() -> None:
+    from vyre_native._marshal import to_path
+
+    path = "/opt/lib" + NUL + "wgpu.so"
+    typed(lambda: to_path(path, "WGPU_LIB_PATH"), vn.InvalidArgumentError, "WGPU_LIB_PATH", "position 8")
+
+
 def test_wgsl_with_a_lone_surrogate_names_its_line_and_column(device: vn.Device) -> None:
     src = "// one\n// tw" + LONE + "o\n" + DOUBLE
     typed(lambda: device.compile(src), vn.InvalidArgumentError, "line 2, column 6")
@@ -615,6 +669,7 @@ LAYERS = [
     ["_marshal", "_log"],
     ["_lib"],
     ["reflect", "debug"],
+    ["zero_workgroup"],
     ["submission", "readback"],
     ["buffer"],
     ["dispatch", "replay"],
@@ -657,3 +712,155 @@ def test_no_module_imports_a_module_above_it() -> None:
         if rank[imported] >= rank[name]
     ]
     assert not upward, upward
+
+
+# ================================================================ values at the edge of numpy and Python
+#
+# One rule: an array of fixed-size items that hold no Python objects is plain bytes, on
+# every path (upload, write, read_into, read with a dtype, copy=True or copy=False);
+# what numpy or Python cannot represent at all is a typed error with a Fix.
+
+DATETIMES = np.array([0, 1, 2**40, -5], dtype="M8[s]")
+
+
+@pytest.mark.parametrize("dtype", ["M8[s]", "m8[ns]"], ids=["datetime64", "timedelta64"])
+def test_a_datetime_array_uploads_and_reads_back_as_its_bytes(kit: Kit, dtype: str) -> None:
+    data = DATETIMES.astype(dtype) if dtype.startswith("M") else DATETIMES.view("i8").astype(dtype)
+    buf = kit.dev.upload(data)
+    assert buf.read() == data.tobytes()
+
+
+def test_a_datetime_array_is_written_as_its_bytes(kit: Kit) -> None:
+    buf = kit.dev.alloc(DATETIMES.nbytes)
+    buf.write(DATETIMES)
+    assert buf.read() == DATETIMES.tobytes()
+
+
+def test_a_datetime_array_is_read_into_as_its_bytes(kit: Kit) -> None:
+    buf = kit.dev.upload(DATETIMES)
+    dest = np.zeros_like(DATETIMES)
+    assert buf.read_into(dest) == DATETIMES.nbytes
+    assert (dest == DATETIMES).all()
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_a_datetime_dtype_reads_the_same_array_with_and_without_a_copy(kit: Kit, copy: bool) -> None:
+    out = kit.dev.upload(DATETIMES).read("M8[s]", copy=copy)
+    assert out.dtype == DATETIMES.dtype and (out == DATETIMES).all()
+
+
+def test_a_structure_with_a_datetime_field_uploads_as_its_bytes(kit: Kit) -> None:
+    data = np.zeros(4, dtype=[("t", "M8[ms]"), ("x", "<f8")])
+    data["x"] = 2.5
+    assert kit.dev.upload(data).read() == data.tobytes()
+
+
+def test_a_subarray_dtype_reads_as_its_items_with_and_without_a_copy(kit: Kit) -> None:
+    buf = kit.dev.upload(np.arange(64, dtype=np.float32))
+    item = np.dtype(("<f4", (4,)))  # 64 floats: 16 items of 4 floats
+    copied, mapped = buf.read(item), buf.read(item, copy=False)
+    assert copied.shape == mapped.shape == (16, 4) and copied.dtype == mapped.dtype == np.float32
+    assert (copied == mapped).all()
+
+
+def test_a_closed_mmap_is_a_typed_value_error(kit: Kit) -> None:
+    import mmap
+
+    region = mmap.mmap(-1, 16)
+    region.close()
+    typed(lambda: kit.dev.upload(region), vn.InvalidArgumentError, "mmap", "closed")
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_an_empty_read_of_a_shape_numpy_cannot_make_is_a_typed_value_error(kit: Kit, copy: bool) -> None:
+    empty = kit.dev.alloc(0)
+    shape = (0, 2**63 - 1)  # no bytes, but numpy refuses it: 4 * (2**63 - 1) passes its intp
+    typed(lambda: empty.read("f4", shape=shape, copy=copy), vn.InvalidArgumentError, "9223372036854775807")
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_a_read_of_more_dimensions_than_numpy_has_is_a_typed_value_error(kit: Kit, copy: bool) -> None:
+    empty = kit.dev.alloc(0)
+    shape = (0,) + (1,) * 64
+    typed(lambda: empty.read("f4", shape=shape, copy=copy), vn.InvalidArgumentError, "65 dimensions")
+
+
+def test_a_wait_timeout_past_a_double_waits_without_limit(kit: Kit) -> None:
+    kit.rec.replay().wait(timeout=10**400)  # about 10**392 years: no OverflowError
+
+
+def test_a_negative_wait_timeout_past_a_double_is_a_typed_value_error(kit: Kit) -> None:
+    typed(lambda: kit.rec.replay().wait(timeout=-(10**400)), vn.InvalidArgumentError, "wait timeout")
+
+
+@pytest.mark.parametrize("wait", ["x", None, -1.0], ids=["str", "none", "negative"])
+def test_live_objects_with_a_wait_that_is_no_time_is_a_typed_error(wait: Any) -> None:
+    from vyre_native import debug
+
+    typed(lambda: debug.live_objects(wait=wait), vn.VyreError, "live_objects wait")
+
+
+def test_an_indirect_offset_whose_end_passes_2_to_the_64_states_the_true_end(kit: Kit) -> None:
+    args = kit.dev.alloc(16)
+    offset = 2**64 - 4
+    # offset + 12 wraps to 8 in uint64_t: the message must not say "(needs 8)".
+    typed(
+        lambda: kit.prog.record([kit.a], [kit.o], indirect=(args, offset)),
+        vn.BindingError,
+        f"at offset {offset}",
+        f"(needs {offset + 12})",
+    )
+
+
+# ================================================================ long values keep their message
+
+
+def _long_named(name: str) -> str:
+    return (
+        f"@group(0) @binding(0) var<storage, read> {name}: array<f32, 64>;\n"
+        "@group(0) @binding(1) var<storage, read_write> out: array<f32>;\n"
+        "@compute @workgroup_size(64)\n"
+        f"fn main(@builtin(global_invocation_id) gid: vec3<u32>) {{ out[gid.x] = {name}[gid.x]; }}\n"
+    )
+
+
+@pytest.mark.parametrize("form", ["positional", "named"])
+def test_a_message_naming_a_3000_character_binding_keeps_its_values_and_fix(kit: Kit, form: str) -> None:
+    name = "n" * 2999 + "Z"
+    prog = kit.dev.compile(_long_named(name))
+    small = kit.dev.upload(np.zeros(4, dtype=np.float32))
+    call = (
+        (lambda: prog.record([small], [kit.o])) if form == "positional"
+        else (lambda: prog.record(bind={name: small, "out": kit.o}))
+    )
+    msg = typed(call, vn.BindingError, "has 16 bytes", "needs at least 256", "Fix: pass a buffer of at least 256")
+    assert msg.startswith("pipeline `main`: ")
+    assert "nnn...nnn" in msg and "nZ`" in msg  # the name's middle went; its start and end stayed
+    assert len(msg.encode()) < 2048
+
+
+def test_a_5000_character_wgpu_lib_path_keeps_its_message_and_fix() -> None:
+    code = (
+        "import json, vyre_native as vn\n"
+        "try:\n    vn.Device()\n    r = {'ok': True}\n"
+        "except BaseException as e:\n    r = {'mro': [c.__name__ for c in type(e).__mro__], 'msg': str(e)}\n"
+        "print('RESULT ' + json.dumps(r))\n"
+    )
+    path = "/nonexistent/" + "d" * 5000 + "/libwgpu_native.so"
+    env = {**os.environ, "WGPU_LIB_PATH": path}
+    proc = subprocess.run(  # noqa: PLW1510 -- the returncode is asserted
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tempfile.gettempdir()
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))[7:])
+    assert "LibraryError" in res["mro"], res
+    msg = res["msg"]
+    assert msg.startswith("could not load wgpu-native from '/nonexistent/ddd"), msg
+    assert "ddd...ddd" in msg and "/libwgpu_native.so'" in msg, msg  # the path's start and end
+    assert msg.endswith("library file."), msg  # the whole Fix
+
+
+def test_a_3000_character_feature_name_is_shown_by_its_start_and_end() -> None:
+    name = "x" * 2999 + "Z"
+    msg = typed(lambda: vn.Device(required_features=[name]), vn.InvalidArgumentError, "Fix: use the names")
+    assert "xxx...xxx" in msg and "xZ' is not a WebGPU" in msg, msg  # not cut after 64 characters

@@ -902,3 +902,41 @@ def test_cycle_through_a_long_chain_is_an_error_naming_a_declaration() -> None:
     chain = "".join(f"const c{i + 1} = c{i};\n" for i in range(3000))
     with pytest.raises(ShaderError, match=r"is defined in terms of itself.*Fix:"):
         size_of("array<u32, c3000>", f"const c0 = c3000;\n{chain}")
+
+
+# ---------------------------------------------------------------- identifiers (WGSL: XID_Start XID_Continue*)
+
+# Names WGSL allows whose characters Python's \w does not all match: combining marks
+# (spacing Mc, non-spacing Mn), a decomposed é (e + U+0301), a connector (‿), the
+# middle dot (XID_Continue), and ℘, an XID_Start that is no letter.
+UNICODE_NAMES = {
+    "hindi": "गति",
+    "telugu": "వేగం",
+    "decomposed_e_acute": "e\u0301lan",
+    "connector": "a\u203fb",
+    "middle_dot": "l\u00b7l",
+    "weierstrass_p": "\u2118p",
+    "variation_selector": "x\U000e0100",
+}
+
+
+@pytest.mark.parametrize("name", list(UNICODE_NAMES.values()), ids=list(UNICODE_NAMES))
+def test_a_binding_named_with_any_xid_characters_is_reflected_whole(name: str) -> None:
+    wgsl = f"@group(0) @binding(0) var<storage, read_write> {name}: array<u32, 4>;\n" + MAIN.replace(
+        "&x", f"&{name}"
+    )
+    (binding,) = reflect(wgsl).bindings
+    assert (binding.name, binding.min_size) == (name, 16)
+
+
+@pytest.mark.parametrize("name", list(UNICODE_NAMES.values()), ids=list(UNICODE_NAMES))
+def test_a_name_of_xid_characters_is_one_token(name: str) -> None:
+    assert [t.text for t in reflect_module.tokenize(f"let {name} = 1;")] == ["let", name, "=", "1", ";"]
+
+
+def test_a_character_that_is_no_xid_continue_ends_a_name() -> None:
+    # ² (a digit to Python's \w, No) and ٣ (a decimal digit, not ASCII): no WGSL number or
+    # name continues with either, so each is a token of its own.
+    texts = [t.text for t in reflect_module.tokenize("let x\u00b2 = \u0663; var గతి = 1.5e3;")]
+    assert texts == ["let", "x", "\u00b2", "=", "\u0663", ";", "var", "గతి", "=", "1.5e3", ";"]
+

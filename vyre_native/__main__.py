@@ -1,12 +1,17 @@
 """The command line: ``python -m vyre_native`` (or ``vyre-native``) ``demo | info | bench``.
 
 A failure prints the error's message (what happened, then its Fix) and exits 1,
-without a traceback; ``-h`` on any command says what it takes.
+without a traceback; ``-h`` on any command says what it takes. As Unix tools do: bad
+arguments print the usage and exit 2, a closed pipe (``info | head -1``) ends the
+output quietly (exit 141, as SIGPIPE would), and text the terminal's encoding cannot
+show is replaced, never an error.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 import time
 
@@ -29,7 +34,19 @@ fn saxpy_like(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 
 def _us(seconds: float) -> str:
-    return f"{seconds * 1e6:10.1f} µs"
+    return f"{seconds * 1e6:10.1f} {_MICRO}s"
+
+
+_MICRO = "µ"
+
+
+def _micro(stream: object) -> str:
+    """µ, or u where ``stream``'s encoding has no µ (PYTHONIOENCODING=ascii)."""
+    try:
+        "µ".encode(getattr(stream, "encoding", None) or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return "u"
+    return "µ"
 
 
 def demo(backend: str | None = None) -> int:
@@ -175,6 +192,26 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
+    """Run the command line; returns the exit status. Output the streams cannot encode
+    is replaced, and a reader that closes the pipe ends it quietly."""
+    global _MICRO
+    reconfigure = getattr(sys.stdout, "reconfigure", None)  # stderr already backslash-escapes
+    if reconfigure is not None:
+        reconfigure(errors="replace")
+    _MICRO = _micro(sys.stdout)
+    try:
+        status = _run(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+    except BrokenPipeError:
+        # Python's recipe: point stdout at devnull, so the flush at exit cannot fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 128 + int(getattr(signal, "SIGPIPE", 13))
+    return status
+
+
+def _run(argv: list[str]) -> int:
     import vyre_native as vn
 
     parser = _parser()
@@ -182,7 +219,7 @@ def main(argv: list[str]) -> int:
         # bench parses its own arguments (and passes those after -- to pytest).
         from . import bench
 
-        return bench.main(argv[1:])
+        return bench.main(argv[1:], prog=f"{parser.prog} bench")
     args = parser.parse_args(argv)
     try:
         if args.version:

@@ -1,16 +1,25 @@
 """What every handle class shares: the owned C pointer, release, and what a handle refuses.
 
-A handle owns one reference to its C object through ``ffi.gc``. ``release()`` only
-drops that Python reference: the C object is freed when the last Python reference
-goes, which includes the local variable of any thread that is inside a C call on
-it at that moment. So releasing from one thread while another uses the handle is
-never a use-after-free, and needs no lock on the hot path.
+A handle's pointer is ``ffi.from_buffer(ctype, owner)``: a typed pointer to its C object
+that keeps an ``Owner`` (``vyre_native._owner``, csrc/python/owner.c) alive, and the
+owner holds the handle's one reference to the object. ``release()`` only drops the
+handle's pointer: the owner releases the C object when the last pointer to it goes,
+which includes the argument of any thread that is inside a C call with it at that
+moment. So releasing from one thread while another uses the handle is never a
+use-after-free, and needs no lock on the hot path.
 
-A creating C call writes its new object into a *slot* (``new_slot``) that owns it from
-that moment until ``owned`` moves it into the handle's pointer, in steps no
-KeyboardInterrupt can land between: the object is released exactly once however the
-caller is interrupted ("call, then wrap the result in ffi.gc" leaked the object, and
-through it its device, when one landed in between).
+Why an owner and not ``ffi.gc``: the cycle collector calls every finalizer of an
+unreachable cycle before it checks whether one resurrected the cycle (PEP 442), and
+``ffi.gc`` releases from its finalizer; a handle that a ``__del__`` put back on a free
+list (as tensor libraries' allocators do) then pointed at a released object. An owner
+has no finalizer and is invisible to the cycle collector: the object is released only
+when the owner is deallocated, which is when no handle can reach it any more.
+
+Creation cannot orphan an object: a creating C call writes its new object into the
+owner's own storage (``new_slot``'s out-parameter), so the owner holds it from the moment
+C made it. There is no Python step between the call and ownership for a KeyboardInterrupt,
+a trace or profile hook, or any other exception to land in; whatever happens after, the
+owner is dropped and releases the object, or becomes the handle's.
 
 Handles are made by the calls that create their C objects (``Device.upload``,
 ``Pipeline.record``, ...), never by calling the class; and they cannot be pickled or
@@ -22,44 +31,46 @@ from __future__ import annotations
 from typing import Any, Self
 
 from ._native import ffi, lib
+from ._owner import SLOT_SIZE, Owner, bind
 from .errors import ReleasedError, WrongTypeError
 
-# Every release is a C function: no Python code runs in one, so no signal lands there.
-_new, _gc, _NULL = ffi.new, ffi.gc, ffi.NULL
-_release, _slot_release, _view_slot_release = lib.vn_handle_release, lib.vn_slot_release, lib.vn_view_slot_release
+# The owner's release is a C function (vn_handle_release, which takes any live kind):
+# no Python code runs in one, so no signal or hook lands there.
+bind(int(ffi.cast("uintptr_t", ffi.addressof(lib, "vn_handle_release"))))
+assert ffi.sizeof("vn_view") <= SLOT_SIZE  # csrc/python/owner.c's slot holds a vn_view
+
+_from_buffer = ffi.from_buffer
+_types: dict[str, tuple[Any, Any]] = {}
 
 
-def new_slot(ctype: Any) -> Any:
-    """An out-parameter (``"vn_buffer **"``...) for a creating C call that owns what the
-    call writes into it, until ``owned`` moves it out: collected, it releases that."""
-    return _gc(_new(ctype), _slot_release)
+def _slot_types(ctype: str) -> tuple[Any, Any]:
+    """(out-parameter array type, pointer type) for ``"vn_buffer *"`` and the like."""
+    types = _types.get(ctype)
+    if types is None:
+        pointer = ffi.typeof(ctype)
+        types = _types[ctype] = (ffi.typeof(f"{ctype}[]"), pointer)
+    return types
 
 
-def new_view_slot() -> Any:
-    """A ``vn_view *`` out-parameter that owns the reference a call takes on its buffer."""
-    return _gc(_new("vn_view *"), _view_slot_release)
+def new_slot(ctype: str) -> tuple[Owner, Any]:
+    """``(owner, out)`` for a creating C call: pass ``out`` (a ``ctype *`` out-parameter
+    into the owner's storage) to the call, and the owner holds what it writes; ``owned``
+    then makes the handle's pointer. Dropped instead, the owner releases the object."""
+    own = Owner()
+    return own, _from_buffer(_slot_types(ctype)[0], own, True)
 
 
-# How the move cannot be split: CPython raises a pending signal's exception only at a
-# function's start and after a call has returned (never inside a subscript or an
-# attribute store, nor before a call starts). Between reading the slot and ffi.gc
-# returning there is no such point; the one right after it drops ffi.gc's result, which
-# releases the object. So at every point exactly one of the slot and that result owns it.
+def new_view_slot() -> tuple[Owner, Any]:
+    """``new_slot`` for a call that writes a ``vn_view`` (it holds a reference on the
+    view's buffer): ``out[0]`` is the view; ``owned(owner, "vn_buffer *")`` its buffer."""
+    own = Owner()
+    return own, _from_buffer("vn_view[]", own, True)
 
 
-def owned(slot: Any) -> Any:
-    """Move the object out of ``slot``: the owning pointer (released when collected) a
-    handle keeps."""
-    ptr = slot[0]
-    slot[0] = _NULL
-    return _gc(ptr, _release)
-
-
-def owned_view_buffer(view: Any) -> Any:
-    """``owned`` for the buffer of a view slot (``new_view_slot``)."""
-    ptr = view.buffer
-    view.buffer = _NULL
-    return _gc(ptr, _release)
+def owned(owner: Owner, ctype: str) -> Any:
+    """The handle's pointer to what ``owner`` holds: a ``ctype`` that keeps the owner (and
+    so the object) alive as long as it exists. One C call: nothing can land between."""
+    return _from_buffer(_slot_types(ctype)[1], owner)
 
 
 class Handle:

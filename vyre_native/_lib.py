@@ -81,9 +81,9 @@ def read_sliced(read: Callable[[Any], int], dst: Any, capacity: int) -> None:
     the read has not started (a CPU adapter's queue is still busy), so call it again;
     VN_PENDING with a read in ``pending``: keep finishing that read, and release it
     however the wait ends (never waits: a read still in flight goes to its device)."""
-    pending = new_slot("vn_pending_read **")  # releases a started read however this ends
+    own, pending = new_slot("vn_pending_read *")  # own releases a started read however this ends
     status = read(pending)
-    while status == PENDING and pending[0] == ffi.NULL:
+    while status == PENDING and not own.held:
         status = read(pending)
     if status == PENDING:
         started = pending[0]
@@ -92,7 +92,9 @@ def read_sliced(read: Callable[[Any], int], dst: Any, capacity: int) -> None:
             while status == PENDING:
                 status = lib.vn_pending_read_finish(started, dst, capacity)
         finally:
-            lib.vn_slot_release(pending)  # now, not at collection: the read's staging is reused
+            # now, not at collection: the read's staging is reused. These are the owner's
+            # only references (``started`` is a plain pointer), so it is released here.
+            del started, pending, own
     check(status)
 
 

@@ -65,6 +65,9 @@ __all__ = [
 U32_MAX = 0xFFFFFFFF
 U64_MAX = 0xFFFFFFFFFFFFFFFF
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+_INTP_MAX = int(np.iinfo(np.intp).max)
+#: numpy's NPY_MAXDIMS: 64 since numpy 2, 32 before
+_MAX_DIMS = 64 if int(np.__version__.split(".")[0]) >= 2 else 32
 
 
 def _shown(value: Any) -> str:
@@ -200,20 +203,23 @@ def to_timing(value: Any) -> int:
     return to_choice(value, "timing", _TIMING)
 
 
-def to_seconds(value: Any, what: str) -> float:
+def to_seconds(value: Any, what: str, unlimited: bool = True) -> float:
     """A timeout in seconds for C, where a negative value means "no limit": None gives
-    that, and a negative or NaN number, which C would misread, is refused."""
-    if value is None:
+    that (where ``unlimited``; else None is refused), and a negative or NaN number, which
+    C would misread, is refused. A number past a double's range is for ever (inf)."""
+    fix = "pass a number of seconds >= 0."
+    if unlimited:
+        fix = "pass None (no limit) or a number of seconds >= 0."
+    if value is None and unlimited:
         return -1.0
     if isinstance(value, bool) or _numpy_bool(value) or not isinstance(value, numbers.Real):
-        raise wrong_type(
-            what, value, "a number of seconds", "pass None (no limit) or a number of seconds >= 0."
-        )
-    seconds = float(value)
+        raise wrong_type(what, value, "a number of seconds", fix)
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int or Fraction past a double's range: for ever, or negative
+        seconds = math.inf if value > 0 else -math.inf  # type: ignore[operator]  # a Real orders with 0
     if not seconds >= 0:  # also refuses NaN
-        raise InvalidArgumentError(
-            f"{what}={value!r} is not a time to wait. Fix: pass None (no limit) or a number of seconds >= 0."
-        )
+        raise InvalidArgumentError(f"{what}={_shown(value)} is not a time to wait. Fix: {fix}")
     return seconds
 
 
@@ -262,10 +268,23 @@ def to_constants(value: Any) -> dict[str, float | int | bool]:
 # ---- text ----------------------------------------------------------------------------------
 
 
-def to_utf8(value: Any, what: str) -> bytes:
-    """UTF-8 bytes of a str; a str that has none (a lone surrogate) names where it breaks."""
+def _nul_error(what: str, value: str | bytes, at: int) -> InvalidArgumentError:
+    """C reads text up to its first NUL: a NUL inside a value would silently cut it there."""
+    return InvalidArgumentError(
+        f"{what}={_shown(value)} holds a NUL character at position {at}: C reads text only up to its first "
+        f"NUL, so it would see {_shown(value[:at])} and silently drop the rest. Fix: remove the NUL "
+        "(pass each name as a separate item where a list of names is taken)."
+    )
+
+
+def to_utf8(value: Any, what: str, sized: bool = False) -> bytes:
+    """UTF-8 bytes of a str for C; a str that has none (a lone surrogate) names where it
+    breaks, and one holding a NUL, which C would cut short there, is refused, unless
+    ``sized``: C takes its length too (WGSL, which allows a NUL in a comment)."""
     if not isinstance(value, str):
         raise wrong_type(what, value, "a str", "pass text (str).")
+    if not sized and "\0" in value:
+        raise _nul_error(what, value, value.index("\0"))
     try:
         return value.encode("utf-8")
     except UnicodeEncodeError as err:
@@ -283,12 +302,16 @@ def to_path(value: Any, what: str) -> bytes:
     if not isinstance(value, (str, bytes, os.PathLike)):
         raise wrong_type(what, value, "a path", "pass a str or bytes path.")
     try:
-        return os.fsencode(value)
+        path = os.fsencode(value)
     except UnicodeEncodeError as err:
         raise InvalidArgumentError(
             f"{what}={_shown(value)} cannot be encoded for the file system ({err.reason} at position {err.start}). "
             "Fix: pass the path as bytes."
         ) from None
+    if b"\0" in path:
+        text = os.fsdecode(path)
+        raise _nul_error(what, text, text.index("\0"))
+    return path
 
 
 def to_str_tuple(value: Any, what: str) -> tuple[str, ...]:
@@ -413,10 +436,30 @@ _PLAIN = frozenset(prefix + code for prefix in ("", "<", ">", "=", "@", "!") for
 _FIELD_NAME = re.compile(r":[^:]*:")
 
 
+def _plain_bytes(obj: Any, what: str, err: ValueError) -> memoryview:
+    """The bytes of an object that refused to export a buffer (``err``): a numpy array
+    of fixed-size items that the buffer protocol has no format for (datetime64,
+    timedelta64, and structures holding them) is plain data like any other, as its
+    ``copy=False`` read already is; anything else (a closed mmap) is a typed error."""
+    if isinstance(obj, np.ndarray) and not obj.dtype.hasobject and obj.dtype.itemsize:
+        if not obj.flags.c_contiguous:
+            raise InvalidArgumentError(
+                f"{what} got a non-contiguous buffer of shape {obj.shape} and strides {obj.strides}. "
+                "Fix: pass a C-contiguous copy (numpy.ascontiguousarray(x))."
+            )
+        return memoryview(obj.reshape(-1).view(np.uint8))  # type: ignore[arg-type]  # an ndarray exports a buffer
+    raise InvalidArgumentError(
+        f"{what} got a {type(obj).__name__} that exposes no memory now ({err}). Fix: pass it while it is open "
+        "and valid, or pass a copy of its data (bytes(x))."
+    ) from None
+
+
 def _view(obj: Any, what: str, writable: bool) -> memoryview:
     """A C-contiguous memoryview of plain data over ``obj``'s memory."""
     try:
         view = memoryview(obj)
+    except ValueError as err:
+        view = _plain_bytes(obj, what, err)
     except TypeError:
         wanted = "a writable buffer" if writable else "a buffer"
         fix = (
@@ -503,6 +546,7 @@ def to_layout(dtype: Any, shape: Any, nbytes: int, what: str) -> tuple[np.dtype[
             f"{what}: dtype {dt} holds {'Python objects' if dt.hasobject else 'nothing'}, not data. "
             "Fix: pass a numeric or plain structured dtype, e.g. numpy.float32."
         )
+    # Any other dtype is fixed-size plain bytes (datetime64 included), on every path.
     if shape is None:
         if nbytes % dt.itemsize:
             raise InvalidArgumentError(
@@ -522,4 +566,27 @@ def to_layout(dtype: Any, shape: Any, nbytes: int, what: str) -> tuple[np.dtype[
                 f"Fix: pass a shape of {nbytes // dt.itemsize if nbytes % dt.itemsize == 0 else 'a matching'} "
                 "items in all, or shape=None for a 1-D array."
             )
-    return dt, dims
+    if dt.subdtype is not None:
+        # A subarray item is its items: numpy.empty() makes that shape, and a view of
+        # bytes must be given it, so both reads return one array.
+        dt, inner = dt.subdtype
+        dims += inner
+    return dt, _numpy_shape(dt, dims, what)
+
+
+def _numpy_shape(dt: np.dtype[Any], dims: tuple[int, ...], what: str) -> tuple[int, ...]:
+    """``dims``, checked against what numpy can make at all (an empty array included):
+    at most ``_MAX_DIMS`` dimensions, and the non-zero ones times the item size within
+    an ``intp``."""
+    if len(dims) > _MAX_DIMS:
+        raise InvalidArgumentError(
+            f"{what}: shape {_shown(dims)} has {len(dims)} dimensions, above the {_MAX_DIMS} a numpy array can have. "
+            "Fix: pass a shape of fewer dimensions."
+        )
+    extent = dt.itemsize * math.prod(d for d in dims if d)
+    if extent > _INTP_MAX:
+        raise InvalidArgumentError(
+            f"{what}: shape {dims} of {dt} spans {extent} bytes counting its non-zero dimensions, above the "
+            f"{_INTP_MAX} numpy allows any array (an empty one too). Fix: pass smaller dimensions."
+        )
+    return dims

@@ -9,12 +9,17 @@ hands every argument to the report's ``main``. See ``benchmarks/README.md``.
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 import pathlib
 import sys
 
 __all__ = ["find_suite", "main"]
+
+
+#: the suite of the checkout beside this package (an editable install)
+_BESIDE = pathlib.Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 def _is_suite(path: pathlib.Path) -> bool:
@@ -32,7 +37,7 @@ def find_suite(explicit: str | None) -> pathlib.Path | None:
     cwd = pathlib.Path.cwd()
     candidates += [cwd / "benchmarks", cwd]
     candidates += [p / "benchmarks" for p in cwd.parents]
-    candidates.append(pathlib.Path(__file__).resolve().parent.parent / "benchmarks")
+    candidates.append(_BESIDE)
     for c in candidates:
         if _is_suite(c):
             return c.resolve()
@@ -50,13 +55,35 @@ def _suite_argument(argv: list[str]) -> str | None:
     return None
 
 
-def main(argv: list[str]) -> int:
-    """Run ``benchmarks/report.py``'s ``main(argv)``; returns the process exit status."""
-    suite = find_suite(_suite_argument(argv))
-    if suite is None:
+def _usage(prog: str) -> argparse.ArgumentParser:
+    """What ``bench`` takes before it has found the suite, whose report parses the rest."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Run the benchmark suite and report it.", add_help=False
+    )
+    parser.add_argument("--suite", metavar="DIR", help="the benchmarks/ folder")
+    parser.add_argument("options", nargs="*", metavar="OPTION", help="the report's options (see bench -h)")
+    return parser
+
+
+def main(argv: list[str], prog: str = "bench") -> int:
+    """Run ``benchmarks/report.py``'s ``main(argv)``; returns the process exit status. A
+    suite that cannot be found is a usage error (usage, then the error; exit 2)."""
+    explicit = _suite_argument(argv)
+    if explicit is not None and not _is_suite(pathlib.Path(explicit)):
+        _usage(prog).print_usage(sys.stderr)
         print(
-            "bench: the benchmarks/ folder was not found (it is in the source checkout, not the installed "
-            "package). Fix: run from the repository, or pass --suite PATH/TO/benchmarks (or set VN_BENCH_SUITE).",
+            f"{prog}: error: --suite {explicit} is not the benchmarks/ folder (it has no report.py and "
+            "conftest.py). Fix: pass the checkout's benchmarks/ folder.",
+            file=sys.stderr,
+        )
+        return 2
+    suite = find_suite(explicit)
+    if suite is None:
+        _usage(prog).print_usage(sys.stderr)
+        print(
+            f"{prog}: error: the benchmarks/ folder was not found (it is in the source checkout, not the "
+            "installed package). Fix: run from the repository, or pass --suite PATH/TO/benchmarks (or set "
+            "VN_BENCH_SUITE).",
             file=sys.stderr,
         )
         return 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._lib import ffi, lib
+from ._marshal import to_seconds
 
 __all__ = ["fill_wgsl", "live_objects"]
 
@@ -20,8 +21,10 @@ def live_objects(wait: float = 10.0) -> dict[str, int]:
     (releases never wait for the GPU); this call waits up to ``wait`` seconds for such
     work first, so that a leak test sees the device go.
     """
+    # None, "no limit" elsewhere, is refused: a device lost for good is never freed.
+    seconds = to_seconds(wait, "live_objects wait", unlimited=False)
     counts = ffi.new("vn_live_counts *")
-    lib.vn_debug_live_counts(counts, float(wait))
+    lib.vn_debug_live_counts(counts, seconds)
     return {name: int(getattr(counts, name)) for name in _FIELDS}
 
 

@@ -121,9 +121,9 @@ class Device(Handle):
             " ".join(to_str_tuple(required_features, "required_features")), "required_features"
         )
         load_library()
-        out = new_slot("vn_device **")
+        out_own, out = new_slot("vn_device *")
         check(lib.vn_device_create(power, index, name, required, out))
-        self._init_native(owned(out))
+        self._init_native(owned(out_own, "vn_device *"))
 
     def _init_native(self, raw: Any) -> None:
         """Become the handle of ``raw``, an owning pointer (``owned``)."""
@@ -205,17 +205,17 @@ class Device(Handle):
         """
         ptr = self._live()
         src, nbytes = to_readable(data, "upload")
-        out = new_slot("vn_buffer **")
+        out_own, out = new_slot("vn_buffer *")
         check(lib.vn_buffer_create(ptr, nbytes, to_usage(usage, "upload usage"), src, out))
-        return Buffer._adopt(self, owned(out))
+        return Buffer._adopt(self, owned(out_own, "vn_buffer *"))
 
     def alloc(self, nbytes: int, usage: BufferUsage | int | None = None) -> Buffer:
         """A new zero-filled buffer of ``nbytes`` bytes."""
         ptr = self._live()
         size, bits = to_u64(nbytes, "alloc nbytes"), to_usage(usage, "alloc usage")
-        out = new_slot("vn_buffer **")
+        out_own, out = new_slot("vn_buffer *")
         check(lib.vn_buffer_create(ptr, size, bits, ffi.NULL, out))
-        return Buffer._adopt(self, owned(out))
+        return Buffer._adopt(self, owned(out_own, "vn_buffer *"))
 
     def copy(
         self,
@@ -267,9 +267,9 @@ class Device(Handle):
 
     def sequence(self) -> Sequence:
         """An empty ``vn.Sequence`` on this device."""
-        out = new_slot("vn_sequence **")
+        out_own, out = new_slot("vn_sequence *")
         check(lib.vn_sequence_create(self._live(), out))
-        return Sequence._adopt(self, owned(out))
+        return Sequence._adopt(self, owned(out_own, "vn_sequence *"))
 
     def submit(self, work: SequenceABC[Recording | Sequence], timing: bool | str = False) -> Submission:
         """Encode recordings and sequences, in order, into one command buffer; one queue submit.
@@ -285,14 +285,14 @@ class Device(Handle):
                 c_items[i].recording = pinned[i]
             else:
                 c_items[i].sequence = pinned[i]
-        out, count, mode = new_slot("vn_submission **"), len(items), to_timing(timing)
+        (out_own, out), count, mode = new_slot("vn_submission *"), len(items), to_timing(timing)
         # VN_PENDING: a CPU adapter's queue still runs earlier work
         check_wait(
             lib.vn_device_submit(ptr, c_items, count, mode, out),
             lambda: lib.vn_device_submit(ptr, c_items, count, mode, out),
         )
         del pinned  # held until the call returned
-        return Submission._adopt(owned(out))
+        return Submission._adopt(owned(out_own, "vn_submission *"))
 
     @property
     def timestamps(self) -> bool:
@@ -308,6 +308,16 @@ class Device(Handle):
         preserve: Iterable[str] = (),
         indirect: SequenceABC[Any] | None = None,
         constants: Mapping[str, float | int | bool] | None = None,
+        *,
+        zero_workgroup_memory: bool = True,
     ) -> Pipeline:
-        """Compile a WGSL compute entry point into a ``vn.Pipeline``; see ``Pipeline``."""
-        return Pipeline._compile(self, wgsl, entry_point, preserve, indirect, constants)
+        """Compile a WGSL compute entry point into a ``vn.Pipeline``; see ``Pipeline``.
+
+        ``var<workgroup>`` memory the entry point uses starts at zero in every workgroup,
+        as WGSL promises (vyre_native adds the zeroing, which wgpu-native leaves out; see
+        ``vyre_native.zero_workgroup``). ``zero_workgroup_memory=False`` leaves it out
+        for a kernel that writes all its workgroup memory before reading it: the memory
+        then starts with whatever an earlier workgroup left there."""
+        return Pipeline._compile(
+            self, wgsl, entry_point, preserve, indirect, constants, zero_workgroup_memory
+        )

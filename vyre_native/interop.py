@@ -129,10 +129,10 @@ def _wgpu_native() -> tuple[Any, Any]:
 
 def _second_handle(retain: Any, native: Any, ctype: str) -> Any:
     """One more owning pointer to ``native``: ``retain`` (vn_*_retain_for_watch) writes
-    the new reference into a slot, and ``owned`` moves it out of it."""
-    slot = new_slot(ctype)
-    retain(native, slot)
-    return owned(slot)
+    the new reference into an owner's slot, and ``owned`` makes it a pointer."""
+    own, out = new_slot(ctype)
+    retain(native, out)
+    return owned(own, ctype)
 
 
 def _address(wffi: Any, cdata: Any) -> int:
@@ -255,7 +255,7 @@ def _device_locked(wffi: Any, api: Any, gpu_device: Any) -> tuple[Device, _Devic
         if watch.native is None or _is_closed(watch.native):
             # First use, or its vn.Device was closed (and everything made on it with
             # it): a new C device, which the watch follows from now on.
-            out = new_slot("vn_device **")
+            out_own, out = new_slot("vn_device *")
             check(
                 lib.vn_device_adopt(
                     _address(wffi, api.get_wgpu_instance()),
@@ -265,7 +265,7 @@ def _device_locked(wffi: Any, api: Any, gpu_device: Any) -> tuple[Device, _Devic
                     out,
                 )
             )
-            native = owned(out)
+            native = owned(out_own, "vn_device *")
             if gpu_device._poller is None:
                 # wgpu-py destroyed it before this watch was registered (its destroy()
                 # stops the device's poller and forgets it): lost from the start.
@@ -273,7 +273,7 @@ def _device_locked(wffi: Any, api: Any, gpu_device: Any) -> tuple[Device, _Devic
             watch.native = native
         # A handle of its own on the watched C device (the last handle was collected,
         # not closed: recordings or reads may still use that C device, so it stays the one).
-        raw = _second_handle(lib.vn_device_retain_for_watch, watch.native, "vn_device **")
+        raw = _second_handle(lib.vn_device_retain_for_watch, watch.native, "vn_device *")
     device = Device._from_native(raw)
     device._wgpu_device = gpu_device
     watch.device = weakref.ref(device)
@@ -322,11 +322,11 @@ def buffer_from_wgpu(gpu_buffer: Any) -> Buffer:
         with watch.lock:
             if watch.native is None or watch.device is not device_watch.native:
                 # First adoption, or the last one was on a device closed since.
-                out = new_slot("vn_buffer **")
+                out_own, out = new_slot("vn_buffer *")
                 mapped = str(gpu_buffer.map_state) != "unmapped"  # a pending map aborts a submit too
                 check(lib.vn_buffer_adopt(device._live(), _address(wffi, key), mapped, out))
-                watch.native, watch.device = owned(out), device_watch.native
-            raw = _second_handle(lib.vn_buffer_retain_for_watch, watch.native, "vn_buffer **")
+                watch.native, watch.device = owned(out_own, "vn_buffer *"), device_watch.native
+            raw = _second_handle(lib.vn_buffer_retain_for_watch, watch.native, "vn_buffer *")
         return Buffer._adopt(device, raw)
 
 
@@ -351,7 +351,7 @@ def buffer_to_wgpu(buffer: Buffer) -> Any:
         watch = _buffer_watch(internal)
         with watch.lock:  # wgpu-py has no object of it before this call returns one
             if watch.native is None or watch.device is not device_watch.native:
-                watch.native = _second_handle(lib.vn_buffer_retain_for_watch, native, "vn_buffer **")
+                watch.native = _second_handle(lib.vn_buffer_retain_for_watch, native, "vn_buffer *")
                 watch.device = device_watch.native
         for ref in watch.wrappers:
             existing = ref()

@@ -25,8 +25,9 @@ from ._marshal import (
 from .buffer import Bindable, Buffer, BufferView
 from .dispatch import PrerecordedDispatch
 from .errors import BindingError, ShaderError
-from .reflect import Binding, ModuleReflection, _prepare, reflect
+from .reflect import Binding, ModuleReflection, _prepare, _reflect
 from .replay import Recording
+from .zero_workgroup import zero_workgroup_source
 
 if TYPE_CHECKING:
     from .device import Device
@@ -42,17 +43,16 @@ _POSITIONAL, _NAMED = int(lib.VN_BIND_POSITIONAL), int(lib.VN_BIND_NAMED)
 _VIEWS = ffi.typeof("vn_view[]")
 _ARGS = ffi.typeof("vn_dispatch_args *")
 _CHARS = ffi.typeof("char[]")
-_SHADER_OUT = ffi.typeof("vn_shader **")
-_PIPELINE_OUT = ffi.typeof("vn_pipeline **")
 _BINDING_DESCS = ffi.typeof("vn_binding_desc[]")
 _CONSTANTS = ffi.typeof("vn_constant[]")
 _PIPELINE_DESC = ffi.typeof("vn_pipeline_desc *")
 
-# What reflect() found for sources compiled before, keyed by all it reads: compiling a
-# source again (with the same entry point, preserve and constants) skips reading the
-# text; the shader itself is compiled again all the same. Bounded (emptied when full);
+# What reflect() found for sources compiled before, and the source with the workgroup
+# zeroing added, keyed by all they read: compiling a source again (with the same entry
+# point, preserve, constants and zeroing) skips reading the text; the shader itself is
+# compiled again all the same. Bounded (emptied when full);
 # only single dict operations, atomic under the GIL, so no lock (none held across a fork).
-_REFLECTED: dict[tuple[Any, ...], ModuleReflection] = {}
+_REFLECTED: dict[tuple[Any, ...], tuple[ModuleReflection, str | None]] = {}
 _REFLECTED_MAX = 64
 
 
@@ -63,6 +63,48 @@ def _shader_error(err: ShaderError) -> ShaderError:
     if not lib.vn_last_error_position(line, column):
         return err
     return ShaderError(str(err), err.code, line=int(line[0]), column=int(column[0]))
+
+
+class _ShaderSlot:
+    """A compiled shader module's owner and out-parameter (``new_slot``): the owner holds
+    the module until ``release()`` drops both, its only references."""
+
+    __slots__ = ("_own", "out")
+
+    def __init__(self, own: Any, out: Any) -> None:
+        self._own, self.out = own, out
+
+    def release(self) -> None:
+        self._own = self.out = None
+
+
+def _compile_wgsl(dev_ptr: Any, source: bytes) -> _ShaderSlot:
+    """``source`` compiled into a shader module; a WGSL error raises ShaderError with the
+    compiler's line and column."""
+    own, out = new_slot("vn_shader *")
+    try:
+        check(lib.vn_shader_create(dev_ptr, source, len(source), out))
+    except ShaderError as err:
+        raise _shader_error(err) from None
+    return _ShaderSlot(own, out)
+
+
+def _compile_zeroed(dev_ptr: Any, source: bytes, zeroed: str, entry_point: str) -> _ShaderSlot:
+    """The zero-initialising rewrite of ``source`` compiled. Should it not compile, the
+    user's own text is compiled to report its error at its own line and column; only if
+    that compiles is the failure the rewrite's own."""
+    try:
+        return _compile_wgsl(dev_ptr, zeroed.encode())
+    except ShaderError as err:
+        _compile_wgsl(dev_ptr, source).release()  # raises the user's error, if it has one
+        raise ShaderError(
+            f"vyre_native's zero-initialisation of the var<workgroup> memory of entry point"
+            f" `{entry_point}` made WGSL that does not compile, though the module itself"
+            f" does: {str(err).partition(' Fix:')[0]} Fix: report this with the module;"
+            " meanwhile initialise that memory in the kernel and pass"
+            " compile(..., zero_workgroup_memory=False).",
+            err.code,
+        ) from None
 
 
 def dispatch_args(
@@ -126,7 +168,8 @@ class Pipeline(Handle):
     order: every ``var<storage>`` and ``var<uniform>`` the entry point uses,
     directly or through functions it calls. Bindings of the module that the entry
     point never touches take no handle (so one module can hold several entry points
-    with different bindings); ``var<workgroup>`` memory takes none either.
+    with different bindings); ``var<workgroup>`` memory takes none either, and starts
+    at zero in every workgroup unless compiled with ``zero_workgroup_memory=False``.
     """
 
     _kind = "Pipeline"
@@ -149,35 +192,48 @@ class Pipeline(Handle):
         preserve: Any,
         indirect: Any,
         constants: Any,
+        zero_workgroup_memory: Any = True,
     ) -> Pipeline:
         dev_ptr = device._live()
-        source = to_utf8(wgsl, "compile() WGSL")
+        source = to_utf8(wgsl, "compile() WGSL", sized=True)  # passed with its length
         entry = to_utf8(entry_point, "entry_point")
         names_kept = to_str_tuple(preserve, "preserve")
         values = to_constants(constants)
         target = None if indirect is None else _indirect_pair(indirect)
+        zero = bool(to_bool(zero_workgroup_memory, "zero_workgroup_memory"))
         # the key: exact types, and each constant's type and repr (-0.0 is not 0.0)
-        key = (wgsl, entry_point, names_kept, tuple((k, type(v), repr(v)) for k, v in values.items()))
+        key = (wgsl, entry_point, names_kept, tuple((k, type(v), repr(v)) for k, v in values.items()), zero)
         cacheable = type(wgsl) is str and type(entry_point) is str and all(type(n) is str for n in names_kept)
-        module = _REFLECTED.get(key) if cacheable else None
-        # Nesting deeper than naga's stack can take is refused before naga parses it;
-        # _prepare() checks it (and its tokens serve reflection below).
-        tokens = _prepare(wgsl) if module is None else None
-        shader_out = new_slot(_SHADER_OUT)
-        # Compile next: a WGSL error is reported by the compiler, with its line,
-        # before reflection has to make sense of the text.
-        try:
-            check(lib.vn_shader_create(dev_ptr, source, len(source), shader_out))
-        except ShaderError as err:
-            raise _shader_error(err) from None
-        shader = shader_out[0]  # the slot owns it (released with it, or by the finally below)
-
-        if module is None:
-            module = reflect(wgsl if tokens is None else tokens, entry_point, names_kept, values)
+        cached = _REFLECTED.get(key) if cacheable else None
+        if cached is None:
+            # Nesting deeper than naga's stack can take is refused before naga parses it;
+            # _prepare() checks it (and its tokens serve reflection below).
+            tokens = _prepare(wgsl)
+            try:
+                module, parsed, used = _reflect(tokens, entry_point, names_kept, values)
+                # the source with WGSL's zeroing of the var<workgroup> memory the entry
+                # point uses, which wgpu-native leaves out (see zero_workgroup.py)
+                zeroed = None
+                if zero:
+                    zeroed = zero_workgroup_source(parsed, entry_point, used, module.workgroup_size)
+            except ShaderError as err:
+                # a WGSL error is the compiler's to report, with its line, before
+                # reflection's account of text it could not make sense of
+                _compile_wgsl(dev_ptr, source).release()
+                raise err from None
+            cached = module, zeroed
             if cacheable:
                 if len(_REFLECTED) >= _REFLECTED_MAX:
                     _REFLECTED.clear()
-                _REFLECTED[key] = module
+                _REFLECTED[key] = cached
+        module, zeroed = cached
+        if zeroed is None:
+            shader_slot = _compile_wgsl(dev_ptr, source)
+        else:
+            shader_slot = _compile_zeroed(dev_ptr, source, zeroed, entry_point)
+        shader_out = shader_slot.out
+        shader = shader_out[0]  # the slot's owner holds it (released with it, or by the finally below)
+
         bindings = module.bindings
         indirect_index, indirect_offset = -1, 0
         if target is not None:
@@ -216,14 +272,14 @@ class Pipeline(Handle):
                 "immediate_size": module.immediate_size,
             },
         )
-        out = new_slot(_PIPELINE_OUT)
+        out_own, out = new_slot("vn_pipeline *")
         try:
             check(lib.vn_pipeline_create(dev_ptr, shader, desc, out))
         except ShaderError as err:
             raise _shader_error(err) from None
         finally:
-            lib.vn_slot_release(shader_out)  # the pipeline holds what it needs of the shader
-        self = cls._wrap(owned(out))
+            shader_slot.release()  # the pipeline holds what it needs of the shader
+        self = cls._wrap(owned(out_own, "vn_pipeline *"))
         self._device = device
         self.bindings = list(bindings)
         self.entry_point = entry_point
@@ -284,10 +340,10 @@ class Pipeline(Handle):
         args, pinned = dispatch_args(
             inputs, outputs, params, workgroups, immediates, bind, indirect, clear_outputs
         )
-        out = new_slot("vn_dispatch **")
+        out_own, out = new_slot("vn_dispatch *")
         check(lib.vn_dispatch_record(ptr, args, out))
         del pinned  # held until the call returned
-        return PrerecordedDispatch._adopt(self, owned(out))
+        return PrerecordedDispatch._adopt(self, owned(out_own, "vn_dispatch *"))
 
     def record(
         self,
@@ -313,10 +369,10 @@ class Pipeline(Handle):
         args, pinned = dispatch_args(
             inputs, outputs, params, workgroups, immediates, bind, indirect, clear_outputs
         )
-        out = new_slot("vn_recording **")
+        out_own, out = new_slot("vn_recording *")
         check(lib.vn_recording_create(ptr, args, out))
         del pinned  # held until the call returned
-        return Recording._adopt(self, owned(out))
+        return Recording._adopt(self, owned(out_own, "vn_recording *"))
 
     def prerecord_borrowed_dispatch(
         self,
@@ -356,7 +412,7 @@ class Pipeline(Handle):
             )
             n_sizes = len(counts)
         x, y, z = to_workgroups(workgroups)
-        out = new_slot("vn_dispatch **")
+        out_own, out = new_slot("vn_dispatch *")
         check(
             lib.vn_dispatch_record_borrowed(
                 ptr,
@@ -373,7 +429,7 @@ class Pipeline(Handle):
                 out,
             )
         )
-        return PrerecordedDispatch._adopt(self, owned(out))
+        return PrerecordedDispatch._adopt(self, owned(out_own, "vn_dispatch *"))
 
 
 def _indirect_pair(indirect: Any) -> tuple[str, int]:

@@ -21,6 +21,7 @@ from ._handles import Handle, new_slot, owned
 from ._lib import check_wait, done_flag, ffi, lib
 from ._marshal import to_bool, to_destination, to_layout
 from ._typing import DTypeLike, ShapeLike
+from .errors import WrongTypeError
 
 _CHAR_P = ffi.typeof("char *")
 #: a 1-D array's dtype and dimensions, checked against the read's byte length
@@ -41,9 +42,21 @@ class MappedStaging:
     __slots__ = ("__array_interface__", "__weakref__", "_mapping", "nbytes")
     __array_interface__: dict[str, Any]
     nbytes: int
+    _mapping: Any
 
-    def __init__(self, mapping: Any, address: int, nbytes: int) -> None:
-        self._mapping = mapping  # from owned(): unpins when collected
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # An address and a length from Python would be read as memory: only a pin does it.
+        raise WrongTypeError(
+            "vn.MappedStaging is not made by calling the class: it is the base of the array that a zero-copy "
+            "read returns. Fix: call read(..., copy=False) (or PendingRead.result(copy=False))."
+        )
+
+    @classmethod
+    def _of_pin(cls, mapping: Any, address: int, nbytes: int) -> MappedStaging:
+        """The base of arrays over ``nbytes`` at ``address``, the memory that ``mapping``
+        (from ``owned``: unpins when the last reference goes) keeps mapped."""
+        self = cls.__new__(cls)
+        self._mapping = mapping
         self.nbytes = nbytes
         self.__array_interface__ = {
             "version": 3,
@@ -51,6 +64,7 @@ class MappedStaging:
             "typestr": "|u1",
             "data": (address, True),  # read-only
         }
+        return self
 
     def __repr__(self) -> str:
         return f"<vn.MappedStaging {self.nbytes} bytes of mapped staging memory>"
@@ -62,13 +76,13 @@ class MappedStaging:
 def _pin(read: Any) -> MappedStaging:
     """Wait for the read (one time slice a call, so Ctrl-C interrupts it) and pin its
     staging buffer."""
-    mapping = new_slot("vn_mapping **")
+    mapping_own, mapping = new_slot("vn_mapping *")
     data = ffi.new("void **")
     check_wait(
         lib.vn_pending_read_pin(read, mapping, data), lambda: lib.vn_pending_read_pin(read, mapping, data)
     )
-    owner = owned(mapping)
-    return MappedStaging(owner, int(ffi.cast("uintptr_t", data[0])), int(lib.vn_pending_read_len(read)))
+    owner = owned(mapping_own, "vn_mapping *")
+    return MappedStaging._of_pin(owner, int(ffi.cast("uintptr_t", data[0])), int(lib.vn_pending_read_len(read)))
 
 
 def mapped_bytes(read: Any) -> bytes:
@@ -105,9 +119,9 @@ def mapped(read: Any, form: Layout | None) -> memoryview | NDArray[Any]:
 def start(begin: Any, *args: Any) -> Any:
     """Start a read with the C entry point ``begin(*args, vn_pending_read **out)``: the C
     read, released when dropped."""
-    out = new_slot("vn_pending_read **")
+    out_own, out = new_slot("vn_pending_read *")
     check_wait(begin(*args, out), lambda: begin(*args, out))  # VN_PENDING: a CPU adapter's queue is busy
-    return owned(out)
+    return owned(out_own, "vn_pending_read *")
 
 
 def complete(read: Any, form: Layout | None, copy: bool) -> bytes | memoryview | NDArray[Any]:

@@ -133,14 +133,72 @@ _BLANK = " \t\n\u200e\u200f"
 # expressions, never operators like `<=`.
 _TOKEN = (
     r"[-!%&()*+,/:;<=>?@\[\]^{|}~]"  # the common punctuation first: tried most often
-    r"|[^\W\d]\w*"  # a name
-    r"|(?=[\d.])(?:0[xX](?:[0-9a-fA-F]*\.[0-9a-fA-F]*|[0-9a-fA-F]+)[pP][+-]?\d+[fh]?"  # a number
+    r"|NAME"  # a name: in ASCII text [A-Za-z_][0-9A-Za-z_]*; see _unicode_tokens
+    r"|(?=[0-9.])(?:0[xX](?:[0-9a-fA-F]*\.[0-9a-fA-F]*|[0-9a-fA-F]+)[pP][+-]?[0-9]+[fh]?"  # a number
     r"|0[xX][0-9a-fA-F]*\.[0-9a-fA-F]*|0[xX][0-9a-fA-F]+[iu]?"
-    r"|(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?[fh]?|\d+[eE][+-]?\d+[fh]?|\d+[fhiu]?)"
+    r"|(?:[0-9]+\.[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[fh]?|[0-9]+[eE][+-]?[0-9]+[fh]?|[0-9]+[fhiu]?)"
     r"|[^ \t\n\u200e\u200f]"  # any other punctuation
 )
 # one token a match, group 1 (findall: the texts; finditer: the offsets too)
-_TOKENS_RE = re.compile(r"[ \t\n\u200e\u200f]*+(" + _TOKEN + ")")
+_TOKENS_RE = re.compile(
+    r"[ \t\n\u200e\u200f]*+(" + _TOKEN.replace("NAME", r"[A-Za-z_]\w*", 1) + ")", re.ASCII
+)
+# Text that is not ASCII: a name is first read as any run of ASCII word characters and
+# non-ASCII characters that are not blankspace (WGSL has no non-ASCII punctuation), which
+# is exact when every such run is an identifier, as in every module the compiler took.
+_NON_ASCII = r"[^\x00-\x7f\u200e\u200f]"
+_RUNS_RE = re.compile(
+    r"[ \t\n\u200e\u200f]*+("
+    + _TOKEN.replace("NAME", f"(?:[A-Za-z_]|{_NON_ASCII})(?:[0-9A-Za-z_]|{_NON_ASCII})*", 1)
+    + ")"
+)
+_UNICODE_TOKENS_RE: re.Pattern[str] | None = None
+
+
+def _tokens_of(text: str) -> tuple[re.Pattern[str], list[str]]:
+    """The tokenizer for ``text`` and its tokens. A name is WGSL's ident_pattern_token,
+    ``[_\\p{XID_Start}][\\p{XID_Continue}]+ | \\p{XID_Start}``, exactly: combining marks
+    (Hindi `गति`, Telugu `వేగం`, a decomposed `é`), `·` and `‿` continue a name, `²`
+    does not. Python's ``str.isidentifier`` is that same rule (PEP 3131). A `__` prefix,
+    `_` alone as a name and the reserved words are the compiler's to refuse (it compiles
+    a module before this reads it)."""
+    if text.isascii():
+        return _TOKENS_RE, _TOKENS_RE.findall(text)
+    texts: list[str] = _RUNS_RE.findall(text)
+    if all(t.isascii() or t.isidentifier() for t in texts):
+        return _RUNS_RE, texts
+    exact = _unicode_tokens()  # a run that is no name: split it where WGSL does
+    return exact, exact.findall(text)
+
+
+def _unicode_tokens() -> re.Pattern[str]:
+    """The tokenizer whose names are XID classes, built from ``str.isidentifier`` once
+    (a fraction of a second), for the first text with a run that is no identifier.
+    Planes 4 to 13 hold no assigned character, 15 and 16 only private use: neither class."""
+    global _UNICODE_TOKENS_RE
+    if _UNICODE_TOKENS_RE is None:
+        starts: list[str] = []
+        continues: list[str] = []
+        for lo, hi in ((0x80, 0x40000), (0xE0000, 0xF0000)):
+            chars = [chr(c) for c in range(lo, hi) if not 0xD800 <= c < 0xE000]
+            starts += (c for c, ok in zip(chars, map(str.isidentifier, chars)) if ok)
+            continues += (c for c, ok in zip(chars, map(str.isidentifier, map("a".__add__, chars))) if ok)
+        name = f"[A-Za-z_{_char_class(starts)}][0-9A-Za-z_{_char_class(continues)}]*"
+        _UNICODE_TOKENS_RE = re.compile(r"[ \t\n\u200e\u200f]*+(" + _TOKEN.replace("NAME", name, 1) + ")")
+    return _UNICODE_TOKENS_RE
+
+
+def _char_class(chars: list[str]) -> str:
+    """The body of a regex class of ``chars`` (in code point order), as ranges."""
+    parts: list[str] = []
+    i = 0
+    while i < len(chars):
+        j = i
+        while j + 1 < len(chars) and ord(chars[j + 1]) == ord(chars[j]) + 1:
+            j += 1
+        parts.append(re.escape(chars[i]) + ("" if i == j else "-" + re.escape(chars[j])))
+        i = j + 1
+    return "".join(parts)
 _COMMENT_RE = re.compile(r"//[^\n]*|/\*")
 _DEPTH_STEPS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 _INT_RE = re.compile(r"(0[xX][0-9a-fA-F]+|\d+)([iu]?)$")
@@ -148,16 +206,18 @@ _INT_RE = re.compile(r"(0[xX][0-9a-fA-F]+|\d+)([iu]?)$")
 
 def _kind(text: str) -> str:
     """A token's kind, "ident", "num" or "punct", told by its first character as the
-    tokenizer's alternatives tell it: a name starts with a word character that is no
-    decimal digit (`[^\\W\\d]`), a number with a digit or a `.` and a digit."""
+    tokenizer's alternatives tell it: a name starts with `_` or an XID_Start character,
+    a number with an ASCII digit or a `.` and a digit."""
     first = text[0]
-    if first.isalpha() or first == "_":
-        return "ident"
-    if first.isdecimal():
-        return "num"
-    if first == ".":
-        return "num" if len(text) > 1 else "punct"
-    return "ident" if first.isalnum() else "punct"  # e.g. `²`: a word character, no digit
+    if first.isascii():
+        if first.isalpha() or first == "_":
+            return "ident"
+        if first.isdigit():
+            return "num"
+        if first == ".":
+            return "num" if len(text) > 1 else "punct"
+        return "punct"
+    return "ident" if first.isidentifier() else "punct"  # XID_Start; e.g. `²` is punctuation
 
 
 class _Source:
@@ -165,14 +225,14 @@ class _Source:
     texts of its tokens. Where a token is (its offset, its line) is found when asked:
     only the nesting walk and error messages ask."""
 
-    __slots__ = ("text", "texts", "_offsets", "_breaks", "_depths")
+    __slots__ = ("text", "texts", "_tokens_re", "_offsets", "_breaks", "_depths")
 
     def __init__(self, src: str) -> None:
         if not src.isascii() or "\r" in src or "\v" in src or "\f" in src:
             src = _LINE_BREAK_RE.sub("\n", src)  # the scan costs more than these checks
         self.text = text = _strip_comments(src)
         # without trailing blankspace, every run of it the tokenizer meets ends at a token
-        self.texts: list[str] = _TOKENS_RE.findall(text.rstrip(_BLANK))
+        self._tokens_re, self.texts = _tokens_of(text.rstrip(_BLANK))
         self._offsets: list[int] | None = None
         self._breaks: list[int] | None = None
         self._depths: list[int] | None = None
@@ -186,7 +246,7 @@ class _Source:
     def offsets(self) -> list[int]:
         """Each token's offset in the text (line breaks normalised): tells `<=` from `< =`."""
         if self._offsets is None:
-            self._offsets = [m.start(1) for m in _TOKENS_RE.finditer(self.text.rstrip(_BLANK))]
+            self._offsets = [m.start(1) for m in self._tokens_re.finditer(self.text.rstrip(_BLANK))]
         return self._offsets
 
     def depths(self) -> list[int]:
@@ -603,7 +663,7 @@ class _Parser:
         if pos < self.end:
             text = self.texts[pos]
             first = text[0]
-            if first.isalpha() or first == "_" or _kind(text) == "ident":
+            if (first.isascii() and (first.isalpha() or first == "_")) or _kind(text) == "ident":
                 self.pos = pos + 1
                 return text, pos
         tok = self.ident()  # raises: no name here
@@ -1344,6 +1404,17 @@ def reflect(
     the names they mention, so callers reflect once per pipeline and keep the result.
     Raises ShaderError for what vyre_native cannot run or bind (see the module docstring).
     """
+    return _reflect(wgsl, entry_point, preserve, constants)[0]
+
+
+def _reflect(
+    wgsl: str | _Source | Sequence[_Tok],
+    entry_point: str,
+    preserve: Sequence[str],
+    constants: Mapping[str, float | int | bool] | None,
+) -> tuple[ModuleReflection, _Module, set[str]]:
+    """``reflect()``, with the parsed module and the names the entry point uses, which
+    the var<workgroup> zero-initialisation (zero_workgroup.py) reads."""
     if isinstance(wgsl, str):
         source = _prepare(wgsl)
     elif isinstance(wgsl, _Source):
@@ -1395,7 +1466,7 @@ def reflect(
         for group, binding, name, kind, size, _ in found
     ]
     overrides = {name: module.scalar_type(decl, name) for name, decl in module.overrides.items()}
-    return _frozen(
+    reflected = _frozen(
         ModuleReflection,
         entry_point=entry_point,
         workgroup_size=workgroup_size,
@@ -1407,6 +1478,7 @@ def reflect(
         override_ids={name: i for name in module.overrides if (i := module.override_id(name)) is not None},
         immediate_size=module.resolve(lambda: _immediate_size(module, used)),
     )
+    return reflected, module, used
 
 
 def _frozen(cls: type[F], **fields: object) -> F:

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from numpy.typing import NDArray
 
-from ._handles import Handle, new_view_slot, owned_view_buffer
+from ._handles import Handle, new_view_slot, owned
 from ._lib import check, ffi, lib
 from ._marshal import to_index, to_timing, to_u32
 from ._typing import DTypeLike, ShapeLike
@@ -37,10 +37,10 @@ class Recording(OutputReads, Handle):
         self._pipeline = pipeline
         self._outputs = []
         for i in range(int(lib.vn_recording_output_count(raw))):
-            view = new_view_slot()  # owns the reference the call takes on view.buffer
+            own, view = new_view_slot()  # own holds the reference the call takes on the view's buffer
             check(lib.vn_recording_output(raw, i, view))
-            buffer = Buffer._adopt(pipeline.device, owned_view_buffer(view))
-            self._outputs.append(as_output(buffer, int(view.offset), int(view.size)))
+            buffer = Buffer._adopt(pipeline.device, owned(own, "vn_buffer *"))
+            self._outputs.append(as_output(buffer, int(view[0].offset), int(view[0].size)))
         return self
 
     @property

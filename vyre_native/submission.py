@@ -113,10 +113,10 @@ def replay(replay_fn: Any, ptr: Any, n: int, mode: int, steps: int) -> Submissio
     running: list[Submission] = []
     while True:
         k = min(per_submit, n)
-        out = new_slot("vn_submission **")
+        out_own, out = new_slot("vn_submission *")
         # VN_PENDING: a CPU adapter's queue still runs earlier work
         check_wait(replay_fn(ptr, k, mode, out), lambda: replay_fn(ptr, k, mode, out))  # noqa: B023 -- used at once
-        sub = Submission._adopt(owned(out))
+        sub = Submission._adopt(owned(out_own, "vn_submission *"))
         n -= k
         if n == 0:
             return sub

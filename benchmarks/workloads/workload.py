@@ -160,7 +160,13 @@ class VnWay:
 
     def __init__(self, dev: Any, program: Program) -> None:
         self.dev = dev
-        self.pipes = {k.name: dev.compile(k.wgsl) for k in program.kernels.values()}
+        # Every kernel here writes its workgroup memory before reading it, so each opts
+        # out of vyre_native's zeroing of it: the GPU does the same work as wgpu-py's
+        # ways (wgpu-native zeroes nothing); benchmarks/test_bench_workgroup_zero.py
+        # measures what the zeroing costs.
+        self.pipes = {
+            k.name: dev.compile(k.wgsl, zero_workgroup_memory=False) for k in program.kernels.values()
+        }
         self.bufs = {
             name: dev.upload(c) if isinstance(c, np.ndarray) else dev.alloc(c)
             for name, c in program.buffers.items()
