@@ -319,12 +319,12 @@ vn_status vn_shader_diagnose(vn_device *device, const char *wgsl, size_t wgsl_le
         /* No position at all: the message as wgpu gave it, said plainly to have none. */
         /* "<doing> failed: In wgpuDevice..., label = '...'\n    <what>": the doing and the what */
         char plain[1600];
-        snprintf(plain, sizeof plain, "%s", msg);
+        vn_format(plain, sizeof plain, "%s", msg);
         const char *in = strstr(msg, "In wgpu");
         const char *nl = in != NULL ? strchr(in, '\n') : NULL;
         if (nl != NULL) {
             while (*nl == ' ' || *nl == '\n') nl++;
-            snprintf(plain, sizeof plain, "%.*s%s", (int)(in - msg), msg, nl);
+            vn_format(plain, sizeof plain, "%.*s%s", (int)(in - msg), msg, nl);
         }
         size_t k = strlen(plain);
         while (k > 0 && (plain[k - 1] == '.' || plain[k - 1] == '\n' || plain[k - 1] == ' ')) plain[--k] = '\0';
@@ -367,7 +367,7 @@ vn_status vn_shader_diagnose(vn_device *device, const char *wgsl, size_t wgsl_le
             size_t doing = (size_t)(in - msg);
             while (doing > 0 && (msg[doing - 1] == ' ' || msg[doing - 1] == ':')) doing--;
             if (doing >= 7 && memcmp(msg + doing - 7, " failed", 7) == 0) doing -= 7;
-            snprintf(headline, sizeof headline, "error: %s (%.*s: %s)", rest, (int)doing, msg, where);
+            vn_format(headline, sizeof headline, "error: %s (%.*s: %s)", rest, (int)doing, msg, where);
         }
     }
     size_t trim = strlen(headline);
