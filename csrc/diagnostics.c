@@ -238,6 +238,99 @@ static bool find_binding(const char *src, size_t len, long group, long binding, 
     return false;
 }
 
+/* The place of a token: line and column (characters) of byte `at`, and the length in
+ * characters of its n bytes. */
+static void place_of(const char *src, size_t at, size_t n, unsigned *line, unsigned *column, uint32_t *run) {
+    *line = 1;
+    const char *line_start = src;
+    for (const char *q = src; q < src + at; q++)
+        if (*q == '\n') ++*line, line_start = q + 1;
+    *column = 1;
+    for (const char *q = line_start; q < src + at; q++)
+        if (!utf8_continuation(*q)) ++*column;
+    *run = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!utf8_continuation(src[at + i])) ++*run;
+}
+
+/* The `@<attribute>` among the attributes of `fn <entry>` (its byte offset and length:
+ * the `@` through the name), or, with attribute NULL or absent there, the entry's name. */
+static bool find_entry_attribute(const char *src, size_t len, const char *entry, const char *attribute, size_t *at,
+                                 size_t *n) {
+    const char *p = src, *end = src + len, *t, *attr = NULL;
+    size_t k, entry_n = strlen(entry);
+    bool after_fn = false;
+    while ((t = next_token(&p, end, &k)) != NULL) {
+        if (after_fn && k == entry_n && memcmp(t, entry, k) == 0) {
+            if (attr != NULL) {
+                *at = (size_t)(attr - src);
+                *n = 1 + strlen(attribute);
+            } else {
+                *at = (size_t)(t - src);
+                *n = k;
+            }
+            return true;
+        }
+        after_fn = token_is(t, k, "fn");
+        if (token_is(t, k, "@") && attribute != NULL) {
+            const char *q = p;
+            size_t nn;
+            const char *name = next_token(&q, end, &nn);
+            if (token_is(name, nn, attribute)) attr = t;
+        } else if (after_fn || token_is(t, k, ";") || token_is(t, k, "}")) {
+            if (!after_fn) attr = NULL;
+        }
+        if (token_is(t, k, "{")) attr = NULL;
+    }
+    return false;
+}
+
+/* The first `var<<space>>` (its `var` through the `>`). */
+static bool find_var_of_space(const char *src, size_t len, const char *space, size_t *at, size_t *n) {
+    const char *p = src, *end = src + len, *t;
+    size_t k;
+    while ((t = next_token(&p, end, &k)) != NULL) {
+        if (!token_is(t, k, "var")) continue;
+        const char *q = p, *open, *name, *close;
+        size_t no, nn, nc;
+        open = next_token(&q, end, &no);
+        name = next_token(&q, end, &nn);
+        close = next_token(&q, end, &nc);
+        if (token_is(open, no, "<") && token_is(name, nn, space) && token_is(close, nc, ">")) {
+            *at = (size_t)(t - src);
+            *n = (size_t)(close + 1 - t);
+            return true;
+        }
+    }
+    return false;
+}
+
+vn_status vn_shader_point(const char *wgsl, size_t wgsl_len, const char *entry, const char *attribute,
+                          const char *space, vn_status code) {
+    if (wgsl == NULL || entry == NULL) return code;
+    size_t at = 0, n = 0;
+    bool found = space != NULL ? find_var_of_space(wgsl, wgsl_len, space, &at, &n)
+                               : find_entry_attribute(wgsl, wgsl_len, entry, attribute, &at, &n);
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", vn_last_error());
+    char *fix = NULL;
+    for (char *f = strstr(msg, ". Fix: "); f != NULL; f = strstr(f + 1, ". Fix: ")) fix = f;
+    if (!found || fix == NULL) return code;
+    *fix = '\0';
+    unsigned line, column;
+    uint32_t run;
+    place_of(wgsl, at, n, &line, &column, &run);
+    const char *src_line = NULL;
+    size_t src_n = 0;
+    if (!source_line(wgsl, wgsl_len, line, &src_line, &src_n)) return code;
+    char shown[2 * SHOWN_LINE_MAX + 300];
+    excerpt(src_line, src_n, column, run, "", shown, sizeof shown);
+    vn_status st = vn_fail(code, "%s at line %u, column %u (wgsl:%u:%u)\n%s\nFix: %s", msg, line, column, line, column,
+                           shown, fix + strlen(". Fix: "));
+    vn_set_error_position(line, column);
+    return st;
+}
+
 /* Where a span-less message's subject is declared: line and column (characters) and the
  * length in characters, or false. */
 static bool find_subject(const char *msg, const char *src, size_t len, unsigned *line, unsigned *column,
@@ -260,16 +353,7 @@ static bool find_subject(const char *msg, const char *src, size_t len, unsigned 
         found = find_binding(src, len, group, binding, &at, &n);
     }
     if (!found) return false;
-    *line = 1;
-    const char *line_start = src;
-    for (const char *q = src; q < src + at; q++)
-        if (*q == '\n') ++*line, line_start = q + 1;
-    *column = 1;
-    for (const char *q = line_start; q < src + at; q++)
-        if (!utf8_continuation(*q)) ++*column;
-    *run = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!utf8_continuation(src[at + i])) ++*run;
+    place_of(src, at, n, line, column, run);
     return true;
 }
 

@@ -232,6 +232,13 @@ void vn_unacquire_all(const void *const *handles, size_t n);
  * (vn_last_error_position); var<immediate> on a device without the feature becomes
  * VN_ERROR_UNSUPPORTED. Returns the resulting code. */
 vn_status vn_shader_diagnose(vn_device *device, const char *wgsl, size_t wgsl_len, vn_status code);
+/* After a check of entry point `entry` failed with `code` (this thread's message "<what>.
+ * Fix: <fix>"): the same pointing at the source, "<what> at line L, column C (wgsl:L:C)\n
+ * <source line>\n<caret>\nFix: <fix>" with the position set: at the first `var<space>`
+ * (space not NULL), else the entry point's `@<attribute>`, else its name. Returns code;
+ * the message is unchanged where no place is found. */
+vn_status vn_shader_point(const char *wgsl, size_t wgsl_len, const char *entry, const char *attribute,
+                          const char *space, vn_status code);
 /* VN_ERROR_UNSUPPORTED: "<what>, but this device lacks ... immediates", then `shown` (a
  * source excerpt, or NULL) and the Fix that fits (the adapter offers it or not). */
 vn_status vn_immediates_unsupported(const vn_device *device, const char *what, const char *shown);

@@ -148,3 +148,26 @@ def test_an_error_with_no_place_says_so_plainly(device: vn.Device) -> None:
     what, fix = str(err).split("\n")
     assert what.startswith("WGSL error with no position (wgpu-native's message names no line or column")
     assert "Division by zero" in what and fix.startswith("Fix: ") and "line" not in fix
+
+
+def test_a_workgroup_size_past_the_devices_limit_points_at_the_attribute(device: vn.Device) -> None:
+    too_wide = device.limits["max_compute_workgroup_size_x"] + 1
+    err = compile_error(device, f"@compute @workgroup_size({too_wide})\nfn main() {{}}\n")
+    assert (err.line, err.column) == (1, 10)
+    what, source, caret, fix = str(err).split("\n")
+    assert f"x = {too_wide}" in what and what.endswith("at line 1, column 10 (wgsl:1:10)")
+    assert source == f"@compute @workgroup_size({too_wide})" and caret == " " * 9 + "^" * len(
+        "@workgroup_size"
+    )
+    assert fix.startswith("Fix: lower @workgroup_size")
+
+
+def test_workgroup_memory_past_the_devices_limit_points_at_a_var_workgroup(device: vn.Device) -> None:
+    words = device.limits["max_compute_workgroup_storage_size"] // 4 + 4
+    src = f"// memory\n  var<workgroup> t: array<u32, {words}>;\n@compute @workgroup_size(1)\nfn main() {{ t[0] = 1u; }}\n"
+    err = compile_error(device, src)
+    assert (err.line, err.column) == (2, 3)
+    assert str(err).split("\n")[1:3] == [
+        f"  var<workgroup> t: array<u32, {words}>;",
+        "  " + "^" * len("var<workgroup>"),
+    ]
