@@ -532,7 +532,9 @@ vn_status vn_sequence_create(vn_device *device, vn_sequence **out);
  * and no bind-group change. */
 vn_status vn_sequence_add(vn_sequence *sequence, vn_pipeline *pipeline, const vn_dispatch_args *args);
 /* Append a GPU copy of nbytes (UINT64_MAX: as much as fits from the offsets) from
- * src_offset into the src view to dst_offset into the dst view. */
+ * src_offset into the src view to dst_offset into the dst view: whole words (both
+ * offsets, counted in their buffers, and nbytes multiples of 4); any other byte range is
+ * vn_device_copy's. */
 vn_status vn_sequence_copy(vn_sequence *sequence, const vn_view *src, const vn_view *dst, uint64_t nbytes,
                            uint64_t src_offset, uint64_t dst_offset);
 /* Append a clear of the view's bytes to zero. */
