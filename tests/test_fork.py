@@ -76,7 +76,7 @@ parent = {{
     "mappings_at_fork": mappings_at_fork,
     "adapter_type": dev.info["adapter_type"],
 }}
-del pinned
+del pinned, pending, pin_pending  # a completed read keeps its pin until it goes too
 gc.collect()
 parent["mappings_after"] = vn.debug.live_objects()["mappings"]
 report({{"status": status, "exit_s": exit_s, "child": json.loads(lines[-1]) if lines else None, "parent": parent}})

@@ -663,7 +663,7 @@ def test_a_borrowed_dispatch_made_in_c_holds_no_python_buffers(kit: Kit) -> None
 # vyre_native's modules, lowest first. A module may import only modules of lower
 # rows at run time (imports under `if TYPE_CHECKING:` are annotations only).
 LAYERS = [
-    ["_native", "_version", "_typing"],
+    ["_native", "_owner", "_version", "_typing"],
     ["errors"],
     ["_handles"],
     ["_marshal", "_log"],
