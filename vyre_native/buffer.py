@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 from numpy.typing import NDArray
 
 from ._handles import Handle
-from ._lib import check, check_wait, ffi, lib, read_sliced
+from ._lib import call_waiting, check, ffi, lib, read_sliced
 from ._marshal import new_array, to_destination, to_readable, to_u64, to_view
 from ._typing import DTypeLike, ShapeLike
 from .errors import WrongTypeError
@@ -145,9 +145,7 @@ class Buffer(_Reads, Handle):
         ptr = self._live()
         src, nbytes = to_readable(data, "Buffer.write")
         at = to_u64(offset, "Buffer.write offset")
-        check_wait(
-            lib.vn_buffer_write(ptr, at, src, nbytes), lambda: lib.vn_buffer_write(ptr, at, src, nbytes)
-        )
+        call_waiting(lib.vn_buffer_write, ptr, at, src, nbytes)
 
     def _read_len(self) -> int:
         return self.byte_len
@@ -245,7 +243,7 @@ class BufferView(_Reads):
         view = self._c_view("BufferView.write")
         src, nbytes = to_readable(data, "BufferView.write")
         at = to_u64(offset, "BufferView.write offset")
-        check_wait(lib.vn_view_write(view, at, src, nbytes), lambda: lib.vn_view_write(view, at, src, nbytes))
+        call_waiting(lib.vn_view_write, view, at, src, nbytes)
 
     def _read_len(self) -> int:
         return self.nbytes

@@ -247,10 +247,7 @@ class Device(Handle):
         n = U64_MAX if nbytes is None else to_u64(nbytes, "copy nbytes")
         so, do = to_u64(src_offset, "copy src_offset"), to_u64(dst_offset, "copy dst_offset")
         if src.device is dst.device:
-            check_wait(
-                lib.vn_device_copy(ptr, c_src, c_dst, n, so, do),
-                lambda: lib.vn_device_copy(ptr, c_src, c_dst, n, so, do),
-            )
+            call_waiting(lib.vn_device_copy, ptr, c_src, c_dst, n, so, do)
             return
         resolved = ffi.new("uint64_t *")
         check(lib.vn_device_copy_check(ptr, c_src, c_dst, n, so, do, resolved))
