@@ -269,14 +269,10 @@ struct reserve {
     WGPUInstance instance;
 };
 static _Atomic(struct reserve *) reserves[RESERVE_SLOTS];
-static atomic_int refuse_new_instances; /* vn_debug_refuse_new_instances */
-
-void vn_debug_refuse_new_instances(int on) { atomic_store(&refuse_new_instances, on != 0); }
-
-/* An instance for a device or a listing: one that offers no adapter while the debug
+/* An instance for a device or a listing: one that offers no adapter while the test
  * switch stands for a driver that refuses new instances. */
 static WGPUInstance new_instance(WGPUInstanceBackend backends) {
-    if (atomic_load(&refuse_new_instances)) return create_instance((WGPUInstanceBackend)WGPUInstanceBackend_BrowserWebGPU);
+    if (vn_test_switch_on(VN_TEST_REFUSE_NEW_INSTANCES)) return create_instance((WGPUInstanceBackend)WGPUInstanceBackend_BrowserWebGPU);
     return create_instance(backends);
 }
 

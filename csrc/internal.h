@@ -123,6 +123,8 @@ static inline void vn_retain(vn_object *object) {
 void vn_release(vn_object *object);
 /* The next id of the process-wide sequence (objects and buffer identities). */
 uint64_t vn_next_identity(void);
+/* Whether a test switch (vn_test_control, test_control.c) is set; off in production. */
+bool vn_test_switch_on(vn_test_switch which);
 
 /* The cold path of vn_acquire: the status and message for a NULL, destroyed or
  * wrong-kind handle, naming the entry point `fn`. */

@@ -527,10 +527,6 @@ size_t vn_sequence_length(const vn_sequence *s) {
 
 /* ---- long replays in several submits ---------------------------------------------- */
 
-static atomic_int split_everywhere; /* vn_debug_split_submits_everywhere */
-
-void vn_debug_split_submits_everywhere(int on) { atomic_store(&split_everywhere, on != 0); }
-
 /* Time to completion of a long replay is otherwise encode + GPU + a round trip: the GPU
  * waits for the last step to be encoded. Split, it starts after the first
  * VN_SPLIT_FIRST_STEPS, and each later submit is queued while the GPU still runs the
@@ -541,7 +537,7 @@ void vn_debug_split_submits_everywhere(int on) { atomic_store(&split_everywhere,
  * a submit waits for the work before it (CPU adapters), since no part could overlap. */
 static bool replay_splits(const vn_sequence *s, uint32_t n, vn_timing_mode timing) {
     return timing == VN_TIMING_NONE && s->encoded_whole && (uint64_t)n * s->count >= VN_SPLIT_MIN_STEPS &&
-           (!s->device->serial_submits || atomic_load(&split_everywhere));
+           (!s->device->serial_submits || vn_test_switch_on(VN_TEST_SPLIT_SUBMITS_EVERYWHERE));
 }
 
 static vn_status replay_in_submits(vn_sequence *s, uint32_t n, vn_submission **out) {

@@ -652,14 +652,24 @@ vn_status vn_debug_error_status(uint32_t wgpu_error_type, const char *message);
  * @workgroup_size(256), one dispatch of min(ceil(elements / 256), 65535) workgroups.
  * For the benchmarks' raw-C floor, which dispatches the same kernel. */
 const char *vn_debug_fill_wgsl(void);
-/* 1: split long untimed sequence replays into several submits on every adapter, CPU
- * adapters included (for tests: there each submit waits inside the driver for the one
- * before); 0 (the default): only where submits do not wait. */
-void vn_debug_split_submits_everywhere(int on);
-/* 1: every new instance vn_device_create and vn_enumerate_adapters make offers no
- * adapter, as a driver does that refuses new instances after a number of them (NVIDIA's
- * on the H200 machine: 30 a process); the reserve instance (device.c) must take over. */
-void vn_debug_refuse_new_instances(int on);
+/* ---- test control (csrc/test_control.c): for the project's tests, not the API ---- */
+
+/* Behaviour a test needs that no real adapter shows on demand, as SQLite's
+ * sqlite3_test_control is: one door, switches off (0) unless a test sets them.
+ * VN_TEST_SPLIT_SUBMITS_EVERYWHERE 1: split long untimed sequence replays into several
+ * submits on every adapter, CPU adapters included (there each submit waits inside the
+ * driver for the one before); 0: only where submits do not wait.
+ * VN_TEST_REFUSE_NEW_INSTANCES 1: every new instance vn_device_create and
+ * vn_enumerate_adapters make offers no adapter, as a driver does that refuses new
+ * instances after a number of them (NVIDIA's on the H200 machine: 30 a process); the
+ * reserve instance (device.c) must take over. */
+typedef enum vn_test_switch {
+    VN_TEST_SPLIT_SUBMITS_EVERYWHERE = 1,
+    VN_TEST_REFUSE_NEW_INSTANCES = 2,
+} vn_test_switch;
+/* Set switch `which` to `value` (0 or 1) and return its value before; -1 for a switch
+ * that does not exist (vn_last_error says why). */
+int vn_test_control(vn_test_switch which, int value);
 
 /* VN_CDEF_END */
 

@@ -169,7 +169,7 @@ print("RESULT " + json.dumps({{"before": before, "after": after}}))
 
 _REFUSING = """
 from vyre_native._native import lib
-lib.vn_debug_refuse_new_instances(1)  # every instance made from now on offers no adapter
+lib.vn_test_control(lib.VN_TEST_REFUSE_NEW_INSTANCES, 1)  # every instance made from now on offers no adapter
 """
 
 

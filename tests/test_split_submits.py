@@ -4,7 +4,7 @@ On a GPU an untimed replay of VN_SPLIT_MIN_STEPS steps or more, of steps already
 replayed whole once, goes in several submits (8 steps, then twice as many each time),
 so the GPU starts while the rest is encoded. CPU adapters (lavapipe, CI's) never split,
 since each of their submits waits for the one before; these tests switch splitting on
-there with vn_debug_split_submits_everywhere, so the split path runs in CI too.
+there with vn_test_control(VN_TEST_SPLIT_SUBMITS_EVERYWHERE), so the split path runs in CI too.
 
 The edges: the 256-step bound, a one-step sequence launched 256 times, per-step
 immediates across part boundaries, views, indirect counts an earlier step wrote,
@@ -24,7 +24,7 @@ import pytest
 import vyre_native as vn
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from vyre_native._lib import lib
+from vyre_native._lib import ffi, lib
 from wgsl_kernels import ADD_IMMEDIATE, COUNTER, DOUBLE
 
 # args = (n[0] groups, 1, 1): the next step's indirect counts, written on the GPU.
@@ -38,13 +38,21 @@ fn main() { args[0] = n[0]; args[1] = 1u; args[2] = 1u; }
 N = 64  # elements per buffer
 
 
+def test_the_test_switch_answers_its_previous_value_and_refuses_an_unknown_one() -> None:
+    which = lib.VN_TEST_SPLIT_SUBMITS_EVERYWHERE
+    assert lib.vn_test_control(which, 1) == 0
+    assert lib.vn_test_control(which, 0) == 1
+    assert lib.vn_test_control(99, 1) == -1
+    assert b"no switch 99. Fix:" in ffi.string(lib.vn_last_error())
+
+
 @pytest.fixture
 def split_everywhere() -> Iterator[None]:
-    lib.vn_debug_split_submits_everywhere(1)
+    lib.vn_test_control(lib.VN_TEST_SPLIT_SUBMITS_EVERYWHERE, 1)
     try:
         yield
     finally:
-        lib.vn_debug_split_submits_everywhere(0)
+        lib.vn_test_control(lib.VN_TEST_SPLIT_SUBMITS_EVERYWHERE, 0)
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +177,7 @@ _STEP = st.one_of(
 def test_split_replays_compute_what_whole_ones_do(
     device: vn.Device, kit: tuple[vn.Pipeline, vn.Pipeline], steps: list[tuple], n: int
 ) -> None:
-    lib.vn_debug_split_submits_everywhere(1)
+    lib.vn_test_control(lib.VN_TEST_SPLIT_SUBMITS_EVERYWHERE, 1)
     try:
         u32 = [device.upload(np.arange(N, dtype=np.uint32) + 7 * i) for i in range(3)]
         f32 = [device.upload(np.linspace(-1, 1, N, dtype=np.float32) + i) for i in range(3)]
@@ -215,7 +223,7 @@ def test_split_replays_compute_what_whole_ones_do(
             np.testing.assert_array_equal(np.frombuffer(u32[i].read(), np.uint32), model_u[i])
             np.testing.assert_array_equal(np.frombuffer(f32[i].read(), np.float32), model_f[i])
     finally:
-        lib.vn_debug_split_submits_everywhere(0)
+        lib.vn_test_control(lib.VN_TEST_SPLIT_SUBMITS_EVERYWHERE, 0)
 
 
 def test_a_split_replay_runs_as_one_unit_beside_other_threads_replays_and_writes(

@@ -14,7 +14,7 @@ from wgsl_kernels import COUNTER
 SETUP = f"INC = {COUNTER!r}\n" + '''
 from vyre_native._lib import lib
 import random
-lib.vn_debug_split_submits_everywhere(1)
+lib.vn_test_control(lib.VN_TEST_SPLIT_SUBMITS_EVERYWHERE, 1)
 outcomes = {}
 def note(e=None):
     if e is None:

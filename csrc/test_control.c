@@ -1,0 +1,16 @@
+/* test_control.c - the one door for test-only behaviour (vn_test_control, the public
+ * header's last section): switches the production paths read, off unless a test sets
+ * them. Lock-free, so a fork() child never waits on a parent's lock here. */
+#include "internal.h"
+
+static atomic_int switches[VN_TEST_REFUSE_NEW_INSTANCES + 1];
+
+int vn_test_control(vn_test_switch which, int value) {
+    if ((int)which < VN_TEST_SPLIT_SUBMITS_EVERYWHERE || (int)which > VN_TEST_REFUSE_NEW_INSTANCES) {
+        vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_test_control: no switch %d. Fix: pass a vn_test_switch.", (int)which);
+        return -1;
+    }
+    return atomic_exchange(&switches[which], value != 0);
+}
+
+bool vn_test_switch_on(vn_test_switch which) { return atomic_load_explicit(&switches[which], memory_order_relaxed) != 0; }
