@@ -397,6 +397,16 @@ static vn_status check_aliasing(const vn_pipeline *p, const vn_view *views, cons
     return VN_OK;
 }
 
+vn_status vn_bound_output(const vn_bound *bound, int64_t index, const char *kind, const vn_view **out) {
+    if (index < 0 || (uint64_t)index >= bound->output_count)
+        return vn_fail(VN_ERROR_OUTPUT_INDEX,
+                       "output index %lld is out of range for a %s with %zu output(s). Fix: pass an index from 0 to "
+                       "%lld.",
+                       (long long)index, kind, bound->output_count, (long long)bound->output_count - 1);
+    *out = &bound->outputs[index];
+    return VN_OK;
+}
+
 void vn_bound_release(vn_bound *bound) {
     if (bound->groups != NULL) {
         for (uint32_t g = 0; g < bound->group_count; g++)

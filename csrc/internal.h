@@ -521,6 +521,12 @@ vn_status vn_read_start(vn_device *device, WGPUBuffer src, uint64_t offset, uint
 vn_status vn_view_readable(const vn_view *view, const char *what);
 /* vn_view_read_async of a resolved view whose buffer the caller holds. */
 vn_status vn_view_read_async_held(const vn_view *view, vn_pending_read **out);
+/* A recording's or dispatch's output `index`, bound as `v` (its buffer held by the
+ * recording), copied into dst after all work submitted so far: the one output read both
+ * kinds use (each checks its index and state first). *written and *pending as for
+ * vn_dispatch_read_output. */
+vn_status vn_output_read(const vn_view *v, int64_t index, void *dst, uint64_t capacity, uint64_t *written,
+                         vn_pending_read **pending);
 /* The device's readback hooks (vn_device_hooks, VN_PART_READBACK; registered with the
  * first staging buffer): free the staging ring; and return the staging buffers of
  * abandoned reads whose map has completed (all of them when final, leaking any whose
@@ -710,6 +716,9 @@ void vn_bound_encode_clears(const vn_bound *bound, WGPUCommandEncoder encoder, c
 void vn_bound_fill_in_pass(const vn_bound *bound, WGPUComputePassEncoder pass, vn_pass_state *state,
                            const vn_timing *timing);
 void vn_bound_release(vn_bound *bound);
+/* Output `index` of a bound dispatch (`kind`: "dispatch", "recording", for the message),
+ * or VN_ERROR_OUTPUT_INDEX naming the range. */
+vn_status vn_bound_output(const vn_bound *bound, int64_t index, const char *kind, const vn_view **out);
 
 /* ---- the built-in zero fill (fill.c) ------------------------------------------ */
 

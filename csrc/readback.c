@@ -519,6 +519,28 @@ vn_status vn_view_read_async_held(const vn_view *v, vn_pending_read **out) {
     return st != VN_OK ? st : view_read_async(v, out);
 }
 
+vn_status vn_output_read(const vn_view *v, int64_t index, void *dst, uint64_t capacity, uint64_t *written,
+                         vn_pending_read **pending) {
+    if (written != NULL) *written = 0;
+    if (pending != NULL) *pending = NULL;
+    if (capacity < v->size)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "the destination holds %llu bytes, but output %lld has %llu. Fix: pass a writable buffer of at "
+                       "least %llu bytes.",
+                       (unsigned long long)capacity, (long long)index, (unsigned long long)v->size,
+                       (unsigned long long)v->size);
+    if (v->size > 0) {
+        if (dst == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "destination is NULL. Fix: pass a writable buffer.");
+        /* The readback's copy is queued after every submission before it, the
+         * recording's own included, so its completion implies theirs. */
+        const vn_submit_guard guard = {vn_buffer_submittable, v->buffer};
+        vn_status st = vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard, pending);
+        if (st != VN_OK) return st;
+    }
+    if (written != NULL) *written = v->size;
+    return VN_OK;
+}
+
 vn_status vn_view_read_async(const vn_view *view, vn_pending_read **out) {
     vn_view v;
     vn_status st = vn_view_acquire(view, "buffer.read_async", &v);

@@ -226,13 +226,7 @@ size_t vn_dispatch_output_count(const vn_dispatch *d) {
 }
 
 static vn_status output_at(const vn_dispatch *d, int64_t index, const vn_view **out) {
-    if (index < 0 || (uint64_t)index >= d->bound.output_count)
-        return vn_fail(VN_ERROR_OUTPUT_INDEX,
-                       "output index %lld is out of range for a dispatch with %zu output(s). Fix: pass an index "
-                       "from 0 to %lld.",
-                       (long long)index, d->bound.output_count, (long long)d->bound.output_count - 1);
-    *out = &d->bound.outputs[index];
-    return VN_OK;
+    return vn_bound_output(&d->bound, index, "dispatch", out);
 }
 
 static vn_status dispatch_output_len(const vn_dispatch *d, int64_t index, uint64_t *out) {
@@ -280,23 +274,7 @@ static vn_status dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, 
     if (pending != NULL) *pending = NULL;
     const vn_view *v = NULL;
     vn_status st = readable_output(d, index, &v);
-    if (st != VN_OK) return st;
-    if (capacity < v->size)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "the destination holds %llu bytes, but output %lld has %llu. Fix: pass a writable buffer of at "
-                       "least %llu bytes.",
-                       (unsigned long long)capacity, (long long)index, (unsigned long long)v->size,
-                       (unsigned long long)v->size);
-    if (v->size > 0) {
-        if (dst == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "destination is NULL. Fix: pass a writable buffer.");
-        /* The readback's copy is queued after this dispatch's submission, so its
-         * completion implies the dispatch's. */
-        const vn_submit_guard guard = {vn_buffer_submittable, v->buffer};
-        st = vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard, pending);
-        if (st != VN_OK) return st;
-    }
-    if (written != NULL) *written = v->size;
-    return VN_OK;
+    return st != VN_OK ? st : vn_output_read(v, index, dst, capacity, written, pending);
 }
 
 vn_status vn_dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint64_t capacity, uint64_t *written,

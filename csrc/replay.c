@@ -308,21 +308,68 @@ size_t vn_recording_output_count(const vn_recording *r) {
     VN_GET(size_t, r->bound.output_count, 0, r, VN_KIND_RECORDING);
 }
 
+static vn_status output_at(const vn_recording *r, int64_t index, const vn_view **out) {
+    return vn_bound_output(&r->bound, index, "recording", out);
+}
+
 static vn_status recording_output(const vn_recording *r, int64_t index, vn_view *out) {
     if (out == NULL)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_output: out is NULL. Fix: pass a result pointer.");
-    if (index < 0 || (uint64_t)index >= r->bound.output_count)
-        return vn_fail(VN_ERROR_OUTPUT_INDEX,
-                       "output index %lld is out of range for a recording with %zu output(s). Fix: pass an index "
-                       "from 0 to %lld.",
-                       (long long)index, r->bound.output_count, (long long)r->bound.output_count - 1);
-    *out = r->bound.outputs[index];
+    const vn_view *v = NULL;
+    vn_status st = output_at(r, index, &v);
+    if (st != VN_OK) return st;
+    *out = *v;
     vn_buffer_retain(out->buffer);
     return VN_OK;
 }
 
 vn_status vn_recording_output(const vn_recording *r, int64_t index, vn_view *out) {
     VN_CALL1(recording_output(r, index, out), r, VN_KIND_RECORDING);
+}
+
+static vn_status recording_output_len(const vn_recording *r, int64_t index, uint64_t *out) {
+    if (out == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_output_len: out is NULL. Fix: pass a result pointer.");
+    const vn_view *v = NULL;
+    vn_status st = output_at(r, index, &v);
+    if (st == VN_OK) *out = v->size;
+    return st;
+}
+
+vn_status vn_recording_output_len(const vn_recording *r, int64_t index, uint64_t *out) {
+    VN_CALL1(recording_output_len(r, index, out), r, VN_KIND_RECORDING);
+}
+
+/* The checks every read of an output makes: the index, and a device not lost. */
+static vn_status readable_output(const vn_recording *r, int64_t index, const vn_view **out) {
+    vn_status st = output_at(r, index, out);
+    return st != VN_OK ? st : vn_device_check((*out)->buffer->device, "reading an output");
+}
+
+static vn_status recording_read_output_async(vn_recording *r, int64_t index, vn_pending_read **out) {
+    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "read_output_async: out is NULL. Fix: pass a result pointer.");
+    *out = NULL;
+    const vn_view *v = NULL;
+    vn_status st = readable_output(r, index, &v);
+    return st != VN_OK ? st : vn_view_read_async_held(v, out); /* the recording holds the buffer */
+}
+
+vn_status vn_recording_read_output_async(vn_recording *r, int64_t index, vn_pending_read **out) {
+    VN_CALL1(recording_read_output_async(r, index, out), r, VN_KIND_RECORDING);
+}
+
+static vn_status recording_read_output(vn_recording *r, int64_t index, void *dst, uint64_t capacity,
+                                       uint64_t *written, vn_pending_read **pending) {
+    if (written != NULL) *written = 0;
+    if (pending != NULL) *pending = NULL;
+    const vn_view *v = NULL;
+    vn_status st = readable_output(r, index, &v);
+    return st != VN_OK ? st : vn_output_read(v, index, dst, capacity, written, pending);
+}
+
+vn_status vn_recording_read_output(vn_recording *r, int64_t index, void *dst, uint64_t capacity, uint64_t *written,
+                                   vn_pending_read **pending) {
+    VN_CALL1(recording_read_output(r, index, dst, capacity, written, pending), r, VN_KIND_RECORDING);
 }
 
 void vn_recording_release(vn_recording *r) { vn_release_handle(r, VN_KIND_RECORDING); }

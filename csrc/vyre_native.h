@@ -526,6 +526,13 @@ size_t vn_recording_output_count(const vn_recording *recording);
 /* The output as bound: its buffer (a new reference for the caller), offset and size in
  * bytes; or VN_ERROR_OUTPUT_INDEX. */
 vn_status vn_recording_output(const vn_recording *recording, int64_t index, vn_view *out);
+/* Output reads, as the vn_dispatch_* ones (same arguments, same outcomes) but after all
+ * work submitted so far (every replay of the recording included): a recording can be
+ * read before its first replay (its outputs then hold what they held). */
+vn_status vn_recording_output_len(const vn_recording *recording, int64_t index, uint64_t *out);
+vn_status vn_recording_read_output_async(vn_recording *recording, int64_t index, vn_pending_read **out);
+vn_status vn_recording_read_output(vn_recording *recording, int64_t index, void *dst, uint64_t capacity,
+                                   uint64_t *written, vn_pending_read **pending);
 void vn_recording_release(vn_recording *recording);
 
 vn_status vn_sequence_create(vn_device *device, vn_sequence **out);

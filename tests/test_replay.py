@@ -378,6 +378,19 @@ def test_read_output_async_result_into_fills_a_numpy_array(two_out_rec) -> None:
     np.testing.assert_array_equal(out, host + 1)
 
 
+def test_a_recording_counts_and_sizes_its_outputs_as_bound(device: vn.Device) -> None:
+    prog = device.compile(ADD_DOUBLE)
+    host = np.arange(16, dtype=np.float32)
+    arena = device.alloc(4096)
+    rec = prog.record([device.upload(host)], [arena.view(256, host.nbytes)], workgroups=groups(host.size))
+    assert rec.output_count == 1
+    assert rec.output_byte_len(0) == host.nbytes  # the view's own size, not its buffer's
+    rec.replay().wait()
+    np.testing.assert_array_equal(rec.read_output(0, np.float32), host * 2)
+    with pytest.raises(vn.OutputIndexError, match=r"output index 1 is out of range for a recording with 1 output"):
+        rec.output_byte_len(1)
+
+
 @pytest.mark.parametrize("index", [2, 100, -1])
 def test_read_output_index_out_of_range_raises_output_index_error(two_out_rec, index: int) -> None:
     rec = two_out_rec[0]

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Generator
-from typing import Any, Literal, overload
+from typing import Any, ClassVar, Literal, overload
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ._handles import Handle, new_slot, owned
-from ._lib import call_waiting, done_flag, ffi, lib
-from ._marshal import to_bool, to_destination, to_layout
+from ._lib import call_waiting, check, done_flag, ffi, lib, read_sliced
+from ._marshal import new_array, to_bool, to_destination, to_index, to_layout
 from ._typing import DTypeLike, ShapeLike
 from .errors import WrongTypeError
 
@@ -217,11 +217,27 @@ class PendingRead(Handle):
         return self.byte_len
 
 
-class OutputReads:
-    """``read_output``'s signature and its ``copy=`` flag, which both recording kinds
-    share; each says how it reads (``_read_output``)."""
+class OutputReads(Handle):
+    """The output reads both recording kinds share, through their kind's C entry points
+    (``vn_dispatch_read_output*``, ``vn_recording_read_output*``: the same arguments and
+    outcomes; C checks the index, and for a pre-recorded dispatch that it was replayed)."""
 
     __slots__ = ()
+    # the kind's C entry points, as class attributes (cffi functions do not bind)
+    _c_output_count: ClassVar[Any]
+    _c_output_len: ClassVar[Any]
+    _c_read_output: ClassVar[Any]
+    _c_read_output_async: ClassVar[Any]
+
+    @property
+    def output_count(self) -> int:
+        return int(self._c_output_count(self._live()))
+
+    def output_byte_len(self, index: int) -> int:
+        """``byte_len`` of output ``index`` (a view's own size)."""
+        length = ffi.new("uint64_t *")
+        check(self._c_output_len(self._live(), to_index(index, "output index"), length))
+        return int(length[0])
 
     @overload
     def read_output(
@@ -248,12 +264,36 @@ class OutputReads:
         mapped staging memory (a numpy array with ``dtype``, else a memoryview), as
         ``Buffer.read(copy=False)``. ``read_output_into`` fills memory you already have
         and is the path for repeated copying reads."""
-        return self._read_output(index, dtype, shape, want_copy(copy, "read_output copy"))
+        copying = want_copy(copy, "read_output copy")
+        ptr = self._live()
+        i = to_index(index, "output index")
+        if copying and (dtype is not None or shape is not None):
+            arr = new_array(dtype, shape, self.output_byte_len(i), "read_output")
+            self.read_output_into(i, arr)
+            return arr
+        form = None if copying else layout(dtype, shape, self.output_byte_len(i), "read_output")
+        return complete(start(self._c_read_output_async, ptr, i), form, copying)
 
-    def _read_output(
-        self, index: int, dtype: DTypeLike | None, shape: ShapeLike | None, copy: bool
-    ) -> bytes | memoryview | NDArray[Any]:
-        raise NotImplementedError
+    def read_output_async(self, index: int) -> PendingRead:
+        """Start reading output ``index`` (after the checks ``read_output`` makes);
+        ``.result()`` completes it."""
+        return PendingRead._adopt(start(self._c_read_output_async, self._live(), to_index(index, "output index")))
+
+    def read_output_into(self, index: int, out: Any) -> int:
+        """Fill caller memory with output ``index``; returns the bytes written.
+
+        A ``bytearray`` is resized to the output's ``byte_len`` (reusing its
+        allocation) and refilled; any other writable C-contiguous buffer (a numpy
+        array) of at least ``byte_len`` bytes is filled in place. One C call: wait,
+        GPU copy to a reused staging buffer, memcpy into ``out``.
+        """
+        ptr = self._live()
+        i = to_index(index, "output index")
+        n = self.output_byte_len(i)
+        dst, capacity = to_destination(out, n, "read_output_into")
+        read = self._c_read_output
+        read_sliced(lambda pending: read(ptr, i, dst, capacity, ffi.NULL, pending), dst, capacity)
+        return n
 
 
 def read_async(buffer_ptr: Any) -> PendingRead:

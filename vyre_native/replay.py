@@ -4,21 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from numpy.typing import NDArray
-
-from ._handles import Handle, new_view_slot, owned
-from ._lib import check, ffi, lib
-from ._marshal import to_index, to_timing, to_u32
-from ._typing import DTypeLike, ShapeLike
+from ._handles import new_view_slot, owned
+from ._lib import check, lib
+from ._marshal import to_timing, to_u32
 from .buffer import Bindable, Buffer, as_output
-from .readback import OutputReads, PendingRead
+from .readback import OutputReads
 from .submission import Submission, replay
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
 
 
-class Recording(OutputReads, Handle):
+class Recording(OutputReads):
     """A replayable dispatch, from ``Pipeline.record``.
 
     ``replay(n)`` re-encodes the dispatch n times from the held pipeline and bind
@@ -27,6 +24,10 @@ class Recording(OutputReads, Handle):
     """
 
     _kind = "Recording"
+    _c_output_count = lib.vn_recording_output_count
+    _c_output_len = lib.vn_recording_output_len
+    _c_read_output = lib.vn_recording_read_output
+    _c_read_output_async = lib.vn_recording_read_output_async
     _made_by = "pipeline.record(inputs, outputs, ...)"
     _pipeline: Pipeline
     _outputs: list[Bindable]
@@ -60,25 +61,3 @@ class Recording(OutputReads, Handle):
         """
         ptr = self._live()
         return replay(lib.vn_recording_replay, ptr, to_u32(n, "Recording.replay n"), to_timing(timing), 1)
-
-    def _output(self, index: Any) -> Bindable:
-        """Output ``index`` as bound; C says whether the index names one."""
-        ptr = self._live()
-        i = to_index(index, "output index")
-        view = ffi.new("vn_view *")
-        check(lib.vn_recording_output(ptr, i, view))
-        lib.vn_buffer_release(view.buffer)  # the reference C gave; self._outputs holds the handle
-        return self._outputs[i]
-
-    def _read_output(
-        self, index: int, dtype: DTypeLike | None, shape: ShapeLike | None, copy: bool
-    ) -> bytes | memoryview | NDArray[Any]:
-        """After all work submitted so far (every replay) completes."""
-        return self._output(index).read(dtype, shape, copy=copy)
-
-    def read_output_into(self, index: int, out: Any) -> int:
-        return self._output(index).read_into(out)
-
-    def read_output_async(self, index: int) -> PendingRead:
-        """Start reading output ``index``; ``.result()`` completes it."""
-        return self._output(index).read_async()

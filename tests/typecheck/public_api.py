@@ -49,6 +49,8 @@ def main() -> None:
         assert_type(sub.wait(), None)
         assert_type(sub.done, bool)
         assert_type(rec.read_output(0), bytes)
+        assert_type(rec.output_count, int)
+        assert_type(rec.output_byte_len(0), int)
         assert_type(rec.read_output(0, dtype=np.float32, shape=(64,)), NDArray[Any])
         assert_type(rec.read_output(0, dtype=np.float32, copy=False), NDArray[Any])
         seq = assert_type(dev.sequence(), vn.Sequence)
