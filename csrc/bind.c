@@ -421,14 +421,14 @@ void vn_bound_release(vn_bound *bound) {
         free(bound->clears);
     }
     if (bound->buffers != NULL) {
-        for (size_t i = 0; i < bound->buffer_count; i++) vn_buffer_release(bound->buffers[i]);
+        for (size_t i = 0; i < bound->buffer_count; i++) vn_release(&bound->buffers[i]->obj);
         free(bound->buffers);
     }
-    if (bound->indirect != NULL) vn_buffer_release(bound->indirect);
+    if (bound->indirect != NULL) vn_release(&bound->indirect->obj);
     free(bound->views);
     free(bound->outputs);
     free(bound->immediates);
-    if (bound->pipeline != NULL) vn_pipeline_release(bound->pipeline);
+    if (bound->pipeline != NULL) vn_release(&bound->pipeline->obj);
     memset(bound, 0, sizeof *bound);
 }
 
@@ -534,8 +534,8 @@ static vn_status bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bou
     free(src);
     if (st != VN_OK) {
         for (size_t i = 0; i < n; i++)
-            if (views[i].buffer != NULL) vn_buffer_release(views[i].buffer);
-        if (indirect.buffer != NULL) vn_buffer_release(indirect.buffer);
+            if (views[i].buffer != NULL) vn_release(&views[i].buffer->obj);
+        if (indirect.buffer != NULL) vn_release(&indirect.buffer->obj);
         free(views);
         free(bound);
         free(outs);

@@ -145,7 +145,12 @@ static vn_status buffer_create(vn_device *device, uint64_t byte_len, uint64_t us
 }
 
 vn_status vn_buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage, const void *data, vn_buffer **out) {
-    VN_CALL1(buffer_create(device, byte_len, usage, data, out), device, VN_KIND_DEVICE);
+    VN_CALL1_OUT(buffer_create(device, byte_len, usage, data, out), out, device, VN_KIND_DEVICE);
+}
+
+vn_status vn_buffer_create_held(vn_device *device, uint64_t byte_len, uint64_t usage, const void *data,
+                                vn_buffer **out) {
+    return buffer_create(device, byte_len, usage, data, out);
 }
 
 static vn_status buffer_describe(const vn_buffer *buffer, vn_buffer_desc *out) {
@@ -195,11 +200,13 @@ vn_status vn_view_resolve(const vn_view *view, const char *what, vn_view *out) {
 vn_status vn_view_acquire(const vn_view *view, const char *what, vn_view *out) {
     out->buffer = NULL;
     if (view == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%s: the view is NULL. Fix: pass a buffer or a view.", what);
-    vn_status st = vn_acquire(view->buffer, VN_KIND_BUFFER, what);
+    vn_object *held;
+    vn_status st = vn_acquire(view->buffer, VN_KIND_BUFFER, what, &held);
     if (st != VN_OK) return st;
-    st = vn_view_resolve(view, what, out);
+    vn_view translated = {(vn_buffer *)held, view->offset, view->size};
+    st = vn_view_resolve(&translated, what, out);
     if (st != VN_OK) {
-        vn_unacquire(view->buffer);
+        vn_unacquire(held);
         out->buffer = NULL;
     }
     return st;
@@ -209,8 +216,11 @@ vn_status vn_view_check(const vn_view *view, vn_view *resolved) {
     vn_view v;
     vn_status st = vn_view_acquire(view, "buffer.view", &v);
     if (st != VN_OK) return st;
-    if (resolved != NULL) *resolved = v;
     vn_unacquire(v.buffer);
+    if (resolved != NULL) {
+        *resolved = v;
+        resolved->buffer = view->buffer; /* the caller's id, not the object */
+    }
     return VN_OK;
 }
 

@@ -565,8 +565,8 @@ static vn_status request_adapter(WGPUInstance instance, const WGPURequestAdapter
     return VN_OK;
 }
 
-vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, const char *backend,
-                           const char *required_features, vn_device **out) {
+static vn_status device_create(vn_power_preference power_preference, int32_t adapter_index, const char *backend,
+                               const char *required_features, vn_device **out) {
     vn_status st = vn_require_library();
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_create: out is NULL. Fix: pass a result pointer.");
@@ -723,6 +723,11 @@ static vn_status finish_device(vn_device *dev, const char *required_features, vn
     dev->limits.nextInChain = NULL;
     *out = dev;
     return VN_OK;
+}
+
+vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, const char *backend,
+                           const char *required_features, vn_device **out) {
+    return vn_publish(device_create(power_preference, adapter_index, backend, required_features, out), out);
 }
 
 static vn_status device_get_info(const vn_device *device, vn_device_info *out) {
@@ -948,9 +953,10 @@ vn_status vn_submit_begin_exclusive(vn_device *device, const char *what, const v
 void vn_submit_end_exclusive(vn_device *device) { vn_rwlock_write_unlock(&device->submit_lock); }
 
 void vn_device_close(vn_device *device) {
-    if (vn_acquire(device, VN_KIND_DEVICE, __func__) != VN_OK) return;
-    atomic_store(&device->closed, 1);
-    vn_unacquire(device);
+    vn_object *held;
+    if (vn_acquire(device, VN_KIND_DEVICE, __func__, &held) != VN_OK) return;
+    atomic_store(&((vn_device *)held)->closed, 1);
+    vn_unacquire(held);
 }
 
 void vn_device_release(vn_device *device) { vn_release_handle(device, VN_KIND_DEVICE); }

@@ -62,26 +62,37 @@ vn_status vn_fail_prefixed(vn_status code, const char *prefix);
 /* wgpu's WGPUStringView as a C string into buf (always terminated). */
 void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap);
 
-/* ---- the object header (object.c) -------------------------------------------
+/* ---- the object header and handle ids (object.c) ------------------------------
  *
  * Every object behind a public handle starts with a vn_object: a kind tag, a
- * reference count, its destroy function and a monotonic id. Entry points check the
- * tag (wrong kinds and destroyed objects are typed errors, never a read of another
- * kind's fields) and hold a reference for the length of the call, so a release on
- * another thread can never free an object mid-call: the caller's own reference
- * keeps it alive until the entry point has taken one of its own (the precondition
- * of every handle argument, as in any reference-counted C API; Python keeps the
- * handle's cdata referenced for the call). The last release poisons the tag
- * (VN_KIND_DEAD) before destroying, so a stale pointer whose memory has not been
- * reused reads as released (as SQLite's sqlite3SafetyCheckOk reads a closed
- * connection). A retain/release pair is two atomics and no allocation.
+ * reference count, its destroy function and a monotonic id. The C layer's own holders
+ * (a recording holding its buffers, a bound dispatch, caches) hold object pointers and
+ * references (vn_retain / vn_release).
+ *
+ * A caller never gets an object pointer: every handle the API hands out is an id, a
+ * slot of a process-wide table and that slot's generation (sokol_gfx's handles), and
+ * the slot holds one reference on the object. Releasing the id (vn_<kind>_release,
+ * vn_handle_release) bumps the slot's generation, so every copy of the id is stale from
+ * then on, and drops that reference; the slot goes back to a free list. An entry point
+ * translates each id it is given (vn_acquire): a live slot of the right kind gives its
+ * object, retained for the call; a stale id is VN_ERROR_RELEASED, another kind
+ * VN_ERROR_WRONG_TYPE, anything else (NULL, a number no slot ever had) a typed error
+ * too. The table's memory is never freed or moved, so reading a slot is always safe,
+ * whatever the id: a stale or made-up handle can never reach an object's memory.
+ * Translation takes no lock: a slot pins itself (a count in its state word, taken by
+ * compare-and-swap when the generation matches) while the object is retained, and a
+ * release bumps the generation first, then waits for pins to drain before it drops the
+ * slot's reference. So a release racing a call on the same id happens either before
+ * it (the call fails with VN_ERROR_RELEASED) or after (the call completes).
  *
  * fork(): each object records the process generation it was made in
  * (vn_fork_generation, bumped in the child after every fork). In a child, an object
  * of an earlier generation is no live object of any kind: an entry point refuses it
  * with VN_ERROR_FORKED, and a release never touches it (its device's driver threads
  * stayed in the parent, and its destroy would call wgpu-native there or wait for
- * ever). That check is here, in vn_is and vn_release, once for every kind. */
+ * ever). The table has no lock a parent's thread could have held at the fork: a pin a
+ * parent's thread held is on a slot issued before it, which a release in the child
+ * only marks stale (never waiting for the pin, never reusing the slot). */
 
 typedef enum vn_kind {
     VN_KIND_DEAD = 0x766e0000,      /* "vn" + 0: destroyed */
@@ -126,69 +137,85 @@ uint64_t vn_next_identity(void);
 /* Whether a test switch (vn_test_control, test_control.c) is set; off in production. */
 bool vn_test_switch_on(vn_test_switch which);
 
-/* The cold path of vn_acquire: the status and message for a NULL, destroyed or
- * wrong-kind handle, naming the entry point `fn`. */
-vn_status vn_handle_error(const void *handle, vn_kind kind, const char *fn);
-/* True when `handle` is a live object of `kind` made in this process (no reference
- * taken): not an object a fork() child inherited. */
-static inline bool vn_is(const void *handle, vn_kind kind) {
-    return handle != NULL &&
-           atomic_load_explicit(&((const vn_object *)handle)->kind, memory_order_relaxed) == (unsigned)kind &&
-           !vn_inherited((const vn_object *)handle);
-}
-/* At an entry point: check that `handle` is a live object of `kind` and retain it
- * for the call (the entry point releases it before returning). */
-static inline vn_status vn_acquire(const void *handle, vn_kind kind, const char *fn) {
-    if (!vn_is(handle, kind)) return vn_handle_error(handle, kind, fn);
-    vn_retain((vn_object *)handle);
-    return VN_OK;
-}
-static inline void vn_unacquire(const void *handle) { vn_release((vn_object *)handle); }
-/* The public release of a handle: drops the caller's reference when `handle` is a
- * live object of `kind`; anything else (NULL, released, another kind, inherited across
- * fork()) is ignored, since a release has no status to report it with. */
-static inline void vn_release_handle(const void *handle, vn_kind kind) {
-    if (vn_is(handle, kind)) vn_release((vn_object *)handle);
-}
+/* At an entry point: translate the id `handle` (a vn_<kind> * a caller passed) into its
+ * object, checked to be of `kind` and made in this process, and retain it for the call
+ * (*object; the entry point releases it, vn_unacquire, before returning). Otherwise the
+ * typed error naming the entry point `fn`, *object NULL. */
+vn_status vn_acquire(const void *handle, vn_kind kind, const char *fn, vn_object **object);
+static inline void vn_unacquire(const void *object) { vn_release((vn_object *)object); }
+/* The public release of an id: when `handle` is a live id of an object of `kind` (or of
+ * any kind, with VN_KIND_DEAD), it goes stale and its reference is dropped; anything
+ * else (NULL, stale, another kind, made up) is ignored, since a release has no status to
+ * report it with. Inherited across fork(): the id goes stale, the object is left alone. */
+void vn_release_handle(const void *handle, vn_kind kind);
+/* Hand an object to a caller: `slot` (a vn_<kind> **, or &view->buffer) holds an object
+ * pointer that owns one reference; with st VN_OK or VN_PENDING and *slot not NULL, *slot
+ * becomes a new id that owns that reference. Returns st, or, when no id can be had (the
+ * table is full), VN_ERROR_OUT_OF_MEMORY with the object released and *slot NULL. A NULL
+ * slot, or a failed st, is left alone. */
+vn_status vn_publish(vn_status st, void *slot);
+/* A new id for `object`, taking a reference of its own (vn_*_retain_for_watch). */
+vn_status vn_publish_retained(vn_object *object, void *slot);
 
-/* Several handles at once: acquire handles[0..n) as kinds[0..n); on failure none
- * stays held. */
-vn_status vn_acquire_all(const void *const *handles, const vn_kind *kinds, size_t n, const char *fn);
-void vn_unacquire_all(const void *const *handles, size_t n);
+/* Several handles at once: acquire handles[0..n) as kinds[0..n) into objects[0..n); on
+ * failure none stays held. */
+vn_status vn_acquire_all(const void *const *handles, const vn_kind *kinds, size_t n, const char *fn,
+                         vn_object **objects);
+void vn_unacquire_all(vn_object *const *objects, size_t n);
+
+/* Inside an entry point's wrapper: the parameter `h` (a handle id) becomes the object
+ * it names, so the body the wrapper calls uses its arguments as objects. */
+#define VN_REBIND_(h, object) ((h) = (__typeof__(h))(void *)(object))
 
 /* The body of an entry point that takes handles: acquire each (handle, kind) pair,
- * run `call` with them held, release them, return call's status. So every entry
- * point is its public wrapper, one line, over a static body that may then use its
- * handles freely. */
+ * run `call` with them held (each handle parameter rebound to its object), release
+ * them, return call's status. So every entry point is its public wrapper, one line,
+ * over a static body that may then use its handles freely. The _OUT forms then hand the
+ * object the body wrote into `slot` (a vn_<kind> **) to the caller as an id
+ * (vn_publish). */
+#define VN_CALL1_OUT(call, slot, h1, k1)                                                 \
+    do {                                                                                 \
+        vn_object *vn_call_o_;                                                           \
+        vn_status vn_call_st_ = vn_acquire((h1), (k1), __func__, &vn_call_o_);            \
+        if (vn_call_st_ != VN_OK) return vn_call_st_;                                     \
+        VN_REBIND_(h1, vn_call_o_);                                                      \
+        vn_call_st_ = (call);                                                            \
+        vn_release(vn_call_o_);                                                          \
+        return vn_publish(vn_call_st_, (slot));                                          \
+    } while (0)
 #define VN_CALL1(call, h1, k1)                                                           \
     do {                                                                                 \
-        vn_status vn_call_st_ = vn_acquire((h1), (k1), __func__);                         \
+        vn_object *vn_call_o_;                                                           \
+        vn_status vn_call_st_ = vn_acquire((h1), (k1), __func__, &vn_call_o_);            \
         if (vn_call_st_ != VN_OK) return vn_call_st_;                                     \
+        VN_REBIND_(h1, vn_call_o_);                                                      \
         vn_call_st_ = (call);                                                            \
-        vn_unacquire(h1);                                                                \
+        vn_release(vn_call_o_);                                                          \
         return vn_call_st_;                                                              \
     } while (0)
-#define VN_CALL_N_(call, n, handles, kinds)                                              \
+#define VN_CALL2_OUT(call, slot, h1, k1, h2, k2)                                         \
     do {                                                                                 \
-        const void *const *vn_call_h_ = (handles);                                       \
-        vn_status vn_call_st_ = vn_acquire_all(vn_call_h_, (kinds), (n), __func__);       \
+        vn_object *vn_call_o_[2];                                                        \
+        vn_status vn_call_st_ = vn_acquire_all((const void *const[]){(h1), (h2)},         \
+                                               (const vn_kind[]){(k1), (k2)}, 2, __func__, vn_call_o_); \
         if (vn_call_st_ != VN_OK) return vn_call_st_;                                     \
+        VN_REBIND_(h1, vn_call_o_[0]);                                                   \
+        VN_REBIND_(h2, vn_call_o_[1]);                                                   \
         vn_call_st_ = (call);                                                            \
-        vn_unacquire_all(vn_call_h_, (n));                                               \
-        return vn_call_st_;                                                              \
+        vn_unacquire_all(vn_call_o_, 2);                                                 \
+        return vn_publish(vn_call_st_, (slot));                                          \
     } while (0)
-#define VN_CALL2(call, h1, k1, h2, k2) \
-    VN_CALL_N_(call, 2, ((const void *const[]){(h1), (h2)}), ((const vn_kind[]){(k1), (k2)}))
-#define VN_CALL3(call, h1, k1, h2, k2, h3, k3) \
-    VN_CALL_N_(call, 3, ((const void *const[]){(h1), (h2), (h3)}), ((const vn_kind[]){(k1), (k2), (k3)}))
+#define VN_CALL2(call, h1, k1, h2, k2) VN_CALL2_OUT(call, NULL, h1, k1, h2, k2)
 
 /* The body of a getter that reads `expr` of one handle: `fallback` (the error then in
  * vn_last_error) when the handle is no live object of the kind. */
 #define VN_GET(type, expr, fallback, h1, k1)                                             \
     do {                                                                                 \
-        if (vn_acquire((h1), (k1), __func__) != VN_OK) return (fallback);                 \
+        vn_object *vn_get_o_;                                                            \
+        if (vn_acquire((h1), (k1), __func__, &vn_get_o_) != VN_OK) return (fallback);     \
+        VN_REBIND_(h1, vn_get_o_);                                                       \
         type vn_get_value_ = (expr);                                                     \
-        vn_unacquire(h1);                                                                \
+        vn_release(vn_get_o_);                                                           \
         return vn_get_value_;                                                            \
     } while (0)
 
@@ -197,10 +224,12 @@ void vn_unacquire_all(const void *const *handles, size_t n);
  * the kind, a fork() child's inherited one included. */
 #define VN_PROBE(expr, h1, k1)                                                           \
     do {                                                                                 \
-        vn_status vn_probe_st_ = vn_acquire((h1), (k1), __func__);                        \
+        vn_object *vn_probe_o_;                                                          \
+        vn_status vn_probe_st_ = vn_acquire((h1), (k1), __func__, &vn_probe_o_);          \
         if (vn_probe_st_ != VN_OK) return -(int)vn_probe_st_;                             \
+        VN_REBIND_(h1, vn_probe_o_);                                                     \
         int vn_probe_value_ = (expr);                                                    \
-        vn_unacquire(h1);                                                                \
+        vn_release(vn_probe_o_);                                                         \
         return vn_probe_value_;                                                          \
     } while (0)
 
@@ -489,6 +518,9 @@ vn_status vn_buffers_submittable(vn_buffer *const *buffers, size_t count, const 
 vn_status vn_buffer_submittable(const void *buffer);
 
 void vn_buffer_retain(vn_buffer *buffer);
+/* vn_buffer_create on a device object the caller holds; *out gets the buffer object. */
+vn_status vn_buffer_create_held(vn_device *device, uint64_t byte_len, uint64_t usage, const void *data,
+                                vn_buffer **out);
 /* The header, identity, device reference and live count of a new buffer record. */
 void vn_buffer_init(vn_buffer *buffer, vn_device *device);
 /* VN_OK or why the buffer cannot be used (device closed or lost). */
@@ -496,10 +528,11 @@ vn_status vn_buffer_check(const vn_buffer *buffer, const char *what);
 /* vn_view_check's rules, with `what` (the argument, e.g. "input 0") in the message:
  * *out gets the view with its size resolved. The view's buffer must be held (acquired). */
 vn_status vn_view_resolve(const vn_view *view, const char *what, vn_view *out);
-/* At an entry point: check that the view's buffer is a live buffer, retain it for the
- * call (as vn_acquire does; `what` names it in the message), and resolve the view into
- * *out. On failure nothing is held and out->buffer is NULL; on success the caller
- * releases out->buffer (vn_buffer_release) when done, or keeps the reference. */
+/* At an entry point: translate the caller's view (its buffer an id) into a view of the
+ * buffer object, retained for the call (as vn_acquire does; `what` names it in the
+ * message), resolved into *out. On failure nothing is held and out->buffer is NULL; on
+ * success the caller releases out->buffer (vn_unacquire) when done, or keeps the
+ * reference. */
 vn_status vn_view_acquire(const vn_view *view, const char *what, vn_view *out);
 
 /* ---- readback (readback.c) ---------------------------------------------------- */
@@ -519,6 +552,8 @@ vn_status vn_read_start(vn_device *device, WGPUBuffer src, uint64_t offset, uint
                         const vn_submit_guard *guard, vn_pending_read **out);
 /* The view can be read back: COPY_SRC usage (the readback's submit checks the rest). */
 vn_status vn_view_readable(const vn_view *view, const char *what);
+/* vn_pending_read_finish of a read the C layer holds itself (a submission's ticks). */
+vn_status vn_pending_read_finish_held(vn_pending_read *r, void *dst, uint64_t capacity);
 /* vn_view_read_async of a resolved view whose buffer the caller holds. */
 vn_status vn_view_read_async_held(const vn_view *view, vn_pending_read **out);
 /* A recording's or dispatch's output `index`, bound as `v` (its buffer held by the

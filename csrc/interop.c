@@ -9,7 +9,8 @@
 
 #include "internal.h"
 
-vn_status vn_device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t device, uintptr_t queue, vn_device **out) {
+static vn_status device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t device, uintptr_t queue,
+                              vn_device **out) {
     vn_status st = vn_require_library();
     if (st != VN_OK) return st;
     if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_adopt: out is NULL. Fix: pass a result pointer.");
@@ -42,6 +43,10 @@ vn_status vn_device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t devic
      * every call of this layer runs inside error scopes, so ours is not needed. */
     *out = dev;
     return VN_OK;
+}
+
+vn_status vn_device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t device, uintptr_t queue, vn_device **out) {
+    return vn_publish(device_adopt(instance, adapter, device, queue, out), out);
 }
 
 /* True when wgpu-native reports `buffer` destroyed. wgpu-py keeps no record of a destroy,
@@ -98,7 +103,7 @@ static vn_status buffer_adopt(vn_device *device, uintptr_t buffer, int mapped, v
 }
 
 vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, int mapped, vn_buffer **out) {
-    VN_CALL1(buffer_adopt(device, buffer, mapped, out), device, VN_KIND_DEVICE);
+    VN_CALL1_OUT(buffer_adopt(device, buffer, mapped, out), out, device, VN_KIND_DEVICE);
 }
 
 static vn_status buffer_export(vn_buffer *buffer, uintptr_t *out) {
@@ -133,18 +138,24 @@ vn_foreign_state vn_buffer_set_foreign_state(vn_buffer *buffer, vn_foreign_state
 }
 
 void vn_device_destroy_shared(vn_device *device, const char *reason) {
-    if (vn_acquire(device, VN_KIND_DEVICE, __func__) != VN_OK) return;
+    vn_object *held;
+    if (vn_acquire(device, VN_KIND_DEVICE, __func__, &held) != VN_OK) return;
     /* As vn_device_destroy, whether or not this layer closed the device: see there. */
-    vn_device_mark_destroyed(device, reason ? reason : "destroyed by its owner");
-    vn_unacquire(device);
+    vn_device_mark_destroyed((vn_device *)held, reason ? reason : "destroyed by its owner");
+    vn_unacquire(held);
 }
 
-/* A new reference is what acquiring takes: the slot keeps it (NULL when `buffer` is not
- * a live buffer). */
-void vn_buffer_retain_for_watch(vn_buffer *buffer, vn_buffer **slot) {
-    *slot = vn_acquire(buffer, VN_KIND_BUFFER, __func__) == VN_OK ? buffer : NULL;
+/* A second id of the object, with a reference of its own (acquiring takes it): the slot
+ * keeps it (NULL when `handle` is no live id of `kind`, or no id could be had). */
+static void retain_for_watch(const void *handle, vn_kind kind, void *slot) {
+    vn_object *held;
+    void *none = NULL;
+    memcpy(slot, &none, sizeof none);
+    if (vn_acquire(handle, kind, "retain_for_watch", &held) != VN_OK) return;
+    memcpy(slot, &held, sizeof held);
+    vn_publish(VN_OK, slot); /* on failure: released, the slot NULL */
 }
 
-void vn_device_retain_for_watch(vn_device *device, vn_device **slot) {
-    *slot = vn_acquire(device, VN_KIND_DEVICE, __func__) == VN_OK ? device : NULL;
-}
+void vn_buffer_retain_for_watch(vn_buffer *buffer, vn_buffer **slot) { retain_for_watch(buffer, VN_KIND_BUFFER, slot); }
+
+void vn_device_retain_for_watch(vn_device *device, vn_device **slot) { retain_for_watch(device, VN_KIND_DEVICE, slot); }

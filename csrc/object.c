@@ -1,6 +1,10 @@
-/* object.c - the header every C object behind a handle starts with: kind, references,
- * destroy, id, fork generation; and the errors of a handle that fails the check at an
- * entry point. */
+/* object.c - the header every C object behind a handle starts with (kind, references,
+ * destroy, id, fork generation), and the table of handle ids the API hands out instead
+ * of object pointers, with the errors of a handle that fails its check at an entry
+ * point. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "internal.h"
 
 /* Monotonic and never reused, unlike an address: a cache keyed by it (the bind-group
@@ -45,20 +49,150 @@ void vn_release(vn_object *object) {
     object->destroy(object);
 }
 
-vn_status vn_acquire_all(const void *const *handles, const vn_kind *kinds, size_t n, const char *fn) {
-    for (size_t i = 0; i < n; i++) {
-        vn_status st = vn_acquire(handles[i], kinds[i], fn);
-        if (st != VN_OK) {
-            vn_unacquire_all(handles, i);
-            return st;
+/* ---- handle ids ----------------------------------------------------------------
+ *
+ * An id is (generation << 32) | slot index. A slot's generation is odd while an id of it
+ * is live and even while the slot is free, so an id's generation is odd: never 0, and no
+ * NULL or small integer is ever one. Slots live in pages that are allocated on demand
+ * and never freed or moved, so any id, stale or made up, reads only table memory; the
+ * object behind a slot is read only while the slot is pinned with its generation
+ * matching, and then the slot's reference keeps it alive. */
+
+_Static_assert(sizeof(void *) == 8, "handle ids are 64-bit values carried in pointers");
+
+enum { ID_PAGE_BITS = 12, ID_PAGE = 1 << ID_PAGE_BITS, ID_MAX_PAGES = 1 << 14 };
+#define ID_MAX_SLOTS ((uint64_t)ID_PAGE * ID_MAX_PAGES)
+#define ID_PINS 0xffffffffull
+
+typedef struct id_slot {
+    _Atomic uint64_t state;    /* generation << 32 | pins (entry points translating it now) */
+    vn_object *object;         /* while live: the object, one reference of it the slot's */
+    unsigned fork_generation;  /* vn_fork_generation when the id was issued */
+    _Atomic uint32_t next;     /* on the free list: the next slot's index + 1 (0 ends it) */
+} id_slot;
+
+static _Atomic(id_slot *) id_pages[ID_MAX_PAGES];
+static atomic_ullong id_fresh;  /* slots ever taken from the pages */
+/* The free list, a Treiber stack: an ABA tag (bumped by every change) << 32 | top index + 1.
+ * Lock-free, so a fork() child never waits on a parent's thread caught inside it. */
+static atomic_ullong id_free;
+static atomic_llong id_live;    /* ids live now (vn_debug_live_ids) */
+
+static id_slot *slot_at(uint64_t index) {
+    if (index >= ID_MAX_SLOTS) return NULL;
+    id_slot *page = atomic_load_explicit(&id_pages[index >> ID_PAGE_BITS], memory_order_acquire);
+    return page == NULL ? NULL : &page[index & (ID_PAGE - 1)];
+}
+
+static bool free_pop(uint32_t *index) {
+    uint64_t head = atomic_load_explicit(&id_free, memory_order_acquire);
+    for (;;) {
+        uint32_t top = (uint32_t)head;
+        if (top == 0) return false;
+        /* Possibly popped and pushed again meanwhile: then the tag changed and the
+         * exchange fails; the slot's memory is there either way. */
+        uint32_t next = atomic_load_explicit(&slot_at(top - 1)->next, memory_order_relaxed);
+        uint64_t popped = (((head >> 32) + 1) << 32) | next;
+        if (atomic_compare_exchange_weak_explicit(&id_free, &head, popped, memory_order_acquire,
+                                                  memory_order_acquire)) {
+            *index = top - 1;
+            return true;
         }
     }
+}
+
+static void free_push(uint32_t index) {
+    id_slot *slot = slot_at(index);
+    uint64_t head = atomic_load_explicit(&id_free, memory_order_relaxed), pushed;
+    do {
+        atomic_store_explicit(&slot->next, (uint32_t)head, memory_order_relaxed);
+        pushed = (((head >> 32) + 1) << 32) | (index + 1);
+    } while (!atomic_compare_exchange_weak_explicit(&id_free, &head, pushed, memory_order_release,
+                                                    memory_order_relaxed));
+}
+
+/* A slot no id names: from the free list, else a fresh one (its page made if needed). */
+static vn_status slot_take(uint32_t *index) {
+    if (free_pop(index)) return VN_OK;
+    uint64_t fresh = atomic_fetch_add_explicit(&id_fresh, 1, memory_order_relaxed);
+    if (fresh >= ID_MAX_SLOTS)
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY,
+                       "%llu vyre_native handles are live at once, the most the handle table holds. Fix: release "
+                       "handles that are no longer needed.", (unsigned long long)ID_MAX_SLOTS);
+    _Atomic(id_slot *) *at = &id_pages[fresh >> ID_PAGE_BITS];
+    if (atomic_load_explicit(at, memory_order_acquire) == NULL) {
+        id_slot *page = calloc(ID_PAGE, sizeof *page);
+        if (page == NULL)
+            return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a page of the handle table. Fix: free host "
+                           "memory.");
+        id_slot *none = NULL;
+        if (!atomic_compare_exchange_strong_explicit(at, &none, page, memory_order_acq_rel, memory_order_acquire))
+            free(page); /* another thread made it first */
+    }
+    *index = (uint32_t)fresh;
     return VN_OK;
 }
 
-void vn_unacquire_all(const void *const *handles, size_t n) {
-    while (n > 0) vn_unacquire(handles[--n]);
+/* A new id owning one reference of `object`. */
+static vn_status id_issue(vn_object *object, uint64_t *id) {
+    uint32_t index = 0;
+    vn_status st = slot_take(&index);
+    if (st != VN_OK) return st;
+    id_slot *slot = slot_at(index);
+    slot->object = object;
+    slot->fork_generation = atomic_load_explicit(&vn_fork_generation, memory_order_relaxed);
+    /* A free slot has no pins (its even generation matches no id), so no one else
+     * writes its state: a store publishes the object with the new generation. */
+    uint32_t generation = (uint32_t)(atomic_load_explicit(&slot->state, memory_order_relaxed) >> 32) + 1;
+    atomic_store_explicit(&slot->state, (uint64_t)generation << 32, memory_order_release);
+    atomic_fetch_add_explicit(&id_live, 1, memory_order_relaxed);
+    *id = ((uint64_t)generation << 32) | index;
+    return VN_OK;
 }
+
+vn_status vn_publish(vn_status st, void *slot) {
+    if (slot == NULL || (st != VN_OK && st != VN_PENDING)) return st;
+    vn_object *object;
+    memcpy(&object, slot, sizeof object);
+    if (object == NULL) return st;
+    uint64_t id = 0;
+    vn_status issued = id_issue(object, &id);
+    void *handle = (void *)(uintptr_t)id;
+    memcpy(slot, &handle, sizeof handle);
+    if (issued == VN_OK) return st;
+    vn_release(object);
+    return issued;
+}
+
+vn_status vn_publish_retained(vn_object *object, void *slot) {
+    vn_retain(object);
+    memcpy(slot, &object, sizeof object);
+    return vn_publish(VN_OK, slot);
+}
+
+int64_t vn_debug_live_ids(void) { return atomic_load_explicit(&id_live, memory_order_relaxed); }
+
+/* The slot an id names, or NULL when no id was ever made of its bits (NULL, an even
+ * generation, an index past the table). */
+static id_slot *slot_of(uint64_t id) {
+    return (id >> 32) & 1 ? slot_at((uint32_t)id) : NULL;
+}
+
+/* Pin the slot if its generation is still `generation`: its object then stays the
+ * slot's until the unpin. False (nothing pinned, *state the slot's state) when not. */
+static bool slot_pin(id_slot *slot, uint32_t generation, uint64_t *state) {
+    uint64_t s = atomic_load_explicit(&slot->state, memory_order_relaxed);
+    do {
+        if ((uint32_t)(s >> 32) != generation) {
+            *state = s;
+            return false;
+        }
+    } while (!atomic_compare_exchange_weak_explicit(&slot->state, &s, s + 1, memory_order_acquire,
+                                                    memory_order_relaxed));
+    return true;
+}
+
+static void slot_unpin(id_slot *slot) { atomic_fetch_sub_explicit(&slot->state, 1, memory_order_release); }
 
 /* The class a Python user knows the kind by. */
 static const char *kind_name(unsigned kind) {
@@ -73,39 +207,102 @@ static const char *kind_name(unsigned kind) {
     case VN_KIND_SUBMISSION: return "Submission";
     case VN_KIND_PENDING_READ: return "PendingRead";
     case VN_KIND_MAPPING: return "MappedStaging";
-    default: return NULL;
+    default: return "object";
     }
 }
 
-void vn_handle_release(void *handle) {
-    /* Any live kind: vn_release's generic path is each kind's release (every
-     * vn_<kind>_release is vn_release_handle of its kind). */
-    vn_object *object = handle;
-    if (object != NULL && kind_name(atomic_load_explicit(&object->kind, memory_order_relaxed)) != NULL)
-        vn_release(object);
-}
-
-vn_status vn_handle_error(const void *handle, vn_kind kind, const char *fn) {
+/* The cold path of vn_acquire: why `handle` is no live id of `kind`. `state` is the
+ * slot's state when it has one (slot not NULL), `have` the kind of its live object
+ * (0 when the generation did not match). */
+static vn_status handle_error(const void *handle, vn_kind kind, const char *fn, const id_slot *slot, uint64_t state,
+                              unsigned have, bool inherited) {
     const char *want = kind_name((unsigned)kind);
+    uint64_t id = (uintptr_t)handle;
     if (handle == NULL)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%s: the %s handle is NULL. Fix: pass a live vn.%s.", fn, want, want);
-    unsigned have = atomic_load_explicit(&((const vn_object *)handle)->kind, memory_order_relaxed);
-    if (have == VN_KIND_DEAD)
-        return vn_fail(VN_ERROR_RELEASED,
-                       "%s: this vn.%s was released: its native object is gone. Fix: create a new %s; a released "
-                       "handle cannot be used.", fn, want, want);
-    const char *got = kind_name(have);
-    if (have == (unsigned)kind && vn_inherited((const vn_object *)handle))
+    if (have != 0 && have != (unsigned)kind)
+        return vn_fail(VN_ERROR_WRONG_TYPE, "%s: got a vn.%s where a vn.%s is needed. Fix: pass a vn.%s.", fn,
+                       kind_name(have), want, want);
+    if (have != 0 && inherited)
         return vn_fail(VN_ERROR_FORKED,
                        "%s: this vn.%s was created before os.fork() and this process is the child, which inherited "
                        "it; wgpu-native cannot use a device, or anything made on it, across fork(). Fix: create a "
                        "new vn.Device in the child (and its buffers and pipelines there); objects inherited from the "
                        "parent can only be dropped.", fn, want);
-    if (got != NULL)
-        return vn_fail(VN_ERROR_WRONG_TYPE, "%s: got a vn.%s where a vn.%s is needed. Fix: pass a vn.%s.", fn, got,
-                       want, want);
-    /* Not a tag at all: freed memory already reused, or a pointer that never was a handle. */
-    return vn_fail(VN_ERROR_RELEASED,
-                   "%s: the pointer passed as a vn.%s is no live vyre_native object (its header reads 0x%08x): it "
-                   "was released, or it never was a handle. Fix: pass a live vn.%s.", fn, want, have, want);
+    /* The slot's generation moved past the id's: the id was released (every later id of
+     * the slot has a higher generation). */
+    if (slot != NULL && (uint32_t)(state >> 32) > (uint32_t)(id >> 32))
+        return vn_fail(VN_ERROR_RELEASED,
+                       "%s: this vn.%s was released: its native object is gone. Fix: create a new %s; a released "
+                       "handle cannot be used.", fn, want, want);
+    return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                   "%s: 0x%llx, passed as a vn.%s, is no vyre_native handle: no call ever returned it. Fix: pass a "
+                   "handle that a vyre_native call returned.", fn, (unsigned long long)id, want);
+}
+
+vn_status vn_acquire(const void *handle, vn_kind kind, const char *fn, vn_object **object) {
+    *object = NULL;
+    uint64_t id = (uintptr_t)handle, state = 0;
+    id_slot *slot = slot_of(id);
+    if (slot == NULL || !slot_pin(slot, (uint32_t)(id >> 32), &state))
+        return handle_error(handle, kind, fn, slot, state, 0, false);
+    vn_object *o = slot->object;
+    unsigned have = atomic_load_explicit(&o->kind, memory_order_relaxed);
+    bool inherited = vn_inherited(o), ok = have == (unsigned)kind && !inherited;
+    if (ok) vn_retain(o); /* under the pin: the slot's reference keeps it alive until then */
+    slot_unpin(slot);
+    if (!ok) return handle_error(handle, kind, fn, slot, state, have, inherited);
+    *object = o;
+    return VN_OK;
+}
+
+void vn_release_handle(const void *handle, vn_kind kind) {
+    uint64_t id = (uintptr_t)handle, state;
+    uint32_t generation = (uint32_t)(id >> 32);
+    id_slot *slot = slot_of(id);
+    if (slot == NULL || !slot_pin(slot, generation, &state)) return;
+    vn_object *o = slot->object;
+    if (kind != VN_KIND_DEAD && atomic_load_explicit(&o->kind, memory_order_relaxed) != (unsigned)kind) {
+        slot_unpin(slot);
+        return;
+    }
+    /* Stale from here on: of releases racing on one id exactly one bumps the generation;
+     * every translation after it fails, those before it have retained the object. */
+    uint64_t s = atomic_load_explicit(&slot->state, memory_order_relaxed);
+    do {
+        if ((uint32_t)(s >> 32) != generation) {
+            slot_unpin(slot);
+            return;
+        }
+    } while (!atomic_compare_exchange_weak_explicit(&slot->state, &s, s + (1ull << 32), memory_order_acq_rel,
+                                                    memory_order_relaxed));
+    slot_unpin(slot);
+    atomic_fetch_sub_explicit(&id_live, 1, memory_order_relaxed);
+    /* Issued before a fork() and this is the child: a pin a parent's thread held may never
+     * drain, and the object is only forgotten here. The slot is not reused. */
+    if (slot->fork_generation != atomic_load_explicit(&vn_fork_generation, memory_order_relaxed)) return;
+    /* Translations that pinned before the bump finish retaining (a few instructions). */
+    while ((atomic_load_explicit(&slot->state, memory_order_acquire) & ID_PINS) != 0) vn_yield();
+    slot->object = NULL;
+    /* A slot whose generation would wrap to a live one again is retired, never reused. */
+    if (generation != UINT32_MAX) free_push((uint32_t)id);
+    vn_release(o);
+}
+
+void vn_handle_release(void *handle) { vn_release_handle(handle, VN_KIND_DEAD); }
+
+vn_status vn_acquire_all(const void *const *handles, const vn_kind *kinds, size_t n, const char *fn,
+                         vn_object **objects) {
+    for (size_t i = 0; i < n; i++) {
+        vn_status st = vn_acquire(handles[i], kinds[i], fn, &objects[i]);
+        if (st != VN_OK) {
+            vn_unacquire_all(objects, i);
+            return st;
+        }
+    }
+    return VN_OK;
+}
+
+void vn_unacquire_all(vn_object *const *objects, size_t n) {
+    while (n > 0) vn_release(objects[--n]);
 }

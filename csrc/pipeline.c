@@ -58,7 +58,7 @@ static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_
 }
 
 vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len, vn_shader **out) {
-    VN_CALL1(shader_create(device, wgsl, wgsl_len, out), device, VN_KIND_DEVICE);
+    VN_CALL1_OUT(shader_create(device, wgsl, wgsl_len, out), out, device, VN_KIND_DEVICE);
 }
 
 void vn_shader_release(vn_shader *shader) { vn_release_handle(shader, VN_KIND_SHADER); }
@@ -338,7 +338,7 @@ static vn_status pipeline_create(vn_device *device, vn_shader *shader, const vn_
 }
 
 vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipeline_desc *desc, vn_pipeline **out) {
-    VN_CALL2(pipeline_create(device, shader, desc, out), device, VN_KIND_DEVICE, shader, VN_KIND_SHADER);
+    VN_CALL2_OUT(pipeline_create(device, shader, desc, out), out, device, VN_KIND_DEVICE, shader, VN_KIND_SHADER);
 }
 
 static vn_status pipeline_cache_stats(const vn_pipeline *pipeline, vn_cache_stats *out) {

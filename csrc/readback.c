@@ -494,7 +494,7 @@ vn_status vn_view_read(const vn_view *view, void *dst, uint64_t capacity, vn_pen
     if (st != VN_OK) return st;
     st = view_read(&v, dst, capacity, pending);
     vn_unacquire(v.buffer);
-    return st;
+    return vn_publish(st, pending);
 }
 
 vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity, vn_pending_read **pending) {
@@ -547,7 +547,7 @@ vn_status vn_view_read_async(const vn_view *view, vn_pending_read **out) {
     if (st != VN_OK) return st;
     st = vn_view_read_async_held(&v, out);
     vn_unacquire(v.buffer);
-    return st;
+    return vn_publish(st, out);
 }
 
 vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
@@ -579,7 +579,7 @@ static vn_status pending_read_pin(vn_pending_read *r, vn_mapping **out, const vo
 }
 
 vn_status vn_pending_read_pin(vn_pending_read *r, vn_mapping **out, const void **data) {
-    VN_CALL1(pending_read_pin(r, out, data), r, VN_KIND_PENDING_READ);
+    VN_CALL1_OUT(pending_read_pin(r, out, data), out, r, VN_KIND_PENDING_READ);
 }
 
 static vn_status pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
@@ -594,6 +594,10 @@ static vn_status pending_read_finish(vn_pending_read *r, void *dst, uint64_t cap
 
 vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
     VN_CALL1(pending_read_finish(r, dst, capacity), r, VN_KIND_PENDING_READ);
+}
+
+vn_status vn_pending_read_finish_held(vn_pending_read *r, void *dst, uint64_t capacity) {
+    return pending_read_finish(r, dst, capacity);
 }
 
 void vn_pending_read_release(vn_pending_read *r) { vn_release_handle(r, VN_KIND_PENDING_READ); }

@@ -66,7 +66,7 @@ static vn_status dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *
 }
 
 vn_status vn_dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_dispatch **out) {
-    VN_CALL1(dispatch_record(pipeline, args, out), pipeline, VN_KIND_PIPELINE);
+    VN_CALL1_OUT(dispatch_record(pipeline, args, out), out, pipeline, VN_KIND_PIPELINE);
 }
 
 static vn_status dispatch_submittable(const void *dispatch) {
@@ -185,11 +185,14 @@ static vn_status dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms,
         vn_buffer *buf = NULL;
         if (allocated_output(b)) {
             uint64_t size = output_sizes != NULL ? output_sizes[next_size++] : b->min_size;
-            st = vn_buffer_create(pipeline->device, size, VN_USAGE_DEFAULT, NULL, &buf);
+            st = vn_buffer_create_held(pipeline->device, size, VN_USAGE_DEFAULT, NULL, &buf);
         } else {
             size_t h = host_of[i];
-            st = vn_buffer_create(pipeline->device, host_lens[h], VN_USAGE_DEFAULT, host[h], &buf);
+            st = vn_buffer_create_held(pipeline->device, host_lens[h], VN_USAGE_DEFAULT, host[h], &buf);
         }
+        /* Named by id in args' views, as any caller's buffers are (vn_bound_resolve
+         * translates them). */
+        st = vn_publish(st, &buf);
         if (st != VN_OK) break;
         made[n_made++] = buf;
         vn_view whole = {buf, 0, UINT64_MAX};
@@ -203,7 +206,7 @@ static vn_status dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms,
                              .inputs = ins, .input_count = n_in, .outputs = outs, .output_count = n_out,
                              .keep_outputs = 1};
     if (st == VN_OK) st = dispatch_record(pipeline, &args, out);
-    /* The dispatch took its own references to the buffers it binds. */
+    /* The dispatch took its own references to the buffers it binds; made[] holds ids. */
     for (size_t i = 0; i < n_made; i++) vn_buffer_release(made[i]);
     free(made);
     free(ins);
@@ -216,9 +219,9 @@ vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms, con
                                       const uint64_t *host_lens, const char *const *names, size_t host_count,
                                       const uint64_t *output_sizes, size_t output_size_count, uint32_t x, uint32_t y,
                                       uint32_t z, vn_dispatch **out) {
-    VN_CALL1(dispatch_record_borrowed(pipeline, forms, host, host_lens, names, host_count, output_sizes,
-                                      output_size_count, x, y, z, out),
-             pipeline, VN_KIND_PIPELINE);
+    VN_CALL1_OUT(dispatch_record_borrowed(pipeline, forms, host, host_lens, names, host_count, output_sizes,
+                                          output_size_count, x, y, z, out),
+                 out, pipeline, VN_KIND_PIPELINE);
 }
 
 size_t vn_dispatch_output_count(const vn_dispatch *d) {
@@ -265,7 +268,7 @@ static vn_status dispatch_read_output_async(vn_dispatch *d, int64_t index, vn_pe
 }
 
 vn_status vn_dispatch_read_output_async(vn_dispatch *d, int64_t index, vn_pending_read **out) {
-    VN_CALL1(dispatch_read_output_async(d, index, out), d, VN_KIND_DISPATCH);
+    VN_CALL1_OUT(dispatch_read_output_async(d, index, out), out, d, VN_KIND_DISPATCH);
 }
 
 static vn_status dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint64_t capacity, uint64_t *written,
@@ -279,7 +282,7 @@ static vn_status dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, 
 
 vn_status vn_dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint64_t capacity, uint64_t *written,
                                   vn_pending_read **pending) {
-    VN_CALL1(dispatch_read_output(d, index, dst, capacity, written, pending), d, VN_KIND_DISPATCH);
+    VN_CALL1_OUT(dispatch_read_output(d, index, dst, capacity, written, pending), pending, d, VN_KIND_DISPATCH);
 }
 
 void vn_dispatch_release(vn_dispatch *d) { vn_release_handle(d, VN_KIND_DISPATCH); }

@@ -269,7 +269,7 @@ static vn_status recording_create(vn_pipeline *pipeline, const vn_dispatch_args 
 }
 
 vn_status vn_recording_create(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_recording **out) {
-    VN_CALL1(recording_create(pipeline, args, out), pipeline, VN_KIND_PIPELINE);
+    VN_CALL1_OUT(recording_create(pipeline, args, out), out, pipeline, VN_KIND_PIPELINE);
 }
 
 /* n launches of `steps` steps each in one command buffer: wgpu keeps encoder memory for
@@ -301,7 +301,7 @@ static vn_status recording_replay(vn_recording *r, uint32_t n, vn_timing_mode ti
 }
 
 vn_status vn_recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing, vn_submission **out) {
-    VN_CALL1(recording_replay(r, n, timing, out), r, VN_KIND_RECORDING);
+    VN_CALL1_OUT(recording_replay(r, n, timing, out), out, r, VN_KIND_RECORDING);
 }
 
 size_t vn_recording_output_count(const vn_recording *r) {
@@ -324,7 +324,7 @@ static vn_status recording_output(const vn_recording *r, int64_t index, vn_view 
 }
 
 vn_status vn_recording_output(const vn_recording *r, int64_t index, vn_view *out) {
-    VN_CALL1(recording_output(r, index, out), r, VN_KIND_RECORDING);
+    VN_CALL1_OUT(recording_output(r, index, out), out != NULL ? &out->buffer : NULL, r, VN_KIND_RECORDING);
 }
 
 static vn_status recording_output_len(const vn_recording *r, int64_t index, uint64_t *out) {
@@ -394,7 +394,7 @@ static vn_status sequence_create(vn_device *device, vn_sequence **out) {
 }
 
 vn_status vn_sequence_create(vn_device *device, vn_sequence **out) {
-    VN_CALL1(sequence_create(device, out), device, VN_KIND_DEVICE);
+    VN_CALL1_OUT(sequence_create(device, out), out, device, VN_KIND_DEVICE);
 }
 
 static vn_status push_step(vn_sequence *s, const vn_step *step) {
@@ -500,8 +500,10 @@ static vn_status sequence_copy(vn_sequence *s, const vn_view *src, const vn_view
 
 vn_status vn_sequence_copy(vn_sequence *s, const vn_view *src_view, const vn_view *dst_view, uint64_t nbytes,
                            uint64_t src_offset, uint64_t dst_offset) {
-    vn_status st = vn_acquire(s, VN_KIND_SEQUENCE, __func__);
+    vn_object *held;
+    vn_status st = vn_acquire(s, VN_KIND_SEQUENCE, __func__, &held);
     if (st != VN_OK) return st;
+    VN_REBIND_(s, held);
     vn_view src, dst = {NULL, 0, 0};
     st = vn_view_acquire(src_view, "copy source", &src);
     if (st == VN_OK) st = vn_view_acquire(dst_view, "copy destination", &dst);
@@ -550,8 +552,10 @@ static vn_status sequence_clear(vn_sequence *s, const vn_view *v) {
 }
 
 vn_status vn_sequence_clear(vn_sequence *s, const vn_view *view) {
-    vn_status st = vn_acquire(s, VN_KIND_SEQUENCE, __func__);
+    vn_object *held;
+    vn_status st = vn_acquire(s, VN_KIND_SEQUENCE, __func__, &held);
     if (st != VN_OK) return st;
+    VN_REBIND_(s, held);
     vn_view v;
     st = vn_view_acquire(view, "cleared buffer", &v);
     if (st == VN_OK) {
@@ -563,12 +567,13 @@ vn_status vn_sequence_clear(vn_sequence *s, const vn_view *view) {
 }
 
 size_t vn_sequence_length(const vn_sequence *s) {
-    if (vn_acquire(s, VN_KIND_SEQUENCE, __func__) != VN_OK) return 0;
-    vn_sequence *seq = (vn_sequence *)s;
+    vn_object *held;
+    if (vn_acquire(s, VN_KIND_SEQUENCE, __func__, &held) != VN_OK) return 0;
+    vn_sequence *seq = (vn_sequence *)held;
     vn_mutex_lock(&seq->lock); /* an add on another thread may be growing it */
     size_t n = seq->count;
     vn_mutex_unlock(&seq->lock);
-    vn_unacquire(s);
+    vn_unacquire(held);
     return n;
 }
 
@@ -660,7 +665,7 @@ static vn_status sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timi
 }
 
 vn_status vn_sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, vn_submission **out) {
-    VN_CALL1(sequence_replay(s, n, timing, out), s, VN_KIND_SEQUENCE);
+    VN_CALL1_OUT(sequence_replay(s, n, timing, out), out, s, VN_KIND_SEQUENCE);
 }
 
 void vn_sequence_release(vn_sequence *s) { vn_release_handle(s, VN_KIND_SEQUENCE); }
@@ -671,8 +676,8 @@ static void sequence_destroy(vn_object *object) {
         vn_step *st = &s->steps[i];
         if (st->kind == STEP_DISPATCH) vn_bound_release(&st->bound);
         vn_clear_release(&st->clear);
-        if (st->src != NULL) vn_buffer_release(st->src);
-        if (st->dst != NULL) vn_buffer_release(st->dst);
+        if (st->src != NULL) vn_release(&st->src->obj);
+        if (st->dst != NULL) vn_release(&st->dst->obj);
     }
     free(s->steps);
     vn_mutex_destroy(&s->lock);
@@ -829,22 +834,16 @@ static size_t distinct_sequences(const vn_work *work, size_t count, vn_sequence 
     return kept;
 }
 
-static void unacquire_work(const vn_work *work, size_t count) {
+static void unacquire_work(const vn_work *held, size_t count) {
     for (size_t i = 0; i < count; i++)
-        vn_unacquire(work[i].recording != NULL ? (const void *)work[i].recording : (const void *)work[i].sequence);
+        vn_unacquire(held[i].recording != NULL ? (const void *)held[i].recording : (const void *)held[i].sequence);
 }
 
-/* Acquire (check the kind and retain for the call) every item, in place: the batch
- * needs no list of its own, whatever its length. On failure none stays held. */
-static vn_status acquire_work(const vn_work *work, size_t count) {
+/* Translate every item of the caller's work (ids) into held[i] (its object, checked for
+ * its kind and retained for the call). On failure none stays held. */
+static vn_status acquire_work(const vn_work *work, size_t count, vn_work *held) {
     for (size_t i = 0; i < count; i++) {
         const vn_work *w = &work[i];
-        const void *item = w->recording != NULL ? (const void *)w->recording : (const void *)w->sequence;
-        vn_kind kind = w->recording != NULL ? VN_KIND_RECORDING : VN_KIND_SEQUENCE;
-        if ((w->recording == NULL) != (w->sequence == NULL) && vn_is(item, kind)) {
-            vn_retain((vn_object *)item);
-            continue;
-        }
         vn_status st;
         if ((w->recording == NULL) == (w->sequence == NULL)) {
             st = vn_fail(VN_ERROR_INVALID_ARGUMENT, "work item %zu must be exactly one recording or sequence. Fix: "
@@ -852,10 +851,17 @@ static vn_status acquire_work(const vn_work *work, size_t count) {
         } else {
             char fn[64];
             snprintf(fn, sizeof fn, "device.submit work item %zu", i);
-            st = vn_handle_error(item, kind, fn);
+            vn_object *object;
+            bool recording = w->recording != NULL;
+            st = vn_acquire(recording ? (const void *)w->recording : (const void *)w->sequence,
+                            recording ? VN_KIND_RECORDING : VN_KIND_SEQUENCE, fn, &object);
+            held[i].recording = recording ? (vn_recording *)object : NULL;
+            held[i].sequence = recording ? NULL : (vn_sequence *)object;
         }
-        unacquire_work(work, i);
-        return st;
+        if (st != VN_OK) {
+            unacquire_work(held, i);
+            return st;
+        }
     }
     return VN_OK;
 }
@@ -913,15 +919,24 @@ static vn_status device_submit(vn_device *device, const vn_work *work, size_t co
     *out = NULL;
     if (count == 0)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "device.submit([]): nothing to submit. Fix: pass recordings or sequences.");
-    st = acquire_work(work, count);
-    if (st != VN_OK) return st;
-    st = submit_held(device, work, count, timing, out);
-    /* After every lock is released: this may drop an item's last reference. */
-    unacquire_work(work, count);
+    /* The objects live on the stack for the usual few items; a longer batch pays one
+     * allocation (the caller's own array of ids is as long). */
+    vn_work stack_held[32];
+    vn_work *held = count <= 32 ? stack_held : calloc(count, sizeof *held);
+    if (held == NULL)
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate the list of %zu work items. Fix: free host "
+                       "memory, or submit fewer items at once.", count);
+    st = acquire_work(work, count, held);
+    if (st == VN_OK) {
+        st = submit_held(device, held, count, timing, out);
+        /* After every lock is released: this may drop an item's last reference. */
+        unacquire_work(held, count);
+    }
+    if (held != stack_held) free(held);
     return st;
 }
 
 vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
                            vn_submission **out) {
-    VN_CALL1(device_submit(device, work, count, timing, out), device, VN_KIND_DEVICE);
+    VN_CALL1_OUT(device_submit(device, work, count, timing, out), out, device, VN_KIND_DEVICE);
 }

@@ -53,7 +53,7 @@ static void on_work_done(WGPUQueueWorkDoneStatus status, WGPUStringView message,
 static void submission_destroy(vn_object *object) {
     vn_submission *s = (vn_submission *)object;
     vn_device *device = s->device;
-    if (s->ticks_read != NULL) vn_pending_read_release(s->ticks_read); /* never waits */
+    if (s->ticks_read != NULL) vn_release((vn_object *)s->ticks_read); /* never waits */
     s->ticks_read = NULL;
     vn_timing_release(&s->timing);
     submission_unref(s);
@@ -149,9 +149,9 @@ static vn_status read_times(vn_submission *s) {
         if (st == VN_OK) st = vn_timing_read_start(s->device, &s->timing, &s->ticks_read);
         if (st != VN_OK) return st;
     }
-    st = vn_pending_read_finish(s->ticks_read, s->ticks, 8ull * s->timing.queries);
+    st = vn_pending_read_finish_held(s->ticks_read, s->ticks, 8ull * s->timing.queries);
     if (st == VN_PENDING) return st;
-    vn_pending_read_release(s->ticks_read);
+    vn_release((vn_object *)s->ticks_read);
     s->ticks_read = NULL;
     if (st != VN_OK) return st;
     vn_timing_convert(s->device, &s->timing, s->ticks, s->times, &s->time_count);

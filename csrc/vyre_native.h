@@ -7,14 +7,16 @@
  *
  * Conventions (as SQLite's): every function that can fail returns a vn_status;
  * the message of the last failure on the calling thread is vn_last_error(), of the
- * form "<what happened, with values>. Fix: <remedy>". Handles are opaque,
- * reference-counted objects; *_release drops the caller's reference, and an object
- * stays alive while anything recorded on it still needs it. Every function checks
- * that each handle it is given is a live object of its kind (VN_ERROR_WRONG_TYPE,
- * VN_ERROR_RELEASED otherwise) and holds a reference on it until it returns, so a
- * release on another thread never frees it mid-call; the caller must hold its own
- * reference when it calls (docs/LOCKING.md). No function aborts the process on bad
- * input.
+ * form "<what happened, with values>. Fix: <remedy>". Handles are opaque ids (a
+ * slot and its generation, never an address: nothing may dereference one), each
+ * owning one reference on a reference-counted object; *_release makes the id stale and
+ * drops its reference, and an object stays alive while anything recorded on it still
+ * needs it. Every function checks that each handle it is given is a live id of an
+ * object of its kind (VN_ERROR_WRONG_TYPE for another kind, VN_ERROR_RELEASED for a
+ * released one, however many objects were made since; VN_ERROR_INVALID_ARGUMENT for
+ * NULL or a value that never was a handle) and holds a reference on the object until
+ * it returns, so a release on another thread never frees it mid-call
+ * (docs/LOCKING.md). No function aborts the process on bad input.
  *
  * Waits: no function blocks longer than one time slice (VN_WAIT_SLICE_MS). A call
  * whose work is not done by then returns VN_PENDING and is called again, so the caller
@@ -620,7 +622,7 @@ void vn_mapping_release(vn_mapping *mapping);
  * returns its staging buffer once the copy completes (at a later poll). */
 void vn_pending_read_release(vn_pending_read *read);
 
-/* The release of a handle of any kind (NULL and anything that is not a live object are
+/* The release of a handle of any kind (NULL and anything that is not a live handle are
  * ignored). A creating call's out-parameter (`vn_<kind> **`, or the vn_view that
  * vn_recording_output writes, whose buffer holds a reference the call took) owns what the
  * call writes into it: a caller that cannot be interrupted between the call and taking
@@ -649,6 +651,9 @@ typedef struct vn_live_counts {
 /* Live objects by kind. Devices released while their work was still running are
  * finished first, waiting up to wait_s seconds for that work. */
 void vn_debug_live_counts(vn_live_counts *out, double wait_s);
+/* Handle ids live now (csrc/object.c): each creating call's result, each second handle
+ * of vn_*_retain_for_watch, until its release. */
+int64_t vn_debug_live_ids(void);
 /* The status a wgpu error of this WGPUErrorType and message maps to (for tests of the
  * mapping: "Not enough memory left" is VN_ERROR_OUT_OF_MEMORY whatever its type,
  * "Parent device is lost" VN_ERROR_DEVICE_LOST). */

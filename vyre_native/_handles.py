@@ -1,8 +1,10 @@
 """What every handle class shares: the owned C pointer, release, and what a handle refuses.
 
-A handle's pointer is ``ffi.from_buffer(ctype, owner)``: a typed pointer to its C object
-that keeps an ``Owner`` (``vyre_native._owner``, csrc/python/owner.c) alive, and the
-owner holds the handle's one reference to the object. ``release()`` only drops the
+A handle's pointer is ``ffi.from_buffer(ctype, owner)``: a typed pointer whose value is
+the C handle (an id, slot + generation, never an address: csrc/object.c) and which keeps
+an ``Owner`` (``vyre_native._owner``, csrc/python/owner.c) alive; the owner holds that id,
+the handle's one reference to the object. Two handles of one object are two ids, so
+pointer values never mean identity (``allocation_identity`` does). ``release()`` only drops the
 handle's pointer: the owner releases the C object when the last pointer to it goes,
 which includes the argument of any thread that is inside a C call with it at that
 moment. So releasing from one thread while another uses the handle is never a

@@ -11,9 +11,10 @@
  * It is also the out-parameter of the creating call: its storage is the slot the C call
  * writes the new object into (the writable buffer export), so it owns the object from
  * the moment C creates it, with no Python step between (no signal, trace or profile hook
- * can orphan it). Its read-only export is the object itself, zero bytes long: what
- * ffi.from_buffer("vn_buffer *", owner) turns into a typed pointer that keeps the owner
- * alive, for as long as any call or holder has that pointer.
+ * can orphan it). Its read-only export is the handle itself (an id, csrc/object.c: a
+ * value, never dereferenced) as the buffer's address, zero bytes long: what
+ * ffi.from_buffer("vn_buffer *", owner) turns into a typed pointer whose value is the id
+ * and which keeps the owner alive, for as long as any call or holder has that pointer.
  *
  * Built against the limited API (abi3); it includes no vyre_native internals: the
  * release function is vn_handle_release, handed over once at import (bind). */
@@ -26,8 +27,8 @@
 
 typedef struct {
     PyObject_HEAD
-    /* What the creating call writes: an object pointer, or a vn_view whose first field
-     * is the buffer. The first pointer is what the owner holds. */
+    /* What the creating call writes: a handle id, or a vn_view whose first field is the
+     * buffer's. The first pointer-sized value is what the owner holds. */
     union {
         void *object;
         vn_view view;
