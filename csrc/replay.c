@@ -355,7 +355,7 @@ static vn_status recording_read_output_async(vn_recording *r, int64_t index, vn_
 }
 
 vn_status vn_recording_read_output_async(vn_recording *r, int64_t index, vn_pending_read **out) {
-    VN_CALL1(recording_read_output_async(r, index, out), r, VN_KIND_RECORDING);
+    VN_CALL1_OUT(recording_read_output_async(r, index, out), out, r, VN_KIND_RECORDING);
 }
 
 static vn_status recording_read_output(vn_recording *r, int64_t index, void *dst, uint64_t capacity,
@@ -369,7 +369,7 @@ static vn_status recording_read_output(vn_recording *r, int64_t index, void *dst
 
 vn_status vn_recording_read_output(vn_recording *r, int64_t index, void *dst, uint64_t capacity, uint64_t *written,
                                    vn_pending_read **pending) {
-    VN_CALL1(recording_read_output(r, index, dst, capacity, written, pending), r, VN_KIND_RECORDING);
+    VN_CALL1_OUT(recording_read_output(r, index, dst, capacity, written, pending), pending, r, VN_KIND_RECORDING);
 }
 
 void vn_recording_release(vn_recording *r) { vn_release_handle(r, VN_KIND_RECORDING); }
