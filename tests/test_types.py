@@ -4,10 +4,9 @@ assert_type calls pin what each public call returns (no Any), and the file runs.
 from __future__ import annotations
 
 import pathlib
-import subprocess
-import sys
 
 from mypy import api as mypy_api
+from support.child import run
 
 HERE = pathlib.Path(__file__).resolve().parent
 PUBLIC_API = HERE / "typecheck" / "public_api.py"
@@ -21,7 +20,5 @@ def test_public_api_signatures_type_check_under_mypy_strict() -> None:
 
 
 def test_public_api_examples_run() -> None:
-    res = subprocess.run(
-        [sys.executable, str(PUBLIC_API)], capture_output=True, text=True, timeout=300, check=False
-    )
+    res = run([str(PUBLIC_API)], timeout=300)
     assert res.returncode == 0, res.stderr

@@ -1,7 +1,7 @@
 """Zero-copy reads (``copy=False``): a read-only numpy array over the mapped staging memory
 itself, pinned until the array and every view of it are gone, whatever else happens.
 
-Tests that end a device under a live array run in a child interpreter (test_misuse's
+Tests that end a device under a live array run in a child interpreter (support.child's
 run_child), so a crash fails one test, not the suite.
 """
 
@@ -12,8 +12,9 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from test_misuse import check_outcome, run_child
-from wgsl_kernels import DOUBLE
+from support.child import run_child
+from support.errors import raised
+from support.kernels import DOUBLE
 
 import vyre_native as vn
 
@@ -243,12 +244,12 @@ def test_an_array_stays_readable_after_the_device_is_destroyed() -> None:
         report(out)
         """
     )
-    check_outcome(res["pending"], vn.DeviceLostError)
-    check_outcome(res["read"], vn.DeviceLostError)
+    raised(res["pending"], vn.DeviceLostError)
+    raised(res["read"], vn.DeviceLostError)
     assert res["equal"] and res["bytes"]
     assert res["sum"] == float(np.arange(1 << 24, dtype=np.float64).sum())
     assert res["live"]["mappings"] == 0
-    check_outcome(res["after"], vn.DeviceLostError)
+    raised(res["after"], vn.DeviceLostError)
     assert res["end"]["devices"] == 0 and res["end"]["staging_buffers"] == 0
 
 
@@ -291,7 +292,7 @@ def test_destroy_while_threads_hold_and_read_arrays_never_crashes() -> None:
     for i, r in enumerate(res):
         assert r["bad"] == 0 and r["held"], f"round {i}: a zero-copy array read wrong data"
         for outcome in r["threads"]:
-            check_outcome(outcome, vn.DeviceLostError)
+            raised(outcome, vn.DeviceLostError)
 
 
 def test_wgpu_pys_destroy_of_a_shared_device_waits_for_the_array_too() -> None:
@@ -315,7 +316,7 @@ def test_wgpu_pys_destroy_of_a_shared_device_waits_for_the_array_too() -> None:
         report(out)
         """
     )
-    check_outcome(res["pending"], vn.DeviceLostError)
+    raised(res["pending"], vn.DeviceLostError)
     assert res["equal"] and res["pinned"] and res["mappings"] == 0
 
 
