@@ -1,5 +1,7 @@
 """The public API's types: mypy --strict accepts tests/typecheck/public_api.py, whose
-assert_type calls pin what each public call returns (no Any), and the file runs."""
+assert_type calls pin what each public call returns (no Any), and the file runs. And
+the tests' shared code (tests/support/) and child scenarios (tests/scenarios/) type
+check too: they are modules, not strings, so that mypy and ruff read them."""
 
 from __future__ import annotations
 
@@ -15,6 +17,13 @@ PUBLIC_API = HERE / "typecheck" / "public_api.py"
 def test_public_api_signatures_type_check_under_mypy_strict() -> None:
     out, err, status = mypy_api.run(
         ["--strict", "--no-incremental", "--show-traceback", "--python-version", "3.11", str(PUBLIC_API)]
+    )
+    assert status == 0, out + err
+
+
+def test_test_support_and_scenarios_type_check_under_mypy_strict() -> None:
+    out, err, status = mypy_api.run(
+        ["--strict", "--no-incremental", "--python-version", "3.11", str(HERE / "support"), str(HERE / "scenarios")]
     )
     assert status == 0, out + err
 

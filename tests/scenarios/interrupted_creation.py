@@ -6,6 +6,9 @@ from __future__ import annotations
 import gc
 import linecache
 import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import Any, NoReturn
 
 import numpy as np
 import wgpu
@@ -15,6 +18,8 @@ from support.kernels import DOUBLE
 import vyre_native as vn
 
 MODE = sys.argv[1] if __name__ == "__main__" else "interrupt"
+
+TraceFunction = Callable[[FrameType, str, Any], Any]
 
 HANDLE_KINDS = (
     "devices",
@@ -30,7 +35,7 @@ HANDLE_KINDS = (
 )
 
 
-def handles():
+def handles() -> dict[str, int]:
     live = vn.debug.live_objects(wait=10.0)
     return {k: live[k] for k in HANDLE_KINDS}
 
@@ -44,11 +49,11 @@ class Interrupt:
     the k-th event after `target` (a C function of the compiled module) returns; k = 0: as
     it returns. In "trace" mode it also traces every line of every frame from then on."""
 
-    def __init__(self, target, k):
+    def __init__(self, target: str, k: int) -> None:
         self.target, self.k, self.armed, self.seen, self.fired = target, k, False, 0, False
         self.done = False  # set (an attribute store: no event) once the action returned
 
-    def __call__(self, frame, event, arg):
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
         if self.done:
             return
         if not self.armed:
@@ -56,7 +61,7 @@ class Interrupt:
                 self.armed = True
                 if MODE == "trace":  # every line from here on, in the frames on the stack too
                     sys.settrace(self.trace)
-                    f = frame
+                    f: FrameType | None = frame
                     while f is not None:
                         f.f_trace, f.f_trace_lines = self.trace, True
                         f = f.f_back
@@ -70,19 +75,19 @@ class Interrupt:
             return
         self.count()
 
-    def trace(self, frame, event, arg):
+    def trace(self, frame: FrameType, event: str, arg: Any) -> TraceFunction:
         if not self.done and event == "line":
             line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).lstrip()
             if not line.startswith(("with ", "async with ")):
                 self.count()
         return self.trace
 
-    def count(self):
+    def count(self) -> None:
         self.seen += 1
         if self.seen == self.k:
             self.fire()
 
-    def fire(self):
+    def fire(self) -> NoReturn:
         sys.setprofile(None)
         sys.settrace(None)
         self.fired = True
@@ -106,7 +111,7 @@ def main() -> None:
     shared_buffer = vn.Device.from_wgpu(gpu_device).alloc(64)  # keeps its vn.Device (the C one) alive
     watched_device = new_gpu_device()  # one whose vn.Device is collected after each call
 
-    SCENARIOS = {
+    SCENARIOS: dict[str, tuple[str, Callable[[], object]]] = {
         "Device()": ("vn_device_create", lambda: vn.Device()),
         "alloc": ("vn_buffer_create", lambda: dev.alloc(64)),
         "upload": ("vn_buffer_create", lambda: dev.upload(np.ones(16, np.float32))),
@@ -144,13 +149,13 @@ def main() -> None:
         "Buffer.to_wgpu": ("vn_buffer_retain_for_watch", lambda: shared_buffer.to_wgpu()),
     }
 
-    results = {}
+    results: dict[str, Any] = {}
     for name, (target, action) in SCENARIOS.items():
         action()  # warm: caches and pools the call fills once are not what is counted
         gc.collect()
         dev.wait_idle()
         before = handles()
-        interrupted, leaks, errors = 0, [], []
+        interrupted, leaks, errors = 0, list[dict[str, Any]](), list[str]()
         for k in range(4000):
             probe = Interrupt(target, k)
             made = None

@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -231,5 +232,10 @@ def ctrl_c() -> None:
 if __name__ == "__main__":
     lib.vn_debug_split_submits_everywhere(1)
     scenario, *args = sys.argv[1:]
-    {"wgpu_py_attack": wgpu_py_attack, "sequence_attack": sequence_attack, "many_threads": many_threads,
-     "ctrl_c": ctrl_c}[scenario](*args)  # fmt: skip
+    scenarios: dict[str, Callable[..., None]] = {
+        "wgpu_py_attack": wgpu_py_attack,
+        "sequence_attack": sequence_attack,
+        "many_threads": many_threads,
+        "ctrl_c": ctrl_c,
+    }
+    scenarios[scenario](*args)
