@@ -830,6 +830,27 @@ vn_status vn_wait(vn_device *device, atomic_int *flag, double limit_s, double *w
     return st;
 }
 
+vn_fence *vn_fence_create(vn_device *device) { return fence_create(device); }
+
+void vn_fence_release(vn_fence *fence) { fence_unref(fence); }
+
+vn_status vn_fence_wait_held(vn_device *device, vn_fence *f) {
+    uint64_t start = vn_monotonic_ns(), pause = 0;
+    while (f != NULL && !atomic_load(&f->done)) {
+        wgpu.DevicePoll(device->device, 0, NULL);
+        wgpu.InstanceProcessEvents(device->instance);
+        if (atomic_load(&f->done)) break;
+        if (atomic_load(&device->lost)) return vn_device_check(device, "waiting for an earlier part of the work");
+        if (vn_monotonic_ns() - start < SPIN_NS) {
+            vn_yield();
+            continue;
+        }
+        pause = pause == 0 ? FIRST_PAUSE_NS : pause * 2 > LONGEST_PAUSE_NS ? LONGEST_PAUSE_NS : pause * 2;
+        vn_sleep_ns(pause);
+    }
+    return VN_OK;
+}
+
 vn_status vn_device_flush_writes(vn_device *device, const char *what, uint64_t *index) {
     vn_status st = vn_submit_begin(device, what);
     if (st != VN_OK) return st;

@@ -435,6 +435,15 @@ vn_status vn_submit_guard_check(const vn_submit_guard *guard);
  * Never blocks inside wgpu-native: the blocking poll has no timeout, so a hung kernel
  * would hold the thread, and a signal, for ever. */
 vn_status vn_wait(vn_device *device, atomic_int *flag, double limit_s, double *waited_s);
+/* A fence that fires once everything submitted to the device so far has finished (NULL
+ * when out of host memory: the caller then goes on as if it had fired). */
+vn_fence *vn_fence_create(vn_device *device);
+/* Poll until the fence fires (VN_OK) or the device is lost (its error). Takes no lock
+ * and reaps nothing, so it may run under the life lock held for writing; it does not
+ * return in time slices: only for work of the caller's own that is bounded (the part
+ * before last of a submit in several parts). */
+vn_status vn_fence_wait_held(vn_device *device, vn_fence *fence);
+void vn_fence_release(vn_fence *fence);
 /* Before encoding or submitting anything: VN_OK, or on a device with serial_submits
  * VN_PENDING while earlier work still runs (the caller returns it, to be called again). */
 static inline vn_status vn_submit_ready(vn_device *device) {

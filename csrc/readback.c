@@ -1,19 +1,21 @@
 /* readback.c - GPU buffer contents into host memory through reusable staging buffers.
  *
  * One primitive serves every read. read_begin queues a copy of the source into a
- * staging buffer from the device's ring, and that buffer's map; read_wait waits for
- * the map. Then one of two endings:
+ * staging buffer from the device's ring, and that buffer's map; read_outcome waits for
+ * the map and takes its outcome once, whoever asks first: the staging buffer becomes a
+ * vn_mapping the read keeps, which pins it (out of the ring, mapped, and counted in
+ * device->staging_pinned, so that vn_device_destroy defers the GPU device's destruction,
+ * which would free the mapped memory, until the last unpin). Then, for every waiter, one
+ * of two endings:
  * - read_copy: the bytes go into caller memory inside C, holding the device's life
- *   lock for the memcpy only (destroy() cannot free the mapping mid-copy), and the
- *   staging buffer goes back to the ring;
- * - read_pin: the mapped pointer goes out as a vn_mapping that pins that one staging
- *   buffer: out of the ring, mapped, and counted in device->staging_pinned, so that
- *   vn_device_destroy defers the GPU device's destruction (which would free the
- *   mapped memory) until the last unpin. No lock is held while the caller reads it.
+ *   lock (read side) for the memcpy only;
+ * - read_pin: a reference on the kept mapping goes out, and with it the mapped pointer.
+ *   No lock is held while the caller reads it.
  * Blocking reads, pending reads, typed and zero-copy reads and GPU timestamps all
- * end in one of these two.
+ * end in one of these two. The staging buffer goes back to the ring with the last
+ * reference on its mapping: the read's own (released with the read) or a zero-copy view's.
  *
- * No call waits longer than one time slice: read_wait returns VN_PENDING and the read
+ * No call waits longer than one time slice: read_outcome returns VN_PENDING and the read
  * stays in flight for the next call. A read released in flight is never waited for: its
  * device keeps it (abandoned) until its map callback has fired (vn_reads_reap). */
 #include <stdio.h>
@@ -121,16 +123,29 @@ void vn_staging_free_all(vn_device *dev) {
 
 /* A readback in flight: a copy into a staging buffer, then its map. A handle (every
  * read, a blocking one too, is one); a read released before its map callback fired is
- * handed to its device (abandoned), because the callback still points at it. */
+ * handed to its device (abandoned), because the callback still points at it.
+ *
+ * Any number of waiters (threads, asyncio tasks through worker threads, any mix of
+ * result / result_into / zero-copy) may finish one read, in any order: its outcome is
+ * taken exactly once, under `lock`, by whichever waiter first finds the map done — the
+ * staging buffer becomes a pin the read keeps (`kept`), or the failure is stored — and
+ * every waiter, then and later, is served from that: a copy out of the pinned memory, or
+ * a reference on the pin itself. */
+enum { READ_IN_FLIGHT = 0, READ_READY = 1, READ_FAILED = 2 };
+
 struct vn_pending_read {
     vn_object obj;       /* VN_KIND_PENDING_READ */
     vn_device *device;   /* a reference */
-    vn_staging *staging;
+    vn_staging *staging; /* until the outcome is taken (under lock) */
     uint64_t nbytes;
     atomic_int done;     /* the map callback fired */
     WGPUMapAsyncStatus status;
     bool map_pending;    /* a map was requested and its outcome not taken yet */
-    bool finished;       /* completed (or failed for good): a second finish is refused */
+    vn_mutex lock;       /* taking the outcome, against the read's other waiters */
+    atomic_int state;    /* READ_*: set under lock, once; read without it */
+    vn_mapping *kept;    /* READ_READY: the pin every waiter is served from (the read's reference) */
+    vn_status fail_status; /* READ_FAILED: what every waiter gets, */
+    char *fail_message;    /* with this message (NULL: out of memory for it) */
     vn_pending_read *next; /* the device's abandoned reads */
     char message[512];
 };
@@ -157,6 +172,7 @@ static void on_mapped(WGPUMapAsyncStatus status, WGPUStringView message, void *u
 static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_t nbytes,
                             const vn_submit_guard *guard, vn_pending_read *r) {
     memset(r, 0, sizeof *r); /* the header too: vn_read_start sets it after */
+    atomic_init(&r->state, READ_IN_FLIGHT);
     r->device = dev;
     r->nbytes = nbytes;
     uint64_t padded = vn_pad4(nbytes);
@@ -208,11 +224,19 @@ vn_status vn_read_start(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_
         free(r);
         return st;
     }
+    vn_mutex_init(&r->lock);
     vn_object_init(&r->obj, VN_KIND_PENDING_READ, pending_read_destroy);
     vn_device_retain(dev);
     vn_live_add(VN_LIVE_PENDING_READ, 1);
     *out = r;
     return VN_OK;
+}
+
+/* The record itself, once nothing can reach it (its map callback has fired or never will). */
+static void read_free(vn_pending_read *r) {
+    vn_mutex_destroy(&r->lock);
+    free(r->fail_message);
+    free(r);
 }
 
 /* The map's outcome is in (its callback fired) and nobody will read it: unmap the
@@ -264,81 +288,54 @@ void vn_reads_reap(vn_device *dev, bool final) {
         vn_pending_read *r = ready;
         ready = r->next;
         settle(r);
-        free(r);
+        read_free(r);
     }
-}
-
-/* Wait (one time slice at most) for the copy and the map; then the read is finished.
- * On VN_OK the staging buffer is mapped (its range not yet taken); on a failed map it
- * is gone. VN_PENDING, or a device lost under the wait: the read stays in flight. */
-static vn_status read_wait(vn_pending_read *r) {
-    vn_device *dev = r->device;
-    if (!atomic_load(&r->done)) {
-        vn_status st = vn_wait(dev, &r->done, -1.0, NULL);
-        if (st != VN_OK) return st;
-    }
-    r->map_pending = false;
-    r->finished = true;
-    if (r->status != WGPUMapAsyncStatus_Success) {
-        staging_destroy(r->staging);
-        r->staging = NULL;
-        if (vn_message_says_lost(r->message)) vn_device_note_lost(dev, r->message);
-        vn_status st = vn_device_check(dev, "reading back");
-        if (st != VN_OK) return st;
-        return vn_fail(VN_ERROR_INTERNAL, "mapping the readback staging buffer failed (status %d): %s. Fix: retry; if it "
-                       "persists, the device may be lost.", (int)r->status, r->message);
-    }
-    return VN_OK;
 }
 
 static vn_status no_range(void) {
     return vn_fail(VN_ERROR_INTERNAL, "the mapped staging buffer has no readable range. Fix: retry the readback.");
 }
 
-/* The copying ending: copy the mapped bytes into dst (NULL: none), unmap, and give the
- * staging buffer back to the ring. The life lock is held from reading the range to the
- * unmap, inside this call only: the device may have been destroyed since the map
- * succeeded, which frees the staging buffer, and reading a freed range aborts. */
-static vn_status read_copy(vn_pending_read *r, void *dst) {
-    vn_device *dev = r->device;
-    vn_staging *s = r->staging;
-    r->staging = NULL;
-    vn_status st = vn_submit_begin(dev, "reading back");
-    if (st != VN_OK) {
-        staging_destroy(s);
-        return st;
-    }
-    const void *p = NULL;
-    if (dst != NULL) {
-        p = wgpu.BufferGetConstMappedRange(s->buffer, 0, (size_t)vn_pad4(r->nbytes));
-        if (p != NULL) memcpy(dst, p, (size_t)r->nbytes);
-    }
-    wgpu.BufferUnmap(s->buffer);
-    vn_submit_end(dev);
-    staging_return(dev, s);
-    return dst != NULL && p == NULL ? no_range() : VN_OK;
+/* The read's failure, kept (under lock) for every waiter: this one's status and message. */
+static void keep_failure(vn_pending_read *r, vn_status st) {
+    r->fail_status = st;
+    size_t n = strlen(vn_last_error()) + 1;
+    r->fail_message = malloc(n);
+    if (r->fail_message != NULL) memcpy(r->fail_message, vn_last_error(), n);
+    atomic_store(&r->state, READ_FAILED);
 }
 
 static void mapping_destroy(vn_object *object);
 
-/* The pinning ending: hand out the mapped range as a mapping that keeps the staging
- * buffer mapped and out of the ring until released. The pin is counted under the life
- * lock, so destroy() either ran before (and the range is never read) or sees it (and
- * defers); no lock is held once this returns. */
-static vn_status read_pin(vn_pending_read *r, vn_mapping **out, const void **data) {
+/* Take the map's outcome, once (under r->lock, the callback fired): pin the staging
+ * buffer as the read's `kept` mapping, which keeps it mapped and out of the ring until
+ * its last reference goes. The pin is counted under the life lock, so destroy() either
+ * ran before (and the range is never read) or sees it (and defers); no lock is held once
+ * this returns. Any failure is kept for every waiter; the staging buffer is gone then. */
+static void take_outcome(vn_pending_read *r) {
     vn_device *dev = r->device;
-    vn_mapping *m = calloc(1, sizeof *m);
-    if (m == NULL) {
-        read_copy(r, NULL);
-        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a mapping record. Fix: free host memory.");
-    }
     vn_staging *s = r->staging;
     r->staging = NULL;
-    vn_status st = vn_submit_begin(dev, "reading back");
-    if (st != VN_OK) {
+    r->map_pending = false;
+    vn_status st = VN_OK;
+    if (r->status != WGPUMapAsyncStatus_Success) {
         staging_destroy(s);
+        if (vn_message_says_lost(r->message)) vn_device_note_lost(dev, r->message);
+        st = vn_device_check(dev, "reading back");
+        if (st == VN_OK)
+            st = vn_fail(VN_ERROR_INTERNAL, "mapping the readback staging buffer failed (status %d): %s. Fix: retry; if "
+                         "it persists, the device may be lost.", (int)r->status, r->message);
+        keep_failure(r, st);
+        return;
+    }
+    vn_mapping *m = calloc(1, sizeof *m);
+    st = m == NULL ? vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a mapping record. Fix: free host memory.")
+                   : vn_submit_begin(dev, "reading back");
+    if (st != VN_OK) {
+        staging_destroy(s); /* released mapped: wgpu unmaps it */
         free(m);
-        return st;
+        keep_failure(r, st);
+        return;
     }
     const void *p = wgpu.BufferGetConstMappedRange(s->buffer, 0, (size_t)vn_pad4(r->nbytes));
     if (p == NULL) {
@@ -346,7 +343,8 @@ static vn_status read_pin(vn_pending_read *r, vn_mapping **out, const void **dat
         vn_submit_end(dev);
         staging_return(dev, s);
         free(m);
-        return no_range();
+        keep_failure(r, no_range());
+        return;
     }
     atomic_fetch_add(&dev->staging_pinned, 1);
     vn_submit_end(dev);
@@ -357,8 +355,57 @@ static vn_status read_pin(vn_pending_read *r, vn_mapping **out, const void **dat
     vn_device_retain(dev);
     m->device = dev;
     vn_live_add(VN_LIVE_MAPPING, 1);
-    *out = m;
-    *data = p;
+    r->kept = m;
+    atomic_store(&r->state, READ_READY);
+}
+
+/* Every waiter's way to the outcome: wait (one time slice at most) for the copy and the
+ * map unless the outcome was taken already, then take it if no other waiter has. VN_OK:
+ * r->kept holds the bytes. VN_PENDING, or a device lost under the wait: the read stays in
+ * flight. A kept failure is this waiter's too. */
+static vn_status read_outcome(vn_pending_read *r) {
+    if (atomic_load(&r->state) == READ_IN_FLIGHT && !atomic_load(&r->done)) {
+        vn_status st = vn_wait(r->device, &r->done, -1.0, NULL);
+        if (st != VN_OK) return st;
+    }
+    vn_mutex_lock(&r->lock);
+    if (atomic_load(&r->state) == READ_IN_FLIGHT) take_outcome(r);
+    vn_mutex_unlock(&r->lock);
+    if (atomic_load(&r->state) == READ_FAILED) /* fail_* never change once it is set */
+        return vn_fail(r->fail_status, "%s", r->fail_message != NULL ? r->fail_message : "the read failed");
+    return VN_OK;
+}
+
+/* The kept bytes may be read unless the device was lost to the driver, which releases
+ * its buffers itself (destroy() defers its destruction while any pin lives, so after it
+ * they stay valid). Call under the life lock (read side). */
+static vn_status kept_readable(const vn_pending_read *r) {
+    vn_device *dev = r->device;
+    if (atomic_load(&dev->lost) && !dev->destroy_deferred) return vn_device_check(dev, "reading back");
+    return VN_OK;
+}
+
+/* The copying ending: the kept bytes into dst, under the life lock (read side) for the
+ * memcpy only. */
+static vn_status read_copy(vn_pending_read *r, void *dst) {
+    vn_device *dev = r->device;
+    vn_rwlock_read_lock(&dev->submit_lock);
+    vn_status st = kept_readable(r);
+    if (st == VN_OK && dst != NULL) memcpy(dst, r->kept->data, (size_t)r->nbytes);
+    vn_rwlock_read_unlock(&dev->submit_lock);
+    return st;
+}
+
+/* The pinning ending: a reference of the caller's own on the kept mapping. */
+static vn_status read_pin(vn_pending_read *r, vn_mapping **out, const void **data) {
+    vn_device *dev = r->device;
+    vn_rwlock_read_lock(&dev->submit_lock);
+    vn_status st = kept_readable(r);
+    vn_rwlock_read_unlock(&dev->submit_lock);
+    if (st != VN_OK) return st;
+    vn_retain(&r->kept->obj);
+    *out = r->kept;
+    *data = r->kept->data;
     return VN_OK;
 }
 
@@ -387,12 +434,10 @@ static void mapping_destroy(vn_object *object) {
     vn_live_add(VN_LIVE_MAPPING, -1);
 }
 
-/* Wait for the copy and the map, copy out (when dst is not NULL), unmap, and give
- * the staging buffer back to the ring. */
+/* Wait for the copy and the map, then copy out (when dst is not NULL). */
 static vn_status read_finish(vn_pending_read *r, void *dst) {
-    vn_status st = read_wait(r);
-    if (st != VN_OK) return st;
-    return read_copy(r, dst);
+    vn_status st = read_outcome(r);
+    return st != VN_OK ? st : read_copy(r, dst);
 }
 
 vn_status vn_readback(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_t nbytes, void *dst,
@@ -485,7 +530,7 @@ vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
 
 /* 1 done, 0 not yet, or minus the status that says it never will be here. */
 static int pending_read_done(vn_pending_read *r) {
-    if (r->finished || atomic_load(&r->done)) return 1;
+    if (atomic_load(&r->state) != READ_IN_FLIGHT || atomic_load(&r->done)) return 1;
     /* Closed or lost: the copy will not complete (finishing raises the same). */
     vn_status st = vn_device_check(r->device, "PendingRead.done");
     if (st != VN_OK) return -(int)st;
@@ -497,21 +542,13 @@ int vn_pending_read_done(vn_pending_read *r) { VN_PROBE(pending_read_done(r), r,
 
 uint64_t vn_pending_read_len(const vn_pending_read *r) { VN_GET(uint64_t, r->nbytes, 0, r, VN_KIND_PENDING_READ); }
 
-static vn_status check_unfinished(const vn_pending_read *r) {
-    if (!r->finished) return VN_OK;
-    return vn_fail(VN_ERROR_ALREADY_SUBMITTED, "this asynchronous read was already completed. Fix: start a new "
-                   "read_async() for each result.");
-}
-
 static vn_status pending_read_pin(vn_pending_read *r, vn_mapping **out, const void **data) {
     if (out == NULL || data == NULL)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pending_read_pin: a result pointer is NULL. Fix: pass both.");
     *out = NULL;
     *data = NULL;
-    vn_status st = check_unfinished(r);
-    if (st == VN_OK) st = read_wait(r);
-    if (st == VN_OK) st = read_pin(r, out, data);
-    return st;
+    vn_status st = read_outcome(r);
+    return st != VN_OK ? st : read_pin(r, out, data);
 }
 
 vn_status vn_pending_read_pin(vn_pending_read *r, vn_mapping **out, const void **data) {
@@ -519,8 +556,6 @@ vn_status vn_pending_read_pin(vn_pending_read *r, vn_mapping **out, const void *
 }
 
 static vn_status pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
-    vn_status st = check_unfinished(r);
-    if (st != VN_OK) return st;
     if (capacity < r->nbytes)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "the destination holds %llu bytes, but the read has %llu. Fix: pass a "
                        "writable buffer of at least %llu bytes.", (unsigned long long)capacity,
@@ -536,6 +571,7 @@ vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacit
 
 void vn_pending_read_release(vn_pending_read *r) { vn_release_handle(r, VN_KIND_PENDING_READ); }
 
+/* The last reference: no waiter is inside a call on it, so no lock is needed. */
 static void pending_read_destroy(vn_object *object) {
     vn_pending_read *r = (vn_pending_read *)object;
     vn_device *dev = r->device;
@@ -552,6 +588,7 @@ static void pending_read_destroy(vn_object *object) {
         return;
     }
     if (r->map_pending) settle(r);
+    if (r->kept != NULL) vn_release(&r->kept->obj); /* a zero-copy view may hold it longer */
     vn_device_unref(dev);
-    free(r);
+    read_free(r);
 }

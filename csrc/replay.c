@@ -663,6 +663,97 @@ static vn_status batch_submittable(const void *what) {
 
 static const encoder_job batch_job = {batch_passes, encode_batch, batch_submittable};
 
+/* ---- batched submits in several parts ----------------------------------------------- */
+
+/* Where the next part of a batch starts: step `step` of item `item` (a recording is one
+ * step, a sequence its length). */
+typedef struct batch_cursor {
+    size_t item;
+    size_t step;
+} batch_cursor;
+
+static size_t item_steps(const vn_work *w) { return w->recording != NULL ? 1 : w->sequence->count; }
+
+/* The next `steps` steps of the batch from *c on, in order, into enc; advances *c. A part
+ * may begin or end inside a sequence: its steps are encoded as one replay of it would
+ * encode them (encode_steps), a new pass at the part's start. */
+static void encode_batch_part(const batch *b, WGPUCommandEncoder enc, batch_cursor *c, size_t steps, vn_timing *t) {
+    while (c->item < b->count) {
+        const vn_work *w = &b->work[c->item];
+        size_t len = item_steps(w), take = len - c->step < steps ? len - c->step : steps;
+        if (take > 0) {
+            if (w->recording != NULL) encode_recording(w->recording, enc, 1, t);
+            else encode_steps(w->sequence, enc, c->step, c->step + take, t);
+        }
+        c->step += take;
+        steps -= take;
+        if (c->step < len) return; /* the part ends inside this item */
+        c->item++;
+        c->step = 0;
+        if (steps == 0) return;
+    }
+}
+
+/* A batch of more than VN_MAX_LAUNCHES_PER_SUBMIT steps, as a replay(n) past the bound
+ * goes: parts of at most that many steps, in order, at most two of them in flight (each
+ * keeps its encoder memory until the GPU has run it, so the part before last is waited
+ * for before the next is encoded), and as one unit, as replay_in_submits runs: the life
+ * lock's write side is held across every part, so no other thread's submit, queued write
+ * or readback, nor wgpu-py's map or destroy of a shared buffer, nor destroy(), lands
+ * between two of them. Its checks come before anything is encoded. The last part is the
+ * one tracked: the queue runs in order, so its completion is the whole batch's. */
+static vn_status submit_in_parts(vn_device *dev, const batch *b, uint64_t total, vn_submission **out) {
+    static const char label[] = "device.submit";
+    const vn_submit_guard guard = {batch_submittable, b};
+    vn_status st = vn_device_check(dev, label);
+    if (st == VN_OK) st = vn_submit_guard_check(&guard);
+    if (st == VN_OK) st = vn_submit_ready(dev); /* VN_PENDING: nothing encoded, call again */
+    if (st == VN_OK) st = vn_submit_begin_exclusive(dev, label, &guard);
+    if (st != VN_OK) return st;
+    vn_timing none;
+    memset(&none, 0, sizeof none);
+    vn_fence *in_flight[2] = {NULL, NULL}; /* part p's fence is in_flight[p % 2] until part p + 2 */
+    batch_cursor cursor = {0, 0};
+    uint64_t first = 0;
+    for (unsigned part = 0; first < total; part++) {
+        uint64_t size = total - first < VN_MAX_LAUNCHES_PER_SUBMIT ? total - first : VN_MAX_LAUNCHES_PER_SUBMIT;
+        vn_fence **slot = &in_flight[part % 2];
+        if (*slot != NULL) {
+            st = vn_fence_wait_held(dev, *slot);
+            vn_fence_release(*slot);
+            *slot = NULL;
+            if (st != VN_OK) break;
+        }
+        WGPUCommandEncoder enc = begin_encoding(dev, label);
+        encode_batch_part(b, enc, &cursor, (size_t)size, &none);
+        WGPUCommandBuffer cb;
+        st = finish_encoding(dev, label, enc, &cb);
+        if (st == VN_OK) st = vn_device_check(dev, label); /* lost while this part was encoded */
+        if (st != VN_OK) {
+            if (cb != NULL) wgpu.CommandBufferRelease(cb);
+            break;
+        }
+        if (first + size == total) {
+            st = vn_submit_tracked_locked(dev, cb, NULL, out);
+            if (st != VN_OK) break;
+        } else {
+            wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
+            wgpu.CommandBufferRelease(cb);
+            *slot = vn_fence_create(dev);
+        }
+        first += size;
+    }
+    for (int i = 0; i < 2; i++) vn_fence_release(in_flight[i]);
+    vn_submit_end_exclusive(dev);
+    if (st != VN_OK && first > 0) {
+        char prefix[200];
+        snprintf(prefix, sizeof prefix, "after %llu of this submit's %llu steps were submitted (they run): ",
+                 (unsigned long long)first, (unsigned long long)total);
+        return vn_fail_prefixed(st, prefix);
+    }
+    return st;
+}
+
 /* Lock order for a batch: its sequences' locks, each once, in ascending object id
  * (internal.h, "Lock order"), so submit([a, b]) and submit([b, a]) on two threads
  * take them in the same order. `seqs` gets the distinct sequences, sorted; returns
@@ -735,18 +826,22 @@ static vn_status submit_held(vn_device *device, const vn_work *work, size_t coun
                        "memory, or submit fewer sequences at once.", sequences);
     size_t locked = distinct_sequences(work, count, seqs);
     for (size_t i = 0; i < locked; i++) vn_mutex_lock(&seqs[i]->lock);
-    /* One item is what the caller built; several are bounded as one replay is. */
+    /* One item is what the caller built; several past one submit's bound go in parts,
+     * as a replay(n) past it does, unless timed (one command buffer holds the queries). */
     uint64_t steps = 0;
-    for (size_t i = 0; i < count; i++) steps += work[i].recording != NULL ? 1 : work[i].sequence->count;
+    for (size_t i = 0; i < count; i++) steps += item_steps(&work[i]);
+    batch b = {work, count};
     vn_status st;
-    if (count > 1 && steps > VN_MAX_LAUNCHES_PER_SUBMIT) {
+    if (count > 1 && steps > VN_MAX_LAUNCHES_PER_SUBMIT && timing != VN_TIMING_NONE) {
         st = vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                     "device.submit() of %zu items would encode %llu steps into one command buffer, above the %d "
-                     "one submit holds (each keeps encoder memory until the GPU has run it). Fix: split the list "
-                     "into submits of at most %d steps (a recording is one step, a sequence its length).",
+                     "a timed device.submit() of %zu items would encode %llu steps into one command buffer, above "
+                     "the %d one submit holds (each keeps encoder memory until the GPU has run it; an untimed one "
+                     "goes in parts, but the timestamp queries must span one command buffer). Fix: submit without "
+                     "timing, or time at most %d steps at once (a recording is one step, a sequence its length).",
                      count, (unsigned long long)steps, VN_MAX_LAUNCHES_PER_SUBMIT, VN_MAX_LAUNCHES_PER_SUBMIT);
+    } else if (count > 1 && steps > VN_MAX_LAUNCHES_PER_SUBMIT) {
+        st = submit_in_parts(device, &b, steps, out);
     } else {
-        batch b = {work, count};
         st = encode_and_submit(device, &batch_job, &b, 1, timing, "device.submit", out);
     }
     for (size_t i = locked; i-- > 0;) vn_mutex_unlock(&seqs[i]->lock);

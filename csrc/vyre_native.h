@@ -59,7 +59,9 @@ typedef enum vn_status {
     /* Not a failure: a blocking call waited one time slice (VN_WAIT_SLICE_MS) and the
      * work is not done yet. Call it again (with the same arguments) to keep waiting;
      * returning in between lets the caller notice a signal (Python: KeyboardInterrupt). */
-    VN_PENDING = 17
+    VN_PENDING = 17,
+    VN_ERROR_REENTERED = 18         /* a call made, from a signal handler or a finalizer, inside a
+                                     * call on the same thread that holds a lock it needs */
 } vn_status;
 
 /* Bounds of one call. */
@@ -537,8 +539,11 @@ typedef struct vn_work {
 } vn_work;
 
 /* Encode every item once, in order, into one command buffer; one queue submit. More
- * than one item: at most VN_MAX_LAUNCHES_PER_SUBMIT steps in all (a recording is one
- * step, a sequence its length). */
+ * than one item of more than VN_MAX_LAUNCHES_PER_SUBMIT steps in all (a recording is one
+ * step, a sequence its length): submits of at most that many steps each, in order, at
+ * most two in flight (the call waits, inside C, for the GPU to run all but the last two),
+ * run as one unit: no other submit, write or readback of the device lands between them.
+ * Timed, such a batch is VN_ERROR_INVALID_ARGUMENT (its queries span one command buffer). */
 vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
                            vn_submission **out);
 
@@ -557,8 +562,10 @@ uint64_t vn_pending_read_len(const vn_pending_read *read);
  * device closed), -VN_ERROR_FORKED, or a handle error. */
 int vn_pending_read_done(vn_pending_read *read);
 /* Wait for the copy, then copy byte_len bytes into dst (capacity >= byte_len).
- * VN_PENDING: one time slice passed first, nothing was copied; call again. A read can
- * be finished once; later calls fail with VN_ERROR_ALREADY_SUBMITTED. */
+ * VN_PENDING: one time slice passed first, nothing was copied; call again. Any number of
+ * callers, on any threads, may finish one read, each as often as it likes: the first to
+ * find the data back takes the staging buffer (pinned, kept by the read until its
+ * release), and every call copies from it; a failure is kept and given to every caller. */
 vn_status vn_pending_read_finish(vn_pending_read *read, void *dst, uint64_t capacity);
 /* A read's bytes handed out in place: the staging buffer they sit in stays mapped and
  * pinned (out of the device's staging ring) until vn_mapping_release, and nothing
@@ -568,9 +575,10 @@ vn_status vn_pending_read_finish(vn_pending_read *read, void *dst, uint64_t capa
  * destroy of a shared device, defers as vn_device_destroy does). Holds no lock between
  * calls. */
 typedef struct vn_mapping vn_mapping;
-/* Wait for the read, then pin its staging buffer: *out gets the mapping and *data its
- * byte_len (vn_pending_read_len) bytes, readable until vn_mapping_release. Completes
- * the read, as vn_pending_read_finish does. VN_PENDING as for vn_pending_read_finish. */
+/* Wait for the read, then pin its staging buffer: *out gets a reference of its own on
+ * the read's one mapping and *data its byte_len (vn_pending_read_len) bytes, readable
+ * until that reference's vn_mapping_release. Every caller gets the same memory (read
+ * only). VN_PENDING and many callers as for vn_pending_read_finish. */
 vn_status vn_pending_read_pin(vn_pending_read *read, vn_mapping **out, const void **data);
 /* Unpin: unmap the staging buffer and give it back to the ring. Never waits for the
  * GPU; safe after the device was closed, released or destroyed (the last unpin of a

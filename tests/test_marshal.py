@@ -440,7 +440,7 @@ def test_a_wgpu_lib_path_that_is_not_utf8_is_loaded_as_its_bytes() -> None:
     # Not UTF-8, so not text: the path goes to dlopen as the file system's bytes, and a
     # missing file is the LibraryError of any missing file, not an UnicodeEncodeError.
     res = run_child(
-        "report(outcome(vn.Device, timeout=None))",
+        "report(outcome(vn.Device))",
         env={"WGPU_LIB_PATH": os.fsdecode(b"/nonexistent/lib\xffwgpu.so")},
     )
     raised(res, vn.LibraryError, "/nonexistent/lib")
@@ -639,7 +639,7 @@ def test_a_borrowed_dispatch_made_in_c_holds_no_python_buffers(kit: Kit) -> None
 # vyre_native's modules, lowest first. A module may import only modules of lower
 # rows at run time (imports under `if TYPE_CHECKING:` are annotations only).
 LAYERS = [
-    ["_native", "_version", "_typing"],
+    ["_native", "_owner", "_version", "_typing"],
     ["errors"],
     ["_handles"],
     ["_marshal", "_log"],
@@ -817,7 +817,7 @@ def test_a_message_naming_a_3000_character_binding_keeps_its_values_and_fix(kit:
 
 def test_a_5000_character_wgpu_lib_path_keeps_its_message_and_fix() -> None:
     path = "/nonexistent/" + "d" * 5000 + "/libwgpu_native.so"
-    res = run_child("report(outcome(vn.Device, timeout=None))", env={"WGPU_LIB_PATH": path})
+    res = run_child("report(outcome(vn.Device))", env={"WGPU_LIB_PATH": path})
     assert "LibraryError" in res["mro"], res
     msg = res["msg"]
     assert msg.startswith("could not load wgpu-native from '/nonexistent/ddd"), msg

@@ -557,10 +557,10 @@ class APIMachine(RuleBasedStateMachine):
             err = vn.ReleasedError
         elif dest != "return" and self.dest_type_error(dest):
             err = self.dest_type_error(dest)
-        elif p.finished:
-            err = vn.AlreadySubmittedError
         elif dest != "return" and self.dest_size_error(dest, n):
             err = self.dest_size_error(dest, n)
+        elif p.finished:
+            err = None  # its data came back once: the read keeps it for every later waiter
         elif self.ended == "destroy":
             err = vn.DeviceLostError
         elif self.ended == "close":
@@ -572,7 +572,7 @@ class APIMachine(RuleBasedStateMachine):
             err,
             maybe,
         )
-        if err in (None, vn.DeviceLostError, vn.ReleasedError) and not p.released:
+        if got is not _FAILED:
             p.finished = True
         self.check_read(what, got, out, dest, p.expected, n)
 

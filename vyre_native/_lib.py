@@ -44,7 +44,11 @@ _LIB_NAMES = {
     "darwin": "libwgpu_native-release.dylib",
     "win32": "wgpu_native-release.dll",
 }
-_load_lock = threading.Lock()
+# Reentrant: a signal handler (or a finalizer) that runs on the loading thread between two
+# of load_library's steps and calls into vyre_native (vn.library_version(), a Device) loads
+# the library itself, or finds it loaded, instead of waiting for ever on its own thread.
+# Every step is idempotent, so the interrupted load then finishes as if alone.
+_load_lock = threading.RLock()
 _loaded = False
 
 
@@ -114,7 +118,8 @@ def library_path() -> str:
 
 
 def load_library() -> Any:
-    """Load wgpu-native once per process (later calls are a flag check)."""
+    """Load wgpu-native once per process (later calls are a flag check). Safe to reenter
+    from a signal handler or finalizer on the loading thread (see ``_load_lock``)."""
     global _loaded
     if _loaded:
         return lib

@@ -32,12 +32,24 @@ def _wgpu_level(py_level: int) -> int:
     return 2 if py_level <= logging.WARNING else 1
 
 
+_started = False
+
+
 def start() -> None:
-    """Route the log once wgpu-native is loaded (called by ``_lib.load_library``).
+    """Route the log once wgpu-native is loaded (called by ``_lib.load_library``, maybe
+    again by a load reentered from a signal handler: one forwarding thread either way).
     Logging never fails the load: if the route cannot be set up, nothing is logged."""
-    level = _wgpu_level(logger.getEffectiveLevel())
-    if lib.vn_log_start(level) == 0:
-        threading.Thread(target=_forward, args=(level,), name="vyre_native-log", daemon=True).start()
+    global _started
+    if _started:
+        return
+    _started = True
+    try:
+        level = _wgpu_level(logger.getEffectiveLevel())
+        if lib.vn_log_start(level) == 0:
+            threading.Thread(target=_forward, args=(level,), name="vyre_native-log", daemon=True).start()
+    except BaseException:
+        _started = False  # interrupted before the thread ran: the next load starts it
+        raise
 
 
 def _forward(level: int) -> None:

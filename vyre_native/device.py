@@ -222,7 +222,12 @@ class Device(Handle):
     def submit(self, work: SequenceABC[Recording | Sequence], timing: bool | str = False) -> Submission:
         """Encode recordings and sequences, in order, into one command buffer; one queue submit.
 
-        Returns a ``vn.Submission``; ``timing`` as for ``Recording.replay``.
+        Any size: past 256 steps (a recording is one step, a sequence its length) the work
+        goes in submits of 256 steps, in order, as ``replay(n)`` splits, at most two in
+        flight (the call returns once the GPU has run all but the last two), and as one
+        unit: no other thread's submit, write or read of this device lands between its
+        parts. Returns a ``vn.Submission`` (the last part's, whose completion is the
+        whole batch's); ``timing`` as for ``Recording.replay``, for at most 256 steps.
         """
         ptr = self._live()
         items = to_list(work, "submit() work", "a list of vn.Recording / vn.Sequence")

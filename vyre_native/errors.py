@@ -136,6 +136,14 @@ class ForkedError(VyreError):
     code = lib.VN_ERROR_FORKED
 
 
+class ReentryError(VyreError, RuntimeError):
+    """A call made from a signal handler or a finalizer while its own thread was inside a
+    call that holds a lock the nested one needs (Python's own ``RuntimeError: reentrant
+    call`` is the model): the nested call is refused instead of waiting for ever."""
+
+    code = lib.VN_ERROR_REENTERED
+
+
 _BY_CODE: dict[int, type[VyreError]] = {
     cls.code: cls
     for cls in (
@@ -155,6 +163,7 @@ _BY_CODE: dict[int, type[VyreError]] = {
         WrongTypeError,
         UnsupportedError,
         ForkedError,
+        ReentryError,
     )
 }
 

@@ -48,7 +48,7 @@ from ._handles import new_slot, owned
 from ._lib import check, ffi, lib, library_path, load_library
 from .buffer import Buffer
 from .device import Device
-from .errors import LibraryError, WrongTypeError
+from .errors import LibraryError, ReentryError, WrongTypeError
 
 _USABLE, _MAPPED, _DESTROYED = lib.VN_FOREIGN_USABLE, lib.VN_FOREIGN_MAPPED, lib.VN_FOREIGN_DESTROYED
 
@@ -70,7 +70,7 @@ class _DeviceWatch:
     def __init__(self) -> None:
         self.native: Any = None  # None until adopted
         self.device: weakref.ref[Device] | None = None
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # entered through _entered
 
 
 class _BufferWatch:
@@ -88,7 +88,7 @@ class _BufferWatch:
     def __init__(self) -> None:
         self.native: Any = None  # the C buffer (a reference of its own), None until adopted
         self.device: Any = None  # the C device it was adopted or made on
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # entered through _entered
         self.wrappers: list[weakref.ref[Any]] = []
 
 
@@ -96,10 +96,28 @@ class _BufferWatch:
 # calls on one object get one watch (and one vn.Device). The hooks only read it. Keys
 # are wgpu-py's handle cdata: cffi pointers hash and compare by address, whatever their
 # type, so a hook looks up the pointer it was passed without converting it.
-_lock = threading.Lock()
+_lock = threading.RLock()  # entered through _entered
 _devices: weakref.WeakValueDictionary[Any, _DeviceWatch] = weakref.WeakValueDictionary()
 _buffers: weakref.WeakValueDictionary[Any, _BufferWatch] = weakref.WeakValueDictionary()
 _hooked = False
+
+
+def _entered(lock: Any, call: str) -> Any:
+    """``lock`` (an RLock) for a ``with`` statement, or ReentryError when this thread holds
+    it already: a signal handler or a finalizer ran on it in the middle of an interop call
+    (or a wgpu-py hook) and made ``call``, which would work on that call's half-done state.
+    The lock is reentrant and its ``with`` is one C call (owner set as it is acquired), so
+    no point of the outer call leaves it held without its owner knowing: the nested call
+    either runs wholly before or after the locked part, or is refused; it never waits on
+    its own thread."""
+    if lock._is_owned():
+        raise ReentryError(
+            f"{call} was called on a thread that is inside another interop call with wgpu-py (from_wgpu, "
+            "to_wgpu, or wgpu-py's map, unmap or destroy of a shared object), which holds the lock this one "
+            "needs: a signal handler or a finalizer ran in the middle of it. Fix: make the call outside the "
+            "signal handler or finalizer (e.g. set a flag there and act on it once the handler returns)."
+        )
+    return lock
 
 
 def _wgpu_native() -> tuple[Any, Any]:
@@ -120,7 +138,7 @@ def _wgpu_native() -> tuple[Any, Any]:
         )
     global _hooked
     if not _hooked:
-        with _lock:
+        with _entered(_lock, "vyre_native's first interop call"):
             if not _hooked:
                 _install_hooks(_api)
                 _hooked = True
@@ -167,7 +185,7 @@ def _install_hooks(api: Any) -> None:
         watch = buffer_watch(buffer)
         if watch is None:
             return buffer_map(buffer, *args)
-        with watch.lock:
+        with _entered(watch.lock, "GPUBuffer.map_async() of a buffer shared with vyre_native"):
             if watch.native is None:  # its adoption failed
                 return buffer_map(buffer, *args)
             # Mapped from now on: a pending map aborts a submit as a finished one does.
@@ -184,7 +202,7 @@ def _install_hooks(api: Any) -> None:
         watch = buffer_watch(buffer)
         if watch is None:
             return buffer_unmap(buffer)
-        with watch.lock:
+        with _entered(watch.lock, "GPUBuffer.unmap() of a buffer shared with vyre_native"):
             result = buffer_unmap(buffer)
             if watch.native is not None:
                 lib.vn_buffer_set_foreign_state(watch.native, _USABLE)
@@ -194,7 +212,7 @@ def _install_hooks(api: Any) -> None:
         watch = buffer_watch(buffer)
         if watch is None:
             return buffer_destroy(buffer)
-        with watch.lock:
+        with _entered(watch.lock, "GPUBuffer.destroy() of a buffer shared with vyre_native"):
             if watch.native is not None:
                 lib.vn_buffer_set_foreign_state(watch.native, _DESTROYED)
             return buffer_destroy(buffer)
@@ -203,7 +221,7 @@ def _install_hooks(api: Any) -> None:
         watch = _devices.get(device) if _devices else None
         if watch is None:
             return device_destroy(device)
-        with watch.lock:
+        with _entered(watch.lock, "GPUDevice.destroy() of a device shared with vyre_native"):
             if watch.native is None:
                 return device_destroy(device)
             # wgpuDeviceDestroy fires no lost callback, and a submit of ours racing it
@@ -236,7 +254,13 @@ def device_from_wgpu(gpu_device: Any) -> Device:
             f"from_wgpu() takes a live wgpu.GPUDevice of the wgpu-native backend, got {type(gpu_device).__name__}. "
             "Fix: pass adapter.request_device_sync()."
         )
-    with _lock:
+    # Adopted before: found without the lock (a lookup of finished state), so this works
+    # from a signal handler too, even inside another interop call on the same thread.
+    watch = _devices.get(gpu_device._internal)
+    existing = watch.device() if watch is not None and watch.device is not None else None
+    if existing is not None and not existing.released:
+        return existing
+    with _entered(_lock, "Device.from_wgpu()"):
         return _device_locked(wffi, api, gpu_device)[0]
 
 
@@ -251,7 +275,7 @@ def _device_locked(wffi: Any, api: Any, gpu_device: Any) -> tuple[Device, _Devic
     existing = watch.device() if watch.device is not None else None
     if existing is not None and not existing.released:
         return existing, watch
-    with watch.lock:
+    with _entered(watch.lock, "Device.from_wgpu()"):
         if watch.native is None or _is_closed(watch.native):
             # First use, or its vn.Device was closed (and everything made on it with
             # it): a new C device, which the watch follows from now on.
@@ -312,14 +336,14 @@ def buffer_from_wgpu(gpu_buffer: Any) -> Buffer:
             f"Buffer.from_wgpu() takes a live wgpu.GPUBuffer, got {type(gpu_buffer).__name__}. "
             "Fix: pass device.create_buffer(...)."
         )
-    with _lock:
+    with _entered(_lock, "Buffer.from_wgpu()"):
         device, device_watch = _device_locked(wffi, api, gpu_buffer._device)
         key = gpu_buffer._internal
         # Registered before wgpu-py's map state is read: a map on another thread either
         # set that state first, or finds the watch and waits for its lock.
         watch = _buffer_watch(key)
         _attach(watch, gpu_buffer)
-        with watch.lock:
+        with _entered(watch.lock, "Buffer.from_wgpu()"):
             if watch.native is None or watch.device is not device_watch.native:
                 # First adoption, or the last one was on a device closed since.
                 out_own, out = new_slot("vn_buffer *")
@@ -343,13 +367,13 @@ def buffer_to_wgpu(buffer: Buffer) -> Any:
             "Fix: create the device with vn.Device.from_wgpu(adapter.request_device_sync())."
         )
     native = buffer._live()
-    with _lock:
+    with _entered(_lock, "Buffer.to_wgpu()"):
         device_watch: _DeviceWatch = gpu_device.__dict__["_vn_watch"]  # set with _wgpu_device
         address = ffi.new("uintptr_t *")
         check(lib.vn_buffer_export(native, address))  # a new reference, for a new wgpu-py object
         internal = wffi.cast("WGPUBuffer", address[0])
         watch = _buffer_watch(internal)
-        with watch.lock:  # wgpu-py has no object of it before this call returns one
+        with _entered(watch.lock, "Buffer.to_wgpu()"):  # wgpu-py has no object of it before this returns one
             if watch.native is None or watch.device is not device_watch.native:
                 watch.native = _second_handle(lib.vn_buffer_retain_for_watch, native, "vn_buffer *")
                 watch.device = device_watch.native

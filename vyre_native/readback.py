@@ -1,11 +1,14 @@
 """vn.PendingRead, and the Python side of the readback primitive's two endings.
 
-Every read queues a GPU copy into a staging buffer and maps it (C). Then either C copies
-the bytes into memory the caller has (``read_into``, typed reads with ``copy=True``), or
-C pins that one staging buffer and hands out its mapped pointer (``vn_pending_read_pin``),
-which Python then either copies once into a new ``bytes`` and unpins at once, or wraps as
-a read-only numpy array (``copy=False``) that keeps the pin until the array and every view
-of it are gone. No lock is held while Python runs: the pin covers only what it reads.
+Every read queues a GPU copy into a staging buffer and maps it (C). Its outcome is taken
+once, by the first caller to find it back: the staging buffer becomes a pin the read
+keeps (a ``vn_mapping``). Then every caller, any number, on any thread, is served from
+that pin: either C copies the bytes into memory the caller has (``result_into``, typed
+reads with ``copy=True``), or C hands out a reference on the pin and its mapped pointer
+(``vn_pending_read_pin``), which Python then either copies once into a new ``bytes`` and
+drops at once, or wraps as a read-only numpy array (``copy=False``) that keeps the pin
+until the array and every view of it are gone. No lock is held while Python runs: the
+pin covers only what it reads.
 """
 
 from __future__ import annotations
@@ -139,11 +142,21 @@ def want_copy(copy: Any, what: str) -> bool:
 
 
 class PendingRead(Handle):
-    """A readback in flight (from ``read_async`` / ``read_output_async``).
+    """A readback in flight (from ``read_async`` / ``read_output_async``), shared by any
+    number of waiters, like a ``concurrent.futures.Future``.
 
-    ``result()`` / ``result_into(out)`` wait for it and return the bytes; each read
-    completes once. Many can be in flight: each holds its own staging buffer from
-    the device's ring until it completes.
+    ``result()`` / ``result_into(out)`` / ``await`` wait for it and give its data, to every
+    caller: any number of threads and asyncio tasks, in any order, as often as each likes.
+    The first to find the data back takes the staging buffer once; every waiter is then
+    served from it: ``result()`` gives each caller a new ``bytes`` (with ``dtype``, a new
+    writable array) and ``result_into`` copies into each caller's memory, while every
+    ``result(copy=False)`` shares the one read-only mapped memory. A failure (the device
+    lost, say) is the same error for every waiter.
+
+    Many can be in flight: each holds its own staging buffer from the device's ring, and
+    keeps it (mapped, out of the ring) from completion until it is released or collected,
+    or while a ``copy=False`` view of it lives: ``release()`` (or a ``with`` block) hands it
+    back as soon as every waiter has its data.
     """
 
     _kind = "PendingRead"

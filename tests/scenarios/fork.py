@@ -190,7 +190,7 @@ def main(child: Callable[[SimpleNamespace, Report], None]) -> None:
         "mappings_at_fork": mappings_at_fork,
         "adapter_type": ns.dev.info["adapter_type"],
     }
-    del ns.pinned
+    del ns.pinned, ns.pending, ns.pin_pending  # a completed read keeps its pin until it goes too
     gc.collect()
     parent["mappings_after"] = vn.debug.live_objects()["mappings"]
     report(

@@ -23,7 +23,7 @@ def square(v: int) -> int:
 def use_inherited(_: int) -> dict[str, Any]:
     assert inherited is not None
     buf = inherited
-    return outcome(lambda: buf.read(), timeout=None)
+    return outcome(lambda: buf.read())
 
 
 def own_device(v: int) -> Any:

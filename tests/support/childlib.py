@@ -57,11 +57,11 @@ def _describe(fn: Callable[[], object]) -> dict[str, Any]:
         return failure(e)
 
 
-def outcome(fn: Callable[[], object], timeout: float | None = 30.0) -> dict[str, Any]:
+def outcome(fn: Callable[[], object], timeout: float | None = None) -> dict[str, Any]:
     """What fn() did, as data: {"ok": True}, or what it raised (class, its bases, the
-    message). With a timeout it runs on a thread, so a hang is reported ({"hang": True})
-    instead of waited for; timeout=None runs it here (a signal's exception lands in the
-    main thread only)."""
+    message). It runs here, on this thread (a reentry test calls it from a signal
+    handler); with a timeout it runs on a thread of its own instead, so that a hang is
+    reported ({"hang": True}) instead of waited for."""
     if timeout is None:
         return _describe(fn)
     box: dict[str, dict[str, Any]] = {}
