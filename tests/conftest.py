@@ -15,7 +15,7 @@ import pytest
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # silences a harmless lavapipe warning
 
-import resource_log
+from support import resource_log
 
 import vyre_native as vn
 

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import resource_log
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -42,6 +41,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from support import resource_log
 from support.child import run
 from support.kernels import COUNTER_F32, DOUBLE
 
@@ -1027,7 +1027,6 @@ def run_machine() -> None:
 def test_api_state_machine() -> None:
     code = (
         "import importlib.util, sys\n"
-        f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})  # resource_log\n"
         f"spec = importlib.util.spec_from_file_location('vn_test_stateful', {os.path.abspath(__file__)!r})\n"
         "mod = importlib.util.module_from_spec(spec)\n"
         "sys.modules['vn_test_stateful'] = mod\n"
