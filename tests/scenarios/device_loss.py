@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 from support.childlib import long_recording, outcome, report
 from support.kernels import ADD_IMMEDIATE as ADD_K
-from support.kernels import DOUBLE
 
 import vyre_native as vn
+from scenarios import calls_after_the_end, made_before_the_end
 
 
 def after_destroy() -> None:
@@ -29,15 +29,7 @@ def after_destroy() -> None:
 def _calls_after_destroy() -> dict[str, Any]:
     """What each call did after destroy(); everything made here goes when it returns."""
     dev = vn.Device()
-    p = dev.compile(DOUBLE)
-    a = dev.upload(np.arange(64, dtype=np.float32))
-    o = dev.alloc(256)
-    fresh = p.prerecord_persistent_dispatch([a], [o])  # recorded, never replayed
-    done = p.prerecord_persistent_dispatch([a], [o])  # replayed before the loss
-    done.replay()
-    rc = p.record([a], [o])
-    rc.replay().wait()
-    seq = dev.sequence().add(p, [a], [o])
+    p, a, o, fresh, done, rc, seq = made_before_the_end(dev)
     view = a.view(0, 64)
     seq.add(p, [view], [o]).clear(o.view(0, 64))  # a clear as a fill dispatch in the pass
     imm = dev.compile(ADD_K, preserve=["acc"]) if "immediates" in dev.features else None
@@ -50,29 +42,13 @@ def _calls_after_destroy() -> dict[str, Any]:
     time.sleep(0.2)
     dev.destroy()
     ops = {
-        "upload": lambda: dev.upload(b"1234"),
-        "alloc": lambda: dev.alloc(16),
-        "compile": lambda: dev.compile(DOUBLE),
-        "prerecord": lambda: p.prerecord_persistent_dispatch([a], [o]),
-        "record": lambda: p.record([a], [o]),
-        "replay": lambda: fresh.replay(),
-        "recording_replay": lambda: rc.replay(),
+        **calls_after_the_end(dev, p, a, o, fresh, done, rc, seq),
         "recording_replay_many": lambda: rc.replay(1000),
-        "sequence": lambda: dev.sequence(),
-        "sequence_add": lambda: seq.add(p, [a], [o]),
         "sequence_copy": lambda: seq.copy(a, o),
         "sequence_clear": lambda: seq.clear(o),
-        "sequence_replay": lambda: seq.replay(),
         "submit": lambda: dev.submit([rc, seq]),
-        "read_output": lambda: done.read_output(0),
-        "read_output_into": lambda: done.read_output_into(0, np.empty(64, np.float32)),
-        "recording_read_output": lambda: rc.read_output(0),
-        "buffer_read": lambda: a.read(),
         "buffer_read_into": lambda: a.read_into(bytearray()),
-        "buffer_write": lambda: a.write(b"1234"),
-        "read_async": lambda: a.read_async(),
         "pending_result": lambda: pending.result(),
-        "wait_idle": lambda: dev.wait_idle(),
         "wait_on_running_work": lambda: running.wait(),
         "wait_on_running_work_with_timeout": lambda: running.wait(30),
         "done_on_running_work": lambda: running.done,
