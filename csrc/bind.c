@@ -101,7 +101,19 @@ static vn_status check_view(const vn_pipeline *p, const vn_binding *b, const vn_
                        "usage including %s, or leave usage unset for the default.",
                        role, what, b->group, b->binding, b->name, kind_name(b->kind), have_s, miss_s, need_s);
     }
-    uint64_t bound = vn_pad4(v->size);
+    bool uniform = b->kind == VN_BINDING_UNIFORM;
+    uint64_t bound = vn_view_extent(v);
+    /* WebGPU: a storage binding's size is a multiple of 4 (a uniform's need not be). A
+     * view ending its buffer binds its padding too; one ending mid-word inside the
+     * buffer cannot be padded without binding its neighbour's bytes. */
+    if (!uniform && bound % 4 != 0)
+        return vn_fail(VN_ERROR_BINDING,
+                       "%s %s for @group(%u) @binding(%u) `%s` (%s) has %llu bytes and ends mid-word inside its "
+                       "buffer; WebGPU needs a storage binding's size to be a multiple of 4, and padding it to %llu "
+                       "would bind the next %llu byte(s) of the buffer too. Fix: make the view's nbytes a multiple "
+                       "of 4 (or end it at the end of the buffer).",
+                       role, what, b->group, b->binding, b->name, kind_name(b->kind), (unsigned long long)bound,
+                       (unsigned long long)vn_pad4(bound), (unsigned long long)(vn_pad4(bound) - bound));
     if (bound < b->binding_size)
         return vn_fail(VN_ERROR_BINDING,
                        "%s %s for @group(%u) @binding(%u) `%s` has %llu bytes, but its declared type needs at least "
@@ -110,7 +122,6 @@ static vn_status check_view(const vn_pipeline *p, const vn_binding *b, const vn_
                        (unsigned long long)b->binding_size,
                        b->binding_size > b->min_size ? " (one element of its runtime-sized array)" : "",
                        (unsigned long long)b->binding_size);
-    bool uniform = b->kind == VN_BINDING_UNIFORM;
     uint64_t max_binding = uniform ? p->device->limits.maxUniformBufferBindingSize
                                    : p->device->limits.maxStorageBufferBindingSize;
     if (bound > max_binding)
@@ -145,10 +156,11 @@ static vn_status check_indirect(const vn_pipeline *p, const char *role, const vn
         return vn_fail(VN_ERROR_BINDING,
                        "indirect buffer %s %s has no INDIRECT usage. Fix: create it with vn.BufferUsage.INDIRECT, or "
                        "leave usage unset for the default.", role, what);
-    if (offset % 4 != 0)
+    if ((v->offset + offset) % 4 != 0)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "indirect offset %llu into %s %s is not a multiple of 4. Fix: place the three u32 workgroup "
-                       "counts at a 4-byte-aligned offset.", (unsigned long long)offset, role, what);
+                       "indirect offset %llu into %s %s is byte %llu of its buffer, not a multiple of 4. Fix: place "
+                       "the three u32 workgroup counts at a 4-byte-aligned byte of the buffer.",
+                       (unsigned long long)offset, role, what, (unsigned long long)(v->offset + offset));
     char sum[VN_SUM_TEXT];
     if (offset > v->size || v->size - offset < 12)
         return vn_fail(VN_ERROR_BINDING,
@@ -291,8 +303,8 @@ static vn_status assign_named(const vn_pipeline *p, const vn_dispatch_args *a, v
 }
 
 /* One use of a buffer by a dispatch: a binding, or the indirect counts (binding NULL),
- * over bytes [begin, end) of the buffer as wgpu sees them bound (a binding's size padded
- * to 4, as bind_cache.c binds it). */
+ * over bytes [begin, end) of the buffer as wgpu sees them bound (vn_view_extent, as
+ * bind_cache.c binds it). */
 typedef struct vn_use {
     const vn_binding *binding;
     const vn_buffer *buffer;
@@ -300,7 +312,7 @@ typedef struct vn_use {
 } vn_use;
 
 static vn_use binding_use(const vn_binding *b, const vn_view *v) {
-    return (vn_use){b, v->buffer, v->offset, v->offset + vn_pad4(v->size)};
+    return (vn_use){b, v->buffer, v->offset, v->offset + vn_view_extent(v)};
 }
 
 static bool use_writable(const vn_use *u) { return u->binding != NULL && u->binding->kind == VN_BINDING_STORAGE_READ_WRITE; }

@@ -80,7 +80,7 @@ vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindG
     for (uint32_t i = 0; i < count; i++) {
         key[VN_KEY_WORDS * i] = views[i].buffer->identity;
         key[VN_KEY_WORDS * i + 1] = views[i].offset;
-        key[VN_KEY_WORDS * i + 2] = vn_pad4(views[i].size);
+        key[VN_KEY_WORDS * i + 2] = vn_view_extent(&views[i]);
     }
     uint64_t h = hash_key(group, key, VN_KEY_WORDS * count);
 
@@ -117,7 +117,7 @@ vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindG
         e.binding = bindings[i].binding;
         e.buffer = views[n].buffer->buffer;
         e.offset = views[n].offset;
-        e.size = vn_pad4(views[n].size);
+        e.size = vn_view_extent(&views[n]);
         entries[n++] = e;
     }
     char label[240];

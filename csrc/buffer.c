@@ -1,5 +1,5 @@
-/* buffer.c - GPU buffers: creation with initial data, views, writes, release (reads are
- * readback.c's). */
+/* buffer.c - GPU buffers: creation with initial data, views, release (reads are
+ * readback.c's, writes and copies transfer.c's). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,12 +183,9 @@ vn_status vn_view_resolve(const vn_view *view, const char *what, vn_view *out) {
                        "%s: a view of 0 bytes (at offset %llu of buffer %llu) has nothing to bind, copy or read. Fix: "
                        "pass nbytes >= 1.", what, (unsigned long long)offset, (unsigned long long)b->identity);
     uint64_t size = view->size == UINT64_MAX ? len - offset : view->size;
-    if (offset % 4 != 0 || (size % 4 != 0 && offset + size != len))
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "%s: a view of %llu bytes at offset %llu of buffer %llu: GPU bindings and copies address whole "
-                       "4-byte words, so the offset must be a multiple of 4, and so must the size unless the view "
-                       "ends the buffer. Fix: align offset and nbytes to 4 bytes.", what, (unsigned long long)size,
-                       (unsigned long long)offset, (unsigned long long)b->identity);
+    /* Any byte range: transfers handle partial words (transfer.c, readback.c); what a
+     * binding needs beyond it (offset alignment, a storage size in whole words) is
+     * checked where the view binds (bind.c). */
     out->buffer = view->buffer;
     out->offset = offset;
     out->size = size;
@@ -215,70 +212,6 @@ vn_status vn_view_check(const vn_view *view, vn_view *resolved) {
     if (resolved != NULL) *resolved = v;
     vn_unacquire(v.buffer);
     return VN_OK;
-}
-
-/* A write into the resolved view v (its buffer held). */
-static vn_status view_write(const vn_view *v, uint64_t offset, const void *data, uint64_t nbytes) {
-    vn_buffer *buffer = v->buffer;
-    if (!(buffer->usage & VN_USAGE_COPY_DST))
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.write: buffer %llu has usage 0x%llx without COPY_DST. Fix: create it with "
-                       "vn.BufferUsage.COPY_DST (the default usage has it).",
-                       (unsigned long long)buffer->identity, (unsigned long long)buffer->usage);
-    bool whole_buffer = v->size == buffer->byte_len;
-    if (offset > v->size || nbytes > v->size - offset)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.write of %llu bytes at offset %llu runs past the %s's %llu bytes. Fix: write at "
-                       "most %s - offset bytes.",
-                       (unsigned long long)nbytes, (unsigned long long)offset, whole_buffer ? "buffer" : "view",
-                       (unsigned long long)v->size, whole_buffer ? "byte_len" : "nbytes");
-    uint64_t at = v->offset + offset;
-    bool ends_buffer = at + nbytes == buffer->byte_len;
-    if (at % 4 != 0 || (nbytes % 4 != 0 && !ends_buffer))
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.write of %llu bytes at offset %llu: GPU copies move whole 4-byte words, so the offset "
-                       "must be a multiple of 4 and so must the length unless the write ends the buffer. Fix: align "
-                       "offset and length to 4 bytes.",
-                       (unsigned long long)nbytes, (unsigned long long)offset);
-    if (nbytes == 0) return VN_OK;
-    if (data == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "buffer.write: data is NULL. Fix: pass the bytes to write.");
-    uint64_t whole = nbytes & ~(uint64_t)3;
-    vn_device *dev = buffer->device;
-    /* The life lock's read side: a write is queued work too, so it never lands between
-     * the parts of a replay split into several submits (they hold the write side). */
-    vn_status locked = vn_submit_begin(dev, "buffer.write");
-    if (locked != VN_OK) return locked;
-    vn_scope_begin(dev);
-    if (whole > 0) wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, at, data, (size_t)whole);
-    if (whole < nbytes) {
-        /* A tail of 1-3 bytes at the end of the buffer: the padding bytes after it
-         * belong to the allocation only, so writing them as zeros is harmless. */
-        uint8_t tail[4] = {0, 0, 0, 0};
-        memcpy(tail, (const uint8_t *)data + whole, (size_t)(nbytes - whole));
-        wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, at + whole, tail, 4);
-    }
-    vn_status st = vn_scope_end(dev, "buffer.write", VN_ERROR_VALIDATION, "check offset, length and usage.");
-    vn_submit_end(dev);
-    /* On a CPU adapter the flush's submit would block in the driver while earlier work
-     * runs: there it waits for a write that finds the queue idle (one poll, no wait). */
-    if (st == VN_OK && atomic_fetch_add(&dev->pending_write_bytes, nbytes) + nbytes >= VN_WRITE_FLUSH_BYTES &&
-        (!dev->serial_submits || vn_wait(dev, NULL, 0.0, NULL) == VN_OK))
-        st = vn_device_flush_writes(dev, "buffer.write", NULL);
-    return st;
-}
-
-vn_status vn_view_write(const vn_view *view, uint64_t offset, const void *data, uint64_t nbytes) {
-    vn_view v;
-    vn_status st = vn_view_acquire(view, "buffer.write", &v);
-    if (st != VN_OK) return st;
-    st = view_write(&v, offset, data, nbytes);
-    vn_unacquire(v.buffer);
-    return st;
-}
-
-vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes) {
-    vn_view whole = {buffer, 0, UINT64_MAX};
-    return vn_view_write(&whole, offset, data, nbytes);
 }
 
 void vn_buffer_release(vn_buffer *buffer) { vn_release_handle(buffer, VN_KIND_BUFFER); }

@@ -5,7 +5,8 @@
  * message, which shows it as codespan does ("┌─ wgsl:3:16", or "┌─ :3:16" for a
  * validation error) with the source line and a caret line under it. The source line
  * shown here is taken from the WGSL the caller passed, the column counted in
- * characters, as naga counts it. */
+ * characters, as naga counts it. Where the message has no span, the place it names is
+ * looked up in the source (find_subject); where there is none, the message says so. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,242 @@ static void excerpt(const char *text, size_t n, uint32_t column, uint32_t run, c
     if (label[0] != '\0' && used < cap) snprintf(out + used, cap - used, " %s", label);
 }
 
+/* ---- places naga's message names without a span ----------------------------------
+ *
+ * A few of naga's errors carry no span in wgpu-native 29's message, though they name
+ * something the source declares: an entry point ("Entry point main at Compute is
+ * invalid": its arguments, results or workgroup size) and a resource binding ("Shader
+ * global ResourceBinding { group: 9, binding: 0 } ..."). A scan of the source's tokens
+ * (comments skipped, as WGSL's block comments nest) finds the declaration. */
+
+static bool ident_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           ((unsigned char)c & 0x80);
+}
+
+/* The next token at or after *p: its start (NULL at the end) and length; comments and
+ * blanks skipped. Punctuation is one byte. */
+static const char *next_token(const char **p, const char *end, size_t *n) {
+    const char *q = *p;
+    for (;;) {
+        while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')) q++;
+        if (q + 1 < end && q[0] == '/' && q[1] == '/') {
+            while (q < end && *q != '\n') q++;
+        } else if (q + 1 < end && q[0] == '/' && q[1] == '*') {
+            int depth = 0;
+            do {
+                if (q + 1 < end && q[0] == '/' && q[1] == '*') depth++, q += 2;
+                else if (q + 1 < end && q[0] == '*' && q[1] == '/') depth--, q += 2;
+                else q++;
+            } while (depth > 0 && q < end);
+        } else {
+            break;
+        }
+    }
+    if (q >= end) {
+        *p = end;
+        return NULL;
+    }
+    const char *t = q;
+    if (ident_char(*q)) {
+        while (q < end && ident_char(*q)) q++;
+    } else {
+        q++;
+    }
+    *n = (size_t)(q - t);
+    *p = q;
+    return t;
+}
+
+static bool token_is(const char *t, size_t n, const char *word) { return t != NULL && strlen(word) == n && memcmp(t, word, n) == 0; }
+
+/* An integer literal token's value (0x..., a u/i suffix), or -1. */
+static long literal(const char *t, size_t n) {
+    char buf[32];
+    if (t == NULL || n == 0 || n >= sizeof buf || !(t[0] >= '0' && t[0] <= '9')) return -1;
+    memcpy(buf, t, n);
+    buf[n] = '\0';
+    char *rest = NULL;
+    long v = strtol(buf, &rest, 0);
+    return (*rest == '\0' || *rest == 'u' || *rest == 'i') ? v : -1;
+}
+
+/* `<keyword> <name>` (`fn main`, `override n`): the name's byte offset and length. */
+static bool find_decl(const char *src, size_t len, const char *keyword, const char *name, size_t name_n, size_t *at,
+                      size_t *n) {
+    const char *p = src, *end = src + len, *t;
+    size_t k;
+    bool after = false;
+    while ((t = next_token(&p, end, &k)) != NULL) {
+        if (after && k == name_n && memcmp(t, name, k) == 0) {
+            *at = (size_t)(t - src);
+            *n = k;
+            return true;
+        }
+        after = token_is(t, k, keyword);
+    }
+    return false;
+}
+
+/* The declaration with @group(group) @binding(binding): its `@group` attribute's byte
+ * offset and length. */
+static bool find_binding(const char *src, size_t len, long group, long binding, size_t *at, size_t *n) {
+    const char *p = src, *end = src + len, *t;
+    size_t k;
+    long g = -1, b = -1;
+    const char *g_at = NULL, *g_end = NULL;
+    while ((t = next_token(&p, end, &k)) != NULL) {
+        if (token_is(t, k, "@")) {
+            const char *q = p, *name, *open, *value, *close;
+            size_t nn, no, nv, nc;
+            name = next_token(&q, end, &nn);
+            open = next_token(&q, end, &no);
+            value = next_token(&q, end, &nv);
+            close = next_token(&q, end, &nc);
+            if (!token_is(open, no, "(") || !token_is(close, nc, ")")) continue;
+            if (token_is(name, nn, "group")) {
+                g = literal(value, nv);
+                g_at = t;
+                g_end = close + 1;
+            } else if (token_is(name, nn, "binding")) {
+                b = literal(value, nv);
+            }
+            p = q;
+        } else if (token_is(t, k, "var")) {
+            if (g == group && b == binding && g_at != NULL) {
+                *at = (size_t)(g_at - src);
+                *n = (size_t)(g_end - g_at);
+                return true;
+            }
+            g = b = -1;
+            g_at = NULL;
+        } else if (token_is(t, k, ";") || token_is(t, k, "{") || token_is(t, k, "}")) {
+            g = b = -1;
+            g_at = NULL;
+        }
+    }
+    return false;
+}
+
+/* The place of a token: line and column (characters) of byte `at`, and the length in
+ * characters of its n bytes. */
+static void place_of(const char *src, size_t at, size_t n, unsigned *line, unsigned *column, uint32_t *run) {
+    *line = 1;
+    const char *line_start = src;
+    for (const char *q = src; q < src + at; q++)
+        if (*q == '\n') ++*line, line_start = q + 1;
+    *column = 1;
+    for (const char *q = line_start; q < src + at; q++)
+        if (!utf8_continuation(*q)) ++*column;
+    *run = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!utf8_continuation(src[at + i])) ++*run;
+}
+
+/* The `@<attribute>` among the attributes of `fn <entry>` (its byte offset and length:
+ * the `@` through the name), or, with attribute NULL or absent there, the entry's name. */
+static bool find_entry_attribute(const char *src, size_t len, const char *entry, const char *attribute, size_t *at,
+                                 size_t *n) {
+    const char *p = src, *end = src + len, *t, *attr = NULL;
+    size_t k, entry_n = strlen(entry);
+    bool after_fn = false;
+    while ((t = next_token(&p, end, &k)) != NULL) {
+        if (after_fn && k == entry_n && memcmp(t, entry, k) == 0) {
+            if (attr != NULL) {
+                *at = (size_t)(attr - src);
+                *n = 1 + strlen(attribute);
+            } else {
+                *at = (size_t)(t - src);
+                *n = k;
+            }
+            return true;
+        }
+        after_fn = token_is(t, k, "fn");
+        if (token_is(t, k, "@") && attribute != NULL) {
+            const char *q = p;
+            size_t nn;
+            const char *name = next_token(&q, end, &nn);
+            if (token_is(name, nn, attribute)) attr = t;
+        } else if (after_fn || token_is(t, k, ";") || token_is(t, k, "}")) {
+            if (!after_fn) attr = NULL;
+        }
+        if (token_is(t, k, "{")) attr = NULL;
+    }
+    return false;
+}
+
+/* The first `var<<space>>` (its `var` through the `>`). */
+static bool find_var_of_space(const char *src, size_t len, const char *space, size_t *at, size_t *n) {
+    const char *p = src, *end = src + len, *t;
+    size_t k;
+    while ((t = next_token(&p, end, &k)) != NULL) {
+        if (!token_is(t, k, "var")) continue;
+        const char *q = p, *open, *name, *close;
+        size_t no, nn, nc;
+        open = next_token(&q, end, &no);
+        name = next_token(&q, end, &nn);
+        close = next_token(&q, end, &nc);
+        if (token_is(open, no, "<") && token_is(name, nn, space) && token_is(close, nc, ">")) {
+            *at = (size_t)(t - src);
+            *n = (size_t)(close + 1 - t);
+            return true;
+        }
+    }
+    return false;
+}
+
+vn_status vn_shader_point(const char *wgsl, size_t wgsl_len, const char *entry, const char *attribute,
+                          const char *space, vn_status code) {
+    if (wgsl == NULL || entry == NULL) return code;
+    size_t at = 0, n = 0;
+    bool found = space != NULL ? find_var_of_space(wgsl, wgsl_len, space, &at, &n)
+                               : find_entry_attribute(wgsl, wgsl_len, entry, attribute, &at, &n);
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", vn_last_error());
+    char *fix = NULL;
+    for (char *f = strstr(msg, ". Fix: "); f != NULL; f = strstr(f + 1, ". Fix: ")) fix = f;
+    if (!found || fix == NULL) return code;
+    *fix = '\0';
+    unsigned line, column;
+    uint32_t run;
+    place_of(wgsl, at, n, &line, &column, &run);
+    const char *src_line = NULL;
+    size_t src_n = 0;
+    if (!source_line(wgsl, wgsl_len, line, &src_line, &src_n)) return code;
+    char shown[2 * SHOWN_LINE_MAX + 300];
+    excerpt(src_line, src_n, column, run, "", shown, sizeof shown);
+    vn_status st = vn_fail(code, "%s at line %u, column %u (wgsl:%u:%u)\n%s\nFix: %s", msg, line, column, line, column,
+                           shown, fix + strlen(". Fix: "));
+    vn_set_error_position(line, column);
+    return st;
+}
+
+/* Where a span-less message's subject is declared: line and column (characters) and the
+ * length in characters, or false. */
+static bool find_subject(const char *msg, const char *src, size_t len, unsigned *line, unsigned *column,
+                         uint32_t *run) {
+    size_t at = 0, n = 0;
+    bool found = false;
+    const char *ep = strstr(msg, "Entry point ");
+    const char *rb = strstr(msg, "ResourceBinding { group: ");
+    const char *ov = strstr(msg, "constant with identifier string: '");
+    long group = -1, binding = -1;
+    if (ov != NULL) {
+        const char *name = ov + strlen("constant with identifier string: '");
+        size_t name_n = strcspn(name, "'\n");
+        found = name_n > 0 && find_decl(src, len, "override", name, name_n, &at, &n);
+    } else if (ep != NULL) {
+        const char *name = ep + strlen("Entry point ");
+        size_t name_n = strcspn(name, " \n");
+        found = name_n > 0 && find_decl(src, len, "fn", name, name_n, &at, &n);
+    } else if (rb != NULL && sscanf(rb, "ResourceBinding { group: %ld, binding: %ld }", &group, &binding) == 2) {
+        found = find_binding(src, len, group, binding, &at, &n);
+    }
+    if (!found) return false;
+    place_of(src, at, n, line, column, run);
+    return true;
+}
+
 /* The feature a naga capability stands for, NULL when it is none of the adapter's. */
 static const char *capability_feature(const char *msg) {
     static const struct { const char *capability, *feature; } known[] = {
@@ -156,41 +393,89 @@ vn_status vn_shader_diagnose(vn_device *device, const char *wgsl, size_t wgsl_le
             if (*p != ':' || sscanf(p, ":%u:%u", &line, &column) != 2) line = column = 0;
         }
     }
+    /* No span in the message: the place it names, found in the source (scanned). */
+    uint32_t run = 1;
+    bool scanned = false;
+    if (marker == NULL && code == VN_ERROR_SHADER) scanned = find_subject(msg, wgsl, wgsl_len, &line, &column, &run);
     const char *src_line = NULL;
     size_t src_n = 0;
     if (line == 0 || column == 0 || !source_line(wgsl, wgsl_len, line, &src_line, &src_n)) {
-        /* No position: the message as wgpu gave it, its Fix on a line of its own. */
-        if (fix == NULL) return code;
-        return vn_fail(code, "%s.\n%s", msg, generic_fix);
+        /* No position at all: the message as wgpu gave it, said plainly to have none. */
+        /* "<doing> failed: In wgpuDevice..., label = '...'\n    <what>": the doing and the what */
+        char plain[1600];
+        vn_format(plain, sizeof plain, "%s", msg);
+        const char *in = strstr(msg, "In wgpu");
+        const char *nl = in != NULL ? strchr(in, '\n') : NULL;
+        if (nl != NULL) {
+            while (*nl == ' ' || *nl == '\n') nl++;
+            vn_format(plain, sizeof plain, "%.*s%s", (int)(in - msg), msg, nl);
+        }
+        size_t k = strlen(plain);
+        while (k > 0 && (plain[k - 1] == '.' || plain[k - 1] == '\n' || plain[k - 1] == ' ')) plain[--k] = '\0';
+        return vn_fail(code, "WGSL error with no position (wgpu-native's message names no line or column, and none "
+                       "could be found for it in the source): %s.\n%s", plain,
+                       generic_fix[0] ? generic_fix : "Fix: correct the WGSL as the message says.");
     }
 
     /* naga's headline: "Shader '<label>' parsing error: <what>" or "Shader validation
-     * error: <what>", kept from "parsing error" / "validation error" on. */
+     * error: <what>", kept from "parsing error" / "validation error" on; a headline of
+     * another form ("Shader global ... exceeds ...") whole. */
+    const char *stop = marker != NULL ? marker : msg + strlen(msg);
     char headline[512] = "error";
     const char *shader = strstr(msg, "Shader ");
-    if (shader != NULL && shader < marker) {
+    if (shader != NULL && shader < stop) {
         const char *kind = strstr(shader, " error: ");
         const char *start = shader + strlen("Shader ");
         if (*start == '\'') {
             const char *close = strchr(start + 1, '\'');
             if (close != NULL) start = close + 1;
         }
-        if (kind != NULL && kind < marker) {
+        if (kind != NULL && kind < stop) {
             while (*start == ' ') start++;
             rest_of_line(start, headline, sizeof headline);
+        } else if (scanned) {
+            memcpy(headline, "error: ", 8);
+            rest_of_line(start, headline + 7, sizeof headline - 7);
+        }
+    } else if (scanned) {
+        /* "<doing> failed: In wgpuDeviceCreateComputePipeline, label = 'main'\n    <what>":
+         * "error: <what> (<doing>: In ..., label = 'main')", the object named as wgpu names it */
+        const char *in = strstr(msg, "In wgpu");
+        const char *nl = in != NULL ? strchr(in, '\n') : NULL;
+        if (nl != NULL) {
+            char rest[400], where[160];
+            rest_of_line(nl + 1, rest, sizeof rest);
+            size_t k = strlen(rest);
+            while (k > 0 && rest[k - 1] == '.') rest[--k] = '\0';
+            rest_of_line(in, where, sizeof where);
+            size_t doing = (size_t)(in - msg);
+            while (doing > 0 && (msg[doing - 1] == ' ' || msg[doing - 1] == ':')) doing--;
+            if (doing >= 7 && memcmp(msg + doing - 7, " failed", 7) == 0) doing -= 7;
+            vn_format(headline, sizeof headline, "error: %s (%.*s: %s)", rest, (int)doing, msg, where);
         }
     }
+    size_t trim = strlen(headline);
+    while (trim > 0 && headline[trim - 1] == '.') headline[--trim] = '\0';
+    /* naga's notes ("  = ..."): the first under a span; every one where none came. */
     char note[256] = "";
-    const char *eq = strstr(marker, "\n  = ");
-    if (eq != NULL) rest_of_line(eq + strlen("\n  = "), note, sizeof note);
-    char label[200];
-    uint32_t run = caret_run(marker, column, label, sizeof label);
+    for (const char *eq = strstr(marker != NULL ? marker : msg, "\n "); eq != NULL; eq = strstr(eq + 1, "\n ")) {
+        const char *text = eq + 1;
+        while (*text == ' ') text++;
+        if (text[0] != '=' || text[1] != ' ') continue;
+        size_t used = strlen(note);
+        if (used > 0 && used + 2 < sizeof note) memcpy(note + used, "; ", 3), used += 2;
+        rest_of_line(text + 2, note + used, sizeof note - used);
+        if (marker != NULL) break;
+    }
+    char label[200] = "";
+    if (marker != NULL) run = caret_run(marker, column, label, sizeof label);
     char shown[2 * SHOWN_LINE_MAX + 300];
     excerpt(src_line, src_n, column, run, label, shown, sizeof shown);
 
     char what[900];
-    vn_format(what, sizeof what, "WGSL %s%s%s%s at line %u, column %u (wgsl:%u:%u)", headline, note[0] ? " (" : "",
-             note, note[0] ? ")" : "", line, column, line, column);
+    vn_format(what, sizeof what, "WGSL %s%s%s%s at line %u, column %u (wgsl:%u:%u%s)", headline, note[0] ? " (" : "",
+              note, note[0] ? ")" : "", line, column, line, column,
+              scanned ? "; wgpu-native's message has no span, so this is where the source declares what it names" : "");
     vn_status st;
     const char *feature = capability_feature(msg);
     bool lacks_immediates =

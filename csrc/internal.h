@@ -232,6 +232,13 @@ void vn_unacquire_all(const void *const *handles, size_t n);
  * (vn_last_error_position); var<immediate> on a device without the feature becomes
  * VN_ERROR_UNSUPPORTED. Returns the resulting code. */
 vn_status vn_shader_diagnose(vn_device *device, const char *wgsl, size_t wgsl_len, vn_status code);
+/* After a check of entry point `entry` failed with `code` (this thread's message "<what>.
+ * Fix: <fix>"): the same pointing at the source, "<what> at line L, column C (wgsl:L:C)\n
+ * <source line>\n<caret>\nFix: <fix>" with the position set: at the first `var<space>`
+ * (space not NULL), else the entry point's `@<attribute>`, else its name. Returns code;
+ * the message is unchanged where no place is found. */
+vn_status vn_shader_point(const char *wgsl, size_t wgsl_len, const char *entry, const char *attribute,
+                          const char *space, vn_status code);
 /* VN_ERROR_UNSUPPORTED: "<what>, but this device lacks ... immediates", then `shown` (a
  * source excerpt, or NULL) and the Fix that fits (the adapter offers it or not). */
 vn_status vn_immediates_unsupported(const vn_device *device, const char *what, const char *shown);
@@ -267,7 +274,7 @@ typedef struct vn_device_hooks {
 } vn_device_hooks;
 
 /* One slot per file that attaches state, in the order the device's free releases them. */
-typedef enum vn_device_part { VN_PART_FILL, VN_PART_READBACK, VN_PART_COUNT } vn_device_part;
+typedef enum vn_device_part { VN_PART_FILL, VN_PART_READBACK, VN_PART_TRANSFER, VN_PART_COUNT } vn_device_part;
 
 struct vn_device {
     vn_object obj; /* first, as in every handle's object: VN_KIND_DEVICE */
@@ -332,6 +339,9 @@ struct vn_device {
     /* The built-in zero fill (fill.c): made on first use under scope_lock, then
      * fixed until the device is freed. */
     _Atomic(struct vn_fill *) fill;
+    /* The byte-merge kernel of writes and copies that end mid-word (transfer.c): made
+     * on first use under scope_lock, then fixed until the device is freed. */
+    _Atomic(struct vn_transfer *) transfer;
 
     /* Each part's hooks once it has attached state (NULL before): see vn_device_hooks. */
     _Atomic(const vn_device_hooks *) hooks[VN_PART_COUNT];
@@ -492,8 +502,8 @@ vn_status vn_view_acquire(const vn_view *view, const char *what, vn_view *out);
 
 /* ---- readback (readback.c) ---------------------------------------------------- */
 
-/* Copy `nbytes` of `src` from `offset` (4-aligned; src has COPY_SRC usage and an
- * allocation of at least offset + round_up(nbytes, 4) bytes) into dst, after all work
+/* Copy `nbytes` of `src` from `offset` (any byte; src has COPY_SRC usage and an
+ * allocation of at least round_up(offset + nbytes, 4) bytes) into dst, after all work
  * submitted before the call: the readback primitive's copying form (the pinning form is
  * vn_pending_read_pin). The copy's submit checks `guard` under the life lock (NULL for
  * the layer's own buffers). Waits one time slice at most: VN_OK, or VN_PENDING with
@@ -556,6 +566,8 @@ struct vn_shader {
     vn_object obj; /* VN_KIND_SHADER */
     vn_device *device;
     WGPUShaderModule module;
+    char *wgsl;          /* the source (terminated): where pipeline errors point */
+    size_t wgsl_len;
 };
 
 typedef struct vn_binding {
@@ -607,7 +619,7 @@ void vn_pipeline_retain(vn_pipeline *pipeline);
 vn_status vn_bind_cache_init(vn_bind_cache *cache, uint32_t capacity);
 void vn_bind_cache_destroy(vn_bind_cache *cache);
 /* A bind group for `group` of `pipeline` binding `views` (resolved: one per entry of the
- * group, in binding order; each binds its offset and its size padded to 4), from the
+ * group, in binding order; each binds its offset and vn_view_extent), from the
  * cache or created; the caller gets its own reference. Must run inside
  * vn_scope_begin/end. */
 vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, const vn_view *views,
@@ -720,6 +732,14 @@ void vn_fill_release(vn_device *device);
 /* ---- small helpers ------------------------------------------------------------ */
 
 static inline uint64_t vn_pad4(uint64_t n) { return n == 0 ? 4 : (n + 3) & ~(uint64_t)3; }
+/* The bytes a resolved view occupies on the GPU, as it binds and clears: its size,
+ * padded to 4 only where it ends its buffer (the padding is the allocation's own; a
+ * view ending mid-word inside the buffer would reach its neighbour's bytes). */
+static inline uint64_t vn_view_extent(const vn_view *v) {
+    return v->offset + v->size == v->buffer->byte_len ? vn_pad4(v->size) : v->size;
+}
+/* The device's transfer kernel state (transfer.c), freed with the device. */
+void vn_transfer_release(vn_device *device);
 static inline WGPUStringView vn_sv(const char *s) { WGPUStringView v = {s, WGPU_STRLEN}; return v; }
 
 #endif /* VN_INTERNAL_H */

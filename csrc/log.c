@@ -11,11 +11,11 @@
 
 #include "internal.h"
 
-#define LOG_SLOTS 256
+#define LOG_SLOTS VN_LOG_RING_SLOTS
 
 static struct {
     int level;
-    char text[1024];
+    char text[VN_LOG_MESSAGE_BYTES];
 } ring[LOG_SLOTS];
 static size_t head, count;
 static uint64_t dropped;

@@ -9,6 +9,7 @@ static void shader_destroy(vn_object *object) {
     vn_shader *shader = (vn_shader *)object;
     wgpu.ShaderModuleRelease(shader->module);
     vn_device_unref(shader->device);
+    free(shader->wgsl);
     free(shader);
     vn_live_add(VN_LIVE_SHADER, -1);
 }
@@ -20,7 +21,16 @@ static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_shader_create: NULL source or result. Fix: pass WGSL text.");
     *out = NULL;
     vn_shader *sh = calloc(1, sizeof *sh);
-    if (sh == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a shader record. Fix: free host memory.");
+    /* The text is kept for the pipeline's errors, which name places in it (diagnostics.c). */
+    char *kept = sh != NULL ? malloc(wgsl_len + 1) : NULL;
+    if (kept == NULL) {
+        free(sh);
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a shader record. Fix: free host memory.");
+    }
+    memcpy(kept, wgsl, wgsl_len);
+    kept[wgsl_len] = '\0';
+    sh->wgsl = kept;
+    sh->wgsl_len = wgsl_len;
     WGPUShaderSourceWGSL source = WGPU_SHADER_SOURCE_WGSL_INIT;
     source.code.data = wgsl;
     source.code.length = wgsl_len;
@@ -29,12 +39,13 @@ static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_
     desc.label = vn_sv("wgsl"); /* naga then shows positions as wgsl:<line>:<column> */
     vn_scope_begin(device);
     sh->module = wgpu.DeviceCreateShaderModule(device->device, &desc);
-    st = vn_scope_end(device, "compiling WGSL", VN_ERROR_SHADER, "correct the WGSL at the line the compiler names.");
+    st = vn_scope_end(device, "compiling WGSL", VN_ERROR_SHADER, "correct the WGSL as the message says.");
     if (st == VN_ERROR_SHADER) st = vn_shader_diagnose(device, wgsl, wgsl_len, st);
     if (st == VN_OK && sh->module == NULL)
         st = vn_fail(VN_ERROR_SHADER, "compiling WGSL returned no module. Fix: check the WGSL source.");
     if (st != VN_OK) {
         if (sh->module != NULL) wgpu.ShaderModuleRelease(sh->module);
+        free(sh->wgsl);
         free(sh);
         return st;
     }
@@ -72,7 +83,7 @@ static void pipeline_free(vn_pipeline *p) {
 
 /* var<immediate> data needs wgpu-native's "immediates" feature on the device and fits
  * in its maxImmediateSize; both are said here, before wgpu sees the layout. */
-static vn_status check_immediates(const vn_device *device, const vn_pipeline_desc *desc) {
+static vn_status check_immediates(const vn_device *device, const vn_shader *shader, const vn_pipeline_desc *desc) {
     uint32_t size = desc->immediate_size;
     if (size == 0) return VN_OK;
     if (!wgpu.DeviceHasFeature(device->device, (WGPUFeatureName)WGPUNativeFeature_Immediates)) {
@@ -84,11 +95,11 @@ static vn_status check_immediates(const vn_device *device, const vn_pipeline_des
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "immediate_size %u of entry point `%s` is not a multiple of 4. Fix: round "
                        "the var<immediate> type's size up to 4 bytes.", size, desc->entry_point);
     if (size > device->limits.maxImmediateSize)
-        return vn_fail(VN_ERROR_SHADER,
+        return vn_shader_point(shader->wgsl, shader->wgsl_len, desc->entry_point, NULL, "immediate", vn_fail(VN_ERROR_SHADER,
                        "entry point `%s` declares %u bytes of var<immediate> data, above this device's "
                        "max_immediate_size of %u bytes. Fix: keep the var<immediate> type within %u bytes, and move "
                        "the rest into a uniform or storage buffer.",
-                       desc->entry_point, size, device->limits.maxImmediateSize, device->limits.maxImmediateSize);
+                       desc->entry_point, size, device->limits.maxImmediateSize, device->limits.maxImmediateSize));
     return VN_OK;
 }
 
@@ -98,7 +109,7 @@ static uint64_t mul_saturating(uint64_t a, uint64_t b) {
 
 /* The one check of a compute entry point against the device's workgroup limits,
  * whether literals or overrides decide the sizes. */
-static vn_status check_workgroup(const vn_device *device, const vn_pipeline_desc *desc) {
+static vn_status check_workgroup(const vn_device *device, const vn_shader *shader, const vn_pipeline_desc *desc) {
     const uint64_t *wg = desc->workgroup_size;
     const WGPULimits *lim = &device->limits;
     const char *entry = desc->entry_point;
@@ -112,34 +123,35 @@ static vn_status check_workgroup(const vn_device *device, const vn_pipeline_desc
                                "dimension at least 1.", entry, (unsigned long long)wg[0], (unsigned long long)wg[1],
                                (unsigned long long)wg[2]);
             if (wg[i] > dim_limit[i])
-                return vn_fail(VN_ERROR_SHADER,
+                return vn_shader_point(shader->wgsl, shader->wgsl_len, entry, "workgroup_size", NULL, vn_fail(VN_ERROR_SHADER,
                                "entry point `%s` has @workgroup_size(%llu, %llu, %llu): %c = %llu is above this "
                                "device's max_compute_workgroup_size_%c of %u. Fix: lower @workgroup_size (or the "
                                "override values it is computed from) to at most %u in %c.",
                                entry, (unsigned long long)wg[0], (unsigned long long)wg[1], (unsigned long long)wg[2],
-                               "xyz"[i], (unsigned long long)wg[i], "xyz"[i], dim_limit[i], dim_limit[i], "xyz"[i]);
+                               "xyz"[i], (unsigned long long)wg[i], "xyz"[i], dim_limit[i], dim_limit[i], "xyz"[i]));
         }
         uint64_t invocations = mul_saturating(mul_saturating(wg[0], wg[1]), wg[2]);
         if (invocations > lim->maxComputeInvocationsPerWorkgroup)
-            return vn_fail(VN_ERROR_SHADER,
+            return vn_shader_point(shader->wgsl, shader->wgsl_len, entry, "workgroup_size", NULL, vn_fail(VN_ERROR_SHADER,
                            "entry point `%s` has @workgroup_size(%llu, %llu, %llu), %llu invocations per workgroup, "
                            "above this device's max_compute_invocations_per_workgroup of %u. Fix: lower "
                            "@workgroup_size (or the override values it is computed from) so that x * y * z <= %u.",
                            entry, (unsigned long long)wg[0], (unsigned long long)wg[1], (unsigned long long)wg[2],
                            (unsigned long long)invocations, lim->maxComputeInvocationsPerWorkgroup,
-                           lim->maxComputeInvocationsPerWorkgroup);
+                           lim->maxComputeInvocationsPerWorkgroup));
     }
+    /* at the first var<workgroup>: the memory is every one the entry point reaches */
     if (desc->workgroup_storage_size > lim->maxComputeWorkgroupStorageSize)
-        return vn_fail(VN_ERROR_SHADER,
+        return vn_shader_point(shader->wgsl, shader->wgsl_len, entry, NULL, "workgroup", vn_fail(VN_ERROR_SHADER,
                        "entry point `%s` uses %llu bytes of var<workgroup> memory (each variable rounded up to 16 "
                        "bytes), above this device's max_compute_workgroup_storage_size of %u bytes. Fix: shrink its "
                        "var<workgroup> arrays (or the override values that size them) to fit in %u bytes.",
                        entry, (unsigned long long)desc->workgroup_storage_size, lim->maxComputeWorkgroupStorageSize,
-                       lim->maxComputeWorkgroupStorageSize);
+                       lim->maxComputeWorkgroupStorageSize));
     return VN_OK;
 }
 
-static vn_status check_desc(const vn_device *device, const vn_pipeline_desc *desc) {
+static vn_status check_desc(const vn_device *device, const vn_shader *shader, const vn_pipeline_desc *desc) {
     if (desc->entry_point == NULL || desc->entry_point[0] == '\0')
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "the entry point name is empty. Fix: name the @compute function.");
     if (desc->binding_count > 0 && desc->bindings == NULL)
@@ -164,7 +176,7 @@ static vn_status check_desc(const vn_device *device, const vn_pipeline_desc *des
                                b->group, b->binding, b->name ? b->name : "?");
         }
     }
-    vn_status st = check_immediates(device, desc);
+    vn_status st = check_immediates(device, shader, desc);
     if (st != VN_OK) return st;
     if (desc->indirect_binding >= 0) {
         if ((size_t)desc->indirect_binding >= desc->binding_count)
@@ -187,7 +199,7 @@ static vn_status check_desc(const vn_device *device, const vn_pipeline_desc *des
                            "offset) at the dispatch.",
                            b->name ? b->name : "?", b->group, b->binding, b->name ? b->name : "?");
     }
-    return check_workgroup(device, desc);
+    return check_workgroup(device, shader, desc);
 }
 
 static WGPUBufferBindingType binding_type(vn_binding_kind kind) {
@@ -237,7 +249,7 @@ static vn_status pipeline_create(vn_device *device, vn_shader *shader, const vn_
     *out = NULL;
     if (shader->device != device)
         return vn_fail(VN_ERROR_BINDING, "the shader was compiled on another device. Fix: compile it on this device.");
-    st = check_desc(device, desc);
+    st = check_desc(device, shader, desc);
     if (st != VN_OK) return st;
 
     vn_pipeline *p = calloc(1, sizeof *p);
@@ -302,6 +314,8 @@ static vn_status pipeline_create(vn_device *device, vn_shader *shader, const vn_
                                    "constant has a value, and that the bindings match the shader.");
     free(scratch);
     free(constants);
+    /* naga's pipeline errors (override values, the entry point) name places in the WGSL. */
+    if (scope == VN_ERROR_SHADER) scope = vn_shader_diagnose(device, shader->wgsl, shader->wgsl_len, scope);
     if (st == VN_OK) st = scope;
     else st = vn_fail(st, "could not copy binding names. Fix: free host memory.");
     if (st == VN_OK && p->pipeline == NULL)

@@ -138,6 +138,7 @@ struct vn_pending_read {
     vn_device *device;   /* a reference */
     vn_staging *staging; /* until the outcome is taken (under lock) */
     uint64_t nbytes;
+    uint64_t skip;       /* bytes of the first copied word before the read's first byte */
     atomic_int done;     /* the map callback fired */
     WGPUMapAsyncStatus status;
     bool map_pending;    /* a map was requested and its outcome not taken yet */
@@ -175,7 +176,11 @@ static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t offset, uin
     atomic_init(&r->state, READ_IN_FLIGHT);
     r->device = dev;
     r->nbytes = nbytes;
-    uint64_t padded = vn_pad4(nbytes);
+    /* Copies move whole words: copy the words enclosing [offset, offset + nbytes) (inside
+     * the allocation, which is padded to a word) and skip the bytes before the first. */
+    r->skip = offset % 4;
+    offset -= r->skip;
+    uint64_t padded = vn_pad4(r->skip + nbytes);
     vn_status st = vn_submit_guard_check(guard); /* refused now: nothing encoded */
     if (st == VN_OK) st = staging_acquire(dev, padded, &r->staging);
     if (st != VN_OK) return st;
@@ -337,7 +342,7 @@ static void take_outcome(vn_pending_read *r) {
         keep_failure(r, st);
         return;
     }
-    const void *p = wgpu.BufferGetConstMappedRange(s->buffer, 0, (size_t)vn_pad4(r->nbytes));
+    const void *p = wgpu.BufferGetConstMappedRange(s->buffer, 0, (size_t)vn_pad4(r->skip + r->nbytes));
     if (p == NULL) {
         wgpu.BufferUnmap(s->buffer);
         vn_submit_end(dev);
@@ -350,7 +355,7 @@ static void take_outcome(vn_pending_read *r) {
     vn_submit_end(dev);
     vn_object_init(&m->obj, VN_KIND_MAPPING, mapping_destroy);
     m->staging = s;
-    m->data = p;
+    m->data = (const char *)p + r->skip;
     m->nbytes = r->nbytes;
     vn_device_retain(dev);
     m->device = dev;

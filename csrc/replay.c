@@ -396,9 +396,9 @@ static vn_status check_sequence_view(const vn_sequence *s, const vn_view *v, con
     return VN_OK;
 }
 
-/* The GPU extent of a resolved view: its size padded to 4 (a view whose size is not a
- * multiple of 4 ends its buffer, so the padding is the allocation's own). */
-static uint64_t extent(const vn_view *v) { return vn_pad4(v->size); }
+/* The GPU extent of a resolved view: its size, padded to 4 where it ends its buffer
+ * (the padding is the allocation's own). */
+static uint64_t extent(const vn_view *v) { return vn_view_extent(v); }
 
 /* A copy between resolved views whose buffers the call holds. */
 static vn_status sequence_copy(vn_sequence *s, const vn_view *src, const vn_view *dst, uint64_t nbytes,
@@ -416,10 +416,14 @@ static vn_status sequence_copy(vn_sequence *s, const vn_view *src, const vn_view
         uint64_t a = src_len - src_offset, b = dst_len - dst_offset;
         nbytes = a < b ? a : b;
     }
-    if (src_offset % 4 || dst_offset % 4 || nbytes % 4)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "a GPU copy moves whole 4-byte words: nbytes %llu, src_offset %llu and "
-                       "dst_offset %llu must be multiples of 4. Fix: align them to 4 bytes.",
-                       (unsigned long long)nbytes, (unsigned long long)src_offset, (unsigned long long)dst_offset);
+    /* A step is one CopyBufferToBuffer, which moves whole words: the byte-exact copy,
+     * which merges partial words with a dispatch of its own, is Device.copy. */
+    if ((src->offset + src_offset) % 4 || (dst->offset + dst_offset) % 4 || nbytes % 4)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "a sequence's copy step moves whole 4-byte words: nbytes %llu, and the "
+                       "source and destination bytes %llu and %llu of their buffers, must be multiples of 4. Fix: align "
+                       "them to 4 bytes, or copy any byte range with Device.copy (queued now, not a step).",
+                       (unsigned long long)nbytes, (unsigned long long)(src->offset + src_offset),
+                       (unsigned long long)(dst->offset + dst_offset));
     if (nbytes > src_len - src_offset || nbytes > dst_len - dst_offset)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copying %llu bytes runs past the source (%llu bytes from offset %llu) "
                        "or the destination (%llu bytes from offset %llu). Fix: copy fewer bytes.",
@@ -465,6 +469,14 @@ vn_status vn_sequence_copy(vn_sequence *s, const vn_view *src_view, const vn_vie
 static vn_status sequence_clear(vn_sequence *s, const vn_view *v) {
     vn_status st = check_sequence_view(s, v, "cleared buffer", VN_USAGE_COPY_DST);
     if (st != VN_OK) return st;
+    /* A fill or clear_buffer sets whole words: a view covering part of one would zero
+     * its neighbour's bytes. */
+    if (v->offset % 4 != 0 || extent(v) % 4 != 0)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "a clear of %llu bytes at byte %llu of buffer %llu covers part of a 4-byte "
+                       "word; a GPU clear zeroes whole words, so it would zero the rest of that word too. Fix: clear a "
+                       "view of whole words (offset and nbytes multiples of 4, or ending the buffer), or write zeros "
+                       "to the exact bytes with view.write.", (unsigned long long)v->size,
+                       (unsigned long long)v->offset, (unsigned long long)v->buffer->identity);
     vn_step step;
     memset(&step, 0, sizeof step);
     step.kind = STEP_CLEAR;

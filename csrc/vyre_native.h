@@ -107,8 +107,10 @@ uint32_t vn_expected_version(void);
 
 /* ---- log (csrc/log.c) ------------------------------------------------------ */
 
-/* Route wgpu-native's log into a bounded ring (256 messages; the oldest is dropped when
- * full) at `level`: 0 off, 1 error, 2 warn, 3 info, 4 debug, 5 trace. */
+/* The ring's size (messages) and the longest message it keeps (bytes, NUL included). */
+enum { VN_LOG_RING_SLOTS = 256, VN_LOG_MESSAGE_BYTES = 1024 };
+/* Route wgpu-native's log into a bounded ring (VN_LOG_RING_SLOTS messages; the oldest is
+ * dropped when full) at `level`: 0 off, 1 error, 2 warn, 3 info, 4 debug, 5 trace. */
 vn_status vn_log_start(int level);
 vn_status vn_log_set_level(int level);
 /* Take the oldest message: 1 with its level and text, or 0 when none came within
@@ -235,15 +237,20 @@ typedef struct vn_view {
 } vn_view;
 
 /* The rules of a view, checked wherever one is taken: a live buffer; offset + size within
- * byte_len (else VN_ERROR_INVALID_ARGUMENT naming both); offset a multiple of 4 and size
- * too unless the view ends the buffer (GPU copies and bindings address whole words); an
- * explicit size of at least 1. *resolved gets offset and the size in bytes (UINT64_MAX
- * resolved), resolved may be NULL. Binding a view also needs the device's
- * min_storage_buffer_offset_alignment / min_uniform_buffer_offset_alignment (see
- * vn_dispatch_args). */
+ * byte_len (else VN_ERROR_INVALID_ARGUMENT naming both); an explicit size of at least 1.
+ * Any byte offset and size: writes, reads and copies are byte-exact. *resolved gets offset
+ * and the size in bytes (UINT64_MAX resolved), resolved may be NULL. Binding a view also
+ * needs the device's min_storage_buffer_offset_alignment /
+ * min_uniform_buffer_offset_alignment, and a storage binding a size in whole 4-byte words
+ * unless the view ends the buffer (see vn_dispatch_args). */
 vn_status vn_view_check(const vn_view *view, vn_view *resolved);
-/* Queue a write of nbytes at offset into the view (both 4-aligned, or the write ends
- * the buffer); the write must lie inside the view. */
+/* Queue a write of nbytes at offset into the view, at any byte offset and size; the
+ * write must lie inside the view. It lands before any later submit and after every
+ * earlier one; no other byte changes. Whole words go in with wgpuQueueWriteBuffer; a
+ * partial head or tail word is merged on the queue by a tiny dispatch (one submit; the
+ * buffer then needs COPY_SRC, except for a tail that ends the buffer), and on a CPU
+ * adapter whose queue is busy that returns VN_PENDING before anything is queued: call
+ * again. */
 vn_status vn_view_write(const vn_view *view, uint64_t offset, const void *data, uint64_t nbytes);
 /* Copy the view's bytes into dst (capacity >= its size), after all work submitted
  * before the call. Only the view's range is copied off the GPU. When the work is not
@@ -259,6 +266,20 @@ vn_status vn_view_read(const vn_view *view, void *dst, uint64_t capacity, vn_pen
 vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes);
 vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity, vn_pending_read **pending);
 void vn_buffer_release(vn_buffer *buffer);
+/* Queue a copy of nbytes (UINT64_MAX: as much as fits from the offsets) from src_offset
+ * into the src view to dst_offset into the dst view, both buffers of `device`, at any byte
+ * range, ordered on the queue as a submit is; no other byte of dst changes. Where both
+ * sit at the same offset within their words the whole words are one GPU copy and a
+ * partial head or tail word is merged by a tiny dispatch; otherwise (or within one
+ * buffer, where overlapping ranges copy as memmove does) every word goes through a
+ * temporary buffer and that dispatch, 4 MiB at a time. A merged word needs COPY_SRC on
+ * dst. VN_PENDING as vn_view_write. */
+vn_status vn_device_copy(vn_device *device, const vn_view *src, const vn_view *dst, uint64_t nbytes,
+                         uint64_t src_offset, uint64_t dst_offset);
+/* vn_device_copy's checks alone, for a copy between two devices through the host (src
+ * or dst belongs to `device`): *resolved gets the byte count. */
+vn_status vn_device_copy_check(vn_device *device, const vn_view *src, const vn_view *dst, uint64_t nbytes,
+                               uint64_t src_offset, uint64_t dst_offset, uint64_t *resolved);
 
 /* ---- shaders and pipelines (csrc/pipeline.c) ------------------------------ */
 
@@ -342,13 +363,14 @@ typedef enum vn_bind_form {
  *   exactly once: an unknown, repeated or missing name is VN_ERROR_BINDING listing the
  *   pipeline's bindings.
  * Either way each view is checked against its binding: device, usage bits, size (at
- * least the declared type's, at most the device's largest binding) and offset (a
+ * least the declared type's, at most the device's largest binding; for storage a
+ * multiple of 4, a view ending its buffer padded into the allocation) and offset (a
  * multiple of min_storage_buffer_offset_alignment, or min_uniform_buffer_offset_alignment
  * for a uniform). Outputs (read_output's indices) are the read_write bindings in
  * (group, binding) order, whichever the form.
  * indirect: NULL, or the buffer (a view) whose bytes at indirect_offset hold the three
- * u32 workgroup counts: INDIRECT usage, the pipeline's device, indirect_offset a multiple
- * of 4 and + 12 within the view, and no pipeline compiled with an indirect binding.
+ * u32 workgroup counts: INDIRECT usage, the pipeline's device, the counts at a multiple
+ * of 4 bytes into the buffer and + 12 within the view, and no pipeline compiled with an indirect binding.
  * x, y, z are ignored by an indirect dispatch.
  * immediates: the var<immediate> data of the dispatch, exactly the pipeline's
  * immediate_size bytes (NULL and 0 for a pipeline without); copied, so the caller's
@@ -514,7 +536,9 @@ vn_status vn_sequence_create(vn_device *device, vn_sequence **out);
  * and no bind-group change. */
 vn_status vn_sequence_add(vn_sequence *sequence, vn_pipeline *pipeline, const vn_dispatch_args *args);
 /* Append a GPU copy of nbytes (UINT64_MAX: as much as fits from the offsets) from
- * src_offset into the src view to dst_offset into the dst view. */
+ * src_offset into the src view to dst_offset into the dst view: whole words (both
+ * offsets, counted in their buffers, and nbytes multiples of 4); any other byte range is
+ * vn_device_copy's. */
 vn_status vn_sequence_copy(vn_sequence *sequence, const vn_view *src, const vn_view *dst, uint64_t nbytes,
                            uint64_t src_offset, uint64_t dst_offset);
 /* Append a clear of the view's bytes to zero. */

@@ -89,3 +89,85 @@ def test_timing_on_an_adopted_device_without_timestamp_query_says_to_request_it(
     assert "Fix: request the feature when creating the wgpu-py device" in msg
     assert 'required_features=["timestamp-query"]' in msg
     assert "has no timestamp queries" not in msg
+
+
+# ---------------------------------------------------------------- every error names its place
+
+# (WGSL, line, column): one of each kind of compile error. naga's message has no span for
+# the last three (an entry point's interface, a binding past the device's bind groups, an
+# override without a value): the place is where the source declares what it names.
+TWO_BINDINGS = (
+    "@group(0) @binding(0) var<storage, read_write> a: array<u32>;\n"
+    "@group(9) @binding(0) var<storage, read_write> b: array<u32>;\n"
+    "@compute @workgroup_size(1)\nfn main() { a[0] = 1u; b[0] = 2u; }\n"
+)
+NO_VALUE = (
+    "override n: u32;\n@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n"
+    "@compute @workgroup_size(1)\nfn main() { o[0] = n; }\n"
+)
+PLACED = {
+    "parse error": ("@compute @workgroup_size(1)\nfn main() {\n  let x = ;\n}\n", 3, 11),
+    "type error": ("@compute @workgroup_size(1)\nfn main() {\n  let x: u32 = 1.5;\n}\n", 3, 7),
+    "entry-point validation error": ("@compute @workgroup_size(1)\nfn main(x: u32) {}\n", 2, 4),
+    "binding-layout error": (TWO_BINDINGS, 2, 1),
+    "override without a value": (NO_VALUE, 1, 10),
+}
+
+
+@pytest.mark.parametrize("kind", PLACED)
+def test_every_kind_of_compile_error_names_its_line_and_column(device: vn.Device, kind: str) -> None:
+    src, line, column = PLACED[kind]
+    err = compile_error(device, src)
+    assert (err.line, err.column) == (line, column)
+    lines = str(err).split("\n")
+    assert f"at line {line}, column {column}" in lines[0]
+    assert lines[1] == src.split("\n")[line - 1]
+    assert lines[2].startswith(" " * (column - 1) + "^")
+    assert lines[-1] == f"Fix: correct the WGSL at line {line}, column {column}."
+
+
+def test_a_place_found_in_the_source_says_the_compiler_gave_none_and_skips_comments(
+    device: vn.Device,
+) -> None:
+    src = "// fn main(x: u32)\n/* fn main /* nested */ fn main */\n@compute @workgroup_size(1)\nfn  main(x: u32) {}\n"
+    err = compile_error(device, src)
+    assert (err.line, err.column) == (4, 5)
+    assert "wgpu-native's message has no span" in str(err)
+
+
+def test_an_error_with_no_place_says_so_plainly(device: vn.Device) -> None:
+    src = (
+        "override n: u32 = 1u;\noverride m: u32 = 4u / n;\n"
+        "@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n"
+        "@compute @workgroup_size(1)\nfn main() { o[0] = m; }\n"
+    )
+    with pytest.raises(vn.ShaderError) as info:
+        device.compile(src, constants={"n": 0})
+    err = info.value
+    assert (err.line, err.column) == (None, None)
+    what, fix = str(err).split("\n")
+    assert what.startswith("WGSL error with no position (wgpu-native's message names no line or column")
+    assert "Division by zero" in what and fix.startswith("Fix: ") and "line" not in fix
+
+
+def test_a_workgroup_size_past_the_devices_limit_points_at_the_attribute(device: vn.Device) -> None:
+    too_wide = device.limits["max_compute_workgroup_size_x"] + 1
+    err = compile_error(device, f"@compute @workgroup_size({too_wide})\nfn main() {{}}\n")
+    assert (err.line, err.column) == (1, 10)
+    what, source, caret, fix = str(err).split("\n")
+    assert f"x = {too_wide}" in what and what.endswith("at line 1, column 10 (wgsl:1:10)")
+    assert source == f"@compute @workgroup_size({too_wide})" and caret == " " * 9 + "^" * len(
+        "@workgroup_size"
+    )
+    assert fix.startswith("Fix: lower @workgroup_size")
+
+
+def test_workgroup_memory_past_the_devices_limit_points_at_a_var_workgroup(device: vn.Device) -> None:
+    words = device.limits["max_compute_workgroup_storage_size"] // 4 + 4
+    src = f"// memory\n  var<workgroup> t: array<u32, {words}>;\n@compute @workgroup_size(1)\nfn main() {{ t[0] = 1u; }}\n"
+    err = compile_error(device, src)
+    assert (err.line, err.column) == (2, 3)
+    assert str(err).split("\n")[1:3] == [
+        f"  var<workgroup> t: array<u32, {words}>;",
+        "  " + "^" * len("var<workgroup>"),
+    ]

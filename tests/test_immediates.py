@@ -175,7 +175,7 @@ def test_immediate_data_above_the_device_limit_raises_naming_both(
         f"struct Step {{ k: u32, scale: u32, pad: array<u32, {words}> }}",
     )
     with pytest.raises(
-        vn.ShaderError, match=rf"{4 * words + 8} bytes of var<immediate>.* {limit} bytes.*Fix:"
+        vn.ShaderError, match=rf"(?s){4 * words + 8} bytes of var<immediate>.* {limit} bytes.*Fix:"
     ):
         device.compile(src)
 

@@ -75,6 +75,23 @@ report(out)
     assert res["after_unmap"]["ok"], res["after_unmap"]
 
 
+def test_a_device_copy_from_or_into_a_buffer_mapped_by_wgpu_py_is_refused_until_unmapped() -> None:
+    res = run(
+        """
+grb.map_sync(READ)
+gwb.map_sync(WRITE)
+out = {"from_mapped": outcome(lambda: d.copy(wb, src, 7, 1, 2)), "into_mapped": outcome(lambda: d.copy(src, rb, 8))}
+grb.unmap()
+gwb.unmap()
+out["after_unmap"] = outcome(lambda: (d.copy(wb, src, 7, 1, 2), d.copy(src, rb, 8), d.wait_idle()))
+report(out)
+"""
+    )
+    for how in ("from_mapped", "into_mapped"):
+        check_outcome(res[how], vn.BindingError, "mapped", "wgpu-py", "unmap")
+    assert res["after_unmap"]["ok"], res["after_unmap"]
+
+
 def test_an_exported_buffer_destroyed_by_wgpu_py_is_refused_for_good() -> None:
     res = run(
         """

@@ -48,7 +48,7 @@ def test_override_driven_workgroup_size_over_the_invocation_limit_raises_shader_
     too_many = limit(device, "max_compute_invocations_per_workgroup") * 2
     src = OVERRIDE_SIZE.replace("@workgroup_size(wg)", "@workgroup_size(wg / 2, 2)")
     with pytest.raises(
-        vn.ShaderError, match=rf"{too_many} invocations.*max_compute_invocations_per_workgroup.*Fix:"
+        vn.ShaderError, match=rf"(?s){too_many} invocations.*max_compute_invocations_per_workgroup.*Fix:"
     ):
         device.compile(src, constants={"wg": too_many})
 
@@ -57,19 +57,19 @@ def test_override_driven_workgroup_size_over_a_dimension_limit_raises_shader_err
     device: vn.Device,
 ) -> None:
     too_wide = limit(device, "max_compute_workgroup_size_x") + 1
-    with pytest.raises(vn.ShaderError, match=rf"x = {too_wide}.*max_compute_workgroup_size_x.*Fix:"):
+    with pytest.raises(vn.ShaderError, match=rf"(?s)x = {too_wide}.*max_compute_workgroup_size_x.*Fix:"):
         device.compile(OVERRIDE_SIZE, constants={"wg": too_wide})
 
 
 def test_override_default_over_the_limit_raises_shader_error_at_compile(device: vn.Device) -> None:
     too_wide = limit(device, "max_compute_workgroup_size_x") + 1
-    with pytest.raises(vn.ShaderError, match=rf"{too_wide}.*Fix:"):
+    with pytest.raises(vn.ShaderError, match=rf"(?s){too_wide}.*Fix:"):
         device.compile(OVERRIDE_SIZE.replace("= 64", f"= {too_wide}"))
 
 
 def test_literal_workgroup_size_over_the_limit_raises_the_same_error(device: vn.Device) -> None:
     too_wide = limit(device, "max_compute_workgroup_size_x") + 1
-    with pytest.raises(vn.ShaderError, match=rf"x = {too_wide}.*max_compute_workgroup_size_x.*Fix:"):
+    with pytest.raises(vn.ShaderError, match=rf"(?s)x = {too_wide}.*max_compute_workgroup_size_x.*Fix:"):
         device.compile(OVERRIDE_SIZE.replace("@workgroup_size(wg)", f"@workgroup_size({too_wide})"))
 
 
@@ -92,7 +92,7 @@ def test_override_driven_workgroup_memory_over_the_limit_raises_shader_error_at_
     words = limit(device, "max_compute_workgroup_storage_size") // 4 + 1
     used = -(-4 * words // 16) * 16  # WebGPU rounds each variable up to 16 bytes
     with pytest.raises(
-        vn.ShaderError, match=rf"{used} bytes of var<workgroup>.*max_compute_workgroup_storage_size.*Fix:"
+        vn.ShaderError, match=rf"(?s){used} bytes of var<workgroup>.*max_compute_workgroup_storage_size.*Fix:"
     ):
         device.compile(OVERRIDE_MEMORY, constants={"n": words})
 
@@ -106,7 +106,7 @@ def test_override_driven_workgroup_memory_of_a_quarter_gib_is_refused_before_the
 
 def test_literal_workgroup_memory_over_the_limit_raises_shader_error_at_compile(device: vn.Device) -> None:
     words = limit(device, "max_compute_workgroup_storage_size") // 4 + 4
-    with pytest.raises(vn.ShaderError, match=rf"{4 * words} bytes of var<workgroup>.*Fix:"):
+    with pytest.raises(vn.ShaderError, match=rf"(?s){4 * words} bytes of var<workgroup>.*Fix:"):
         device.compile(OVERRIDE_MEMORY.replace("array<u32, n>", f"array<u32, {words}>"))
 
 

@@ -501,11 +501,10 @@ def test_alloc_with_a_usage_that_is_no_set_of_flags_raises_value_error(device, u
     misuse(device, lambda: device.alloc(16, usage=usage), ValueError, named)
 
 
-def test_buffer_write_past_the_end_or_unaligned_raises_value_error(device) -> None:
+def test_buffer_write_past_the_end_raises_value_error(device) -> None:
     buf = device.alloc(256)
     misuse(device, lambda: buf.write(bytes(260)), ValueError, "260", "256")
-    misuse(device, lambda: buf.write(b"1234", offset=2), ValueError, "offset 2")
-    misuse(device, lambda: buf.write(b"123"), ValueError, "3 bytes")
+    misuse(device, lambda: buf.write(b"1234", offset=254), ValueError, "offset 254", "256")
 
 
 def test_buffer_write_offset_of_a_str_raises_type_error(device) -> None:

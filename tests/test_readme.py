@@ -1,5 +1,5 @@
-"""The README's and the package page's (docs/PYPI.md) Python examples run as written,
-each block in a fresh namespace."""
+"""The README's and the documentation site's (docs/, docs/PYPI.md among it) Python
+examples run as written, each block in a fresh namespace."""
 
 from __future__ import annotations
 
@@ -9,7 +9,19 @@ import re
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DOCS = ("README.md", "docs/PYPI.md")
+#: every page of the site (mkdocs.yml's docs_dir), and the README
+DOCS = ("README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md")))
+#: the pages that teach by example: each must keep at least one
+WITH_EXAMPLES = (
+    "README.md",
+    "docs/PYPI.md",
+    "docs/index.md",
+    "docs/guide/devices-and-buffers.md",
+    "docs/guide/pipelines.md",
+    "docs/guide/recordings.md",
+    "docs/guide/interop.md",
+    "docs/guide/errors.md",
+)
 BLOCKS = [
     (doc, i, block)
     for doc in DOCS
@@ -17,7 +29,7 @@ BLOCKS = [
 ]
 
 
-@pytest.mark.parametrize("doc", DOCS)
+@pytest.mark.parametrize("doc", WITH_EXAMPLES)
 def test_doc_has_python_examples(doc: str) -> None:
     assert any(d == doc for d, _, _ in BLOCKS)
 

@@ -494,10 +494,10 @@ class APIMachine(RuleBasedStateMachine):
             err = vn.InvalidArgumentError
         elif self.ended:
             err = self.end_error()
-        elif (
-            not b.usage & U.COPY_DST or offset > b.byte_len or data.nbytes > b.byte_len - offset or offset % 4
-        ):
+        elif not b.usage & U.COPY_DST or offset > b.byte_len or data.nbytes > b.byte_len - offset:
             err = vn.InvalidArgumentError
+        elif offset % 4 and data.nbytes and not b.usage & U.COPY_SRC:
+            err = vn.InvalidArgumentError  # its partial first word is read back in: needs COPY_SRC
         r = self.call(
             f"buf[{i % len(self.bufs)}].write({n} floats, offset={offset!r})",
             lambda: b.handle.write(data, offset=offset),
@@ -505,7 +505,7 @@ class APIMachine(RuleBasedStateMachine):
         )
         if r is not _FAILED and b.data is not None and n:
             b.data = b.data.copy()
-            b.data[offset // 4 : offset // 4 + n] = data
+            b.data.view(np.uint8)[offset : offset + data.nbytes] = data.view(np.uint8)  # any byte offset
 
     @precondition(lambda self: self.bufs)
     @rule(i=st.integers(0, 99), dest=st.sampled_from(DESTS))

@@ -6,7 +6,7 @@
     rec = prog.prerecord_persistent_dispatch(inputs=[a], outputs=[o], workgroups=(16, 1, 1))
     rec.replay(); out = rec.read_output(0)
 
-See README.md for the whole API and the error model.
+See the documentation (docs/, built by scripts/docs.sh) for the whole API and the error model.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The command line: ``python -m vyre_native`` (or ``vyre-native``) ``demo | info | bench``.
 
 A failure prints the error's message (what happened, then its Fix) and exits 1,
-without a traceback; ``-h`` on any command says what it takes. As Unix tools do: bad
+without a traceback; ``-h`` on any command says what it takes, and no command at all
+prints the help and exits 0. As Unix tools do: bad
 arguments print the usage and exit 2, a closed pipe (``info | head -1``) ends the
 output quietly (exit 141, as SIGPIPE would), and text the terminal's encoding cannot
 show is replaced, never an error.
@@ -229,6 +230,10 @@ def _run(argv: list[str]) -> int:
             return demo(args.backend)
         if args.command == "info":
             return info(args.backend)
+        if args.command is None:
+            # A bare `python -m vyre_native` is a request for help, as `-h` is.
+            parser.print_help()
+            return 0
     except vn.VyreError as err:
         where = f"{parser.prog} {args.command}" if args.command else parser.prog
         print(f"{where}: {type(err).__name__}: {err}", file=sys.stderr)

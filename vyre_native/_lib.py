@@ -25,6 +25,7 @@ from .errors import LibraryError, raise_for
 
 __all__ = [
     "PENDING",
+    "call_waiting",
     "check",
     "check_wait",
     "done_flag",
@@ -66,16 +67,22 @@ def done_flag(done: int) -> bool:
     return bool(done)
 
 
-def check_wait(status: int, again: Callable[[], int]) -> None:
-    """Finish a call that waits in time slices: repeat it while it returns VN_PENDING.
+def check_wait(status: int, fn: Callable[..., int], *args: Any) -> None:
+    """Finish a call ``fn(*args)`` that waits in time slices and first returned
+    ``status``: repeat it while it returns VN_PENDING, then ``check`` its status.
 
     Between slices Python runs its signal handlers, so Ctrl-C during a wait raises
     KeyboardInterrupt within one slice (about 20 ms) instead of when the GPU finishes;
     the work itself carries on, and the device stays usable.
     """
     while status == PENDING:
-        status = again()
+        status = fn(*args)
     check(status)
+
+
+def call_waiting(fn: Callable[..., int], *args: Any) -> None:
+    """``fn(*args)``, finished as ``check_wait`` finishes it."""
+    check_wait(fn(*args), fn, *args)
 
 
 def read_sliced(read: Callable[[Any], int], dst: Any, capacity: int) -> None:

@@ -54,13 +54,15 @@ def start() -> None:
 
 def _forward(level: int) -> None:
     got_level = ffi.new("int *")
-    text = ffi.new("char[]", 1024)
+    text = ffi.new("char[]", lib.VN_LOG_MESSAGE_BYTES)
     dropped = ffi.new("uint64_t *")
     while True:
         got = lib.vn_log_next(1.0, got_level, text, len(text), dropped)
         if dropped[0]:
             logger.warning(
-                "wgpu-native: %d log messages dropped (more than 256 were waiting)", int(dropped[0])
+                "wgpu-native: %d log messages dropped (more than %d were waiting)",
+                int(dropped[0]),
+                lib.VN_LOG_RING_SLOTS,
             )
         if got:
             message = ffi.string(text).decode("utf-8", "replace")

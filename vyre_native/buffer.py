@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 from numpy.typing import NDArray
 
 from ._handles import Handle
-from ._lib import check, ffi, lib, read_sliced
+from ._lib import call_waiting, check, ffi, lib, read_sliced
 from ._marshal import new_array, to_destination, to_readable, to_u64, to_view
 from ._typing import DTypeLike, ShapeLike
 from .errors import WrongTypeError
@@ -134,13 +134,18 @@ class Buffer(_Reads, Handle):
         return f"<vn.Buffer id={self.allocation_identity} {self.byte_len} bytes usage={self.usage!s}{state}>"
 
     def write(self, data: Any, offset: int = 0) -> None:
-        """Queue a write of ``data`` at byte ``offset``; it lands before any later submit.
+        """Queue a write of ``data`` at byte ``offset``: it lands after all work submitted
+        before the call and before any later submit, and changes no other byte.
 
-        Offset and length must be multiples of 4, except a write that ends the buffer.
+        Any offset and length. Whole 4-byte words cost one ``wgpuQueueWriteBuffer``; a
+        partial first or last word is merged on the GPU queue (one submit of two word
+        copies and a one-word dispatch each), which needs COPY_SRC usage (the default
+        has it), except for a last word that ends the buffer.
         """
         ptr = self._live()
         src, nbytes = to_readable(data, "Buffer.write")
-        check(lib.vn_buffer_write(ptr, to_u64(offset, "Buffer.write offset"), src, nbytes))
+        at = to_u64(offset, "Buffer.write offset")
+        call_waiting(lib.vn_buffer_write, ptr, at, src, nbytes)
 
     def _read_len(self) -> int:
         return self.byte_len
@@ -163,10 +168,11 @@ class Buffer(_Reads, Handle):
         """The ``nbytes`` bytes at ``offset`` as a ``vn.BufferView``, which binds, copies,
         clears and reads wherever a buffer does (an arena allocator's tensors).
 
-        C checks the range: inside the buffer (else ``InvalidArgumentError``), offset a
-        multiple of 4 and nbytes too unless the view ends the buffer. Binding one also needs
-        the device's ``min_storage_buffer_offset_alignment`` (or the uniform one) at that
-        point. The view keeps this buffer alive; once the buffer is released, using the
+        C checks the range: inside the buffer (else ``InvalidArgumentError``), at least 1
+        byte; any byte offset and size otherwise (writes, reads and copies are byte-exact).
+        Binding one also needs the device's ``min_storage_buffer_offset_alignment`` (or the
+        uniform one) at that point, and, as storage, a size in whole 4-byte words unless
+        the view ends the buffer. The view keeps this buffer alive; once the buffer is released, using the
         view raises ``ReleasedError``. Costs one C call, no GPU work.
         """
         view = ffi.new(
@@ -236,7 +242,8 @@ class BufferView(_Reads):
         it must lie inside the view."""
         view = self._c_view("BufferView.write")
         src, nbytes = to_readable(data, "BufferView.write")
-        check(lib.vn_view_write(view, to_u64(offset, "BufferView.write offset"), src, nbytes))
+        at = to_u64(offset, "BufferView.write offset")
+        call_waiting(lib.vn_view_write, view, at, src, nbytes)
 
     def _read_len(self) -> int:
         return self.nbytes

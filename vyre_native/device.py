@@ -6,9 +6,12 @@ from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Sequence as SequenceABC
 from typing import Any, ClassVar
 
+import numpy as np
+
 from ._handles import Handle, new_slot, owned
-from ._lib import check, check_wait, ffi, lib, load_library
+from ._lib import call_waiting, check, ffi, lib, load_library
 from ._marshal import (
+    U64_MAX,
     to_choice,
     to_int,
     to_list,
@@ -19,8 +22,9 @@ from ._marshal import (
     to_u64,
     to_usage,
     to_utf8,
+    to_view,
 )
-from .buffer import Buffer, BufferUsage
+from .buffer import Bindable, Buffer, BufferUsage, BufferView
 from .pipeline import Pipeline
 from .replay import Recording
 from .sequence import Sequence
@@ -33,6 +37,8 @@ _POWER = {
     "high-performance": lib.VN_POWER_HIGH,
 }
 _I32_MAX = 0x7FFFFFFF
+#: a copy between two devices goes through host memory this many bytes at a time
+_HOST_COPY_CHUNK = 64 << 20
 
 # The fields of the C struct, in its order: the header is the one list of them.
 _LIMIT_FIELDS = tuple(name for name, _ in ffi.typeof("vn_limits").fields)
@@ -187,7 +193,7 @@ class Device(Handle):
         Waits in slices of about 20 ms, so Ctrl-C raises KeyboardInterrupt at once.
         """
         ptr = self._live()
-        check_wait(lib.vn_device_wait_idle(ptr), lambda: lib.vn_device_wait_idle(ptr))
+        call_waiting(lib.vn_device_wait_idle, ptr)
 
     # -- buffers -----------------------------------------------------------------------
 
@@ -210,6 +216,49 @@ class Device(Handle):
         out_own, out = new_slot("vn_buffer *")
         check(lib.vn_buffer_create(ptr, size, bits, ffi.NULL, out))
         return Buffer._adopt(self, owned(out_own, "vn_buffer *"))
+
+    def copy(
+        self,
+        src: Bindable,
+        dst: Bindable,
+        nbytes: int | None = None,
+        src_offset: int = 0,
+        dst_offset: int = 0,
+    ) -> None:
+        """Queue a copy of ``nbytes`` (``None``: as much as fits from the offsets) from
+        ``src_offset`` into ``src`` to ``dst_offset`` into ``dst`` (buffers or views; a
+        view's offsets count from its start), at any byte range: the arguments of
+        ``Sequence.copy``, run now instead of as a step. No other byte of ``dst`` changes.
+
+        Both on this device: ordered on the queue as a submit (after all work submitted
+        before, before any later), no host wait. Whole words at the same offset within
+        their words are one GPU copy; a partial first or last word is merged by a one-word
+        dispatch (``dst`` then needs COPY_SRC usage, the default has it); bytes that shift
+        within their words go through a temporary buffer, 4 MiB at a time. One buffer to
+        itself works too, overlapping ranges as ``memmove``.
+
+        ``src`` and ``dst`` on two devices (one of them this one): through the host, 64 MiB
+        at a time, each a blocking readback of ``src`` (after the work queued on its
+        device) and a write into ``dst``: one readback plus one write of the bytes.
+        """
+        ptr = self._live()
+        c_src = ffi.new("vn_view *", to_view(src, "copy src", Buffer, BufferView))
+        c_dst = ffi.new("vn_view *", to_view(dst, "copy dst", Buffer, BufferView))
+        n = U64_MAX if nbytes is None else to_u64(nbytes, "copy nbytes")
+        so, do = to_u64(src_offset, "copy src_offset"), to_u64(dst_offset, "copy dst_offset")
+        if src.device is dst.device:
+            call_waiting(lib.vn_device_copy, ptr, c_src, c_dst, n, so, do)
+            return
+        resolved = ffi.new("uint64_t *")
+        check(lib.vn_device_copy_check(ptr, c_src, c_dst, n, so, do, resolved))
+        total = int(resolved[0])
+        s_buf, s_at = (src.buffer, src.offset + so) if isinstance(src, BufferView) else (src, so)
+        d_buf, d_at = (dst.buffer, dst.offset + do) if isinstance(dst, BufferView) else (dst, do)
+        staging = np.empty(min(total, _HOST_COPY_CHUNK), np.uint8)
+        for done in range(0, total, _HOST_COPY_CHUNK):
+            part = staging[: min(_HOST_COPY_CHUNK, total - done)]
+            s_buf.view(s_at + done, part.nbytes).read_into(part)
+            d_buf.view(d_at + done, part.nbytes).write(part)
 
     # -- replay ----------------------------------------------------------------------
 
@@ -240,10 +289,7 @@ class Device(Handle):
                 c_items[i].sequence = pinned[i]
         (out_own, out), count, mode = new_slot("vn_submission *"), len(items), to_timing(timing)
         # VN_PENDING: a CPU adapter's queue still runs earlier work
-        check_wait(
-            lib.vn_device_submit(ptr, c_items, count, mode, out),
-            lambda: lib.vn_device_submit(ptr, c_items, count, mode, out),
-        )
+        call_waiting(lib.vn_device_submit, ptr, c_items, count, mode, out)
         del pinned  # held until the call returned
         return Submission._adopt(owned(out_own, "vn_submission *"))
 

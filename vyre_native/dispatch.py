@@ -60,8 +60,8 @@ class PrerecordedDispatch(OutputReads, Handle):
             self._live()  # raises ReleasedError
         status = lib.vn_dispatch_replay(ptr, self._index)
         if status:
-            slot = self._index  # VN_PENDING: a CPU adapter's queue still runs earlier work
-            check_wait(status, lambda: lib.vn_dispatch_replay(ptr, slot))
+            # VN_PENDING: a CPU adapter's queue still runs earlier work
+            check_wait(status, lib.vn_dispatch_replay, ptr, self._index)
         index: int = self._index[0]
         return index
 

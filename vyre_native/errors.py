@@ -55,9 +55,11 @@ class ValidationError(VyreError):
 class ShaderError(VyreError):
     """WGSL that does not compile, or uses what this package cannot bind.
 
-    ``line`` and ``column`` (1-based; the column in characters) say where, when the
-    compiler or reflection names a place; the message then shows that source line with
-    a caret under the column, and the Fix on a line of its own.
+    ``line`` and ``column`` (1-based; the column in characters) say where the compiler's
+    error is (from its span, or, where its message has none, from the declaration it
+    names); the message then shows that source line with a caret under the column, and
+    the Fix on a line of its own. Both are None for an error with no place, whose message
+    begins "WGSL error with no position". Reflection's own errors give ``line`` alone.
     """
 
     code = lib.VN_ERROR_SHADER

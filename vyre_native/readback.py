@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._handles import Handle, new_slot, owned
-from ._lib import check_wait, done_flag, ffi, lib
+from ._lib import call_waiting, done_flag, ffi, lib
 from ._marshal import to_bool, to_destination, to_layout
 from ._typing import DTypeLike, ShapeLike
 from .errors import WrongTypeError
@@ -81,9 +81,7 @@ def _pin(read: Any) -> MappedStaging:
     staging buffer."""
     mapping_own, mapping = new_slot("vn_mapping *")
     data = ffi.new("void **")
-    check_wait(
-        lib.vn_pending_read_pin(read, mapping, data), lambda: lib.vn_pending_read_pin(read, mapping, data)
-    )
+    call_waiting(lib.vn_pending_read_pin, read, mapping, data)
     owner = owned(mapping_own, "vn_mapping *")
     return MappedStaging._of_pin(owner, int(ffi.cast("uintptr_t", data[0])), int(lib.vn_pending_read_len(read)))
 
@@ -123,7 +121,7 @@ def start(begin: Any, *args: Any) -> Any:
     """Start a read with the C entry point ``begin(*args, vn_pending_read **out)``: the C
     read, released when dropped."""
     out_own, out = new_slot("vn_pending_read *")
-    check_wait(begin(*args, out), lambda: begin(*args, out))  # VN_PENDING: a CPU adapter's queue is busy
+    call_waiting(begin, *args, out)  # VN_PENDING: a CPU adapter's queue is busy
     return owned(out_own, "vn_pending_read *")
 
 
@@ -215,10 +213,7 @@ class PendingRead(Handle):
         """Fill ``out`` as ``read_output_into`` does; returns the bytes written."""
         ptr = self._live()
         dst, capacity = to_destination(out, self.byte_len, "result_into")
-        check_wait(
-            lib.vn_pending_read_finish(ptr, dst, capacity),
-            lambda: lib.vn_pending_read_finish(ptr, dst, capacity),
-        )
+        call_waiting(lib.vn_pending_read_finish, ptr, dst, capacity)
         return self.byte_len
 
 

@@ -225,7 +225,7 @@ class _Source:
     texts of its tokens. Where a token is (its offset, its line) is found when asked:
     only the nesting walk and error messages ask."""
 
-    __slots__ = ("text", "texts", "_tokens_re", "_offsets", "_breaks", "_depths")
+    __slots__ = ("_breaks", "_depths", "_offsets", "_tokens_re", "text", "texts")
 
     def __init__(self, src: str) -> None:
         if not src.isascii() or "\r" in src or "\v" in src or "\f" in src:
@@ -612,7 +612,7 @@ class _Parser:
     records with ``_new`` (NamedTuple's own constructor is Python code) and skip the
     generic bracket walk for the common one-token template and attribute arguments."""
 
-    __slots__ = ("src", "texts", "pos", "start", "end")
+    __slots__ = ("end", "pos", "src", "start", "texts")
 
     def __init__(self, src: _Source, start: int = 0, end: int | None = None) -> None:
         self.src, self.texts = src, src.texts

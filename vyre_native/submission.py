@@ -7,7 +7,7 @@ from collections.abc import Generator
 from typing import Any
 
 from ._handles import Handle, new_slot, owned
-from ._lib import check, check_wait, done_flag, ffi, lib
+from ._lib import call_waiting, check, done_flag, ffi, lib
 from ._marshal import to_seconds
 
 #: Steps one submit encodes at most (C's bound, VN_MAX_LAUNCHES_PER_SUBMIT), and how many
@@ -60,17 +60,12 @@ class Submission(Handle):
         the work keeps running and the device stays usable.
         """
         ptr, seconds, waited = self._live(), to_seconds(timeout, "wait timeout"), ffi.new("double *")
-        check_wait(
-            lib.vn_submission_wait(ptr, seconds, waited), lambda: lib.vn_submission_wait(ptr, seconds, waited)
-        )
+        call_waiting(lib.vn_submission_wait, ptr, seconds, waited)
 
     def _gpu_times(self) -> list[int]:
         ptr = self._live()
         count = ffi.new("size_t *")
-        check_wait(
-            lib.vn_submission_gpu_times(ptr, ffi.NULL, 0, count),
-            lambda: lib.vn_submission_gpu_times(ptr, ffi.NULL, 0, count),
-        )
+        call_waiting(lib.vn_submission_gpu_times, ptr, ffi.NULL, 0, count)
         if count[0] == 0:
             return []
         times = ffi.new("uint64_t[]", int(count[0]))
@@ -115,7 +110,7 @@ def replay(replay_fn: Any, ptr: Any, n: int, mode: int, steps: int) -> Submissio
         k = min(per_submit, n)
         out_own, out = new_slot("vn_submission *")
         # VN_PENDING: a CPU adapter's queue still runs earlier work
-        check_wait(replay_fn(ptr, k, mode, out), lambda: replay_fn(ptr, k, mode, out))  # noqa: B023 -- used at once
+        call_waiting(replay_fn, ptr, k, mode, out)
         sub = Submission._adopt(owned(out_own, "vn_submission *"))
         n -= k
         if n == 0:

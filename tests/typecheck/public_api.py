@@ -77,6 +77,9 @@ def main() -> None:
         assert_type(prog.prerecord_persistent_dispatch([x], [y], clear_outputs=False), vn.PrerecordedDispatch)
         assert_type(seq.add(prog, [x], [y], clear_outputs=False), vn.Sequence)
         assert_type(seq.copy(view, y.view(0, 256)), vn.Sequence)
+        # byte-exact transfers: any offset and size, queued now
+        assert_type(dev.copy(arena.view(5, 3), y, nbytes=3, src_offset=0, dst_offset=1), None)
+        assert_type(arena.view(5, 3).write(b"abc", offset=0), None)
         assert_type(seq.clear(view), vn.Sequence)
         assert_type(seq.replay(), vn.Submission)
         assert_type(dev.submit([rec, seq]), vn.Submission)

@@ -1,0 +1,568 @@
+/* transfer.c - writes and buffer-to-buffer copies at any byte offset and size.
+ *
+ * WebGPU moves whole 4-byte words: wgpuQueueWriteBuffer and CopyBufferToBuffer need
+ * 4-aligned offsets and sizes. Whole words go that way. A word the transfer covers only
+ * in part (its head or tail, or every word of a copy whose source and destination sit at
+ * different offsets within their words) has other bytes that must stay as they are, and
+ * at the moment the transfer lands, not when it is called: GPU work queued before may
+ * still write them. So the merge is a read-modify-write on the queue itself, in one
+ * command buffer submitted right after the whole-word writes:
+ *   copy the enclosing words of the destination (and of a GPU source) into a small
+ *   temporary buffer T, run one tiny dispatch (MERGE_WGSL) that sets exactly the
+ *   transfer's bytes of those words, and copy the words back.
+ * Queue order does the rest: the command buffer runs after everything submitted before
+ * it (and after the queued whole-word writes, which wgpu flushes at this submit), and
+ * before everything submitted after. No host wait and no lock beyond a submit's: T is
+ * private to one transfer. The alternative, copying the enclosing words to the host
+ * after earlier work completes and writing them back, waits for the GPU on every
+ * partial word and races with other threads' submits between the read and the write.
+ *
+ * Only T is bound (as storage), so the user's buffers need copy usages alone: COPY_DST,
+ * and COPY_SRC where a partial word is read back in. A partial word whose other bytes
+ * all lie past byte_len (the allocation's padding) needs no merge: it is written whole.
+ *
+ * Per device, made on first use under the scope lock and kept until the device is
+ * freed: one shader module, its layout and pipeline. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* T holds a header of 4 u32 (lo, hi, a_lo, b: B's bytes [lo, hi) are set from A's bytes
+ * from a_lo on; B starts at word b), then region A (source words), then region B (the
+ * destination's words). Each invocation sets whole words of B (a grid-stride loop): a
+ * word inside [lo, hi) from two words of A shifted, a partial one byte by byte from A
+ * or kept, so nothing outside [lo, hi) changes. */
+static const char MERGE_WGSL[] =
+    "@group(0) @binding(0) var<storage, read_write> t: array<u32>;\n"
+    "\n"
+    "fn byte_at(i: u32) -> u32 { return (t[i >> 2u] >> ((i & 3u) * 8u)) & 0xffu; }\n"
+    "\n"
+    "@compute @workgroup_size(64)\n"
+    "fn merge(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {\n"
+    "    let lo = t[0];\n"
+    "    let hi = t[1];\n"
+    "    let a_lo = t[2];\n"
+    "    let b = t[3];\n"
+    "    let words = (hi + 3u) / 4u;\n"
+    "    for (var j = id.x; j < words; j += groups.x * 64u) {\n"
+    "        if (j * 4u >= lo && j * 4u + 4u <= hi) {\n"
+    "            // a whole word: two source words, shifted (one where aligned)\n"
+    "            let q = 16u + a_lo + j * 4u - lo;\n"
+    "            let s = (q & 3u) * 8u;\n"
+    "            var w = t[q >> 2u];\n"
+    "            if (s != 0u) { w = (w >> s) | (t[(q >> 2u) + 1u] << (32u - s)); }\n"
+    "            t[b + j] = w;\n"
+    "            continue;\n"
+    "        }\n"
+    "        var w = t[b + j];\n"
+    "        for (var k = 0u; k < 4u; k++) {\n"
+    "            let p = j * 4u + k;\n"
+    "            if (p >= lo && p < hi) {\n"
+    "                let shift = k * 8u;\n"
+    "                w = (w & ~(0xffu << shift)) | (byte_at(16u + a_lo + p - lo) << shift);\n"
+    "            }\n"
+    "        }\n"
+    "        t[b + j] = w;\n"
+    "    }\n"
+    "}\n";
+
+enum { WORKGROUP_SIZE = 64, HEADER = 16 };
+
+/* A copy whose source and destination sit at different offsets within their words goes
+ * through T in chunks of at most this many destination bytes, so T stays small. */
+static const uint64_t CHUNK_BYTES = (uint64_t)4 << 20;
+
+struct vn_transfer {
+    WGPUShaderModule module;
+    WGPUBindGroupLayout layout;
+    WGPUComputePipeline pipeline;
+    uint32_t max_groups;
+    uint64_t chunk_bytes;
+};
+
+static void transfer_free(struct vn_transfer *x) {
+    if (x->pipeline != NULL) wgpu.ComputePipelineRelease(x->pipeline);
+    if (x->layout != NULL) wgpu.BindGroupLayoutRelease(x->layout);
+    if (x->module != NULL) wgpu.ShaderModuleRelease(x->module);
+    free(x);
+}
+
+static const vn_device_hooks transfer_hooks = {NULL, vn_transfer_release};
+
+/* Inside a scope (its lock orders the first use): the device's merge pipeline. */
+static vn_status transfer_get(vn_device *dev, struct vn_transfer **out) {
+    struct vn_transfer *x = atomic_load_explicit(&dev->transfer, memory_order_acquire);
+    if (x != NULL) {
+        *out = x;
+        return VN_OK;
+    }
+    x = calloc(1, sizeof *x);
+    if (x == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate the byte-merge pipeline's record. Fix: free host memory.");
+    WGPUShaderSourceWGSL source = WGPU_SHADER_SOURCE_WGSL_INIT;
+    source.code = vn_sv(MERGE_WGSL);
+    WGPUShaderModuleDescriptor md = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
+    md.nextInChain = &source.chain;
+    md.label = vn_sv("vyre_native byte merge");
+    x->module = wgpu.DeviceCreateShaderModule(dev->device, &md);
+    WGPUBindGroupLayoutEntry e = WGPU_BIND_GROUP_LAYOUT_ENTRY_INIT;
+    e.binding = 0;
+    e.visibility = WGPUShaderStage_Compute;
+    e.buffer.type = WGPUBufferBindingType_Storage;
+    e.buffer.minBindingSize = HEADER;
+    WGPUBindGroupLayoutDescriptor ld = WGPU_BIND_GROUP_LAYOUT_DESCRIPTOR_INIT;
+    ld.entryCount = 1;
+    ld.entries = &e;
+    x->layout = wgpu.DeviceCreateBindGroupLayout(dev->device, &ld);
+    WGPUPipelineLayoutDescriptor pld = WGPU_PIPELINE_LAYOUT_DESCRIPTOR_INIT;
+    pld.bindGroupLayoutCount = 1;
+    pld.bindGroupLayouts = &x->layout;
+    WGPUPipelineLayout layout = x->module != NULL ? wgpu.DeviceCreatePipelineLayout(dev->device, &pld) : NULL;
+    if (layout != NULL) {
+        WGPUComputePipelineDescriptor cpd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
+        cpd.label = vn_sv("vyre_native byte merge");
+        cpd.layout = layout;
+        cpd.compute.module = x->module;
+        cpd.compute.entryPoint = vn_sv("merge");
+        x->pipeline = wgpu.DeviceCreateComputePipeline(dev->device, &cpd);
+        wgpu.PipelineLayoutRelease(layout);
+    }
+    if (x->pipeline == NULL) {
+        transfer_free(x);
+        return vn_fail(VN_ERROR_INTERNAL, "wgpu-native made no byte-merge pipeline on '%s'. Fix: check the device (is "
+                       "it lost?) and the GPU driver.", dev->info.name);
+    }
+    uint32_t per_dimension = dev->limits.maxComputeWorkgroupsPerDimension;
+    x->max_groups = per_dimension != 0 && per_dimension < 65535 ? per_dimension : 65535;
+    /* T binds whole: a header and two chunk-sized regions within the binding limit. */
+    uint64_t fit = (dev->limits.maxStorageBufferBindingSize - 64) / 2 & ~(uint64_t)3;
+    x->chunk_bytes = fit < CHUNK_BYTES ? fit : CHUNK_BYTES;
+    vn_device_attach(dev, VN_PART_TRANSFER, &transfer_hooks);
+    atomic_store_explicit(&dev->transfer, x, memory_order_release);
+    *out = x;
+    return VN_OK;
+}
+
+void vn_transfer_release(vn_device *dev) {
+    struct vn_transfer *x = atomic_exchange_explicit(&dev->transfer, NULL, memory_order_acq_rel);
+    if (x != NULL) transfer_free(x);
+}
+
+/* One merge: B = the destination's words [dst_at, dst_at + b_bytes), of which bytes
+ * [lo, hi) (counted from dst_at) take A's bytes from a_lo on. */
+typedef struct chunk {
+    WGPUBuffer src;     /* A's words come from here; NULL: from the host (host_a) */
+    uint64_t src_at;    /* 4-aligned */
+    uint64_t a_at;      /* where this chunk's A starts in region A (4-aligned) */
+    uint64_t a_bytes;   /* a multiple of 4 */
+    uint64_t dst_at;    /* 4-aligned */
+    uint64_t b_bytes;   /* a multiple of 4: roundup(hi) */
+    uint32_t lo, hi, a_lo;
+    bool read_first, read_last; /* copy B's first / last word in from the destination */
+} chunk;
+
+static uint64_t round_up4(uint64_t n) { return (n + 3) & ~(uint64_t)3; }
+
+/* A chunk setting destination bytes [d0, d1) from source bytes starting at s (in src, or
+ * at host byte s of host_a when src is NULL); [d0, d1) spans at most chunk_bytes of words.
+ * len: the destination's byte_len (bytes past it are padding: never read in). */
+static chunk make_chunk(WGPUBuffer src, uint64_t s, uint64_t d0, uint64_t d1, uint64_t len) {
+    chunk c;
+    memset(&c, 0, sizeof c);
+    c.src = src;
+    c.dst_at = d0 & ~(uint64_t)3;
+    c.lo = (uint32_t)(d0 - c.dst_at);
+    c.hi = (uint32_t)(d1 - c.dst_at);
+    c.b_bytes = round_up4(c.hi);
+    uint64_t s_word = src != NULL ? s & ~(uint64_t)3 : 0;
+    c.src_at = s_word;
+    c.a_lo = (uint32_t)(s - s_word);
+    c.a_bytes = round_up4(c.a_lo + (d1 - d0));
+    c.read_first = c.lo != 0;
+    c.read_last = c.hi % 4 != 0 && d1 < len;
+    return c;
+}
+
+/* Whole words copied straight, before the chunks (n 0: none). */
+typedef struct words_copy {
+    WGPUBuffer src;
+    uint64_t src_at, dst_at, n;
+} words_copy;
+
+static WGPUCommandBuffer finish_words(vn_device *dev, WGPUBuffer dst, const words_copy *w) {
+    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
+    if (w->n > 0) wgpu.CommandEncoderCopyBufferToBuffer(enc, w->src, w->src_at, dst, w->dst_at, w->n);
+    WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
+    wgpu.CommandEncoderRelease(enc);
+    return cb;
+}
+
+/* Inside a scope: encode `pre` (may be NULL), then the chunks (their order, or the
+ * reverse) through one T, into *out. host_a (host_a_bytes, a multiple of 4): region A's
+ * bytes from the host, or NULL. */
+static vn_status encode_chunks(vn_device *dev, WGPUBuffer dst, const words_copy *pre, chunk *c, size_t count,
+                               bool reverse, const void *host_a, uint64_t host_a_bytes, WGPUCommandBuffer *out) {
+    *out = NULL;
+    static const words_copy none = {NULL, 0, 0, 0};
+    if (count == 0) {
+        *out = finish_words(dev, dst, pre != NULL ? pre : &none);
+        return VN_OK;
+    }
+    struct vn_transfer *x = NULL;
+    vn_status st = transfer_get(dev, &x);
+    if (st != VN_OK) return st;
+    uint64_t a_cap = host_a_bytes, b_cap = 4;
+    for (size_t i = 0; i < count; i++) {
+        if (c[i].src != NULL && c[i].a_bytes > a_cap) a_cap = c[i].a_bytes;
+        if (c[i].b_bytes > b_cap) b_cap = c[i].b_bytes;
+    }
+    uint64_t b_off = HEADER + a_cap;
+    uint32_t *headers = malloc(count * HEADER);
+    if (headers == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate transfer headers. Fix: free host memory.");
+    for (size_t i = 0; i < count; i++) {
+        headers[4 * i] = c[i].lo;
+        headers[4 * i + 1] = c[i].hi;
+        headers[4 * i + 2] = (uint32_t)c[i].a_at + c[i].a_lo;
+        headers[4 * i + 3] = (uint32_t)(b_off / 4);
+    }
+    WGPUBufferDescriptor desc = WGPU_BUFFER_DESCRIPTOR_INIT;
+    desc.label = vn_sv("vyre_native transfer words");
+    desc.usage = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+    desc.size = b_off + b_cap;
+    WGPUBuffer t = wgpu.DeviceCreateBuffer(dev->device, &desc);
+    /* One chunk: its header goes straight into T. Several: a table, each header copied
+     * into T before its dispatch (the copies are ordered within the command buffer). */
+    WGPUBuffer table = NULL;
+    if (count > 1) {
+        desc.label = vn_sv("vyre_native transfer headers");
+        desc.usage = WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+        desc.size = count * HEADER;
+        table = wgpu.DeviceCreateBuffer(dev->device, &desc);
+    }
+    if (t == NULL || (count > 1 && table == NULL)) {
+        if (t != NULL) wgpu.BufferRelease(t);
+        if (table != NULL) wgpu.BufferRelease(table);
+        free(headers);
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "wgpu-native returned no transfer buffer of %llu bytes. Fix: free GPU "
+                       "memory.", (unsigned long long)(b_off + b_cap));
+    }
+    if (table != NULL) wgpu.QueueWriteBuffer(dev->queue, table, 0, headers, count * HEADER);
+    else wgpu.QueueWriteBuffer(dev->queue, t, 0, headers, HEADER);
+    free(headers);
+    if (host_a != NULL && host_a_bytes > 0) wgpu.QueueWriteBuffer(dev->queue, t, HEADER, host_a, (size_t)host_a_bytes);
+    WGPUBindGroupEntry be = WGPU_BIND_GROUP_ENTRY_INIT;
+    be.binding = 0;
+    be.buffer = t;
+    be.offset = 0;
+    be.size = b_off + b_cap;
+    WGPUBindGroupDescriptor bd = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
+    bd.label = vn_sv("vyre_native transfer words");
+    bd.layout = x->layout;
+    bd.entryCount = 1;
+    bd.entries = &be;
+    WGPUBindGroup group = wgpu.DeviceCreateBindGroup(dev->device, &bd);
+    WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
+    ed.label = vn_sv("vyre_native transfer");
+    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, &ed);
+    if (pre != NULL && pre->n > 0)
+        wgpu.CommandEncoderCopyBufferToBuffer(enc, pre->src, pre->src_at, dst, pre->dst_at, pre->n);
+    for (size_t k = 0; k < count; k++) {
+        const chunk *ch = &c[reverse ? count - 1 - k : k];
+        size_t i = (size_t)(ch - c);
+        if (table != NULL) wgpu.CommandEncoderCopyBufferToBuffer(enc, table, i * HEADER, t, 0, HEADER);
+        if (ch->src != NULL)
+            wgpu.CommandEncoderCopyBufferToBuffer(enc, ch->src, ch->src_at, t, HEADER + ch->a_at, ch->a_bytes);
+        if (ch->read_first) wgpu.CommandEncoderCopyBufferToBuffer(enc, dst, ch->dst_at, t, b_off, 4);
+        if (ch->read_last && (ch->b_bytes > 4 || !ch->read_first))
+            wgpu.CommandEncoderCopyBufferToBuffer(enc, dst, ch->dst_at + ch->b_bytes - 4, t, b_off + ch->b_bytes - 4, 4);
+        WGPUComputePassEncoder pass = wgpu.CommandEncoderBeginComputePass(enc, NULL);
+        wgpu.ComputePassEncoderSetPipeline(pass, x->pipeline);
+        wgpu.ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
+        uint64_t groups = (ch->b_bytes / 4 + WORKGROUP_SIZE - 1) / WORKGROUP_SIZE;
+        wgpu.ComputePassEncoderDispatchWorkgroups(pass, groups < x->max_groups ? (uint32_t)groups : x->max_groups, 1, 1);
+        wgpu.ComputePassEncoderEnd(pass);
+        wgpu.ComputePassEncoderRelease(pass);
+        wgpu.CommandEncoderCopyBufferToBuffer(enc, t, b_off, dst, ch->dst_at, ch->b_bytes);
+    }
+    *out = wgpu.CommandEncoderFinish(enc, NULL);
+    wgpu.CommandEncoderRelease(enc);
+    /* The command buffer keeps what it uses alive until the GPU has run it. */
+    if (group != NULL) wgpu.BindGroupRelease(group);
+    if (table != NULL) wgpu.BufferRelease(table);
+    wgpu.BufferRelease(t);
+    return VN_OK;
+}
+
+/* Pop the scope; submit cb only when everything encoded cleanly (wgpu-native aborts on
+ * submitting an invalid command buffer). The caller holds the life lock (guarded). */
+static vn_status end_and_submit(vn_device *dev, const char *what, vn_status st, WGPUCommandBuffer cb) {
+    vn_status scope = vn_scope_end(dev, what, VN_ERROR_VALIDATION, "check offsets, sizes and usages.");
+    if (st == VN_OK) st = scope;
+    if (st == VN_OK && cb != NULL) wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
+    if (cb != NULL) wgpu.CommandBufferRelease(cb);
+    return st;
+}
+
+static vn_status submittable_one(const void *buffer) {
+    vn_buffer *b = (vn_buffer *)buffer;
+    return vn_buffers_submittable(&b, 1, "a write or copy");
+}
+
+typedef struct two_buffers {
+    vn_buffer *b[2];
+} two_buffers;
+
+static vn_status submittable_two(const void *arg) {
+    const two_buffers *p = arg;
+    return vn_buffers_submittable(p->b, 2, "a copy");
+}
+
+/* COPY_SRC, which reading a partial word back in needs. */
+static vn_status need_copy_src(const vn_buffer *b, const char *what, uint64_t at, uint64_t nbytes) {
+    if (b->usage & VN_USAGE_COPY_SRC) return VN_OK;
+    return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                   "%s of %llu bytes at byte %llu of buffer %llu covers only part of a 4-byte word whose other bytes "
+                   "must be kept; the GPU writes whole words, so the word is read back in first, which needs "
+                   "COPY_SRC, and buffer %llu has usage 0x%llx. Fix: create it with vn.BufferUsage.COPY_SRC (the "
+                   "default usage has it), or transfer whole 4-byte words.",
+                   what, (unsigned long long)nbytes, (unsigned long long)at, (unsigned long long)b->identity,
+                   (unsigned long long)b->identity, (unsigned long long)b->usage);
+}
+
+/* ---- writes --------------------------------------------------------------------- */
+
+/* A write into the resolved view v (its buffer held). Whole words go in with
+ * wgpuQueueWriteBuffer; a head or tail word covered in part is merged on the queue. */
+static vn_status view_write(const vn_view *v, uint64_t offset, const void *data, uint64_t nbytes) {
+    vn_buffer *buffer = v->buffer;
+    if (!(buffer->usage & VN_USAGE_COPY_DST))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "buffer.write: buffer %llu has usage 0x%llx without COPY_DST. Fix: create it with "
+                       "vn.BufferUsage.COPY_DST (the default usage has it).",
+                       (unsigned long long)buffer->identity, (unsigned long long)buffer->usage);
+    bool whole_buffer = v->size == buffer->byte_len;
+    if (offset > v->size || nbytes > v->size - offset)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "buffer.write of %llu bytes at offset %llu runs past the %s's %llu bytes. Fix: write at "
+                       "most %s - offset bytes.",
+                       (unsigned long long)nbytes, (unsigned long long)offset, whole_buffer ? "buffer" : "view",
+                       (unsigned long long)v->size, whole_buffer ? "byte_len" : "nbytes");
+    if (nbytes == 0) return VN_OK;
+    if (data == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "buffer.write: data is NULL. Fix: pass the bytes to write.");
+    const uint8_t *bytes = data;
+    uint64_t at = v->offset + offset, end = at + nbytes, len = buffer->byte_len;
+    /* [at, m0): the head, inside one word; [m0, m1): whole words; [m1, end): the tail. */
+    uint64_t m0 = at % 4 == 0 ? at : (round_up4(at) < end ? round_up4(at) : end);
+    uint64_t m1 = (end & ~(uint64_t)3) > m0 ? end & ~(uint64_t)3 : m0;
+    /* A tail that ends the buffer is written whole, zero-padded: the bytes after it are
+     * the allocation's padding, which belongs to no one. */
+    bool pad_tail = m1 < end && end == len;
+    chunk c[2];
+    size_t count = 0;
+    uint8_t host_a[8] = {0};
+    uint64_t host_a_bytes = 0;
+    if (m0 > at) {
+        c[count] = make_chunk(NULL, 0, at, m0, len);
+        memcpy(host_a, bytes, (size_t)(m0 - at));
+        host_a_bytes = 4;
+        count++;
+    }
+    if (m1 < end && !pad_tail) {
+        c[count] = make_chunk(NULL, 0, m1, end, len);
+        c[count].a_at = host_a_bytes;
+        memcpy(host_a + host_a_bytes, bytes + (m1 - at), (size_t)(end - m1));
+        host_a_bytes += 4;
+        count++;
+    }
+    vn_device *dev = buffer->device;
+    vn_status st = VN_OK;
+    if (count > 0) {
+        st = need_copy_src(buffer, "buffer.write", at, nbytes);
+        /* The merge is a submit: on a CPU adapter it waits for the queue first, before
+         * anything is queued (VN_PENDING: call again). */
+        if (st == VN_OK) st = vn_submit_ready(dev);
+        if (st != VN_OK) return st;
+    }
+    /* The life lock's read side: a write is queued work too, so it never lands between
+     * the parts of a replay split into several submits (they hold the write side). */
+    const vn_submit_guard guard = {submittable_one, buffer};
+    st = count > 0 ? vn_submit_begin_guarded(dev, "buffer.write", &guard) : vn_submit_begin(dev, "buffer.write");
+    if (st != VN_OK) return st;
+    vn_scope_begin(dev);
+    if (m1 > m0) wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, m0, bytes + (m0 - at), (size_t)(m1 - m0));
+    if (pad_tail) {
+        uint8_t tail[4] = {0, 0, 0, 0};
+        memcpy(tail, bytes + (m1 - at), (size_t)(end - m1));
+        wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, m1, tail, 4);
+    }
+    WGPUCommandBuffer cb = NULL;
+    if (count > 0) st = encode_chunks(dev, buffer->buffer, NULL, c, count, false, host_a, host_a_bytes, &cb);
+    st = end_and_submit(dev, "buffer.write", st, cb);
+    vn_submit_end(dev);
+    /* On a CPU adapter the flush's submit would block in the driver while earlier work
+     * runs: there it waits for a write that finds the queue idle (one poll, no wait). */
+    if (st == VN_OK && count == 0 &&
+        atomic_fetch_add(&dev->pending_write_bytes, nbytes) + nbytes >= VN_WRITE_FLUSH_BYTES &&
+        (!dev->serial_submits || vn_wait(dev, NULL, 0.0, NULL) == VN_OK))
+        st = vn_device_flush_writes(dev, "buffer.write", NULL);
+    if (st == VN_OK && count > 0) atomic_store(&dev->pending_write_bytes, 0); /* the merge's submit sent them */
+    return st;
+}
+
+vn_status vn_view_write(const vn_view *view, uint64_t offset, const void *data, uint64_t nbytes) {
+    vn_view v;
+    vn_status st = vn_view_acquire(view, "buffer.write", &v);
+    if (st != VN_OK) return st;
+    st = view_write(&v, offset, data, nbytes);
+    vn_unacquire(v.buffer);
+    return st;
+}
+
+vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes) {
+    vn_view whole = {buffer, 0, UINT64_MAX};
+    return vn_view_write(&whole, offset, data, nbytes);
+}
+
+/* ---- copies --------------------------------------------------------------------- */
+
+/* The rules of a copy between resolved views (buffers held): offsets inside the views,
+ * nbytes (UINT64_MAX: as much as fits) inside both, COPY_SRC on the source, COPY_DST on
+ * the destination, and COPY_SRC there too where a partial word is merged. *n gets the
+ * byte count, *s0 and *d0 the absolute offsets. */
+static vn_status copy_check(const vn_view *src, const vn_view *dst, uint64_t nbytes, uint64_t src_offset,
+                            uint64_t dst_offset, uint64_t *n, uint64_t *s0, uint64_t *d0) {
+    if (src_offset > src->size || dst_offset > dst->size)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copy offsets %llu (source of %llu bytes) and %llu (destination of %llu "
+                       "bytes) must lie inside the source and the destination. Fix: pass smaller offsets.",
+                       (unsigned long long)src_offset, (unsigned long long)src->size,
+                       (unsigned long long)dst_offset, (unsigned long long)dst->size);
+    uint64_t room_s = src->size - src_offset, room_d = dst->size - dst_offset;
+    if (nbytes == UINT64_MAX) nbytes = room_s < room_d ? room_s : room_d;
+    if (nbytes > room_s || nbytes > room_d)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copying %llu bytes runs past the source (%llu bytes from offset %llu) "
+                       "or the destination (%llu bytes from offset %llu). Fix: copy at most %llu bytes.",
+                       (unsigned long long)nbytes, (unsigned long long)src->size, (unsigned long long)src_offset,
+                       (unsigned long long)dst->size, (unsigned long long)dst_offset,
+                       (unsigned long long)(room_s < room_d ? room_s : room_d));
+    if (!(src->buffer->usage & VN_USAGE_COPY_SRC))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copy source (buffer %llu) has usage 0x%llx without COPY_SRC. Fix: create "
+                       "it with vn.BufferUsage.COPY_SRC (the default usage has it).",
+                       (unsigned long long)src->buffer->identity, (unsigned long long)src->buffer->usage);
+    if (!(dst->buffer->usage & VN_USAGE_COPY_DST))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copy destination (buffer %llu) has usage 0x%llx without COPY_DST. Fix: "
+                       "create it with vn.BufferUsage.COPY_DST (the default usage has it).",
+                       (unsigned long long)dst->buffer->identity, (unsigned long long)dst->buffer->usage);
+    uint64_t d = dst->offset + dst_offset, e = d + nbytes;
+    bool partial = nbytes > 0 && (d % 4 != 0 || (e % 4 != 0 && e != dst->buffer->byte_len));
+    if (partial) {
+        vn_status st = need_copy_src(dst->buffer, "a copy", d, nbytes);
+        if (st != VN_OK) return st;
+    }
+    *n = nbytes;
+    *s0 = src->offset + src_offset;
+    *d0 = d;
+    return VN_OK;
+}
+
+/* The chunks of a copy whose bytes shift within their words (or stay in one buffer):
+ * every destination word through T, chunk_bytes at a time. *out is allocated. */
+static vn_status shifted_chunks(const vn_buffer *src, const vn_buffer *dst, uint64_t s0, uint64_t d0, uint64_t n,
+                                uint64_t chunk_bytes, chunk **out, size_t *count) {
+    uint64_t first = d0 & ~(uint64_t)3, end = d0 + n;
+    size_t total = (size_t)((round_up4(end) - first + chunk_bytes - 1) / chunk_bytes);
+    chunk *c = malloc(total * sizeof *c);
+    if (c == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a copy's chunks. Fix: free host memory.");
+    size_t k = 0;
+    for (uint64_t w = first; w < end; w += chunk_bytes) {
+        uint64_t c0 = w > d0 ? w : d0, c1 = w + chunk_bytes < end ? w + chunk_bytes : end;
+        c[k++] = make_chunk(src->buffer, s0 + (c0 - d0), c0, c1, dst->byte_len);
+    }
+    *out = c;
+    *count = k;
+    return VN_OK;
+}
+
+/* A copy between resolved views of one device (buffers held). Where source and
+ * destination sit at the same offset within their words, whole words are one
+ * CopyBufferToBuffer and only a partial head and tail go through T; otherwise (and
+ * within one buffer, which CopyBufferToBuffer refuses) every word goes through T, in
+ * memmove order. */
+static vn_status copy_views(const vn_view *src, const vn_view *dst, uint64_t nbytes, uint64_t src_offset,
+                            uint64_t dst_offset) {
+    vn_buffer *sb = src->buffer, *db = dst->buffer;
+    vn_device *dev = db->device;
+    if (sb->device != db->device)
+        return vn_fail(VN_ERROR_BINDING, "copy source (buffer %llu) and destination (buffer %llu) belong to different "
+                       "devices; a GPU copy stays on one. Fix: call Device.copy, which copies between devices through "
+                       "the host.", (unsigned long long)sb->identity, (unsigned long long)db->identity);
+    uint64_t n = 0, s0 = 0, d0 = 0;
+    vn_status st = copy_check(src, dst, nbytes, src_offset, dst_offset, &n, &s0, &d0);
+    if (st != VN_OK || n == 0) return st;
+    uint64_t d1 = d0 + n;
+    st = vn_submit_ready(dev); /* VN_PENDING: nothing queued, call again */
+    if (st != VN_OK) return st;
+    two_buffers both = {{sb, db}};
+    const vn_submit_guard guard = {submittable_two, &both};
+    st = vn_submit_begin_guarded(dev, "a copy", &guard);
+    if (st != VN_OK) return st;
+    vn_scope_begin(dev);
+    struct vn_transfer *x = NULL;
+    st = transfer_get(dev, &x); /* its chunk size, and the pipeline made in this scope */
+    WGPUCommandBuffer cb = NULL;
+    if (st == VN_OK && sb != db && s0 % 4 == d0 % 4) {
+        uint64_t m0 = d0 % 4 == 0 ? d0 : (round_up4(d0) < d1 ? round_up4(d0) : d1);
+        uint64_t m1 = (d1 & ~(uint64_t)3) > m0 ? d1 & ~(uint64_t)3 : m0;
+        /* A tail that ends the destination copies whole: the rest of its word is padding. */
+        if (m1 < d1 && d1 == db->byte_len) m1 = round_up4(d1);
+        chunk c[2];
+        size_t count = 0;
+        if (m0 > d0) c[count++] = make_chunk(sb->buffer, s0, d0, m0, db->byte_len);
+        if (m1 < d1) c[count++] = make_chunk(sb->buffer, s0 + (m1 - d0), m1, d1, db->byte_len);
+        const words_copy words = {sb->buffer, s0 + (m0 - d0), m0, m1 > m0 ? m1 - m0 : 0};
+        st = encode_chunks(dev, db->buffer, &words, c, count, false, NULL, 0, &cb);
+    } else if (st == VN_OK) {
+        chunk *c = NULL;
+        size_t count = 0;
+        st = shifted_chunks(sb, db, s0, d0, n, x->chunk_bytes, &c, &count);
+        if (st == VN_OK) st = encode_chunks(dev, db->buffer, NULL, c, count, sb == db && d0 > s0, NULL, 0, &cb);
+        free(c);
+    }
+    st = end_and_submit(dev, "a copy", st, cb);
+    vn_submit_end(dev);
+    return st;
+}
+
+static vn_status device_copy(vn_device *dev, const vn_view *src_view, const vn_view *dst_view, uint64_t nbytes,
+                             uint64_t src_offset, uint64_t dst_offset, int check_only, uint64_t *resolved) {
+    vn_view src, dst = {NULL, 0, 0};
+    vn_status st = vn_device_check(dev, "Device.copy");
+    if (st == VN_OK) st = vn_view_acquire(src_view, "copy source", &src);
+    if (st != VN_OK) return st;
+    st = vn_view_acquire(dst_view, "copy destination", &dst);
+    if (st == VN_OK && src.buffer->device != dev && dst.buffer->device != dev)
+        st = vn_fail(VN_ERROR_BINDING, "Device.copy: neither the source (buffer %llu) nor the destination (buffer %llu) "
+                     "belongs to this device. Fix: call copy on the device of one of them.",
+                     (unsigned long long)src.buffer->identity, (unsigned long long)dst.buffer->identity);
+    if (st == VN_OK && check_only) {
+        uint64_t s0 = 0, d0 = 0;
+        st = copy_check(&src, &dst, nbytes, src_offset, dst_offset, resolved, &s0, &d0);
+    } else if (st == VN_OK) {
+        st = copy_views(&src, &dst, nbytes, src_offset, dst_offset);
+    }
+    if (dst.buffer != NULL) vn_unacquire(dst.buffer);
+    vn_unacquire(src.buffer);
+    return st;
+}
+
+vn_status vn_device_copy(vn_device *device, const vn_view *src, const vn_view *dst, uint64_t nbytes,
+                         uint64_t src_offset, uint64_t dst_offset) {
+    VN_CALL1(device_copy(device, src, dst, nbytes, src_offset, dst_offset, 0, NULL), device, VN_KIND_DEVICE);
+}
+
+vn_status vn_device_copy_check(vn_device *device, const vn_view *src, const vn_view *dst, uint64_t nbytes,
+                               uint64_t src_offset, uint64_t dst_offset, uint64_t *resolved) {
+    if (resolved == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_copy_check: resolved is NULL. Fix: pass a result pointer.");
+    VN_CALL1(device_copy(device, src, dst, nbytes, src_offset, dst_offset, 1, resolved), device, VN_KIND_DEVICE);
+}
