@@ -129,6 +129,10 @@ OPERATIONS: dict[str, tuple[str, str]] = {
         "1024 workgroups, 16 KiB var<workgroup>, zeroing off (GPU time)",
         "the same dispatch compiled with zero_workgroup_memory=False",
     ),
+    "interrupt_wait": (
+        "Ctrl-C during wait(), to KeyboardInterrupt",
+        "SIGINT sent while wait() blocks on a running kernel -> KeyboardInterrupt raised",
+    ),
 }
 
 #: launches per Recording.replay(n) and dispatches per sequence in those benchmarks

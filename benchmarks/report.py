@@ -72,6 +72,7 @@ OPERATIONS: dict[str, str] = {
     "workgroup_1KiB_not_zeroed_gpu": "1024 workgroups, 1 KiB var<workgroup>, zeroing off (GPU time)",
     "workgroup_16KiB_zeroed_gpu": "1024 workgroups, 16 KiB var<workgroup> zeroed (GPU time)",
     "workgroup_16KiB_not_zeroed_gpu": "1024 workgroups, 16 KiB var<workgroup>, zeroing off (GPU time)",
+    "interrupt_wait": "Ctrl-C during wait(), to KeyboardInterrupt",
     "write_64MiB": "write 64 MiB + wait",
     "compile": "compile WGSL into a pipeline",
     "compile_seen": "compile WGSL seen before",

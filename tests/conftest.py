@@ -1,7 +1,8 @@
 """Shared fixtures: one device for the session, and a record-replay-read helper.
 
-Kernels several files share live in tests/wgsl_kernels.py (tests/ is on sys.path:
-pyproject's pytest options).
+What several files share besides (kernels, the child-process runner, the typed-error
+assertion) is the tests/support/ package (tests/ is on sys.path: pyproject's pytest
+options).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # silences a harmless lavapipe warning
 
-import resource_log
+from support import resource_log
 
 import vyre_native as vn
 

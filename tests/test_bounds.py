@@ -15,8 +15,8 @@ import os
 
 import numpy as np
 import pytest
-from childproc import run_child
-from wgsl_kernels import COUNTER, DOUBLE
+from support.child import run_child
+from support.kernels import COUNTER, DOUBLE
 
 import vyre_native as vn
 from vyre_native._lib import lib

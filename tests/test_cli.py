@@ -7,20 +7,13 @@ import subprocess
 import sys
 import tempfile
 
+from support.child import run
+
 import vyre_native as vn
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    # A neutral working directory: the child must import the installed package.
-    return subprocess.run(
-        [sys.executable, "-m", "vyre_native", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tempfile.gettempdir(),
-        env={**os.environ, "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")},
-    )
+    return run(["-m", "vyre_native", *args], timeout=300)
 
 
 def test_help_prints_usage_and_exits_zero() -> None:
@@ -119,15 +112,7 @@ def _bench_without_a_suite(*args: str) -> subprocess.CompletedProcess[str]:
         "bench._BESIDE = pathlib.Path('/nonexistent/benchmarks')\n"
         "from vyre_native.__main__ import main\nsys.exit(main(sys.argv[1:]))\n"
     )
-    return subprocess.run(
-        [sys.executable, "-c", code, "bench", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tempfile.gettempdir(),
-        env=_env(),
-    )
+    return run(["-c", code, "bench", *args], timeout=300, env={"VN_BENCH_SUITE": None})
 
 
 def test_bench_with_no_suite_to_find_prints_its_usage_and_exits_two() -> None:

@@ -10,7 +10,7 @@ import gc
 
 import numpy as np
 import pytest
-from wgsl_kernels import DOUBLE
+from support.kernels import COUNTER, DOUBLE
 
 import vyre_native as vn
 
@@ -36,17 +36,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 """
 
-
-# state[i] += 1 for every element: in/out state when compiled with preserve=["state"].
-ACCUMULATE = """
-@group(0) @binding(0) var<storage, read_write> state: array<u32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < arrayLength(&state)) { state[i] = state[i] + 1u; }
-}
-"""
 
 # Writes only the first half of out (i < n / 2).
 HALF = """
@@ -613,7 +602,7 @@ def test_outputs_are_cleared_before_the_dispatch(device: vn.Device) -> None:
 
 
 def test_preserved_state_carries_over_across_recordings(device: vn.Device) -> None:
-    prog = device.compile(ACCUMULATE, preserve=["state"])
+    prog = device.compile(COUNTER, preserve=["acc"])
     (binding,) = prog.bindings
     assert binding.preserve and binding.is_output
     start = np.arange(100, dtype=np.uint32) * 10
@@ -779,7 +768,7 @@ def test_borrowed_dispatch_runtime_sized_output_without_sizes_raises_binding_err
 
 
 def test_borrowed_dispatch_uploads_preserved_state_from_the_host_list(device: vn.Device) -> None:
-    prog = device.compile(ACCUMULATE, preserve=["state"])
+    prog = device.compile(COUNTER, preserve=["acc"])
     start = np.arange(64, dtype=np.uint32) * 3
     rec = prog.prerecord_borrowed_dispatch([start], workgroups=(1, 1, 1))
     rec.replay()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support.timestamps import require_timestamps
 
 import vyre_native as vn
 
@@ -182,12 +183,12 @@ def test_prerecorded_dispatch_clears_its_output(device: vn.Device, check: vn.Pip
     _expect(out, 5, 6)
 
 
+@pytest.mark.timestamps
 @pytest.mark.parametrize("kind", ["sequence", "recording"])
 def test_per_dispatch_timing_still_clears_before_each_dispatch(
     device: vn.Device, check: vn.Pipeline, kind: str
 ) -> None:
-    if not device.timestamps:
-        pytest.skip("the adapter has no timestamp queries")
+    require_timestamps(device)
     out, dirty = device.alloc(4 * 128), _dirty(device)
     out.write(np.full(128, 1, np.uint32))
     params = _params(device, 100, 2)
@@ -205,9 +206,9 @@ def test_per_dispatch_timing_still_clears_before_each_dispatch(
     _expect(out, 100, 2)
 
 
+@pytest.mark.timestamps
 def test_timed_replay_of_clearing_steps_reports_gpu_time(device: vn.Device, check: vn.Pipeline) -> None:
-    if not device.timestamps:
-        pytest.skip("the adapter has no timestamp queries")
+    require_timestamps(device)
     out, dirty = device.alloc(4 * 128), _dirty(device)
     seq = device.sequence()
     for count in (128, 1):

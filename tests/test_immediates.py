@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import wgpu
+from support.kernels import COUNTER
 
 import vyre_native as vn
 from vyre_native._lib import check, ffi, lib
@@ -23,13 +24,6 @@ var<immediate> step: Step;
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (gid.x < arrayLength(&acc)) { acc[gid.x] = acc[gid.x] + step.k * step.scale; }
-}
-"""
-PLAIN = """
-@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if (gid.x < arrayLength(&acc)) { acc[gid.x] = acc[gid.x] + 1u; }
 }
 """
 N = 256
@@ -58,7 +52,7 @@ def test_a_module_with_var_immediate_reports_its_byte_size_and_no_binding_for_it
 
 
 def test_a_pipeline_without_var_immediate_has_immediate_size_zero(device: vn.Device) -> None:
-    assert device.compile(PLAIN).immediate_size == 0
+    assert device.compile(COUNTER).immediate_size == 0
 
 
 def test_immediate_size_follows_the_wgsl_layout_rules(device: vn.Device, add_k: vn.Pipeline) -> None:
@@ -151,7 +145,7 @@ def test_missing_immediates_raise_naming_the_size_needed(device: vn.Device, add_
 
 
 def test_immediates_on_a_pipeline_without_var_immediate_raise(device: vn.Device) -> None:
-    plain = device.compile(PLAIN)
+    plain = device.compile(COUNTER)
     with pytest.raises(
         vn.InvalidArgumentError, match=r"4 bytes of immediates.*declares no var<immediate>.*Fix:"
     ):
@@ -200,7 +194,7 @@ def test_a_pipeline_layout_with_immediates_needs_the_feature_in_c(bare_device: v
     # wants the capability); C's own check guards the layout behind it. Called directly
     # with a shader that compiles there and a layout that asks for immediates.
     dev = bare_device._live()
-    src = PLAIN.encode()
+    src = COUNTER.encode()
     shader = ffi.new("vn_shader **")
     check(lib.vn_shader_create(dev, src, len(src), shader))
     try:

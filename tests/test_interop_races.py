@@ -18,30 +18,22 @@ from typing import Any
 import numpy as np
 import pytest
 import wgpu
-from test_misuse import check_outcome, run_child
+from support.child import run_child, run_scenario
+from support.errors import raised
 
 import vyre_native as vn
 
 STORAGE_RW = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 
-# Every child (test_misuse's run_child: outcome(fn) describes what fn did, report(value)
-# sends it back) starts with a wgpu-py device adopted by vyre_native, and two buffers made
-# by vyre_native, exported to wgpu-py and mappable there: `rb` (vyre_native copies into
-# it, wgpu-py maps it for reading) and `wb` (vyre_native reads it, wgpu-py maps it for
-# writing); `seq` copies into rb.
+# Every child starts with tests/scenarios/interop_races.py's setup(): a wgpu-py device
+# adopted by vyre_native (`gd`, `d`), and two buffers made by vyre_native, exported to
+# wgpu-py and mappable there: `rb` (vyre_native copies into it, wgpu-py maps it for
+# reading; `grb` is wgpu-py's) and `wb` (vyre_native reads it, wgpu-py maps it for
+# writing; `gwb`); `seq` copies `src` into rb. The races there run whole, as modules.
 _SETUP = """
-import gc, time
 import wgpu
-READ, WRITE = wgpu.MapMode.READ, wgpu.MapMode.WRITE
-
-gd = wgpu.gpu.request_adapter_sync().request_device_sync()
-d = vn.Device.from_wgpu(gd)
-src = d.upload(np.arange(64, dtype=np.float32))
-rb = d.alloc(256, usage=U.MAP_READ | U.COPY_DST)
-wb = d.upload(np.arange(64, dtype=np.float32), usage=U.MAP_WRITE | U.COPY_SRC)
-grb, gwb = rb.to_wgpu(), wb.to_wgpu()
-seq = d.sequence()
-seq.copy(src, rb)
+from scenarios.interop_races import READ, WRITE, setup
+globals().update(vars(setup()))
 """
 
 
@@ -50,10 +42,15 @@ def run(code: str) -> Any:
     return run_child(_SETUP + textwrap.dedent(code), timeout=180)
 
 
+def race(name: str) -> Any:
+    """A race of tests/scenarios/interop_races.py in a child interpreter; its report."""
+    return run_scenario("interop_races", name, timeout=180)
+
+
 def finished_or_lost(res: dict[str, Any]) -> None:
     """A read in flight when the device went: it completed, or raised DeviceLostError."""
     if not res.get("ok"):
-        check_outcome(res, vn.DeviceLostError)
+        raised(res, vn.DeviceLostError)
 
 
 # ---- exported buffers: watched as adopted ones are
@@ -74,7 +71,7 @@ report(out)
 """
     )
     for how in ("sequence", "submit", "read", "read_async", "view_read"):
-        check_outcome(res[how], vn.BindingError, "mapped", "wgpu-py", "unmap")
+        raised(res[how], vn.BindingError, "mapped", "wgpu-py", "unmap")
     assert res["after_unmap"]["ok"], res["after_unmap"]
 
 
@@ -91,7 +88,7 @@ report(out)
 """
     )
     for how in ("from_mapped", "into_mapped"):
-        check_outcome(res[how], vn.BindingError, "mapped", "wgpu-py", "unmap")
+        raised(res[how], vn.BindingError, "mapped", "wgpu-py", "unmap")
     assert res["after_unmap"]["ok"], res["after_unmap"]
 
 
@@ -121,7 +118,7 @@ report(out)
 """
     )
     for how in ("recording", "prerecorded", "read", "sequence", "after_unmap"):
-        check_outcome(res[how], vn.BindingError, "destroyed", "wgpu-py")
+        raised(res[how], vn.BindingError, "destroyed", "wgpu-py")
 
 
 def test_wgpu_py_methods_reached_through_the_class_are_watched_too() -> None:
@@ -139,9 +136,9 @@ out["class_destroy"] = outcome(wb.read)
 report(out)
 """
     )
-    check_outcome(res["saved_map"], vn.BindingError, "mapped")
+    raised(res["saved_map"], vn.BindingError, "mapped")
     assert res["class_unmap"]["ok"], res["class_unmap"]
-    check_outcome(res["class_destroy"], vn.BindingError, "destroyed")
+    raised(res["class_destroy"], vn.BindingError, "destroyed")
 
 
 def test_a_device_destroyed_through_the_wgpu_py_class_raises_device_lost_error() -> None:
@@ -154,7 +151,7 @@ report({"sequence": outcome(seq.replay), "read": outcome(wb.read), "upload": out
 """
     )
     for how in ("sequence", "read", "upload", "readopt"):
-        check_outcome(res[how], vn.DeviceLostError, "wgpu-py")
+        raised(res[how], vn.DeviceLostError, "wgpu-py")
     finished_or_lost(res["pending"])
 
 
@@ -186,105 +183,22 @@ gd2.destroy()
 report({"buffer": outcome(lambda: vn.Buffer.from_wgpu(gone)), "device": outcome(lambda: vn.Device.from_wgpu(gd2))})
 """
     )
-    check_outcome(res["buffer"], vn.BindingError, "destroyed", "before it was adopted")
-    check_outcome(res["device"], vn.DeviceLostError, "wgpu-py")
+    raised(res["buffer"], vn.BindingError, "destroyed", "before it was adopted")
+    raised(res["device"], vn.DeviceLostError, "wgpu-py")
 
 
 # ---- races: the check and the submit are one step for wgpu-py's map and destroy
 
 
 def test_wgpu_py_mapping_on_another_thread_never_aborts_a_submit_loop() -> None:
-    res = run(
-        """
-unexpected, counts = [], {"vn_ok": 0, "vn_refused": 0, "maps": 0}
-stop = threading.Event()
-copy_back = d.sequence()
-copy_back.copy(wb, d.alloc(256))
-# and a buffer wgpu-py made, adopted: vyre_native copies into it, wgpu-py maps it
-gab = gd.create_buffer(size=256, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
-seq.copy(src, vn.Buffer.from_wgpu(gab))
-
-def vn_side():
-    ops = [lambda: seq.replay().wait(), lambda: d.submit([seq, copy_back]).wait(), wb.read,
-           lambda: wb.read_async().result(), lambda: copy_back.replay(n=4).wait()]
-    i = 0
-    while not stop.is_set():
-        try:
-            ops[i % len(ops)]()
-            counts["vn_ok"] += 1
-        except vn.BindingError as e:
-            if "mapped" not in str(e):
-                unexpected.append(repr(e))
-            counts["vn_refused"] += 1
-        except BaseException as e:
-            unexpected.append(repr(e))
-        i += 1
-
-def wgpu_side():
-    while not stop.is_set():
-        try:
-            grb.map_sync(READ)
-            grb.read_mapped()
-            grb.unmap()
-            gwb.map_sync(WRITE)
-            gwb.write_mapped(np.zeros(64, np.float32))
-            gwb.unmap()
-            gab.map_sync(READ)
-            gab.unmap()
-            counts["maps"] += 3
-        except BaseException as e:
-            unexpected.append("wgpu-py: " + repr(e))
-
-threads = [threading.Thread(target=vn_side), threading.Thread(target=vn_side), threading.Thread(target=wgpu_side)]
-for t in threads:
-    t.start()
-time.sleep(3.0)
-stop.set()
-for t in threads:
-    t.join(60)
-report({"unexpected": unexpected[:5], "alive": [t.is_alive() for t in threads], **counts})
-"""
-    )
+    res = race("mapping_loop")
     assert res["unexpected"] == [], res
     assert res["alive"] == [False, False, False], res
     assert res["vn_ok"] > 0 and res["maps"] > 0, res
 
 
 def test_wgpu_py_destroying_buffer_and_device_mid_loop_gives_only_typed_errors() -> None:
-    res = run(
-        """
-unexpected, seen = [], set()
-stop = threading.Event()
-
-def vn_side():
-    ops = [lambda: seq.replay().wait(), wb.read, lambda: d.submit([seq]).wait(), lambda: d.upload(b"1234")]
-    i = 0
-    while not stop.is_set():
-        try:
-            ops[i % len(ops)]()
-            seen.add("ok")
-        except vn.BindingError as e:
-            seen.add("destroyed" if "destroyed" in str(e) else "mapped")
-        except vn.DeviceLostError:
-            seen.add("lost")
-        except BaseException as e:
-            unexpected.append(repr(e))
-        i += 1
-
-threads = [threading.Thread(target=vn_side) for _ in range(2)]
-for t in threads:
-    t.start()
-time.sleep(0.5)
-type(grb).destroy(grb)
-time.sleep(0.5)
-type(gd).destroy(gd)
-time.sleep(0.5)
-stop.set()
-for t in threads:
-    t.join(60)
-report({"unexpected": unexpected[:5], "seen": sorted(seen)})
-"""
-    )
+    res = race("destroy_mid_loop")
     assert res["unexpected"] == [], res
     assert {"ok", "lost"} <= set(res["seen"]) <= {"ok", "destroyed", "lost"}, res
 
@@ -292,43 +206,10 @@ report({"unexpected": unexpected[:5], "seen": sorted(seen)})
 def test_adopting_while_wgpu_py_maps_on_another_thread_never_leaves_a_mapped_buffer_usable() -> None:
     # The watch is registered before wgpu-py's map state is read, so each map either
     # shows in that state or waits for the adoption and reports to it.
-    res = run(
-        """
-n = 120
-usage = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
-theirs = [gd.create_buffer(size=256, usage=usage) for _ in range(n)]
-ours, unexpected = [None] * n, []
-barrier = threading.Barrier(2)
-
-def adopt():
-    for i in range(n):
-        barrier.wait()
-        try:
-            ours[i] = vn.Buffer.from_wgpu(theirs[i])
-        except BaseException as e:
-            unexpected.append(repr(e))
-
-def map_them():
-    for i in range(n):
-        barrier.wait()
-        theirs[i].map_async(READ)
-
-threads = [threading.Thread(target=adopt), threading.Thread(target=map_them)]
-for t in threads:
-    t.start()
-for t in threads:
-    t.join(120)
-results = []
-for b in ours:
-    s = d.sequence()
-    s.copy(src, b)
-    results.append(outcome(s.replay))
-report({"unexpected": unexpected[:5], "results": results})
-"""
-    )
+    res = race("adopt_while_mapping")
     assert res["unexpected"] == [], res["unexpected"]
     for r in res["results"]:
-        check_outcome(r, vn.BindingError, "mapped")
+        raised(r, vn.BindingError, "mapped")
 
 
 # ---- one owner per wgpu-py object, from any number of threads

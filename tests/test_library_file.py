@@ -16,7 +16,8 @@ import sys
 from collections.abc import Callable
 
 import pytest
-from test_misuse import check_outcome, run_child
+from support.child import run_child
+from support.errors import raised
 
 import vyre_native as vn
 from vyre_native._lib import library_path
@@ -52,26 +53,26 @@ def test_a_truncated_library_file_raises_library_error_naming_path_and_size_not_
     keep = CUTS[cut](_library().stat().st_size)
     path = _truncated(tmp_path, keep)
     res = run_child(LOAD, env={"WGPU_LIB_PATH": path})
-    msg = check_outcome(res, vn.LibraryError, path, f"{keep} bytes", "truncated")
+    msg = raised(res, vn.LibraryError, path, f"{keep} bytes", "truncated")
     assert "WGPU_LIB_PATH" in msg
 
 
 def test_an_empty_library_file_raises_library_error_saying_so(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "empty.so"
     path.write_bytes(b"")
-    check_outcome(run_child(LOAD, env={"WGPU_LIB_PATH": str(path)}), vn.LibraryError, str(path), "empty")
+    raised(run_child(LOAD, env={"WGPU_LIB_PATH": str(path)}), vn.LibraryError, str(path), "empty")
 
 
 def test_a_file_that_is_no_library_raises_library_error_saying_so(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "notes.so"
     path.write_text("not a library\n")
-    check_outcome(
+    raised(
         run_child(LOAD, env={"WGPU_LIB_PATH": str(path)}), vn.LibraryError, str(path), "no shared library"
     )
 
 
 def test_a_directory_as_the_library_raises_library_error_saying_so(tmp_path: pathlib.Path) -> None:
-    check_outcome(
+    raised(
         run_child(LOAD, env={"WGPU_LIB_PATH": str(tmp_path)}), vn.LibraryError, str(tmp_path), "directory"
     )
 
@@ -82,7 +83,7 @@ def test_a_fifo_as_the_library_raises_library_error_without_waiting_for_a_writer
 ) -> None:
     path = tmp_path / "pipe.so"
     os.mkfifo(path)
-    check_outcome(
+    raised(
         run_child(LOAD, env={"WGPU_LIB_PATH": str(path)}), vn.LibraryError, str(path), "not a regular file"
     )
 

@@ -16,77 +16,24 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_misuse import check_message, run_child
-from wgsl_kernels import DOUBLE
+from scenarios.release_races import RACES
+from support.child import run_scenario
+from support.errors import check_message
+from support.kernels import DOUBLE
 
 import vyre_native as vn
 from vyre_native._lib import check, ffi, lib
 
 # ---------------------------------------------------------------- releases racing calls
 
-# One round: fresh handles, then `call` on this thread while another thread releases
-# `victim`, each after a random pause: the release lands before, during or after the call.
-_RACE = """
-import random, time
-dev = vn.Device()
-WGSL = {wgsl!r}
-prog = dev.compile(WGSL)
-counts = {{"ok": 0, "released": 0}}
-for round in range({rounds}):
-    a = dev.upload(np.arange(64, dtype=np.float32))
-    o = dev.alloc(256)
-    p = prog
-{setup}
-    start = threading.Barrier(2)
-    def release_it():
-        start.wait()
-        time.sleep(random.random() * {jitter})
-        {victim}.release()
-    thread = threading.Thread(target=release_it)
-    thread.start()
-    start.wait()
-    time.sleep(random.random() * {jitter})
-    try:
-        {call}
-        counts["ok"] += 1
-    except vn.ReleasedError:
-        counts["released"] += 1
-    thread.join()
-dev.wait_idle()
-report(counts)
-"""
-
-# (setup lines, the handle released, the call) for each race.
-RACES: dict[str, tuple[str, str, str]] = {
-    "input_during_prerecord": ("", "a", "p.prerecord_persistent_dispatch([a], [o]).replay()"),
-    "output_during_record": ("", "o", "p.record([a], [o]).replay()"),
-    "pipeline_during_record": ("p = dev.compile(WGSL)", "p", "p.record([a], [o]).replay()"),
-    "recording_during_submit_of_256": ("rec = p.record([a], [o])", "rec", "dev.submit([rec] * 256)"),
-    "sequence_during_submit": (
-        "seq = dev.sequence(); seq.add(p, [a], [o])",
-        "seq",
-        "dev.submit([seq] * 200)",
-    ),
-    "recording_during_replay": ("rec = p.record([a], [o])", "rec", "rec.replay(200)"),
-    "buffer_during_read": ("", "a", "a.read()"),
-    "recording_during_read_output": ("rec = p.record([a], [o]); rec.replay()", "rec", "rec.read_output(0)"),
-    "submission_during_wait": ("sub = p.record([a], [o]).replay(50)", "sub", "sub.wait()"),
-}
+# Each race (tests/scenarios/release_races.py): fresh handles, then the call on this
+# thread while another thread releases the victim, each after a random pause.
 
 
 @pytest.mark.parametrize("race", list(RACES))
 def test_a_release_on_another_thread_during_a_call_raises_released_error_or_lets_it_finish(race: str) -> None:
-    setup, victim, call = RACES[race]
     rounds = 25 if "256" in race else 60
-    code = _RACE.format(
-        wgsl=DOUBLE,
-        rounds=rounds,
-        setup="    " + (setup or "pass"),
-        victim=victim,
-        jitter=0.001,
-        call=call,
-    )
-    res = run_child(code, timeout=300)
+    res = run_scenario("release_races", race, str(rounds), timeout=300)
     assert res["ok"] + res["released"] == rounds, res
 
 

@@ -8,17 +8,11 @@ Nesting that would overflow naga's stack is refused before naga parses it.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import tempfile
-import textwrap
-
 import numpy as np
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from support.child import run_child
 
 import vyre_native as vn
 from vyre_native.reflect import MAX_NESTING_DEPTH, reflect
@@ -124,10 +118,14 @@ def test_workgroup_memory_at_the_limit_compiles_and_runs(device: vn.Device, run)
     assert out[0] == 7
 
 
-def test_unused_workgroup_memory_does_not_count(device: vn.Device) -> None:
+def test_unused_workgroup_memory_does_not_count(device: vn.Device, run) -> None:
+    # Four times the limit, declared but not used by the entry point: WebGPU counts only
+    # the workgroup variables an entry point statically uses, so it compiles and runs.
     words = limit(device, "max_compute_workgroup_storage_size")
     src = f"var<workgroup> unused: array<u32, {words}>;\n" + OVERRIDE_SIZE
-    device.compile(src)
+    assert reflect(src).workgroup_storage_size == 0
+    (out,) = run(device.compile(src), [], [device.alloc(4 * 64)], dtype=np.uint32)
+    np.testing.assert_array_equal(out, np.arange(64, dtype=np.uint32))
 
 
 # ---------------------------------------------------------------- nesting depth
@@ -203,32 +201,19 @@ def test_nesting_that_crashes_naga_is_refused_with_shader_error_and_the_process_
         "@group(0) @binding(0) var<storage, read_write> out: array<u32>;\n"
         f"@compute @workgroup_size(1) fn main() {{ out[0] = {expression}; }}\n"
     )
-    child = textwrap.dedent(
+    result = run_child(
         """
-        import json, sys, vyre_native as vn
         dev = vn.Device()
         try:
             dev.compile(sys.stdin.read())
-            print(json.dumps({"outcome": "compiled"}))
+            report({"outcome": "compiled"})
         except vn.VyreError as e:
-            print(json.dumps({"outcome": type(e).__name__, "message": str(e)}))
+            report({"outcome": type(e).__name__, "message": str(e)})
         dev.compile("@compute @workgroup_size(1) fn main() {}")  # the device still works
-        """
-    )
-    # A neutral working directory: `python -c` puts it first on sys.path, and the
-    # checkout's source tree (no compiled module) must not shadow the installed package.
-    proc = subprocess.run(
-        [sys.executable, "-c", child],
-        check=False,
-        input=src,
-        capture_output=True,
-        text=True,
+        """,
         timeout=300,
-        env={**os.environ, "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")},
-        cwd=tempfile.gettempdir(),
+        stdin=src,
     )
-    assert proc.returncode == 0, f"{construct}: the child died with {proc.returncode}: {proc.stderr[-2000:]}"
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["outcome"] == "ShaderError"
     assert f"deeper than {MAX_NESTING_DEPTH} levels" in result["message"]
     assert "Fix:" in result["message"]

@@ -6,37 +6,7 @@ per process, at the level the logger has then.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import tempfile
-import textwrap
-
-CHILD_PRELUDE = """
-import json, logging, time
-records = []
-class Keep(logging.Handler):
-    def emit(self, record):
-        records.append([record.levelname, record.getMessage()])
-logging.getLogger("vyre_native").addHandler(Keep())
-"""
-
-
-def run_child(body: str) -> list[list[str]]:
-    code = CHILD_PRELUDE + textwrap.dedent(body) + "\nprint('RECORDS ' + json.dumps(records))\n"
-    res = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=tempfile.gettempdir(),
-        env={**os.environ, "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")},
-    )
-    assert res.returncode == 0, res.stderr
-    line = next(x for x in res.stdout.splitlines() if x.startswith("RECORDS "))
-    return [r for r in json.loads(line[len("RECORDS ") :]) if r[1].startswith("wgpu-native: ")]
+from support.child import run_logging_child as run_child
 
 
 def test_wgpu_native_debug_messages_reach_the_logger_when_it_is_enabled_for_debug() -> None:

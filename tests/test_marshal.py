@@ -13,21 +13,19 @@ from __future__ import annotations
 
 import ast
 import copy
-import json
 import math
 import os
 import pathlib
 import pickle
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pytest
-from wgsl_kernels import DOUBLE
+from support.child import run_child
+from support.errors import raised, typed
+from support.kernels import DOUBLE
 
 import vyre_native as vn
 from vyre_native import errors
@@ -61,18 +59,6 @@ def kit(device: vn.Device) -> Kit:
     sub.wait()
     seq = device.sequence().add(prog, [a], [o])
     return Kit(device, prog, a, o, pre, rec, seq, sub)
-
-
-def typed(fn: Callable[[], Any], cls: type[BaseException], *named: object) -> str:
-    """fn() raises cls, a vn.VyreError, whose message names every value and has a Fix."""
-    with pytest.raises(cls) as info:
-        fn()
-    assert isinstance(info.value, vn.VyreError), f"{type(info.value).__name__}: {info.value}"
-    msg = str(info.value)
-    for value in named:
-        assert str(value) in msg, f"{value!r} is not named in: {msg!r}"
-    assert "Fix:" in msg, msg
-    return msg
 
 
 # Entry points that take a uint64_t from an int: (id, call(kit, value)).
@@ -453,21 +439,11 @@ def test_wgsl_that_is_not_text_is_a_typed_error(device: vn.Device) -> None:
 def test_a_wgpu_lib_path_that_is_not_utf8_is_loaded_as_its_bytes() -> None:
     # Not UTF-8, so not text: the path goes to dlopen as the file system's bytes, and a
     # missing file is the LibraryError of any missing file, not an UnicodeEncodeError.
-    code = (
-        "import json, vyre_native as vn\n"
-        "try:\n    vn.Device()\n    r = {'ok': True}\n"
-        "except BaseException as e:\n    r = {'mro': [c.__name__ for c in type(e).__mro__], 'msg': str(e)}\n"
-        "print('RESULT ' + json.dumps(r))\n"
+    res = run_child(
+        "report(outcome(vn.Device))",
+        env={"WGPU_LIB_PATH": os.fsdecode(b"/nonexistent/lib\xffwgpu.so")},
     )
-    env = {os.fsencode(k): os.fsencode(v) for k, v in os.environ.items()}
-    env[b"WGPU_LIB_PATH"] = b"/nonexistent/lib\xffwgpu.so"
-    proc = subprocess.run(  # noqa: PLW1510 -- the returncode is asserted
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tempfile.gettempdir()
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    res = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))[7:])
-    assert "LibraryError" in res["mro"], res
-    assert "/nonexistent/lib" in res["msg"] and "Fix:" in res["msg"], res
+    raised(res, vn.LibraryError, "/nonexistent/lib")
 
 
 # ================================================================ host memory
@@ -840,19 +816,8 @@ def test_a_message_naming_a_3000_character_binding_keeps_its_values_and_fix(kit:
 
 
 def test_a_5000_character_wgpu_lib_path_keeps_its_message_and_fix() -> None:
-    code = (
-        "import json, vyre_native as vn\n"
-        "try:\n    vn.Device()\n    r = {'ok': True}\n"
-        "except BaseException as e:\n    r = {'mro': [c.__name__ for c in type(e).__mro__], 'msg': str(e)}\n"
-        "print('RESULT ' + json.dumps(r))\n"
-    )
     path = "/nonexistent/" + "d" * 5000 + "/libwgpu_native.so"
-    env = {**os.environ, "WGPU_LIB_PATH": path}
-    proc = subprocess.run(  # noqa: PLW1510 -- the returncode is asserted
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tempfile.gettempdir()
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    res = json.loads(next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT "))[7:])
+    res = run_child("report(outcome(vn.Device))", env={"WGPU_LIB_PATH": path})
     assert "LibraryError" in res["mro"], res
     msg = res["msg"]
     assert msg.startswith("could not load wgpu-native from '/nonexistent/ddd"), msg

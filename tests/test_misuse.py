@@ -20,14 +20,19 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import childproc
 import numpy as np
 import pytest
-from wgsl_kernels import DOUBLE
+from support.child import run_child, run_scenario
+from support.errors import check_message, raised
+from support.kernels import DOUBLE
 
 import vyre_native as vn
 
 U = vn.BufferUsage
+
+# check_outcome is support.errors.raised's old name here, kept for test files written
+# against it (`from test_misuse import check_outcome, run_child`); new code imports support.
+check_outcome = raised
 
 # ---------------------------------------------------------------- shaders
 
@@ -63,15 +68,6 @@ fn main(@builtin(workgroup_id) w: vec3<u32>) { out[w.x] = args[0]; }
 # ---------------------------------------------------------------- helpers
 
 
-def check_message(err: BaseException, *values: object) -> str:
-    """The message names every value and has a Fix; returns the message."""
-    msg = str(err)
-    for v in values:
-        assert str(v) in msg, f"{v!r} is not named in the message: {msg!r}"
-    assert "Fix:" in msg, f"no 'Fix:' in the message: {msg!r}"
-    return msg
-
-
 def assert_device_works(dev: vn.Device) -> None:
     """An upload/read round trip and a small dispatch still give the right answers."""
     host = np.arange(64, dtype=np.float32)
@@ -102,53 +98,6 @@ def double(device: vn.Device) -> vn.Pipeline:
 def io(device: vn.Device) -> tuple[vn.Buffer, vn.Buffer]:
     """A 64-float input and a matching output."""
     return device.upload(np.arange(64, dtype=np.float32)), device.alloc(256)
-
-
-# ---- child interpreters
-
-# Prepended to every child's code: outcome(fn) runs fn on a thread with a time limit
-# (so a hang is reported, not waited for) and describes what happened.
-_PRELUDE = """
-import json, os, sys, threading
-import numpy as np
-import vyre_native as vn
-U = vn.BufferUsage
-
-def outcome(fn, timeout=30.0):
-    box = {}
-    def target():
-        try:
-            fn()
-            box["r"] = {"ok": True}
-        except BaseException as e:
-            box["r"] = {"ok": False, "mro": [c.__name__ for c in type(e).__mro__], "msg": str(e)}
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    t.join(timeout)
-    return box.get("r", {"hang": True})
-
-def report(value):
-    print("RESULT " + json.dumps(value), flush=True)
-"""
-
-
-def run_child(code: str, env: dict[str, str] | None = None, timeout: float = 120) -> Any:
-    """Run the prelude plus code in a fresh interpreter; assert it exited 0; return its report."""
-    return childproc.run_child(code, timeout=timeout, env=env, prelude=_PRELUDE)
-
-
-def check_outcome(
-    res: dict[str, Any], cls: type[BaseException] | tuple[type[BaseException], ...], *values: object
-) -> str:
-    """The child's call raised cls (or one of a tuple of classes) naming values, with a Fix."""
-    names = [c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,))]
-    assert not res.get("hang"), "the call hung (did not return within its time limit)"
-    assert not res.get("ok"), f"expected {' or '.join(names)}, but the call succeeded"
-    assert any(n in res["mro"] for n in names), (
-        f"expected {' or '.join(names)}, got {res['mro'][0]}: {res['msg']}"
-    )
-    assert "VyreError" in res["mro"], f"{res['mro'][0]} is not a vn.VyreError"
-    return check_message(Exception(res["msg"]), *values)
 
 
 # ================================================================ WGSL
@@ -721,55 +670,11 @@ def test_invalid_usage_combinations_raise_a_typed_error_without_aborting() -> No
         """
     )
     for name in ("alloc_map_read_storage", "upload_map_read_storage", "upload_map_write_storage"):
-        check_outcome(res[name], (vn.InvalidArgumentError, vn.ValidationError), "MAP", "0x")
+        raised(res[name], (vn.InvalidArgumentError, vn.ValidationError), "MAP", "0x")
     assert res["works_after"]
 
 
 # ================================================================ device loss and close
-
-# Made before the device ends, then every call below is tried after it ends.
-_LOSS_SETUP = """
-DOUBLE = {double!r}
-d = vn.Device()
-p = d.compile(DOUBLE)
-a = d.upload(np.arange(64, dtype=np.float32))
-o = d.alloc(256)
-fresh = p.prerecord_persistent_dispatch([a], [o])   # recorded, never replayed
-done = p.prerecord_persistent_dispatch([a], [o])    # replayed before the end
-done.replay()
-rc = p.record([a], [o])
-rc.replay().wait()
-seq = d.sequence().add(p, [a], [o])
-sub = rc.replay()
-getattr(d, {mode!r})()
-ops = {{
-    "upload": lambda: d.upload(b"1234"),
-    "alloc": lambda: d.alloc(16),
-    "compile": lambda: d.compile(DOUBLE),
-    "prerecord": lambda: p.prerecord_persistent_dispatch([a], [o]),
-    "record": lambda: p.record([a], [o]),
-    "replay": lambda: fresh.replay(),
-    "recording_replay": lambda: rc.replay(),
-    "sequence_replay": lambda: seq.replay(),
-    "sequence_add": lambda: seq.add(p, [a], [o]),
-    "sequence": lambda: d.sequence(),
-    "submit": lambda: d.submit([rc]),
-    "read_output": lambda: done.read_output(0),
-    "read_output_into": lambda: done.read_output_into(0, np.empty(64, np.float32)),
-    "recording_read_output": lambda: rc.read_output(0),
-    "buffer_read": lambda: a.read(),
-    "buffer_write": lambda: a.write(b"1234"),
-    "read_async": lambda: a.read_async(),
-    "wait_idle": lambda: d.wait_idle(),
-    "submission_wait": lambda: sub.wait(),
-}}
-out = {{name: outcome(fn, timeout=20.0) for name, fn in ops.items()}}
-import gc
-del fresh, done, rc, seq, sub, p, a, o
-gc.collect()
-out["live_after"] = vn.debug.live_objects()
-report(out)
-"""
 
 _LOSS_OPS = [
     "upload",
@@ -796,18 +701,18 @@ _LOSS_OPS = [
 @functools.cache
 def _after_end(mode: str) -> dict[str, Any]:
     """Outcome of every call after dev.destroy() or dev.close(), from one child (run once per mode)."""
-    return run_child(_LOSS_SETUP.format(double=DOUBLE, mode=mode), timeout=300)
+    return run_scenario("misuse_after_end", mode, timeout=300)  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize("op", _LOSS_OPS)
 def test_every_call_after_destroy_raises_device_lost_error(op: str) -> None:
-    msg = check_outcome(_after_end("destroy")[op], vn.DeviceLostError)
+    msg = raised(_after_end("destroy")[op], vn.DeviceLostError)
     assert "lost" in msg or "destroy" in msg, msg
 
 
 @pytest.mark.parametrize("op", _LOSS_OPS)
 def test_every_call_after_close_raises_released_error(op: str) -> None:
-    msg = check_outcome(_after_end("close")[op], vn.ReleasedError)
+    msg = raised(_after_end("close")[op], vn.ReleasedError)
     assert "closed" in msg or "released" in msg, msg
 
 
@@ -837,9 +742,9 @@ def test_destroy_twice_raises_device_lost_error_and_close_after_destroy_works() 
         report(out)
         """
     )
-    check_outcome(res["second"], vn.DeviceLostError)
+    raised(res["second"], vn.DeviceLostError)
     assert res["close"]["ok"]
-    check_outcome(res["after_close"], vn.ReleasedError)
+    raised(res["after_close"], vn.ReleasedError)
 
 
 def test_pending_read_finished_after_destroy_raises_device_lost_error() -> None:
@@ -854,7 +759,7 @@ def test_pending_read_finished_after_destroy_raises_device_lost_error() -> None:
         report({"result": outcome(pending.result)})
         """
     )
-    check_outcome(res["result"], vn.DeviceLostError)
+    raised(res["result"], vn.DeviceLostError)
 
 
 def test_pending_read_dropped_after_destroy_is_freed() -> None:
@@ -912,7 +817,7 @@ def test_destroy_while_other_threads_read_back_raises_device_lost_error() -> Non
     for i, r in enumerate(res):
         for name, outcome in r.items():
             try:
-                check_outcome(outcome, vn.DeviceLostError)
+                raised(outcome, vn.DeviceLostError)
             except AssertionError as err:
                 raise AssertionError(f"round {i}, {name}: {err}") from None
 
@@ -948,7 +853,7 @@ report(out)
 """
     )
     for how in ("prerecord", "recording"):
-        check_outcome(res[how], (vn.BindingError, vn.ValidationError), "mapped")
+        raised(res[how], (vn.BindingError, vn.ValidationError), "mapped")
     assert res["after_unmap"]["ok"], res["after_unmap"]
 
 
@@ -966,7 +871,7 @@ report({"recording": outcome(rec.replay), "prerecorded": outcome(pre.replay), "r
 """
     )
     for how in ("recording", "prerecorded", "read"):
-        check_outcome(res[how], (vn.BindingError, vn.ValidationError, vn.ReleasedError), "destroyed")
+        raised(res[how], (vn.BindingError, vn.ValidationError, vn.ReleasedError), "destroyed")
 
 
 def test_adopted_wgpu_device_destroyed_by_wgpu_py_raises_device_lost_error() -> None:
@@ -983,7 +888,7 @@ report({"prerecorded": outcome(pre.replay), "recording": outcome(rec.replay), "r
 """
     )
     for how in ("prerecorded", "recording", "read", "upload"):
-        check_outcome(res[how], vn.DeviceLostError)
+        raised(res[how], vn.DeviceLostError)
 
 
 # ================================================================ loading wgpu-native
@@ -992,7 +897,7 @@ report({"prerecorded": outcome(pre.replay), "recording": outcome(rec.replay), "r
 def test_missing_library_file_raises_library_error_naming_the_path() -> None:
     path = "/nonexistent/libwgpu.so"
     res = run_child("report(outcome(vn.Device))", env={"WGPU_LIB_PATH": path})
-    msg = check_outcome(res, vn.LibraryError, path)
+    msg = raised(res, vn.LibraryError, path)
     assert "WGPU_LIB_PATH" in msg
 
 
@@ -1017,7 +922,7 @@ def test_a_different_shared_library_raises_library_error_naming_a_missing_symbol
         """,
         env={"WGPU_LIB_PATH": path},
     )
-    msg = check_outcome(res["first"], vn.LibraryError, path)
+    msg = raised(res["first"], vn.LibraryError, path)
     assert re.search(r"no symbol wgpu\w+", msg), msg
     assert res["second"]["msg"] == res["first"]["msg"]
 
@@ -1036,7 +941,7 @@ def test_wgpu_package_not_installed_raises_library_error_with_pip_install() -> N
         report(outcome(vn.Device))
         """
     )
-    msg = check_outcome(res, vn.LibraryError, "pip install")
+    msg = raised(res, vn.LibraryError, "pip install")
     assert "wgpu" in msg
 
 

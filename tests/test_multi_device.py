@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from wgsl_kernels import DOUBLE
+from support.kernels import DOUBLE
 
 import vyre_native as vn
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from wgsl_kernels import DOUBLE
+from support.kernels import DOUBLE
 
 import vyre_native as vn
 

@@ -8,31 +8,17 @@ Every kernel result is compared against numpy. Note: lavapipe does not zero
 from __future__ import annotations
 
 import gc
-import os
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 
 import numpy as np
 import pytest
-from wgsl_kernels import DOUBLE, SCALE
+from support.child import run_child
+from support.kernels import COUNTER, DOUBLE, SCALE
 
 import vyre_native as vn
 
 # ---------------------------------------------------------------- shaders used here
-
-# acc[i] += 1: in/out state when compiled with preserve=["acc"].
-ACCUMULATE = """
-@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < arrayLength(&acc)) { acc[i] = acc[i] + 1u; }
-}
-"""
 
 # acc[i] *= 2: in/out state when compiled with preserve=["acc"].
 DOUBLE_IN_PLACE = """
@@ -231,7 +217,7 @@ def settle(device: vn.Device) -> None:
 
 @pytest.fixture(scope="module")
 def acc_prog(device: vn.Device) -> vn.Pipeline:
-    return device.compile(ACCUMULATE, preserve=["acc"])
+    return device.compile(COUNTER, preserve=["acc"])
 
 
 @pytest.fixture(scope="module")
@@ -433,7 +419,7 @@ def test_replay_count_above_u32_max_raises_value_error(device: vn.Device, acc_pr
 
 
 def test_recording_replays_after_its_pipeline_was_released(device: vn.Device) -> None:
-    prog = device.compile(ACCUMULATE, preserve=["acc"])
+    prog = device.compile(COUNTER, preserve=["acc"])
     acc = device.alloc(4 * 64)
     rec = prog.record([], [acc])
     prog.release()
@@ -750,7 +736,7 @@ def test_replay_of_a_released_sequence_raises_released_error(device: vn.Device) 
 def test_sequence_add_of_a_pipeline_from_another_device_raises_binding_error(
     device: vn.Device, other_device: vn.Device
 ) -> None:
-    foreign = other_device.compile(ACCUMULATE, preserve=["acc"])
+    foreign = other_device.compile(COUNTER, preserve=["acc"])
     seq = device.sequence()
     with pytest.raises(vn.BindingError):
         seq.add(foreign, [], [device.alloc(256)])
@@ -833,7 +819,7 @@ def test_submit_of_a_bare_recording_not_in_a_list_raises_type_error(device: vn.D
 def test_submit_of_work_from_another_device_raises_binding_error(
     device: vn.Device, other_device: vn.Device
 ) -> None:
-    foreign = other_device.compile(ACCUMULATE, preserve=["acc"]).record([], [other_device.alloc(256)])
+    foreign = other_device.compile(COUNTER, preserve=["acc"]).record([], [other_device.alloc(256)])
     with pytest.raises(vn.BindingError):
         device.submit([foreign])
 
@@ -899,7 +885,7 @@ def test_pending_reads_dropped_without_result_leave_no_leak(device: vn.Device) -
 
 def _record_on_fresh_device(n: int = 1 << 16):
     dev = vn.Device()
-    prog = dev.compile(ACCUMULATE, preserve=["acc"])
+    prog = dev.compile(COUNTER, preserve=["acc"])
     acc = dev.alloc(4 * n)
     rec = prog.record([], [acc], workgroups=groups(n))
     return dev, rec, acc
@@ -951,41 +937,29 @@ def test_wait_on_a_submission_made_before_destroy_never_hangs(timeout: float | N
         dev.close()
 
 
-def _run_isolated(code: str, tmp_path) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh interpreter: an abort inside wgpu-native fails this test only."""
-    prelude = "import gc, numpy as np, vyre_native as vn\n"
-    return subprocess.run(
-        [sys.executable, "-c", prelude + textwrap.dedent(code)],
-        cwd=tmp_path,  # not the source tree, whose vyre_native has no compiled module
-        env={**os.environ, "XDG_RUNTIME_DIR": "/tmp"},
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
+# In a child interpreter (support.child): an abort inside wgpu-native fails the test only.
 
 
-def test_pending_read_finished_after_device_destroy_raises_device_lost_error(tmp_path) -> None:
-    proc = _run_isolated(
+def test_pending_read_finished_after_device_destroy_raises_device_lost_error() -> None:
+    res = run_child(
         """
         dev = vn.Device()
         pending = dev.upload(np.arange(1024, dtype=np.uint32)).read_async()
         dev.destroy()
         try:
             pending.result()
-            print("RESULT: returned")
+            report("returned")
         except vn.DeviceLostError:
-            print("RESULT: DeviceLostError")
+            report("DeviceLostError")
         dev.close()
         """,
-        tmp_path,
+        timeout=90,
     )
-    assert proc.returncode == 0, f"process died (rc {proc.returncode}):\n{proc.stderr[-2000:]}"
-    assert "RESULT: DeviceLostError" in proc.stdout
+    assert res == "DeviceLostError"
 
 
-def test_pending_read_dropped_after_device_destroy_is_released_cleanly(tmp_path) -> None:
-    proc = _run_isolated(
+def test_pending_read_dropped_after_device_destroy_is_released_cleanly() -> None:
+    res = run_child(
         """
         dev = vn.Device()
         buf = dev.upload(np.arange(1 << 18, dtype=np.uint32))
@@ -993,12 +967,11 @@ def test_pending_read_dropped_after_device_destroy_is_released_cleanly(tmp_path)
         dev.destroy()
         del pending
         gc.collect()
-        print("PENDING", vn.debug.live_objects()["pending_reads"])
+        report(vn.debug.live_objects()["pending_reads"])
         """,
-        tmp_path,
+        timeout=90,
     )
-    assert proc.returncode == 0, f"process died (rc {proc.returncode}):\n{proc.stderr[-2000:]}"
-    assert "PENDING 0" in proc.stdout
+    assert res == 0
 
 
 def test_pending_read_finished_after_device_close_raises_released_error() -> None:
@@ -1095,7 +1068,7 @@ def test_sequences_and_submits_release_return_live_counts_to_their_earlier_value
 
 
 def test_wait_with_a_timeout_that_is_not_a_number_raises_type_error(device: vn.Device) -> None:
-    sub = device.compile(ACCUMULATE, preserve=["acc"]).record([], [device.alloc(256)], workgroups=(1, 1, 1)).replay()
+    sub = device.compile(COUNTER, preserve=["acc"]).record([], [device.alloc(256)], workgroups=(1, 1, 1)).replay()
     for bad in ("1", [1.0], True):
         with pytest.raises(vn.WrongTypeError, match="Fix:"):
             sub.wait(timeout=bad)  # type: ignore[arg-type]

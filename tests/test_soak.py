@@ -18,17 +18,14 @@ live objects before/after.)
 from __future__ import annotations
 
 import gc
-import json
 import os
 import subprocess
-import sys
-import tempfile
-import textwrap
 import time
 
 import numpy as np
 import pytest
-from wgsl_kernels import DOUBLE
+from support.child import run_child
+from support.kernels import COUNTER_F32, DOUBLE
 
 import vyre_native as vn
 
@@ -40,16 +37,6 @@ RSS_BOUND = 32 * 1024 * 1024  # bytes of RSS growth allowed over the whole run
 N = 4096  # floats per buffer
 
 
-# state[i] += 1: in/out state when compiled with preserve=["state"]
-ACCUMULATE = """
-@group(0) @binding(0) var<storage, read_write> state: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < arrayLength(&state)) { state[i] = state[i] + 1.0; }
-}
-"""
 
 
 def rss_bytes() -> int:
@@ -57,7 +44,6 @@ def rss_bytes() -> int:
     if os.path.exists("/proc/self/statm"):
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    import subprocess
 
     out = subprocess.run(["ps", "-o", "rss=", "-p", str(os.getpid())], capture_output=True, text=True, check=True)
     return int(out.stdout.split()[0]) * 1024
@@ -190,7 +176,7 @@ def test_zero_copy_read_cycles_stay_flat(device: vn.Device, data) -> None:
 def test_sequence_submit_and_async_read_cycles_stay_flat(device: vn.Device, data) -> None:
     """Sequence.replay / device.submit of a preserved accumulator, read back asynchronously."""
     host, inp, prog = data
-    acc = device.compile(ACCUMULATE, preserve=["state"])
+    acc = device.compile(COUNTER_F32, preserve=["state"])
     state = device.alloc(N * 4)
     mid = device.alloc(N * 4)
     seq = (
@@ -336,11 +322,8 @@ def test_device_dropped_with_an_unobserved_submission_frees_everything(end: str)
 
     Runs in a child so a leaked device cannot skew the counts of the tests above.
     """
-    code = textwrap.dedent(
+    live = run_child(
         f"""
-        import gc, json
-        import numpy as np
-        import vyre_native as vn
         dev = vn.Device()
         prog = dev.compile({DOUBLE!r})
         rec = prog.record([dev.upload(np.ones(64, np.float32))], [dev.alloc(256)])
@@ -349,20 +332,8 @@ def test_device_dropped_with_an_unobserved_submission_frees_everything(end: str)
             getattr(dev, {end!r})()
         del rec, prog, dev
         gc.collect()
-        print("RESULT " + json.dumps(vn.debug.live_objects()))
-        """
-    )
-    env = dict(os.environ)
-    env.setdefault("XDG_RUNTIME_DIR", "/tmp")
-    proc = subprocess.run(  # noqa: PLW1510 -- the returncode is asserted
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
+        report(vn.debug.live_objects())
+        """,
         timeout=120,
-        env=env,
-        cwd=tempfile.gettempdir(),
     )
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-4000:]
-    live = json.loads(out.split("RESULT ", 1)[1].splitlines()[0])
     assert all(v == 0 for v in live.values()), f"left alive after dropping everything: {live}"

@@ -21,11 +21,13 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-import vyre_native as vn
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.kernels import ADD_IMMEDIATE, COUNTER, DOUBLE
+from support.timestamps import require_timestamps
+
+import vyre_native as vn
 from vyre_native._lib import ffi, lib
-from wgsl_kernels import ADD_IMMEDIATE, COUNTER, DOUBLE
 
 # args = (n[0] groups, 1, 1): the next step's indirect counts, written on the GPU.
 COUNT = """
@@ -129,9 +131,9 @@ def test_the_first_replay_after_an_add_is_one_submit(
     np.testing.assert_array_equal(np.frombuffer(acc.read(), np.uint32), np.full(N, 40 + 2 * 41, np.uint32))
 
 
+@pytest.mark.timestamps
 def test_timed_replays_are_one_submit(device: vn.Device, kit: tuple[vn.Pipeline, vn.Pipeline], split_everywhere: None) -> None:
-    if not device.timestamps:
-        pytest.skip("the adapter has no timestamp queries")
+    require_timestamps(device)
     seq, _ = counting_sequence(device, kit, 64)
     seq.replay().wait()
     a = seq.replay(timing=True)
@@ -391,9 +393,9 @@ def test_ping_pong_with_and_without_clears(device: vn.Device, split_everywhere: 
     np.testing.assert_array_equal(np.frombuffer(b.read(), np.float32), np.full(N, 2.0**39, np.float32))
 
 
+@pytest.mark.timestamps
 def test_timed_replays_after_split_ones_are_whole_and_timed(device: vn.Device, split_everywhere: None) -> None:
-    if not device.timestamps:
-        pytest.skip("no timestamps")
+    require_timestamps(device)
     inc = device.compile(COUNTER, preserve=["acc"])
     acc = device.alloc(4 * N)
     seq = device.sequence()

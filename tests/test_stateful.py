@@ -26,15 +26,12 @@ from __future__ import annotations
 
 import gc
 import os
-import subprocess
 import sys
-import tempfile
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import resource_log
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -44,6 +41,9 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from support import resource_log
+from support.child import run
+from support.kernels import COUNTER_F32, DOUBLE
 
 import vyre_native as vn
 
@@ -68,19 +68,7 @@ SETTINGS = settings(
 # name -> (WGSL, compile kwargs, workgroup size x)
 SHADERS: dict[str, tuple[str, dict[str, Any], int]] = {
     # out[i] = inp[i] * 2
-    "double": (
-        """
-        @group(0) @binding(0) var<storage, read> inp: array<f32>;
-        @group(0) @binding(1) var<storage, read_write> out: array<f32>;
-        @compute @workgroup_size(64)
-        fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-            let i = gid.x;
-            if (i < arrayLength(&out)) { out[i] = inp[i] * 2.0; }
-        }
-        """,
-        {},
-        64,
-    ),
+    "double": (DOUBLE, {}, 64),
     # out[i] = a[i] * p.scale + p.shift; the uniform sits between input and output
     "scale": (
         """
@@ -98,18 +86,7 @@ SHADERS: dict[str, tuple[str, dict[str, Any], int]] = {
         64,
     ),
     # state[i] += 1, preserved in/out state: never cleared
-    "accumulate": (
-        """
-        @group(0) @binding(0) var<storage, read_write> state: array<f32>;
-        @compute @workgroup_size(64)
-        fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-            let i = gid.x;
-            if (i < arrayLength(&state)) { state[i] = state[i] + 1.0; }
-        }
-        """,
-        {"preserve": ["state"]},
-        64,
-    ),
+    "accumulate": (COUNTER_F32, {"preserve": ["state"]}, 64),
     # fixed-size types: inp needs 64 bytes, out 64 bytes
     "fixed": (
         """
@@ -1050,23 +1027,13 @@ def run_machine() -> None:
 def test_api_state_machine() -> None:
     code = (
         "import importlib.util, sys\n"
-        f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})  # resource_log\n"
         f"spec = importlib.util.spec_from_file_location('vn_test_stateful', {os.path.abspath(__file__)!r})\n"
         "mod = importlib.util.module_from_spec(spec)\n"
         "sys.modules['vn_test_stateful'] = mod\n"
         "spec.loader.exec_module(mod)\n"
         "mod.run_machine()\n"
     )
-    env = dict(os.environ)
-    env.setdefault("XDG_RUNTIME_DIR", "/tmp")
-    proc = subprocess.run(  # noqa: PLW1510 -- the returncode is asserted
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        cwd=tempfile.gettempdir(),  # keep the source tree's vyre_native off sys.path
-    )
+    proc = run(["-c", code], timeout=600)
     tail = (proc.stdout + proc.stderr)[-12000:]
     assert proc.returncode == 0, f"state machine child exited with {proc.returncode}:\n{tail}"
     assert "MACHINE OK" in proc.stdout, tail

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import importlib.util
 import pathlib
-import subprocess
 import sys
 from types import ModuleType
 
 import pytest
+from support.child import run
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"
@@ -34,7 +34,7 @@ def load(name: str) -> ModuleType:
 
 @pytest.mark.parametrize("script", ["c_deps.py", "py_deps.py"])
 def test_no_circles(script: str) -> None:
-    result = subprocess.run([sys.executable, str(SCRIPTS / script), "-v"], capture_output=True, text=True)
+    result = run([str(SCRIPTS / script), "-v"])
     assert result.returncode == 0 and result.stdout.rstrip().endswith("no circles"), result.stdout + result.stderr
 
 

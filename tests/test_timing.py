@@ -4,23 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support.child import run_scenario
+from support.kernels import COUNTER
+from support.timestamps import require_timestamps
 
 import vyre_native as vn
 
-ADD_ONE = """
-@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if (gid.x < arrayLength(&acc)) { acc[gid.x] = acc[gid.x] + 1u; }
-}
-"""
+# Every test here times work on the GPU.
+pytestmark = pytest.mark.timestamps
 
 
 @pytest.fixture()
 def counter(device: vn.Device):  # type: ignore[no-untyped-def]
-    if not device.timestamps:
-        pytest.fail(f"adapter {device.info['name']} reports no timestamp queries; these tests need them")
-    pipeline = device.compile(ADD_ONE, preserve=["acc"])
+    require_timestamps(device)
+    pipeline = device.compile(COUNTER, preserve=["acc"])
     acc = device.alloc(4 * 4096)
     return pipeline, acc
 
@@ -89,63 +86,9 @@ def test_per_dispatch_timing_beyond_the_query_limit_raises(device: vn.Device, co
     assert len(seq.replay(timing="dispatch").dispatch_times_ns or []) == 2048
 
 
-
 # ---- timing=True times the same work ---------------------------------------------------------
 
-# Run by test_log.run_child (wgpu-native's log route is set up once per process): replays
-# each piece of work untimed and with timing=True, with wgpu-native logging at trace level,
-# a marker record before each replay. Clears are on, so the dispatches' outputs are zeroed
-# by fill dispatches inside the pass; `copy` adds a copy step.
-ENCODE_TRACE_CHILD = """
-logging.getLogger("vyre_native").setLevel(logging.DEBUG)
-import numpy as np
-import vyre_native as vn
-from vyre_native._lib import lib
-
-WGSL = '''
-@group(0) @binding(0) var<storage, read> a: array<u32>;
-@group(0) @binding(1) var<storage, read_write> o: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    if (g.x < arrayLength(&a)) { o[g.x] = o[g.x] + a[g.x]; }
-}
-'''
-dev = vn.Device()
-p = dev.compile(WGSL)
-a = dev.upload(np.arange(256, dtype=np.uint32))
-o1, o2, o3 = dev.alloc(1024), dev.alloc(1024), dev.alloc(1024)
-seq = dev.sequence()
-seq.add(p, [a], [o1], workgroups=(4, 1, 1))
-seq.add(p, [a], [o2], workgroups=(4, 1, 1))
-seq.add(p, [a], [o1], workgroups=(4, 1, 1), clear_outputs=False)
-seq.clear(o3)
-copied = dev.sequence()
-copied.add(p, [a], [o1], workgroups=(4, 1, 1))
-copied.copy(o1, o2)
-copied.add(p, [a], [o3], workgroups=(4, 1, 1))
-rec = p.record([a], [o1], workgroups=(4, 1, 1))
-work = {"sequence": lambda t: seq.replay(2, timing=t), "copy": lambda t: copied.replay(timing=t),
-        "recording": lambda t: rec.replay(3, timing=t)}
-for run in work.values():
-    run(False).wait()
-
-def settle():  # until the forwarding thread has had nothing new for half a second
-    seen, quiet = -1, time.monotonic()
-    while time.monotonic() - quiet < 0.5:
-        if len(records) != seen:
-            seen, quiet = len(records), time.monotonic()
-        time.sleep(0.02)
-
-lib.vn_log_set_level(5)
-for name, run in work.items():
-    for timed in (False, True):
-        settle()
-        records.append(["MARK", f"wgpu-native: === {name} {timed}"])
-        sub = run(timed)
-        assert (sub.gpu_time_ns is not None) == timed  # waits, and reads the timestamps back
-settle()
-lib.vn_log_set_level(2)
-"""
+# What each replay encodes, untimed and timed, comes from tests/scenarios/encode_trace.py.
 COMMANDS = ("compute pass", "Pass::", "ComputePass::", "clear_buffer", "copy_buffer_to_buffer", "Queue::")
 
 
@@ -153,13 +96,10 @@ def test_timed_replay_encodes_the_same_passes_and_commands_as_untimed(device: vn
     """timing=True adds timestamp writes to the first and last pass and nothing else: the
     same passes, fills, dispatches and copies as the untimed replay, so its GPU time is
     the untimed replay's (only timing="dispatch" splits passes and clears outside them)."""
-    if not device.timestamps:
-        pytest.skip("the adapter has no timestamp queries")
-    from test_log import run_child
-
+    require_timestamps(device)
     trace: dict[str, list[str]] = {}
     lines: list[str] = []
-    for _, message in run_child(ENCODE_TRACE_CHILD):
+    for _, message in run_scenario("encode_trace", timeout=120):
         message = message.removeprefix("wgpu-native: ")
         if message.startswith("=== "):
             lines = trace.setdefault(message[4:], [])

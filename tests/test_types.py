@@ -1,13 +1,14 @@
 """The public API's types: mypy --strict accepts tests/typecheck/public_api.py, whose
-assert_type calls pin what each public call returns (no Any), and the file runs."""
+assert_type calls pin what each public call returns (no Any), and the file runs. And
+the tests' shared code (tests/support/) and child scenarios (tests/scenarios/) type
+check too: they are modules, not strings, so that mypy and ruff read them."""
 
 from __future__ import annotations
 
 import pathlib
-import subprocess
-import sys
 
 from mypy import api as mypy_api
+from support.child import run
 
 HERE = pathlib.Path(__file__).resolve().parent
 PUBLIC_API = HERE / "typecheck" / "public_api.py"
@@ -20,8 +21,13 @@ def test_public_api_signatures_type_check_under_mypy_strict() -> None:
     assert status == 0, out + err
 
 
-def test_public_api_examples_run() -> None:
-    res = subprocess.run(
-        [sys.executable, str(PUBLIC_API)], capture_output=True, text=True, timeout=300, check=False
+def test_test_support_and_scenarios_type_check_under_mypy_strict() -> None:
+    out, err, status = mypy_api.run(
+        ["--strict", "--no-incremental", "--python-version", "3.11", str(HERE / "support"), str(HERE / "scenarios")]
     )
+    assert status == 0, out + err
+
+
+def test_public_api_examples_run() -> None:
+    res = run([str(PUBLIC_API)], timeout=300)
     assert res.returncode == 0, res.stderr

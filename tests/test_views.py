@@ -12,7 +12,7 @@ import gc
 
 import numpy as np
 import pytest
-from wgsl_kernels import DOUBLE, SCALE
+from support.kernels import DOUBLE, SCALE
 
 import vyre_native as vn
 

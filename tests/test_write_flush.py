@@ -7,9 +7,9 @@ from __future__ import annotations
 import gc
 
 import numpy as np
+from test_soak import rss_bytes
 
 import vyre_native as vn
-from test_soak import rss_bytes
 
 MiB = 1 << 20
 

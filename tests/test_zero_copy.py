@@ -1,8 +1,8 @@
 """Zero-copy reads (``copy=False``): a read-only numpy array over the mapped staging memory
 itself, pinned until the array and every view of it are gone, whatever else happens.
 
-Tests that end a device under a live array run in a child interpreter (test_misuse's
-run_child), so a crash fails one test, not the suite.
+Tests that end a device under a live array run in a child interpreter
+(tests/scenarios/zero_copy.py), so a crash fails one test, not the suite.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from test_misuse import check_outcome, run_child
-from wgsl_kernels import DOUBLE
+from support.child import run_scenario
+from support.errors import raised
+from support.kernels import DOUBLE
 
 import vyre_native as vn
 
@@ -190,22 +191,7 @@ def test_a_small_read_never_pins_a_large_staging_buffer(dev: vn.Device) -> None:
 
 
 def test_an_array_stays_readable_after_the_device_is_closed() -> None:
-    res = run_child(
-        """
-        import gc
-        d = vn.Device()
-        host = np.arange(1 << 20, dtype=np.float32)
-        arr = d.upload(host).read(np.float32, copy=False)
-        d.close()
-        del d
-        gc.collect()
-        out = {"equal": bool(np.array_equal(arr, host))}
-        del arr
-        gc.collect()
-        out["live"] = vn.debug.live_objects()
-        report(out)
-        """
-    )
+    res = run_scenario("zero_copy", "after_close")
     assert res["equal"]
     assert (
         res["live"]["mappings"] == 0 and res["live"]["devices"] == 0 and res["live"]["staging_buffers"] == 0
@@ -218,103 +204,31 @@ def test_an_array_stays_readable_after_the_device_is_destroyed() -> None:
     # device lost and the last unpin destroys it. Finishing a read that was in flight
     # polls the device; 64 MiB, so the staging memory is a dedicated allocation that a
     # real destroy would unmap (reading it would then crash the child).
-    res = run_child(
-        """
-        import gc
-        d = vn.Device()
-        host = np.arange(1 << 24, dtype=np.float32)
-        buf = d.upload(host)
-        arr = buf.read(np.float32, copy=False)
-        view = buf.read(copy=False)
-        pending = buf.read_async()
-        d.destroy()
-        out = {"pending": outcome(pending.result)}
-        out.update({"read": outcome(buf.read), "sum": float(arr.astype(np.float64).sum()),
-               "equal": bool(np.array_equal(arr, host)), "bytes": bytes(view[:8]) == host[:2].tobytes()})
-        del arr, view, pending
-        gc.collect()
-        out["live"] = vn.debug.live_objects()
-        out["after"] = outcome(buf.read)
-        d.close()
-        del buf, d
-        gc.collect()
-        out["end"] = vn.debug.live_objects()
-        report(out)
-        """
-    )
-    check_outcome(res["pending"], vn.DeviceLostError)
-    check_outcome(res["read"], vn.DeviceLostError)
+    res = run_scenario("zero_copy", "after_destroy")
+    raised(res["pending"], vn.DeviceLostError)
+    raised(res["read"], vn.DeviceLostError)
     assert res["equal"] and res["bytes"]
     assert res["sum"] == float(np.arange(1 << 24, dtype=np.float64).sum())
     assert res["live"]["mappings"] == 0
-    check_outcome(res["after"], vn.DeviceLostError)
+    raised(res["after"], vn.DeviceLostError)
     assert res["end"]["devices"] == 0 and res["end"]["staging_buffers"] == 0
 
 
 def test_destroy_while_threads_hold_and_read_arrays_never_crashes() -> None:
     # Reader threads take zero-copy arrays and sum them while the main thread destroys
     # the device: each read either gives the right sum or raises DeviceLostError.
-    res = run_child(
-        """
-        import time
-        rounds = []
-        for delay in (0.01, 0.03, 0.06, 0.1):
-            d = vn.Device()
-            host = np.arange(1 << 18, dtype=np.float32)
-            want = float(host.sum(dtype=np.float64))
-            b = d.upload(host)
-            held, bad = [], []
-            def loop():
-                while True:
-                    arr = b.read(np.float32, copy=False)
-                    if float(arr.sum(dtype=np.float64)) != want:
-                        bad.append(1)
-                    held.append(arr)
-                    del held[:-4]
-            box = {}
-            def reader(i):
-                box[i] = outcome(loop, timeout=60.0)
-            threads = [threading.Thread(target=reader, args=(i,)) for i in range(3)]
-            for t in threads:
-                t.start()
-            time.sleep(delay)
-            d.destroy()
-            for t in threads:
-                t.join(90)
-            ok = all(float(a.sum(dtype=np.float64)) == want for a in held)
-            rounds.append({"threads": [box.get(i, {"hang": True}) for i in range(3)], "bad": len(bad), "held": ok})
-        report(rounds)
-        """,
-        timeout=300,
-    )
+    res = run_scenario("zero_copy", "destroy_under_readers", timeout=300)
     for i, r in enumerate(res):
         assert r["bad"] == 0 and r["held"], f"round {i}: a zero-copy array read wrong data"
         for outcome in r["threads"]:
-            check_outcome(outcome, vn.DeviceLostError)
+            raised(outcome, vn.DeviceLostError)
 
 
 def test_wgpu_pys_destroy_of_a_shared_device_waits_for_the_array_too() -> None:
     # wgpu-py's GPUDevice.destroy() of a device shared through Device.from_wgpu goes
     # through the C layer, which defers it under a live array as it defers destroy().
-    res = run_child(
-        """
-        import gc, wgpu
-        gpu_device = wgpu.gpu.request_adapter_sync().request_device_sync()
-        d = vn.Device.from_wgpu(gpu_device)
-        host = np.arange(1 << 24, dtype=np.float32)
-        buf = d.upload(host)
-        arr = buf.read(np.float32, copy=False)
-        pending = buf.read_async()
-        gpu_device.destroy()
-        out = {"pending": outcome(pending.result), "equal": bool(np.array_equal(arr, host)),
-               "pinned": isinstance(arr.base.base, vn.MappedStaging)}
-        del arr, pending
-        gc.collect()
-        out["mappings"] = vn.debug.live_objects()["mappings"]
-        report(out)
-        """
-    )
-    check_outcome(res["pending"], vn.DeviceLostError)
+    res = run_scenario("zero_copy", "wgpu_py_destroy")
+    raised(res["pending"], vn.DeviceLostError)
     assert res["equal"] and res["pinned"] and res["mappings"] == 0
 
 

@@ -1,0 +1,77 @@
+"""WGSL kernels several test files (and child scenarios) share."""
+
+# out[i] = inp[i] * 2 for every element of out.
+DOUBLE = """
+@group(0) @binding(0) var<storage, read> inp: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i < arrayLength(&out)) { out[i] = inp[i] * 2.0; }
+}
+"""
+
+# acc[i] += k, k a var<immediate> (a device with the "immediates" feature).
+ADD_IMMEDIATE = """
+var<immediate> k: u32;
+@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x < arrayLength(&acc)) { acc[gid.x] = acc[gid.x] + k; }
+}
+"""
+
+# out[i] = inp[i] * params.scale.
+SCALE = """
+struct Params { scale: f32, pad0: f32, pad1: f32, pad2: f32 }
+@group(0) @binding(0) var<storage, read> inp: array<f32>;
+@group(0) @binding(1) var<uniform> params: Params;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i < arrayLength(&out)) { out[i] = inp[i] * params.scale; }
+}
+"""
+
+# acc[i] += 1 for every element (an in/out state, compiled with preserve=["acc"]): the
+# number of launches that ran is readable afterwards.
+COUNTER = """
+@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x < arrayLength(&acc)) { acc[gid.x] = acc[gid.x] + 1u; }
+}
+"""
+
+# state[i] += 1.0 for every element (f32; an in/out state, compiled with
+# preserve=["state"]).
+COUNTER_F32 = """
+@group(0) @binding(0) var<storage, read_write> state: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i < arrayLength(&state)) { state[i] = state[i] + 1.0; }
+}
+"""
+
+# out[gid.x & 63] = a hash looped n.x * n.y times: a launch as long as the caller asks
+# (support.childlib.long_recording sizes it).
+LONG = """
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@group(0) @binding(1) var<uniform> n: vec4<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    var acc = gid.x;
+    for (var j = 0u; j < n.y; j = j + 1u) {
+        for (var i = 0u; i < n.x; i = i + 1u) {
+            acc = (acc ^ (acc << 13u)) ^ (i * 2654435761u + j);
+            acc = acc ^ (acc >> 17u);
+        }
+    }
+    out[gid.x & 63u] = acc;
+}
+"""
