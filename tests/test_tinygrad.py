@@ -24,7 +24,7 @@ if shutil.which(os.environ.get("CC", "clang")) is None:
 
 from tinygrad import Device, Tensor, TinyJit, Variable, dtypes
 from tinygrad.engine.realize import graph_cache
-from tinygrad.helpers import NO_MEMORY_PLANNER, Context
+from tinygrad.helpers import DEV, NO_MEMORY_PLANNER, Context
 from tinygrad.nn.optim import SGD
 from tinygrad.schedule import rangeify
 
@@ -32,6 +32,11 @@ import vyre_native as vn
 from vyre_native.tinygrad import VNDevice, VNGraph
 
 VN = "VN"
+# tinygrad picks a default device (for tensors made with none) by reading an environment
+# variable per device name, PYTHON among them, which scripts/asan.sh sets to a path: name
+# the default here, as DEV=VN would, so no such lookup runs.
+if not DEV.device:
+    DEV.value = VN
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -80,7 +85,7 @@ def test_dev_vn_opens_the_vn_device_with_no_import_of_vyre_native() -> None:
         "t = Tensor([1.0, 2.0]) * 3\n"
         "print(t.device, type(Device[t.device]).__module__, t.tolist())\n"
     )
-    env = {**os.environ, "DEV": "VN"}
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHON"}, "DEV": "VN"}
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300, check=False
     )
@@ -230,6 +235,27 @@ def test_odd_sized_uint8_tensor_round_trips() -> None:
     a = np.arange(7, dtype=np.uint8)
     np.testing.assert_array_equal(Tensor(a, device=VN).numpy(), a)
     np.testing.assert_array_equal((Tensor(a, device=VN) + 1)[2:5].numpy(), a[2:5] + 1)
+
+
+@pytest.mark.parametrize(("name", "start"), [("float32", 3), ("uint8", 3), ("int32", 1)])
+def test_a_slice_at_an_offset_webgpu_cannot_bind_computes_right(name: str, start: int) -> None:
+    _, npd = DTYPES[name]
+    a = np.arange(100).astype(npd)
+    part = Tensor(a, device=VN).realize()[start : start + 40].contiguous().realize()
+    np.testing.assert_array_equal((part + 1).numpy(), a[start : start + 40] + 1)
+
+
+def test_a_slice_at_an_aligned_offset_stays_a_view_of_its_buffer(tg: VNDevice) -> None:
+    step = tg.vn.limits["min_storage_buffer_offset_alignment"] // 4
+    part = (
+        Tensor(np.arange(4 * step, dtype=np.float32), device=VN)
+        .realize()[step : 2 * step]
+        .contiguous()
+        .realize()
+    )
+    buf = part.uop.buffer
+    assert buf._base is not None and buf.offset == 4 * step
+    np.testing.assert_array_equal((part + 1).numpy(), np.arange(step, 2 * step, dtype=np.float32) + 1)
 
 
 # ---------------------------------------------------------------- JIT and memory planner

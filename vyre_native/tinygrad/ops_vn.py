@@ -104,6 +104,31 @@ def _renderer_for(limits: dict[str, Any]) -> type[VNRenderer]:
     return type("VNRenderer", (VNRenderer,), {"limits": limits})
 
 
+# ---------------------------------------------------------------- views
+
+# tinygrad turns a contiguous slice of a realized buffer into a sub-buffer (a view at any
+# element offset) on every device but WEBGPU and CL, which get a copy kernel instead. WebGPU
+# binds a view only at a multiple of the adapter's storage offset alignment, so on VN a view
+# is kept only where its byte offset is one (256, WebGPU's largest, before a device opens);
+# elsewhere tinygrad takes the same copy path it takes on WEBGPU.
+_ALIGNMENT: dict[str, int] = {}
+_contiguous_view = UOp.contiguous_view
+
+
+def _bindable_contiguous_view(self: UOp) -> tuple[UOp, int] | None:
+    view = _contiguous_view(self)
+    if view is None:
+        return None
+    devices = (self.device,) if isinstance(self.device, str) else (self.device or ())
+    for name in devices:
+        if name.split(":")[0] == "VN" and view[1] * view[0].element_size() % _ALIGNMENT.get(name, 256):
+            return None
+    return view
+
+
+UOp.contiguous_view = _bindable_contiguous_view  # type: ignore[method-assign]
+
+
 # ---------------------------------------------------------------- buffers
 
 
@@ -326,6 +351,7 @@ class VNDevice(Compiled):
         rangeify.DEVICE_MAX_BUFS["VN"] = min(
             limits["max_storage_buffers_per_shader_stage"], limits["max_bindings_per_bind_group"] - 1
         )
+        _ALIGNMENT[device] = limits["min_storage_buffer_offset_alignment"]
         self.infinity = self.vn.upload(struct.pack("<f", math.inf))
         self.uniforms: OrderedDict[int, vn.Buffer] = OrderedDict()
         f16 = "shader-f16" in self.vn.features
