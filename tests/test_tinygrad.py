@@ -231,6 +231,16 @@ def test_transfers_at_any_byte_offset_leave_the_neighbouring_bytes(tg: VNDevice)
     assert bytes(whole) == bytes(range(100, 105)) + b"\x01\x02\x03" + bytes(range(108, 116))
 
 
+def test_a_write_ending_a_view_mid_word_keeps_the_next_bytes(tg: VNDevice) -> None:
+    alloc = tg.allocator
+    base = alloc.alloc(8)
+    alloc._copyin(base, memoryview(bytearray(range(1, 9))))
+    alloc._copyin(alloc._offset(base, 7, 0), memoryview(bytearray(7)))  # byte 7 is the base's
+    whole = bytearray(8)
+    alloc._copyout(memoryview(whole), base)
+    assert bytes(whole) == bytes(7) + b"\x08"
+
+
 def test_odd_sized_uint8_tensor_round_trips() -> None:
     a = np.arange(7, dtype=np.uint8)
     np.testing.assert_array_equal(Tensor(a, device=VN).numpy(), a)

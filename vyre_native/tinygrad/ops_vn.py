@@ -136,10 +136,11 @@ class VNBuf:
     """tinygrad's opaque buffer: ``nbytes`` at ``offset`` of one ``vn.Buffer`` (a base
     allocation, or a view into one: the memory planner's arenas, tinygrad's sub-buffers)."""
 
-    __slots__ = ("_bound", "buffer", "key", "nbytes", "offset")
+    __slots__ = ("_bound", "buffer", "data_end", "key", "nbytes", "offset")
 
-    def __init__(self, buffer: vn.Buffer, offset: int, nbytes: int) -> None:
-        self.buffer, self.offset, self.nbytes = buffer, offset, nbytes
+    def __init__(self, buffer: vn.Buffer, offset: int, nbytes: int, data_end: int) -> None:
+        # data_end: where the allocation's tinygrad bytes end (after it, the rounding to 4)
+        self.buffer, self.offset, self.nbytes, self.data_end = buffer, offset, nbytes, data_end
         self.key = (buffer.allocation_identity, offset, nbytes)
         self._bound: vn.Buffer | vn.BufferView | None = None
 
@@ -163,13 +164,13 @@ class VNAllocator(LRUAllocator["VNDevice"]):
     def _alloc(self, size: int, options: BufferSpec) -> VNBuf:
         if options.external_ptr is not None:
             raise RuntimeError("the VN device cannot wrap host memory (external_ptr)")
-        return VNBuf(self.dev.vn.alloc(round_up(size, 4)), 0, size)
+        return VNBuf(self.dev.vn.alloc(round_up(size, 4)), 0, size, size)
 
     def _free(self, opaque: VNBuf, options: BufferSpec) -> None:
         opaque.buffer.release()
 
     def _offset(self, buf: VNBuf, size: int, offset: int) -> VNBuf:
-        return VNBuf(buf.buffer, buf.offset + offset, size)
+        return VNBuf(buf.buffer, buf.offset + offset, size, buf.data_end)
 
     def _words(self, buf: VNBuf) -> tuple[int, int]:
         start = buf.offset & ~3
@@ -180,6 +181,10 @@ class VNAllocator(LRUAllocator["VNDevice"]):
         start, end = self._words(dest)
         if start == dest.offset and end == dest.offset + dest.nbytes:
             dest.buffer.write(src, dest.offset)
+            return
+        if start == dest.offset and dest.offset + dest.nbytes == dest.data_end:
+            # the rest of the last word is the allocation's rounding: nobody's bytes
+            dest.buffer.write(bytes(src) + bytes(end - dest.offset - dest.nbytes), start)
             return
         # a partial word at either end: keep its other bytes (the read orders after the queue)
         words = bytearray(dest.buffer.view(start, end - start).read())
