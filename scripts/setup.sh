@@ -6,10 +6,10 @@
 #     module built from csrc/;
 #   - a Vulkan driver (Mesa's lavapipe, a CPU Vulkan) only when wgpu finds no adapter
 #     on the platform's primary backends;
-#   - tinygrad (the `tinygrad` extra, for tests/test_tinygrad.py) and clang, which
-#     tinygrad's CPU device compiles with, only when clang is missing.
+#   - tinygrad (the `tinygrad` extra, for tests/test_tinygrad.py) in .venv, and clang
+#     (tinygrad's CPU device compiles with it) only when none is on PATH.
 # A second run touches no package manager: pip runs only when pyproject.toml changed or
-# the C sources changed since the last build, apt only when no adapter is found.
+# the C sources changed since the last build, apt only when no adapter or no clang is found.
 #
 #   PYTHON=python3.13 bash scripts/setup.sh    # choose the interpreter (>= 3.11)
 set -euo pipefail
