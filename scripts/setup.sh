@@ -5,9 +5,11 @@
 #     checkout's root included) runs this checkout's Python sources with the compiled
 #     module built from csrc/;
 #   - a Vulkan driver (Mesa's lavapipe, a CPU Vulkan) only when wgpu finds no adapter
-#     on the platform's primary backends.
+#     on the platform's primary backends;
+#   - tinygrad (the `tinygrad` extra, for tests/test_tinygrad.py) in .venv, and clang
+#     (tinygrad's CPU device compiles with it) only when none is on PATH.
 # A second run touches no package manager: pip runs only when pyproject.toml changed or
-# the C sources changed since the last build, apt only when no adapter is found.
+# the C sources changed since the last build, apt only when no adapter or no clang is found.
 #
 #   PYTHON=python3.13 bash scripts/setup.sh    # choose the interpreter (>= 3.11)
 set -euo pipefail
@@ -40,7 +42,8 @@ if [ "$(cat .venv/.vn-deps 2>/dev/null)" != "$deps_id" ]; then
   mapfile -t reqs < <("$VPY" - <<'EOF'
 import tomllib
 meta = tomllib.load(open("pyproject.toml", "rb"))
-for req in meta["build-system"]["requires"] + meta["project"]["dependencies"] + meta["project"]["optional-dependencies"]["test"]:
+extras = meta["project"]["optional-dependencies"]
+for req in meta["build-system"]["requires"] + meta["project"]["dependencies"] + extras["test"] + extras["tinygrad"]:
     print(req)
 EOF
 )
@@ -76,6 +79,24 @@ if [ "$(adapters)" = 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
   [ "$(adapters)" != 0 ] || die "still no adapter after installing lavapipe. Fix: $fix; check \`$VPY -m vyre_native info\`."
+fi
+# tinygrad's CPU device (the reference of tests/test_tinygrad.py, and where tinygrad makes
+# device-less tensors such as arange) compiles its kernels with clang.
+if ! command -v clang >/dev/null; then
+  fix="install clang (Debian/Ubuntu, as root: apt-get install -y clang), or tests/test_tinygrad.py skips"
+  if [ "$(uname -s)" = Linux ] && command -v apt-get >/dev/null; then
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then
+      if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi
+    fi
+    if [ "$SUDO" = none ]; then say "no clang, and installing it needs root. Fix: $fix."; else
+      say "installing clang for tinygrad's CPU device (apt-get install clang)"
+      $SUDO apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq clang >/dev/null
+    fi
+  else
+    say "no clang on PATH. Fix: $fix."
+  fi
 fi
 summary='import vyre_native as vn
 found = vn.enumerate_adapters()

@@ -42,7 +42,7 @@ say "$(basename "$wheel"): $(du -k "$wheel" | cut -f1) KiB"
 say "installing it into a fresh venv and running the test suite against it"
 "$PY" -m venv "$WORK/venv"
 VPY="$WORK/venv/bin/python"
-mapfile -t test_reqs < <("$VPY" -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["test"]))')
+mapfile -t test_reqs < <("$VPY" -c 'import tomllib; x = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]; print("\n".join(x["test"] + x["tinygrad"]))')
 "$VPY" -m pip install -q "$wheel" "${test_reqs[@]}"
 # From a neutral folder, so the checkout's vyre_native/ cannot shadow the installed one.
 where=$(cd "$WORK" && "$VPY" -c 'import vyre_native; print(vyre_native.__file__)')
