@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from childproc import raised, run_child
-from test_fork import _exited_promptly, _fork
+from test_fork import _exited, _fork
 from test_misuse import check_message
 
 import vyre_native as vn
@@ -218,17 +218,8 @@ def test_a_release_racing_calls_on_the_same_handle_lets_each_call_complete_or_ra
 
 
 def test_a_forked_child_that_releases_an_inherited_handle_then_finds_it_released() -> None:
-    res = _fork(
-        """
-from vyre_native._native import ffi, lib
-raw = ffi.cast("vn_buffer *", int(ffi.cast("uintptr_t", a._ptr)))
-before = outcome(lambda: a.read())
-lib.vn_buffer_release(raw)
-after = outcome(lambda: a.read())
-child_report({"before": before, "after": after, "device": outcome(lambda: dev.alloc(4))})
-"""
-    )
-    _exited_promptly(res)
+    res = _fork("release_inherited_id")
+    _exited(res)
     child = res["child"]
     raised(child["before"], "ForkedError", "fork")
     raised(child["after"], "ReleasedError", "released")

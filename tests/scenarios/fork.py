@@ -148,7 +148,21 @@ def own_device(ns: SimpleNamespace, child_report: Report) -> None:
     # the parent's queue threads; the child's exit now ends before the parent's handlers.
 
 
-CHILDREN = {f.__name__: f for f in (only_exits, exit_status, use_inherited, own_device)}
+def release_inherited_id(ns: SimpleNamespace, child_report: Report) -> None:
+    """Release an inherited buffer's id through the C API: it is stale from then on (the
+    object itself is only forgotten in a child)."""
+    from vyre_native._native import ffi, lib
+
+    raw = ffi.cast("vn_buffer *", int(ffi.cast("uintptr_t", ns.a._ptr)))
+    before = outcome(lambda: ns.a.read())
+    lib.vn_buffer_release(raw)
+    after = outcome(lambda: ns.a.read())
+    child_report({"before": before, "after": after, "device": outcome(lambda: ns.dev.alloc(4))})
+
+
+CHILDREN = {
+    f.__name__: f for f in (only_exits, exit_status, use_inherited, own_device, release_inherited_id)
+}
 
 
 def main(child: Callable[[SimpleNamespace, Report], None]) -> None:
