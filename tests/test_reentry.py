@@ -146,3 +146,23 @@ def test_a_shared_buffer_destroyed_from_a_handler_inside_its_map_raises_reentry_
     """)
     raised(res["nested"], "ReentryError", "destroy()", "signal handler")
     assert res["copy_into"]["ok"], res["copy_into"]  # unmapped again, not destroyed: usable
+
+
+def test_interop_from_a_handler_inside_wgpu_pys_own_type_parse_does_not_wait_on_cffis_lock() -> None:
+    # A handler that lands while wgpu-py parses a C type (cffi holds its FFI's lock, which
+    # is not reentrant) finds that lock held by its own thread: the interop calls it makes
+    # must not need it (they cast with types resolved once, when the hooks went in).
+    res = _child(setup=_WGPU, code="""
+    from wgpu.backends.wgpu_native import _ffi
+    dev = vn.Device.from_wgpu(gdev)
+    buf = dev.alloc(256)
+    gbuf = gdev.create_buffer(size=64, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+    with _ffi.ffi._lock:  # where the handler runs: inside wgpu-py's parse of a new type
+        exported = outcome(lambda: buf.to_wgpu())
+        adopted = outcome(lambda: vn.Buffer.from_wgpu(gbuf))
+        again = outcome(lambda: vn.Device.from_wgpu(gdev))
+    report({"exported": exported, "adopted": adopted, "again": again})
+    """)
+    assert res["exported"]["ok"], res["exported"]
+    assert res["adopted"]["ok"], res["adopted"]
+    assert res["again"]["ok"], res["again"]

@@ -140,6 +140,7 @@ def _wgpu_native() -> tuple[Any, Any]:
     if not _hooked:
         with _entered(_lock, "vyre_native's first interop call"):
             if not _hooked:
+                _wgpu_types.update({t: _ffi.ffi.typeof(t) for t in ("uintptr_t", "WGPUBuffer")})
                 _install_hooks(_api)
                 _hooked = True
     return _ffi.ffi, _api
@@ -153,8 +154,15 @@ def _second_handle(retain: Any, native: Any, ctype: str) -> Any:
     return owned(own, ctype)
 
 
+# wgpu-py's ffi types this module casts with, resolved once when the hooks go in. cffi
+# parses a type string under its FFI's lock, which is not reentrant: a signal handler that
+# made an interop call while its thread was inside wgpu-py's first parse of some type
+# would wait for ever on its own thread. A cast with a resolved type takes no lock.
+_wgpu_types: dict[str, Any] = {}
+
+
 def _address(wffi: Any, cdata: Any) -> int:
-    return int(wffi.cast("uintptr_t", cdata))
+    return int(wffi.cast(_wgpu_types["uintptr_t"], cdata))
 
 
 # ---- the hooks on wgpu-py's library object -------------------------------------------
@@ -371,7 +379,7 @@ def buffer_to_wgpu(buffer: Buffer) -> Any:
         device_watch: _DeviceWatch = gpu_device.__dict__["_vn_watch"]  # set with _wgpu_device
         address = ffi.new("uintptr_t *")
         check(lib.vn_buffer_export(native, address))  # a new reference, for a new wgpu-py object
-        internal = wffi.cast("WGPUBuffer", address[0])
+        internal = wffi.cast(_wgpu_types["WGPUBuffer"], address[0])
         watch = _buffer_watch(internal)
         with _entered(watch.lock, "Buffer.to_wgpu()"):  # wgpu-py has no object of it before this returns one
             if watch.native is None or watch.device is not device_watch.native:
