@@ -20,6 +20,9 @@ static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_
     if (wgsl == NULL || out == NULL)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_shader_create: NULL source or result. Fix: pass WGSL text.");
     *out = NULL;
+    /* Nesting past naga's stack would crash the process inside it (wgsl_depth.c). */
+    st = vn_wgsl_check_nesting(wgsl, wgsl_len, VN_WGSL_MAX_NESTING_DEPTH);
+    if (st != VN_OK) return st;
     vn_shader *sh = calloc(1, sizeof *sh);
     /* The text is kept for the pipeline's errors, which name places in it (diagnostics.c). */
     char *kept = sh != NULL ? malloc(wgsl_len + 1) : NULL;

@@ -288,6 +288,31 @@ vn_status vn_device_copy_check(vn_device *device, const vn_view *src, const vn_v
 vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len, vn_shader **out);
 void vn_shader_release(vn_shader *shader);
 
+/* ---- WGSL nesting depth (csrc/wgsl_depth.c) ------------------------------- */
+
+/* How deep WGSL may nest before vn_shader_create refuses it (VN_ERROR_SHADER), unseen
+ * by wgpu-native: naga, its compiler, recurses once per level and overflows its stack,
+ * killing the process, at about 2,960 nested parentheses (2,680 nested `[`, 2,770
+ * nested template lists), 6,200 `else if`s in one chain or 14,500 chained operators
+ * (`-` `!` or `+`) on an 8 MiB stack: some 2.9 KiB of stack a bracket, 1.3 KiB an
+ * `else if` and 0.6 KiB an operator, measured against wgpu-native 29.0.1.1. 255 levels
+ * keep naga under about 0.75 MiB of stack, an eighth of a Linux main or Python
+ * thread's 8 MiB. A level is each enclosing bracket (`(`, `[`, `{`, a template list as
+ * WGSL's template-list discovery finds it), every VN_WGSL_OPERATORS_PER_LEVEL operators
+ * of the enclosing expressions (the ratio of their stack costs; `[` counts as one too,
+ * and a compound operator per character) and every VN_WGSL_ELSE_IFS_PER_LEVEL `else if`s
+ * of an enclosing if-chain (naga nests each in the one before). */
+enum {
+    VN_WGSL_MAX_NESTING_DEPTH = 255,
+    VN_WGSL_OPERATORS_PER_LEVEL = 6,
+    VN_WGSL_ELSE_IFS_PER_LEVEL = 2
+};
+/* VN_OK when the `len` bytes of UTF-8 WGSL at `wgsl` nest at most `max_depth` levels;
+ * else VN_ERROR_SHADER naming the line and column where the count passes it
+ * (vn_last_error_position has them too). Linear in len, no recursion; the check
+ * vn_shader_create makes with VN_WGSL_MAX_NESTING_DEPTH, here for any limit. */
+vn_status vn_wgsl_check_nesting(const char *wgsl, size_t len, uint32_t max_depth);
+
 typedef enum vn_binding_kind {
     VN_BINDING_STORAGE_READ = 0,
     VN_BINDING_STORAGE_READ_WRITE = 1,

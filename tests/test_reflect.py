@@ -1,22 +1,19 @@
-"""WGSL binding reflection (vyre_native.reflect): pure Python, no GPU needed."""
+"""WGSL binding reflection (vyre_native.reflect), pure Python, and C's nesting-depth check
+of WGSL (vn_wgsl_check_nesting): no GPU needed."""
 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vyre_native import reflect as reflect_module
+from vyre_native._lib import ffi, lib
 from vyre_native.errors import ShaderError
-from vyre_native.reflect import (
-    ELSE_IFS_PER_LEVEL,
-    MAX_NESTING_DEPTH,
-    OPERATORS_PER_LEVEL,
-    Binding,
-    reflect,
-)
+from vyre_native.reflect import MAX_NESTING_DEPTH, Binding, reflect
 
 MAIN = "@compute @workgroup_size(64) fn main() { let p = &x; }"
 # WGSL's line breaks (CR LF is one)
@@ -742,12 +739,42 @@ def test_workgroup_storage_sized_by_an_override_without_value_is_an_error() -> N
 
 
 # ---------------------------------------------------------------- nesting depth
+#
+# The rule is C's (csrc/wgsl_depth.c, vn_wgsl_check_nesting, which vn_shader_create
+# applies); reflection itself reads any depth. These tests call the C entry directly, the
+# way vn_shader_create does, and compare it on random text with the Python walk it was
+# ported from (nesting_model below, kept as the oracle).
 
 LEVELS = MAX_NESTING_DEPTH
+OPERATORS_PER_LEVEL = lib.VN_WGSL_OPERATORS_PER_LEVEL
+ELSE_IFS_PER_LEVEL = lib.VN_WGSL_ELSE_IFS_PER_LEVEL
+REFUSAL = re.compile(
+    r"line (\d+), column (\d+): the WGSL nests deeper than (\d+) levels here \((\d+) open brackets, (\d+)"
+    r" operators and (\d+) `else if`s around it; .*\. Fix: split the expression",
+    re.DOTALL,
+)
+
+
+def check_nesting(text: str, depth: int = LEVELS) -> tuple[int, ...] | None:
+    """None when C accepts ``text`` at ``depth`` levels, else what its refusal says:
+    (line, column, limit, brackets, operators, else-ifs), checked against the position C
+    records for the error."""
+    data = text.encode("utf-8")
+    status = lib.vn_wgsl_check_nesting(data, len(data), depth)
+    if status == lib.VN_OK:
+        return None
+    assert status == lib.VN_ERROR_SHADER
+    message = ffi.string(lib.vn_last_error()).decode()
+    match = REFUSAL.match(message)
+    assert match is not None, message
+    line, column = ffi.new("uint32_t *"), ffi.new("uint32_t *")
+    assert lib.vn_last_error_position(line, column)
+    assert (line[0], column[0]) == (int(match[1]), int(match[2]))
+    return tuple(map(int, match.groups()))
 
 
 def nested(kind: str, depth: int) -> str:
-    """A module whose deepest point is ``depth`` levels of ``kind`` (see MAX_NESTING_DEPTH)."""
+    """A module whose deepest point is ``depth`` levels of ``kind``."""
     if kind == "parentheses":  # at module scope: no braces around it
         return f"const c = {'(' * depth}1{')' * depth};\n{MAIN}"
     if kind == "template lists":  # laid out, too: the binding's size is reflected
@@ -765,44 +792,234 @@ def nested(kind: str, depth: int) -> str:
 NESTINGS = ["parentheses", "template lists", "braces", "operators", "an else-if chain"]
 
 
+def test_python_reads_the_limit_from_c() -> None:
+    assert MAX_NESTING_DEPTH == lib.VN_WGSL_MAX_NESTING_DEPTH == 255
+
+
 @pytest.mark.parametrize("kind", NESTINGS)
 def test_nesting_at_the_maximum_depth_is_accepted(kind: str) -> None:
-    reflect(nested(kind, LEVELS))
+    assert check_nesting(nested(kind, LEVELS)) is None
 
 
 @pytest.mark.parametrize("kind", NESTINGS)
-def test_nesting_one_past_the_maximum_depth_is_refused_with_a_fix(kind: str) -> None:
-    with pytest.raises(ShaderError, match=rf"nests deeper than {LEVELS} levels.*Fix:") as info:
-        reflect(nested(kind, LEVELS + 1))
-    assert info.value.line is not None
+def test_nesting_one_past_the_maximum_depth_is_refused_with_its_line_and_column(kind: str) -> None:
+    text = nested(kind, LEVELS + 1)
+    refusal = check_nesting(text)
+    assert refusal is not None
+    assert refusal[:3] == (*nesting_model(text, LEVELS)[:2], LEVELS)
+
+
+def test_the_refusal_points_at_the_bracket_that_passes_the_limit() -> None:
+    # `const c = ` is 10 characters; the 256th `(` is column 266 of line 2
+    assert check_nesting(f"// a comment\nconst c = {'(' * 300}1{')' * 300};")[:4] == (2, 266, 255, 256)
 
 
 @pytest.mark.parametrize("kind", NESTINGS)
 @pytest.mark.parametrize("depth", [1000, 3000, 20_000])
-def test_nesting_far_past_the_maximum_is_refused_not_a_recursion_error(kind: str, depth: int) -> None:
-    with pytest.raises(ShaderError, match=f"deeper than {LEVELS} levels"):
-        reflect(nested(kind, depth))
+def test_nesting_far_past_the_maximum_is_refused(kind: str, depth: int) -> None:
+    assert check_nesting(nested(kind, depth)) is not None
+
+
+@pytest.mark.parametrize("kind", NESTINGS)
+def test_reflection_refuses_20000_levels_with_the_c_error_not_a_recursion_error(kind: str) -> None:
+    text = nested(kind, 20_000)
+    with pytest.raises(ShaderError, match=f"deeper than {LEVELS} levels") as info:
+        reflect(text)
+    assert (info.value.line, info.value.column) == check_nesting(text)[:2]
 
 
 def test_comparisons_are_not_template_lists_so_they_do_not_nest() -> None:
     body = " ".join(f"let c{i} = a < b; let d{i} = a > b;" for i in range(2000))
-    reflect(f"@compute @workgroup_size(1) fn main() {{ let a = 1; let b = 2; {body} }}")
+    assert check_nesting(f"@compute @workgroup_size(1) fn main() {{ let a = 1; let b = 2; {body} }}") is None
+
+
+def test_template_lists_nest_and_comparisons_do_not() -> None:
+    assert check_nesting("alias t = array<array<u32, 1>, 1>;", 1) is not None  # two lists: two levels
+    assert check_nesting("const c = (a < b) && (c > d);", 1) is None  # one level, few operators
 
 
 def test_operators_in_separate_statements_and_arguments_do_not_add_up() -> None:
     table = ", ".join("-1.0" for _ in range(5000))
-    reflect(f"const t = array<f32, 5000>({table});\n{MAIN}")
+    assert check_nesting(f"const t = array<f32, 5000>({table});\n{MAIN}") is None
 
 
 def test_separate_if_statements_do_not_add_up() -> None:
     ifs = " ".join(f"if i == {k} {{ let x = {k}; }} else {{ let y = {k}; }}" for k in range(2000))
-    reflect(f"@compute @workgroup_size(1) fn main() {{ let i = 1; {ifs} }}")
+    assert check_nesting(f"@compute @workgroup_size(1) fn main() {{ let i = 1; {ifs} }}") is None
 
 
 def test_long_operator_chain_counts_against_the_depth() -> None:
     chain = " + ".join(["1"] * 2000)
-    with pytest.raises(ShaderError, match="operators"):
-        reflect(f"@compute @workgroup_size(1) fn main() {{ let s = {chain}; }}")
+    refusal = check_nesting(f"@compute @workgroup_size(1) fn main() {{ let s = {chain}; }}")
+    assert refusal is not None
+    assert refusal[3:] == (1, LEVELS * OPERATORS_PER_LEVEL, 0)  # in the body's brace: the rest are operators
+
+
+@pytest.mark.parametrize("literal", ["1e-5", "1.5e-3f", "2E+7h", ".5e-1", "0x1p-3", "0x1.8p-2", "0X.8P+1f"])
+def test_the_sign_of_an_exponent_is_no_operator(literal: str) -> None:
+    # one level of a bracket leaves 5 operators of a limit of 12 (depth 1): four `*`
+    expression = f"({' * '.join([literal] * 5)})"
+    assert check_nesting(expression, 1) is None
+    assert check_nesting(expression.replace(literal, "1 - 5"), 1) is not None
+
+
+def test_brackets_in_comments_do_not_count() -> None:
+    hidden = f"/* {'(' * 300} /* nested {'[' * 300} */ {'{' * 300} */ // {'(' * 300}\n"
+    assert check_nesting(hidden + "const c = (1);", 0 + 1) is None
+
+
+@pytest.mark.parametrize("line_break", LINE_BREAKS)
+def test_a_line_comment_ends_at_every_wgsl_line_break(line_break: str) -> None:
+    refusal = check_nesting(f"// {'(' * 5}{line_break}é = ((", 1)
+    assert refusal is not None
+    assert refusal[:2] == (2, 6)  # the second `(`, columns counted in characters
+
+
+def test_an_unclosed_block_comment_hides_the_rest() -> None:
+    # the compiler reports the comment; nothing after it can nest
+    assert check_nesting("const c = 1; /* " + "(" * 1000, 1) is None
+
+
+def test_the_check_takes_a_length_not_a_terminator() -> None:
+    data = b"const c = (((((1)))));"
+    assert lib.vn_wgsl_check_nesting(data, 12, 1) == lib.VN_ERROR_SHADER  # up to the 3rd `(`
+    assert lib.vn_wgsl_check_nesting(data, 11, 1) == lib.VN_OK
+    assert lib.vn_wgsl_check_nesting(ffi.NULL, 0, 1) == lib.VN_OK
+    assert lib.vn_wgsl_check_nesting(ffi.NULL, 1, 1) == lib.VN_ERROR_INVALID_ARGUMENT
+
+
+def nesting_model(text: str, depth: int) -> tuple[int, int, int, int, int] | None:
+    """The nesting walk as reflect.py wrote it in Python before C owned the rule, over
+    reflection's tokens: None, or (line, column, brackets, operators, else-ifs) where it
+    refuses. The column is in the text with comments blanked (exact without `/*`); an
+    unclosed block comment runs to the end, as in C."""
+    text = reflect_module._LINE_BREAK_RE.sub("\n", text)
+    try:
+        source = reflect_module._Source(text)
+    except ShaderError:  # an unclosed block comment: keep the text before it
+        pos, open_at = 0, -1
+        while (m := reflect_module._COMMENT_RE.search(text, pos)) is not None:
+            if m.group() == "//":
+                pos = m.end()
+                continue
+            try:
+                pos = reflect_module._block_comment_end(text, m.start()) if m.group() == "/*" else m.end()
+            except ShaderError:
+                open_at = m.start()
+                break
+        source = reflect_module._Source(text[:open_at] if open_at >= 0 else text)
+    texts = source.texts
+    offsets = [m.start(1) for m in source._tokens_re.finditer(source.text.rstrip(reflect_module._BLANK))]
+    kinds = [reflect_module._kind(t) for t in texts]
+
+    def joined(i: int, what: str) -> bool:
+        return i + 1 < len(texts) and texts[i + 1] == what and offsets[i + 1] == offsets[i] + len(texts[i])
+
+    templates: set[int] = set()  # WGSL's template-list discovery
+    pending: list[tuple[int, int]] = []
+    level, i = 0, 0
+    while i < len(texts):
+        t, step = texts[i], 1
+        if kinds[i] == "ident":
+            if i + 1 < len(texts) and texts[i + 1] == "<":
+                if joined(i + 1, "<") or joined(i + 1, "="):
+                    step = 3
+                else:
+                    pending.append((i + 1, level))
+                    step = 2
+        elif kinds[i] != "punct":
+            pass
+        elif t == ">":
+            if pending and pending[-1][1] == level:
+                templates |= {pending.pop()[0], i}
+            elif joined(i, "="):
+                step = 2
+        elif t in "([":
+            level += 1
+        elif t in ")]":
+            while pending and pending[-1][1] >= level:
+                pending.pop()
+            level = max(0, level - 1)
+        elif t in "!=" and joined(i, "="):
+            step = 2
+        elif t in "=;{:":
+            level = 0
+            pending.clear()
+        elif t in "&|" and joined(i, t):
+            while pending and pending[-1][1] >= level:
+                pending.pop()
+            step = 2
+        elif t == "-" and joined(i, ">"):
+            step = 2
+        i += step
+
+    unit, else_if = OPERATORS_PER_LEVEL, OPERATORS_PER_LEVEL // ELSE_IFS_PER_LEVEL
+    limit = (depth + 1) * unit
+    ops, chains, cost = [0], [0], 0
+    for i, t in enumerate(texts):
+        if kinds[i] != "punct":
+            if t == "else" and i + 1 < len(texts) and texts[i + 1] == "if":
+                chains[-1] += 1
+                cost += else_if
+            else:
+                continue
+        elif t in ",;{":
+            cost -= ops[-1]
+            ops[-1] = 0
+        if t in "([{" or (t == "<" and i in templates):
+            if t == "[":
+                ops[-1] += 1
+                cost += 1
+            ops.append(0)
+            chains.append(0)
+            cost += unit
+        elif t in ")]}" or (t == ">" and i in templates):
+            if len(ops) > 1:
+                cost -= ops.pop() + chains.pop() * else_if + unit
+            if t == "}":
+                cost -= ops[-1]
+                ops[-1] = 0
+                if i + 1 == len(texts) or texts[i + 1] != "else":
+                    cost -= chains[-1] * else_if
+                    chains[-1] = 0
+        elif t in "+-*/%&|^!~<>=.":
+            ops[-1] += 1
+            cost += 1
+        if cost >= limit:
+            brackets, else_ifs = len(ops) - 1, sum(chains)
+            column = offsets[i] - (source.text.rfind("\n", 0, offsets[i]) + 1) + 1
+            return source.line(i), column, brackets, cost - brackets * unit - else_ifs * else_if, else_ifs
+    return None
+
+
+SOUP = [
+    *["(", ")", "[", "]", "{", "}", "<", ">", "-", "+", ".", "=", ",", ";", ":", "!", "&", "|", "*"],
+    *["a", "a<", "é", "1", "1e-5", "0x1p-3", ".5", "else", "if", "else if ", " ", "\n", "\r\n", "\u2028"],
+    *["<=", ">=", "==", "!=", "&&", "||", "->", "<<", ">>", "//", "/*", "*/", "\u200e"],
+    *["0x", "1.", "0x1.", "e", "p", "x", "f", "u", "vec2<", "\t", "\v", "\x85", "\u2029", "\u200f", "\r"],
+]
+# without closers the walk's count only grows
+OPENING_SOUP = ["(", "[", "{", "a<", "-", "!", ".", "else if ", "a", "1", " ", "array<u32, "]
+
+
+@settings(max_examples=400)
+@given(
+    st.one_of(st.lists(st.sampled_from(SOUP), max_size=400), st.lists(st.sampled_from(OPENING_SOUP), max_size=200)),
+    st.integers(0, 12),
+)
+def test_the_c_check_agrees_with_the_python_walk_on_any_bracket_and_operator_soup(
+    parts: list[str], depth: int
+) -> None:
+    text = "".join(parts)
+    refusal, model = check_nesting(text, depth), nesting_model(text, depth)
+    if model is None:
+        assert refusal is None, text
+        return
+    assert refusal is not None, text
+    line, column, limit, *counts = refusal
+    assert (line, limit, *counts) == (model[0], depth, *model[2:]), text
+    if "/*" not in text:
+        assert column == model[1], text
 
 
 @given(st.lists(st.sampled_from(["(", ")", "[", "]", "-", "+", "1", "N", "<", ">", ","]), max_size=3000))
@@ -812,59 +1029,6 @@ def test_any_array_count_expression_reflects_or_raises_shader_error(parts: list[
         reflect(wgsl)
     except ShaderError:
         pass
-
-
-NESTING_PARTS = ["(", ")", "[", "]", "{", "}", "<", ">", "-", "+", ".", "=", ",", ";", "a", "1", "else", "if"]
-# without closers the walk's count only grows, up to what the cheap count says
-OPENING_PARTS = ["(", "[", "{", "a<", "-", "!", ".", "else if ", "a", "1", " "]
-
-
-@given(
-    st.one_of(
-        st.lists(st.sampled_from([*NESTING_PARTS, " "]), max_size=400),
-        st.lists(st.sampled_from(OPENING_PARTS)),
-    ),
-    st.integers(1, 12),
-)
-def test_the_nesting_walk_is_skipped_only_where_it_cannot_refuse(parts: list[str], depth: int) -> None:
-    # reflection walks the tokens only when a cheap count of brackets, operators and `else`s
-    # could reach the limit; with a small limit, check that the count is never lower than
-    # what the walk finds wherever the walk refuses
-    text = "".join(parts)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(reflect_module, "MAX_NESTING_DEPTH", depth)
-        limit = (depth + 1) * OPERATORS_PER_LEVEL
-        try:
-            reflect_module._check_nesting(reflect_module._Source(text))
-        except ShaderError:
-            assert reflect_module._nesting_bound(text) >= limit
-
-
-@pytest.mark.parametrize(
-    ("opener", "closer"),
-    [
-        *[("(", ")"), ("[", "]"), ("{", "}"), ("array<", ">")],
-        *[("-", ""), ("!", ""), (".", ""), ("else if a ", "")],
-    ],
-    ids=["parentheses", "brackets", "braces", "template lists", "minus", "not", "dots", "else-ifs"],
-)
-@pytest.mark.parametrize("depth", [1, 2, 5, 12])
-def test_the_count_that_skips_the_nesting_walk_reaches_the_limit_where_the_walk_refuses(
-    opener: str, closer: str, depth: int
-) -> None:
-    # n openers in a row, nothing closing before the end: the walk's count grows by as
-    # much as the cheap count's, so the first n the walk refuses tests the cheap count
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(reflect_module, "MAX_NESTING_DEPTH", depth)
-        limit = (depth + 1) * OPERATORS_PER_LEVEL
-        for n in range(1, 200):
-            text = opener * n + "1" + closer * n
-            try:
-                reflect_module._check_nesting(reflect_module._Source(text))
-            except ShaderError:
-                assert reflect_module._nesting_bound(text) >= limit
-                return
-    pytest.fail(f"{opener!r} * 200 was never refused")
 
 
 def test_reflection_fills_every_field_of_its_records() -> None:

@@ -32,11 +32,16 @@ its members. Sizes and counts are evaluated with the override values applied; an
 ``@id(n)`` override is set by its name or by ``"n"``, WebGPU's key, under which the
 values go to wgpu-native.
 
-Depth: a module nested deeper than ``MAX_NESTING_DEPTH`` levels is refused by
-``tokenize``, before wgpu-native's compiler, which would overflow its stack and take
-the process down. Nothing here recurses per nesting level or per declaration in a
-chain (expressions are evaluated with explicit stacks, declarations resolved through a
-work list), so no input raises RecursionError.
+Depth: nesting deeper than wgpu-native's compiler survives is C's rule
+(``vn_wgsl_check_nesting``, csrc/wgsl_depth.c, which ``vn_shader_create`` applies;
+``MAX_NESTING_DEPTH`` is its limit, read from the library). Text from a caller reaches
+the parser only through ``_prepare``, which asks C first, so ``compile()``,
+``reflect()`` and ``tokenize()`` refuse deep nesting with C's ShaderError, its line and
+column. Behind that check nothing here recurses per declaration in a chain
+(declarations are resolved through a work list) nor per level of an expression (they
+are evaluated with explicit stacks), and nesting of any depth but a type's template
+lists reads without recursion; the layout of a type recurses once per template list
+(``array<array<...>>``), within C's limit.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from functools import partial
 from itertools import accumulate, repeat
 from typing import NamedTuple, Protocol, TypeVar, cast
 
+from ._lib import check, ffi, lib
 from .errors import ShaderError
 
 __all__ = ["MAX_NESTING_DEPTH", "Binding", "ModuleReflection", "reflect", "tokenize"]
@@ -105,19 +111,10 @@ class ModuleReflection:
 # ---------------------------------------------------------------- tokens
 
 
-#: How deep a module may nest before vyre_native refuses it, unseen by wgpu-native.
-#: naga (wgpu-native's WGSL compiler) recurses once per level and overflows its stack,
-#: killing the process, at about 2,960 nested parentheses (2,680 nested `[`, 2,770
-#: nested template lists), 6,200 `else if`s in one chain, or 14,500 chained operators
-#: (`-` `!` or `+`) on an 8 MiB stack: some 2.9 KiB of stack a bracket, 1.3 KiB an
-#: `else if` and 0.6 KiB an operator, measured against wgpu-native 29.0.1.1 in child
-#: processes. 255 levels keep naga under about 0.75 MiB of stack, an eighth of a Linux
-#: main or Python thread's 8 MiB.
-MAX_NESTING_DEPTH = 255
-#: Chained operators that count as one level of nesting (the ratio of their stack costs).
-OPERATORS_PER_LEVEL = 6
-#: `else if`s of one chain that count as one level (naga nests each in the one before).
-ELSE_IFS_PER_LEVEL = 2
+#: How deep a module may nest before vn_shader_create refuses it, unseen by wgpu-native,
+#: whose compiler recurses per level and would crash the process (C owns the rule and
+#: says why: csrc/vyre_native.h, "WGSL nesting depth").
+MAX_NESTING_DEPTH: int = lib.VN_WGSL_MAX_NESTING_DEPTH
 
 # WGSL's line breaks (spec: "Blankspace and line breaks"): LF, VT, FF, CR, NEL, LS and
 # PS, with CR LF one break. Each becomes "\n" before anything else reads the text, so a
@@ -223,7 +220,7 @@ def _kind(text: str) -> str:
 class _Source:
     """A module's text, its line breaks normalised and its comments blanked, as the
     texts of its tokens. Where a token is (its offset, its line) is found when asked:
-    only the nesting walk and error messages ask."""
+    only error messages ask."""
 
     __slots__ = ("_breaks", "_depths", "_offsets", "_tokens_re", "text", "texts")
 
@@ -284,35 +281,27 @@ _new = tuple.__new__
 
 def tokenize(src: str) -> list[_Tok]:
     """The tokens of ``src``, refusing (ShaderError) a module nested deeper than
-    ``MAX_NESTING_DEPTH``: run it before wgpu-native sees the text."""
+    ``MAX_NESTING_DEPTH`` (C's check, as ``_prepare``)."""
     source = _prepare(src)
     return _Parser(source).tokens(0, len(source.texts))
 
 
 def _prepare(src: str) -> _Source:
-    """``src`` read into tokens, refusing (ShaderError) a module nested deeper than
-    ``MAX_NESTING_DEPTH``: run it before wgpu-native sees the text."""
-    source = _Source(src)
-    if _nesting_bound(source.text) >= (MAX_NESTING_DEPTH + 1) * OPERATORS_PER_LEVEL:
-        _check_nesting(source)
-    return source
-
-
-def _nesting_bound(text: str) -> int:
-    """An upper bound of the cost ``_check_nesting`` can reach on the tokens of ``text``
-    (in sixths of a level): what every bracket, `<`, operator character and `else` would
-    add if nothing closed. Below the limit the walk cannot refuse the module, so it is
-    skipped. Counted in the UTF-8 bytes, where each of these characters is one byte."""
-    data = text.encode("utf-8", "surrogatepass")
-    openers = len(data.translate(None, _ALL_BUT_OPENERS))
-    operators = len(data.translate(None, _ALL_BUT_OPERATORS))
-    else_if = OPERATORS_PER_LEVEL // ELSE_IFS_PER_LEVEL
-    return OPERATORS_PER_LEVEL * openers + data.count(b"[") + operators + else_if * data.count(b"else")
-
-
-# what _nesting_bound deletes to count the bytes that remain
-_ALL_BUT_OPENERS = bytes(set(range(256)) - set(b"([{<"))
-_ALL_BUT_OPERATORS = bytes(set(range(256)) - set(b"+-*/%&|^!~>=."))
+    """``src`` read into tokens, once C has checked its nesting (``vn_wgsl_check_nesting``,
+    the rule vn_shader_create applies): deep nesting is refused with C's ShaderError, its
+    line and column, before reflection reads it (compile() reflects before C compiles)."""
+    data = src.encode("utf-8", "surrogatepass")
+    status = lib.vn_wgsl_check_nesting(data, len(data), MAX_NESTING_DEPTH)
+    if status != lib.VN_OK:
+        line, column = ffi.new("uint32_t *"), ffi.new("uint32_t *")
+        placed = lib.vn_last_error_position(line, column)
+        try:
+            check(status)
+        except ShaderError as err:
+            if not placed:
+                raise
+            raise ShaderError(str(err), err.code, line=int(line[0]), column=int(column[0])) from None
+    return _Source(src)
 
 
 def _strip_comments(src: str) -> str:
@@ -346,128 +335,6 @@ def _block_comment_end(src: str, start: int) -> int:
             depth, pos = depth - 1, closer + 2
             if depth == 0:
                 return pos
-
-
-class _Walk(NamedTuple):
-    """A module's tokens as the nesting walk reads them."""
-
-    texts: list[str]
-    kinds: list[str]
-    offsets: list[int]
-
-    def joined(self, i: int, text: str) -> bool:
-        """Whether the token after token ``i`` is ``text`` with nothing between them."""
-        if i + 1 >= len(self.texts):
-            return False
-        return self.texts[i + 1] == text and self.offsets[i + 1] == self.offsets[i] + len(self.texts[i])
-
-
-def _template_brackets(toks: _Walk) -> set[int]:
-    """Indices of the `<` and `>` tokens that delimit template lists, found by the WGSL
-    spec's template-list discovery (so `a < b` stays a comparison)."""
-    texts, kinds, joined = toks.texts, toks.kinds, toks.joined
-    found: set[int] = set()
-    pending: list[tuple[int, int]] = []  # (index of a candidate `<`, bracket depth there)
-    depth, i = 0, 0
-    while i < len(texts):
-        text, kind, step = texts[i], kinds[i], 1
-        if kind == "ident":
-            if i + 1 < len(texts) and texts[i + 1] == "<":
-                if joined(i + 1, "<") or joined(i + 1, "="):
-                    step = 3  # `<<` or `<=`
-                else:
-                    pending.append((i + 1, depth))
-                    step = 2
-        elif kind != "punct":
-            pass
-        elif text == ">":
-            if pending and pending[-1][1] == depth:
-                found |= {pending.pop()[0], i}
-            elif joined(i, "="):
-                step = 2
-        elif text in "([":
-            depth += 1
-        elif text in ")]":
-            while pending and pending[-1][1] >= depth:
-                pending.pop()
-            depth = max(0, depth - 1)
-        elif text in "!=" and joined(i, "="):
-            step = 2  # `!=` or `==`
-        elif text in "=;{:":  # an assignment, a statement's end or a block: no list spans it
-            depth = 0
-            pending.clear()
-        elif text in "&|" and joined(i, text):
-            while pending and pending[-1][1] >= depth:
-                pending.pop()
-            step = 2
-        elif text == "-" and joined(i, ">"):
-            step = 2  # `->`
-        i += step
-    return found
-
-
-_OPERATOR_CHARS = frozenset("+-*/%&|^!~<>=.")  # `[` counts too, as it opens
-
-
-def _check_nesting(source: _Source) -> None:
-    """Refuse a module nested deeper than MAX_NESTING_DEPTH, counting one level for each
-    enclosing bracket (`(`, `[`, `{`, a template list), one for every OPERATORS_PER_LEVEL
-    operators of the enclosing expressions (naga nests an operator chain one level per
-    operator) and one for every ELSE_IFS_PER_LEVEL `else if`s of an enclosing if-chain.
-    An over-estimate: a compound operator counts per character. One pass, no recursion.
-    Costs are kept in sixths of a level (one operator)."""
-    texts = source.texts
-    kinds = list(map(_kind, texts))
-    templates = _template_brackets(_Walk(texts, kinds, source.offsets()))
-    unit = OPERATORS_PER_LEVEL  # the cost of a level
-    else_if = unit // ELSE_IFS_PER_LEVEL
-    limit = (MAX_NESTING_DEPTH + 1) * unit
-    ops = [0]  # per open bracket: operators in its current expression
-    chains = [0]  # per open bracket: `else if`s of the if-chain it is in
-    cost = 0  # unit per open bracket, plus every entry of ops, plus else_if per chain entry
-    for i, text in enumerate(texts):
-        if kinds[i] != "punct":
-            if text == "else" and i + 1 < len(texts) and texts[i + 1] == "if":
-                chains[-1] += 1
-                cost += else_if
-            else:
-                continue
-        elif text in ",;{":  # an expression ends
-            cost -= ops[-1]
-            ops[-1] = 0
-        if text in "([{" or (text == "<" and i in templates):
-            if text == "[":  # an index is an operator too
-                ops[-1] += 1
-                cost += 1
-            ops.append(0)
-            chains.append(0)
-            cost += unit
-        elif text in ")]}" or (text == ">" and i in templates):
-            if len(ops) > 1:
-                cost -= ops.pop() + chains.pop() * else_if + unit
-            if text == "}":  # the block ends the statement that opened it
-                cost -= ops[-1]
-                ops[-1] = 0
-                if i + 1 == len(texts) or texts[i + 1] != "else":  # and any if-chain
-                    cost -= chains[-1] * else_if
-                    chains[-1] = 0
-        elif text in _OPERATOR_CHARS:
-            ops[-1] += 1
-            cost += 1
-        if cost >= limit:
-            brackets, else_ifs = len(ops) - 1, sum(chains)
-            line = source.line(i)
-            raise ShaderError(
-                f"line {line}: the WGSL nests deeper than {MAX_NESTING_DEPTH} levels here"
-                f" ({brackets} open brackets, {cost - brackets * unit - else_ifs * else_if}"
-                f" operators and {else_ifs} `else if`s around it; each bracket or template list"
-                f" is a level, and so is every {OPERATORS_PER_LEVEL} chained operators or"
-                f" {ELSE_IFS_PER_LEVEL} `else if`s of one chain). vyre_native refuses it before"
-                " wgpu-native's compiler, which recurses per level and crashes the process on"
-                " deep nesting. Fix: split the expression into several `let`s, the if-chain"
-                " into a switch or several ifs, or nest less.",
-                line=line,
-            )
 
 
 def _int_literal(tok: _Tok) -> int | None:
@@ -1402,7 +1269,8 @@ def reflect(
     ``_prepare(source)``) returned when the caller already has it. Pure Python over the
     source text: the tokens in one regular-expression pass, function bodies read only for
     the names they mention, so callers reflect once per pipeline and keep the result.
-    Raises ShaderError for what vyre_native cannot run or bind (see the module docstring).
+    Raises ShaderError for what vyre_native cannot run or bind (see the module docstring),
+    and C's for nesting deeper than ``MAX_NESTING_DEPTH``.
     """
     return _reflect(wgsl, entry_point, preserve, constants)[0]
 
