@@ -49,7 +49,7 @@ import numpy as np  # noqa: E402
 import vyre_native as vn  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from wgsl_kernels import DOUBLE  # type: ignore[import-not-found]  # noqa: E402  (out = inp * 2)
+from support.kernels import DOUBLE  # type: ignore[import-not-found]  # noqa: E402  (out = inp * 2)
 
 HOST = np.arange(1024, dtype=np.float32)
 

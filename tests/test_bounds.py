@@ -11,12 +11,11 @@ refused past 256 with a typed error.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from support.child import run_child
 from support.kernels import COUNTER, DOUBLE
+from support.markers import not_under_asan
 
 import vyre_native as vn
 from vyre_native._lib import lib
@@ -39,18 +38,12 @@ def test_the_per_submit_bound_is_256_launches() -> None:
     assert lib.VN_MAX_LAUNCHES_PER_SUBMIT == PER_SUBMIT
 
 
-@pytest.mark.skipif(
-    "libasan" in os.environ.get("LD_PRELOAD", ""),
-    reason="under AddressSanitizer freed memory sits in its quarantine, so RSS measures nothing here",
-)
+@not_under_asan
 def test_replay_of_100000_launches_with_clears_keeps_memory_bounded() -> None:
     # Measured: RSS +1,832 MiB before the bound (one command buffer of 10**5 launches),
     # +5 MiB with it, on lavapipe; +7,614 and +45 MiB on the H200.
     res = run_child(
         f"""
-        def rss_mib():
-            with open("/proc/self/statm") as f:
-                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
         dev = vn.Device()
         p = dev.compile({DOUBLE!r})
         rec = p.record([dev.upload(np.ones(64, np.float32))], [dev.alloc(256)])

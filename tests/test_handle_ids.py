@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from childproc import raised, run_child
+from support.child import run_child
+from support.errors import raised
 from test_fork import _exited, _fork
 from test_misuse import check_message
 
@@ -71,7 +72,7 @@ def _slot(raw: int) -> int:
 def test_a_released_handle_of_each_kind_raises_released_error_after_its_slot_is_reused(
     device: vn.Device,
 ) -> None:
-    from wgsl_kernels import DOUBLE
+    from support.kernels import DOUBLE
 
     buf = device.upload(np.arange(64, dtype=np.float32))
     out = device.alloc(256)

@@ -30,9 +30,6 @@ import vyre_native as vn
 
 U = vn.BufferUsage
 
-# check_outcome is support.errors.raised's old name here, kept for test files written
-# against it (`from test_misuse import check_outcome, run_child`); new code imports support.
-check_outcome = raised
 
 # ---------------------------------------------------------------- shaders
 

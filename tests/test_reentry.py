@@ -16,7 +16,8 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from childproc import raised, run_child
+from support.child import run_child
+from support.errors import raised
 
 # reenter(target, fn): at the first call of a Python function named `target` defined in
 # a file whose name ends with `where` (the handler runs as it starts), or the return of a

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from wgsl_kernels import COUNTER
+from support.kernels import COUNTER
 
 import vyre_native as vn
 

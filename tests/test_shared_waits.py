@@ -2,7 +2,7 @@
 of threads and asyncio tasks and of ``result`` / ``result_into`` / ``copy=False``, in any
 order, and nothing leaks.
 
-The races run in a child interpreter (tests/childproc.py): before the read's outcome was
+The races run in a child interpreter (tests/support/child.py): before the read's outcome was
 taken under a lock, they took the staging buffer twice and crashed the process.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from childproc import run_child
+from support.child import run_child
 
 import vyre_native as vn
 

@@ -15,13 +15,13 @@ with nothing submitted in between, is the number of submits the later one used.
 from __future__ import annotations
 
 import gc
-import os
 import random
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from childproc import run_child
+from support.child import run_child
+from support.markers import not_under_asan
 
 import vyre_native as vn
 
@@ -199,18 +199,12 @@ def test_a_submit_past_the_bound_from_racing_threads_is_never_split_by_another_t
     assert any(0 < c < res["total"] for c in res["counts"]), "no snapshot raced a batch: the test saw no overlap"
 
 
-@pytest.mark.skipif(
-    "libasan" in os.environ.get("LD_PRELOAD", ""),
-    reason="under AddressSanitizer freed memory sits in its quarantine, so RSS measures nothing here",
-)
+@not_under_asan
 def test_a_submit_of_20000_recordings_keeps_memory_bounded() -> None:
     # At most two parts of 256 steps in flight, as replay(n) keeps: one command buffer of
     # them all would hold wgpu's encoder memory for every step until the GPU ran it.
     res = run_child(
         f"""
-        def rss_mib():
-            with open("/proc/self/statm") as f:
-                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
         dev = vn.Device()
         acc = dev.alloc(256)
         rec = dev.compile({INC!r}, preserve=["acc"]).record([], [acc])

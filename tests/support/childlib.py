@@ -8,6 +8,7 @@ environment) before the package loads.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -73,6 +74,12 @@ def outcome(fn: Callable[[], object], timeout: float | None = None) -> dict[str,
     t.start()
     t.join(timeout)
     return box.get("r", {"hang": True})
+
+
+def rss_mib() -> float:
+    """This process's resident memory, in MiB (Linux: /proc/self/statm)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def long_recording(dev: Any, seconds: float = 3.0) -> tuple[Any, Any]:
