@@ -2,20 +2,59 @@
 
 Rows (each skipped with its reason where tinygrad, or that device, is missing):
 - ``tinygrad_mlp_step``: a TinyJit training step of a 784-128-10 MLP (batch 64, SGD,
-  sparse categorical cross-entropy), from the call to the loss on the host: the VN device
+  sparse categorical cross-entropy), from the call to the device being idle: the VN device
   replays the JIT's kernels as one vn.Sequence; tinygrad's CPU device runs them as
-  compiled C; CUDA (where present) replays a CUDA graph.
+  compiled C; CUDA (where present) replays a CUDA graph; WEBGPU (tinygrad's Dawn device,
+  where Dawn's library is found: ``pip install dawn-python``, or WEBGPU_PATH) encodes and
+  submits every kernel.
 - ``tinygrad_jit_1000_kernels``: one JIT call of 1000 dependent elementwise kernels, to
   the device being idle: tinygrad's own Python per call plus the device's launch cost.
+
+VN runs last in each group: its row's extra_info carries ``vn_over`` (VN's median over
+each other device's median of the same run) and ``breakdown`` (where one VN call's time
+goes: tinygrad's Python, the VN graph's Python, ``Sequence.replay`` (C: encode and
+submit), the wait, and the GPU time of the JIT's sequences by timestamp queries), and the
+session ends with a table of both.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import os
+import pathlib
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 from harness import record_python
+
+
+def _dawn_library() -> str | None:
+    """Dawn's shared library inside the ``dawn-python`` package (``pydawn``), the one
+    tinygrad's WEBGPU device loads (tinygrad finds it there itself only on Windows)."""
+    spec = importlib.util.find_spec("pydawn")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    suffix = {"linux": ".so", "darwin": ".dylib"}.get(sys.platform)
+    if suffix is None:
+        return None
+    machine = {"amd64": "x86_64"}.get(platform.machine().lower(), platform.machine().lower())
+    path = (
+        pathlib.Path(next(iter(spec.submodule_search_locations)))
+        / "lib"
+        / f"libwebgpu_dawn_{machine}{suffix}"
+    )
+    return str(path) if path.is_file() else None
+
+
+if "WEBGPU_PATH" not in os.environ and (_dawn := _dawn_library()) is not None:
+    os.environ["WEBGPU_PATH"] = _dawn  # read when tinygrad first opens WEBGPU
 
 tinygrad = pytest.importorskip(
     "tinygrad", reason='tinygrad is not installed: pip install "vyre_native[tinygrad]"'
@@ -25,9 +64,13 @@ from tinygrad import Device, Tensor, TinyJit
 from tinygrad.helpers import Context
 from tinygrad.nn.optim import SGD
 
-import vyre_native.tinygrad  # noqa: F401  (registers DEV=VN without the .pth hook)
+import vyre_native as vn
+from vyre_native.tinygrad import VNGraph  # the import registers DEV=VN without the .pth hook
 
-DEVICES = ["VN", "CPU", "CUDA"]
+# VN last: its row compares itself with the others of the same run
+DEVICES = ["CPU", "CUDA", "WEBGPU", "VN"]
+_MEDIANS: dict[tuple[str, str], float] = {}
+_BREAKDOWNS: dict[str, dict[str, float | None]] = {}
 
 
 def _open(name: str) -> Any:
@@ -35,17 +78,145 @@ def _open(name: str) -> Any:
         dev = Device[name]
         (Tensor([1.0], device=name) + 1).realize()
     except Exception as err:  # noqa: BLE001 - any reason a device cannot run is a skip
-        pytest.skip(f"tinygrad device {name} is unavailable here: {type(err).__name__}: {err}"[:300])
+        hint = (
+            " (tinygrad's WEBGPU needs Dawn: pip install dawn-python, or set WEBGPU_PATH)"
+            if name == "WEBGPU"
+            else ""
+        )
+        pytest.skip(f"tinygrad device {name} is unavailable here{hint}: {type(err).__name__}: {err}"[:400])
     return dev
 
 
-def _rounds(rounds: Any) -> int:
-    return max(10, rounds.burst * 5)
+#: seconds of timed calls one row takes at most: a device that needs a second a call (Dawn
+#: on lavapipe for the 1000 kernels) gets fewer rounds, never fewer than 10
+_ROW_BUDGET_S = 30.0
+
+
+def _rounds(rounds: Any, target: Callable[[], None]) -> int:
+    start = time.perf_counter()
+    target()
+    once = time.perf_counter() - start
+    return max(10, min(int(rounds.burst) * 5, int(_ROW_BUDGET_S / max(once, 1e-9))))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _summary(request: pytest.FixtureRequest) -> Iterator[None]:
+    """At the module's end, the medians side by side, VN's ratios and its breakdown."""
+    yield
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or not _MEDIANS:
+        return
+    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+        _write_summary(reporter)
+
+
+def _write_summary(reporter: Any) -> None:
+    reporter.write_line("")
+    reporter.write_line("tinygrad, median ms per call (call to idle), this run:")
+    for group in ("tinygrad_mlp_step", "tinygrad_jit_1000_kernels"):
+        cells = {d: _MEDIANS[(group, d)] for d in DEVICES if (group, d) in _MEDIANS}
+        if not cells:
+            continue
+        vn_s = cells.get("VN")
+        parts = [
+            f"{d} {s * 1e3:.3f}" + (f" (VN/{d} {vn_s / s:.3f})" if vn_s and d != "VN" else "")
+            for d, s in cells.items()
+        ]
+        reporter.write_line(f"  {group}: " + ", ".join(parts))
+        if group in _BREAKDOWNS:
+            reporter.write_line(
+                "    VN breakdown (medians, ms): "
+                + ", ".join(
+                    f"{k} {'-' if v is None else f'{v * 1e3:.3f}'}" for k, v in _BREAKDOWNS[group].items()
+                )
+            )
+
+
+def _breakdown(
+    call: Callable[[], Any], dev: Any, calls: int, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, float | None]:
+    """Where one VN JIT call's time goes (medians over ``calls`` calls, seconds):
+    ``tinygrad_python`` (the call less the VN graphs), ``vn_graph_python`` (the graphs
+    less their Sequence.replay), ``sequence_replay`` (C: encode and submit; on a CPU
+    adapter also waiting for the queue's earlier work), ``wait`` (synchronize), and
+    ``gpu`` (the JIT's sequences by timestamp queries, in calls of their own; None without
+    them)."""
+    graph_call, seq_replay = VNGraph.__call__, vn.Sequence.replay
+    spent = {"graph": 0.0, "replay": 0.0}
+
+    def timed_graph(self: VNGraph, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return graph_call(self, *args, **kwargs)
+        finally:
+            spent["graph"] += time.perf_counter() - start
+
+    def timed_replay(self: vn.Sequence, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return seq_replay(self, *args, **kwargs)
+        finally:
+            spent["replay"] += time.perf_counter() - start
+
+    rows: dict[str, list[float]] = {
+        k: [] for k in ("total", "tinygrad_python", "vn_graph_python", "sequence_replay", "wait")
+    }
+    with monkeypatch.context() as patch:
+        patch.setattr(VNGraph, "__call__", timed_graph)
+        patch.setattr(vn.Sequence, "replay", timed_replay)
+        for _ in range(calls):
+            spent.update(graph=0.0, replay=0.0)
+            start = time.perf_counter()
+            call()
+            host = time.perf_counter()
+            dev.synchronize()
+            end = time.perf_counter()
+            rows["total"].append(end - start)
+            rows["tinygrad_python"].append(host - start - spent["graph"])
+            rows["vn_graph_python"].append(spent["graph"] - spent["replay"])
+            rows["sequence_replay"].append(spent["replay"])
+            rows["wait"].append(end - host)
+    out: dict[str, float | None] = {k: statistics.median(v) for k, v in rows.items()}
+    out["gpu"] = None
+    if dev.vn.timestamps:
+        gpu: list[float] = []
+        per_call = {"s": 0.0}
+
+        def waited_graph(self: VNGraph, input_uops: Any, var_vals: Any, wait: bool = False) -> Any:
+            per_call["s"] += graph_call(self, input_uops, var_vals, wait=True) or 0.0
+            return None
+
+        with monkeypatch.context() as patch:
+            patch.setattr(VNGraph, "__call__", waited_graph)
+            for _ in range(max(3, calls // 4)):
+                per_call["s"] = 0.0
+                call()
+                dev.synchronize()
+                gpu.append(per_call["s"])
+        out["gpu"] = statistics.median(gpu)
+    return out
+
+
+def _finish(
+    benchmark: Any, group: str, device: str, call: Callable[[], Any], dev: Any, monkeypatch: Any
+) -> None:
+    stats = getattr(benchmark, "stats", None)
+    if stats is None:  # --benchmark-disable
+        return
+    _MEDIANS[(group, device)] = stats.stats.median
+    if device != "VN":
+        return
+    info = benchmark.extra_info
+    info["vn_over"] = {
+        d: stats.stats.median / _MEDIANS[(group, d)] for d in DEVICES if d != "VN" and (group, d) in _MEDIANS
+    }
+    _BREAKDOWNS[group] = info["breakdown"] = _breakdown(call, dev, 40, monkeypatch)
 
 
 @pytest.mark.benchmark(group="tinygrad_mlp_step")
 @pytest.mark.parametrize("device", DEVICES)
-def test_tinygrad_mlp_step(benchmark, rounds, device):  # type: ignore[no-untyped-def]
+def test_tinygrad_mlp_step(benchmark, rounds, device, monkeypatch):  # type: ignore[no-untyped-def]
     dev = _open(device)
     rng = np.random.default_rng(0)
     l1 = Tensor(rng.standard_normal((784, 128), np.float32) / 28, device=device)
@@ -70,13 +241,14 @@ def test_tinygrad_mlp_step(benchmark, rounds, device):  # type: ignore[no-untype
         step(x, y)
         dev.synchronize()
 
-    benchmark.pedantic(target, rounds=_rounds(rounds), warmup_rounds=2)
+    benchmark.pedantic(target, rounds=_rounds(rounds, target), warmup_rounds=2)
     record_python(benchmark, f"tinygrad {device}", "tinygrad_mlp_step")
+    _finish(benchmark, "tinygrad_mlp_step", device, lambda: step(x, y), dev, monkeypatch)
 
 
 @pytest.mark.benchmark(group="tinygrad_jit_1000_kernels")
 @pytest.mark.parametrize("device", DEVICES)
-def test_tinygrad_jit_1000_kernels(benchmark, rounds, device):  # type: ignore[no-untyped-def]
+def test_tinygrad_jit_1000_kernels(benchmark, rounds, device, monkeypatch):  # type: ignore[no-untyped-def]
     dev = _open(device)
     x = Tensor(np.zeros(256, np.float32), device=device).realize()
 
@@ -95,5 +267,6 @@ def test_tinygrad_jit_1000_kernels(benchmark, rounds, device):  # type: ignore[n
         chain(x)
         dev.synchronize()
 
-    benchmark.pedantic(target, rounds=_rounds(rounds), warmup_rounds=1)
+    benchmark.pedantic(target, rounds=_rounds(rounds, target), warmup_rounds=1)
     record_python(benchmark, f"tinygrad {device}", "tinygrad_jit_1000_kernels")
+    _finish(benchmark, "tinygrad_jit_1000_kernels", device, lambda: chain(x), dev, monkeypatch)
