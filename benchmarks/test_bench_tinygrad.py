@@ -6,7 +6,8 @@ Rows (each skipped with its reason where tinygrad, or that device, is missing):
   replays the JIT's kernels as one vn.Sequence; tinygrad's CPU device runs them as
   compiled C; CUDA (where present) replays a CUDA graph; WEBGPU (tinygrad's Dawn device,
   where Dawn's library is found: ``pip install dawn-python``, or WEBGPU_PATH) encodes and
-  submits every kernel.
+  submits every kernel; VN-nograph is VN under tinygrad's JIT=2 (no graph runner: each
+  kernel its own Recording.replay), what the graph runner is measured against.
 - ``tinygrad_jit_1000_kernels``: one JIT call of 1000 dependent elementwise kernels, to
   the device being idle: tinygrad's own Python per call plus the device's launch cost.
 
@@ -68,7 +69,7 @@ import vyre_native as vn
 from vyre_native.tinygrad import VNGraph  # the import registers DEV=VN without the .pth hook
 
 # VN last: its row compares itself with the others of the same run
-DEVICES = ["CPU", "CUDA", "WEBGPU", "VN"]
+ROWS = ["CPU", "CUDA", "WEBGPU", "VN-nograph", "VN"]
 _MEDIANS: dict[tuple[str, str], float] = {}
 _BREAKDOWNS: dict[str, dict[str, float | None]] = {}
 
@@ -115,7 +116,7 @@ def _write_summary(reporter: Any) -> None:
     reporter.write_line("")
     reporter.write_line("tinygrad, median ms per call (call to idle), this run:")
     for group in ("tinygrad_mlp_step", "tinygrad_jit_1000_kernels"):
-        cells = {d: _MEDIANS[(group, d)] for d in DEVICES if (group, d) in _MEDIANS}
+        cells = {d: _MEDIANS[(group, d)] for d in ROWS if (group, d) in _MEDIANS}
         if not cells:
             continue
         vn_s = cells.get("VN")
@@ -199,24 +200,32 @@ def _breakdown(
 
 
 def _finish(
-    benchmark: Any, group: str, device: str, call: Callable[[], Any], dev: Any, monkeypatch: Any
+    benchmark: Any, group: str, row: str, call: Callable[[], Any], dev: Any, monkeypatch: Any
 ) -> None:
     stats = getattr(benchmark, "stats", None)
     if stats is None:  # --benchmark-disable
         return
-    _MEDIANS[(group, device)] = stats.stats.median
-    if device != "VN":
+    _MEDIANS[(group, row)] = stats.stats.median
+    if row != "VN":
         return
     info = benchmark.extra_info
     info["vn_over"] = {
-        d: stats.stats.median / _MEDIANS[(group, d)] for d in DEVICES if d != "VN" and (group, d) in _MEDIANS
+        d: stats.stats.median / _MEDIANS[(group, d)] for d in ROWS if d != "VN" and (group, d) in _MEDIANS
     }
     _BREAKDOWNS[group] = info["breakdown"] = _breakdown(call, dev, 40, monkeypatch)
 
 
+def _device_of(row: str) -> tuple[str, int]:
+    """(tinygrad device, JIT level) of a row: ``VN-nograph`` is VN under JIT=2, tinygrad's
+    JIT without graph runners (every kernel its own Recording.replay), the reference the
+    graph runner must not be slower than."""
+    return (row.removesuffix("-nograph"), 2) if row.endswith("-nograph") else (row, 1)
+
+
 @pytest.mark.benchmark(group="tinygrad_mlp_step")
-@pytest.mark.parametrize("device", DEVICES)
-def test_tinygrad_mlp_step(benchmark, rounds, device, monkeypatch):  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("row", ROWS)
+def test_tinygrad_mlp_step(benchmark, rounds, row, monkeypatch):  # type: ignore[no-untyped-def]
+    device, jit_level = _device_of(row)
     dev = _open(device)
     rng = np.random.default_rng(0)
     l1 = Tensor(rng.standard_normal((784, 128), np.float32) / 28, device=device)
@@ -233,22 +242,24 @@ def test_tinygrad_mlp_step(benchmark, rounds, device, monkeypatch):  # type: ign
             opt.step()
             return loss.realize()
 
-    for _ in range(4):  # run, capture, then replays
-        step(x, y)
-    dev.synchronize()
-
-    def target() -> None:
-        step(x, y)
+    with Context(JIT=jit_level):
+        for _ in range(4):  # run, capture, then replays
+            step(x, y)
         dev.synchronize()
 
-    benchmark.pedantic(target, rounds=_rounds(rounds, target), warmup_rounds=2)
-    record_python(benchmark, f"tinygrad {device}", "tinygrad_mlp_step")
-    _finish(benchmark, "tinygrad_mlp_step", device, lambda: step(x, y), dev, monkeypatch)
+        def target() -> None:
+            step(x, y)
+            dev.synchronize()
+
+        benchmark.pedantic(target, rounds=_rounds(rounds, target), warmup_rounds=2)
+        record_python(benchmark, f"tinygrad {row}", "tinygrad_mlp_step")
+        _finish(benchmark, "tinygrad_mlp_step", row, lambda: step(x, y), dev, monkeypatch)
 
 
 @pytest.mark.benchmark(group="tinygrad_jit_1000_kernels")
-@pytest.mark.parametrize("device", DEVICES)
-def test_tinygrad_jit_1000_kernels(benchmark, rounds, device, monkeypatch):  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("row", ROWS)
+def test_tinygrad_jit_1000_kernels(benchmark, rounds, row, monkeypatch):  # type: ignore[no-untyped-def]
+    device, jit_level = _device_of(row)
     dev = _open(device)
     x = Tensor(np.zeros(256, np.float32), device=device).realize()
 
@@ -258,15 +269,16 @@ def test_tinygrad_jit_1000_kernels(benchmark, rounds, device, monkeypatch):  # t
             x = (x + 1).contiguous()
         return x.realize()
 
-    for _ in range(3):
-        out = chain(x)
-    assert out.numpy()[0] == 1000
-    dev.synchronize()
-
-    def target() -> None:
-        chain(x)
+    with Context(JIT=jit_level):
+        for _ in range(3):
+            out = chain(x)
+        assert out.numpy()[0] == 1000
         dev.synchronize()
 
-    benchmark.pedantic(target, rounds=_rounds(rounds, target), warmup_rounds=1)
-    record_python(benchmark, f"tinygrad {device}", "tinygrad_jit_1000_kernels")
-    _finish(benchmark, "tinygrad_jit_1000_kernels", device, lambda: chain(x), dev, monkeypatch)
+        def target() -> None:
+            chain(x)
+            dev.synchronize()
+
+        benchmark.pedantic(target, rounds=_rounds(rounds, target), warmup_rounds=1)
+        record_python(benchmark, f"tinygrad {row}", "tinygrad_jit_1000_kernels")
+        _finish(benchmark, "tinygrad_jit_1000_kernels", row, lambda: chain(x), dev, monkeypatch)
