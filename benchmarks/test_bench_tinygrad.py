@@ -72,6 +72,7 @@ from vyre_native.tinygrad import VNGraph  # the import registers DEV=VN without 
 ROWS = ["CPU", "CUDA", "WEBGPU", "VN-nograph", "VN"]
 _MEDIANS: dict[tuple[str, str], float] = {}
 _BREAKDOWNS: dict[str, dict[str, float | None]] = {}
+_KERNELS: dict[str, list[tuple[str, float]]] = {}
 
 
 def _open(name: str) -> Any:
@@ -132,21 +133,28 @@ def _write_summary(reporter: Any) -> None:
                     f"{k} {'-' if v is None else f'{v * 1e3:.3f}'}" for k, v in _BREAKDOWNS[group].items()
                 )
             )
+        if group in _KERNELS:
+            reporter.write_line(
+                "    VN kernels by GPU time (each dispatch timed alone, ms): "
+                + ", ".join(f"{name} {s * 1e3:.3f}" for name, s in _KERNELS[group])
+            )
 
 
 def _breakdown(
-    call: Callable[[], Any], dev: Any, calls: int, monkeypatch: pytest.MonkeyPatch
+    group: str, call: Callable[[], Any], dev: Any, calls: int, monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, float | None]:
     """Where one VN JIT call's time goes (medians over ``calls`` calls, seconds):
     ``tinygrad_python`` (the call less the VN graphs), ``vn_graph_python`` (the graphs
     less their Sequence.replay), ``sequence_replay`` (C: encode and submit; on a CPU
     adapter also waiting for the queue's earlier work), ``wait`` (synchronize), and
     ``gpu`` (the JIT's sequences by timestamp queries, in calls of their own; None without
-    them)."""
+    them); ``_KERNELS[group]`` gets the kernels taking most GPU time."""
     graph_call, seq_replay = VNGraph.__call__, vn.Sequence.replay
     spent = {"graph": 0.0, "replay": 0.0}
+    used: dict[int, VNGraph] = {}
 
     def timed_graph(self: VNGraph, *args: Any, **kwargs: Any) -> Any:
+        used[id(self)] = self
         start = time.perf_counter()
         try:
             return graph_call(self, *args, **kwargs)
@@ -196,7 +204,21 @@ def _breakdown(
                 dev.synchronize()
                 gpu.append(per_call["s"])
         out["gpu"] = statistics.median(gpu)
+        _KERNELS[group] = _gpu_kernels(list(used.values()))
     return out
+
+
+def _gpu_kernels(graphs: list[VNGraph]) -> list[tuple[str, float]]:
+    """The five kernels of the last JIT call that take most GPU time (seconds, summed over
+    the kernel's launches): each graph's last sequence replayed once more with each
+    dispatch timed in a pass of its own (which adds the passes' own cost)."""
+    per_kernel: dict[str, float] = {}
+    for graph in graphs:
+        seq = next(reversed(graph.sequences.values()))
+        times = seq.replay(timing="dispatch").dispatch_times_ns or []
+        for (prog, *_), ns in zip(graph.steps, times):
+            per_kernel[prog.name] = per_kernel.get(prog.name, 0.0) + ns * 1e-9
+    return sorted(per_kernel.items(), key=lambda kv: -kv[1])[:5]
 
 
 def _finish(
@@ -212,7 +234,9 @@ def _finish(
     info["vn_over"] = {
         d: stats.stats.median / _MEDIANS[(group, d)] for d in ROWS if d != "VN" and (group, d) in _MEDIANS
     }
-    _BREAKDOWNS[group] = info["breakdown"] = _breakdown(call, dev, 40, monkeypatch)
+    _BREAKDOWNS[group] = info["breakdown"] = _breakdown(group, call, dev, 40, monkeypatch)
+    if group in _KERNELS:
+        info["gpu_kernels"] = _KERNELS[group]
 
 
 def _device_of(row: str) -> tuple[str, int]:
