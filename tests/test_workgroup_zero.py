@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import vyre_native as vn
-from vyre_native.reflect import _prepare, _reflect
+from vyre_native.reflect import _reflect
+from vyre_native.reflect.tokens import _prepare
 from vyre_native.zero_workgroup import zero_workgroup_source
 
 WORKGROUP_COUNTS = (1, 5, 32)

@@ -25,7 +25,8 @@ from ._marshal import (
 from .buffer import Bindable, Buffer, BufferView
 from .dispatch import PrerecordedDispatch
 from .errors import BindingError, ShaderError
-from .reflect import Binding, ModuleReflection, _prepare, _reflect
+from .reflect import Binding, ModuleReflection, _reflect
+from .reflect.tokens import _prepare
 from .replay import Recording
 from .zero_workgroup import zero_workgroup_source
 

@@ -32,7 +32,9 @@ from __future__ import annotations
 from math import prod
 
 from .errors import ShaderError
-from .reflect import _Attr, _Module, _Parser, _Tok, _Type
+from .reflect.entry import _Module
+from .reflect.parser import _Attr, _Parser, _Type
+from .reflect.tokens import _Tok
 
 __all__ = ["zero_workgroup_source"]
 
@@ -123,7 +125,7 @@ class _Rewrite:
             if u.name == "atomic":
                 return True
             if u.name == "array" and u.args:
-                pending.append(self.module.type_of(u.args[0]))
+                pending.append(self.module.type_of(u.args[0], u))
             elif u.name in self.module.structs and u.name not in seen:
                 seen.add(u.name)
                 pending += [m.type for m in self.module.structs[u.name]]
@@ -154,7 +156,7 @@ class _Rewrite:
                 j, n = fresh("_vn_j"), self.count(u)
                 out.append(f"for (var {j} = 0u; {j} < {n}u; {j}++) {{")
                 pending.append("}")
-                pending.append((f"{expr}[{j}]", self.module.type_of(u.args[0]), self.arg_text(u.args[0])))
+                pending.append((f"{expr}[{j}]", self.module.type_of(u.args[0], u), self.arg_text(u.args[0])))
             else:  # a struct
                 pending += [
                     (f"{expr}.{name}", mt, self.type_text(mt))
@@ -185,7 +187,7 @@ class _Rewrite:
                 i = fresh("_vn_i")
                 elem = " ".join(
                     self.zero_value(
-                        f"{expr}[{i}]", self.module.type_of(u.args[0]), self.arg_text(u.args[0]), fresh
+                        f"{expr}[{i}]", self.module.type_of(u.args[0], u), self.arg_text(u.args[0]), fresh
                     )
                 )
                 if n <= wg:
