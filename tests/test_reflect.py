@@ -1055,6 +1055,31 @@ def test_long_chains_of_declarations_resolve_without_exhausting_pythons_stack(
     assert size_of(type_text, prelude) == size
 
 
+def test_binding_size_of_a_long_chain_of_runtime_sized_structs_takes_no_recursion() -> None:
+    # invalid WGSL (a runtime-sized struct as a member), which compile() reflects before
+    # naga refuses it: the binding size is a loop, so this raises no RecursionError
+    chain = "".join(f"struct s{i + 1} {{ a: u32, s: s{i} }}\n" for i in range(3000))
+    wgsl = f"struct s0 {{ a: u32, r: array<f32> }}\n{chain}@group(0) @binding(0) var<storage> x: s3000;\n{MAIN}"
+    found = reflect(wgsl)
+    # each struct: a u32, then the next at offset 4; s0 binds 4 + one element
+    assert (found.bindings[0].min_size, found.binding_sizes) == (4, [8 + 4 * 3000])
+
+
+def test_layout_of_arrays_nested_to_the_maximum_depth_fits_pythons_stack() -> None:
+    # the layout recurses once per template list: C's limit bounds it
+    assert size_of("array<" * MAX_NESTING_DEPTH + "u32" + ", 1>" * MAX_NESTING_DEPTH) == 4
+
+
+def test_arrays_nested_one_past_the_maximum_are_refused_by_c_before_the_layout() -> None:
+    depth = MAX_NESTING_DEPTH + 1
+    declaration = "@group(0) @binding(0) var<storage, read_write> x: "
+    wgsl = f"{declaration}{'array<' * depth}u32{', 1>' * depth};\n{MAIN}"
+    with pytest.raises(ShaderError, match=f"nests deeper than {MAX_NESTING_DEPTH} levels") as info:
+        reflect(wgsl)
+    # the `<` of the array that passes the limit
+    assert (info.value.line, info.value.column) == (1, len(declaration) + 6 * depth)
+
+
 def test_long_chain_of_override_types_is_followed_without_recursion() -> None:
     chain = "".join(f"override o{i + 1} = o{i};\n" for i in range(5000))
     assert reflect(f"override o0 = 1u;\n{chain}{MAIN}").overrides["o5000"] == "u32"

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from math import prod
 
-from .errors import ShaderError
 from .reflect.entry import _Module
 from .reflect.parser import _Attr, _Parser, _Type
 from .reflect.tokens import _Tok
@@ -69,14 +68,6 @@ class _Rewrite:
         self.invocations = prod(workgroup_size)
         self.texts = self.src.texts
         self._members: dict[str, list[tuple[str, _Type, dict[str, _Attr]]]] = {}
-        self.declared = (
-            module.structs.keys()
-            | module.aliases.keys()
-            | module.consts.keys()
-            | module.overrides.keys()
-            | module.fns.keys()
-            | {v.name for v in module.vars}
-        )
 
     # -- text
 
@@ -209,13 +200,15 @@ class _Rewrite:
         return [*out, *strided, "workgroupBarrier();"]
 
     def need(self, name: str) -> None:
-        if name in self.declared:
-            raise ShaderError(
+        at = self.module.declared.get(name)
+        if at is not None:
+            raise self.src.error(
+                at,
                 f"the module declares its own `{name}` at module scope, which hides WGSL's"
-                f" built-in one that vyre_native needs to zero-initialise the var<workgroup>"
-                f" memory of entry point `{self.entry}`. Fix: rename the module's `{name}`, or"
-                " initialise the memory in the kernel and pass"
-                " compile(..., zero_workgroup_memory=False)."
+                " built-in one that vyre_native needs to zero-initialise the var<workgroup>"
+                f" memory of entry point `{self.entry}`",
+                f"rename the module's `{name}`, or initialise the memory in the kernel and pass"
+                " compile(..., zero_workgroup_memory=False).",
             )
 
     def index_param(self) -> tuple[int, str | None, str | None]:

@@ -184,7 +184,7 @@ def _reflect(
                 f"preserve names `{name}`, which is {what}; preserve applies only to"
                 f" storage_read_write bindings, and those entry point `{entry_point}` uses are"
                 f" {_listing(read_write)}",
-                "the error is in preserve",
+                "it is about the preserve argument",
                 f"remove `{name}` from preserve.",
             )
     bindings = [

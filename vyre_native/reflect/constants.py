@@ -262,14 +262,14 @@ class _Constants(_Declarations):
                 raise _unplaced(
                     f"constants names `{key}`{what}, which is no override declared in the module;"
                     f" its overrides are {known or 'none'}",
-                    "the error is in constants, a name the WGSL lacks",
+                    "it is about the constants argument, a name the WGSL lacks",
                     f"remove `{key}` from constants, or declare `{declare}` (or f32, i32, bool);"
                     " an @id(n) override is set by its name or by 'n'.",
                 )
             if name in self.values:
                 raise _unplaced(
                     f"constants sets override `{name}` twice, as {self.value_keys[name]!r} and {key!r}",
-                    "the error is in constants",
+                    "it is about the constants argument",
                     "keep one of them.",
                 )
             self.values[name], self.value_keys[name] = value, key

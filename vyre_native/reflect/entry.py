@@ -32,7 +32,7 @@ class _Module(_Layouts):
             raise _unplaced(
                 f"entry point `{name}` not found: the module has no fn of that name; its"
                 f" compute entry points are {_listing(computes)}",
-                "the WGSL lacks the name",
+                "it is about the entry_point argument, a name the WGSL lacks",
                 f"pass entry_point= one of those, or declare `@compute @workgroup_size(64) fn {name}()`.",
             )
         stage = next((s for s in ("vertex", "fragment") if s in fn.attrs), None)

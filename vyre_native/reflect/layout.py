@@ -100,17 +100,24 @@ class _Layouts(_Constants):
     def binding_size(self, t: _Type, layout: _Layout | None = None) -> int:
         """The byte size wgpu requires of a buffer bound as ``t``: ``layout()``'s size
         (``layout`` when the caller has it), except that a runtime-sized array counts one
-        element (naga sizes it so)."""
+        element (naga sizes it so). A loop, not a recursion, down a chain of structs each
+        ending in the next (invalid WGSL, which compile() reflects before naga refuses it)."""
         size, align, fixed = self.layout(t) if layout is None else layout
-        if fixed:
-            return size
-        t = self._unalias(t)
-        if t.name in self.structs:
-            # the struct's last member is the runtime-sized array: its fixed part, one
-            # element, rounded up to the struct's alignment
-            return _round_up(align, size + self.binding_size(self.structs[t.name][-1].type))
-        elem_size, elem_align, _ = self.layout(self.type_of(t.args[0], t))
-        return _round_up(elem_align, elem_size)
+        enclosing: list[tuple[int, int]] = []  # (fixed part, align) of each struct on the way
+        while not fixed:
+            t = self._unalias(t)
+            if t.name not in self.structs:  # the runtime-sized array: one element
+                elem_size, elem_align, _ = self.layout(self.type_of(t.args[0], t))
+                size = _round_up(elem_align, elem_size)
+                break
+            # the struct's last member is runtime-sized: the struct's fixed part, then
+            # that member's binding size, rounded up to the struct's alignment
+            enclosing.append((size, align))
+            t = self.structs[t.name][-1].type
+            size, align, fixed = self.layout(t)
+        for fixed_part, struct_align in reversed(enclosing):
+            size = _round_up(struct_align, fixed_part + size)
+        return size
 
     def _component(self, t: _Type, suffix: str, shareable: bool) -> int:
         if suffix:
