@@ -117,7 +117,6 @@ def _char_class(chars: list[str]) -> str:
 
 
 _COMMENT_RE = re.compile(r"//[^\n]*|/\*")
-_NOT_LINE_BREAK_RE = re.compile(r"[^\n]")
 _DEPTH_STEPS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 #: characters of a long source line shown around the column (csrc/diagnostics.c's
 #: SHOWN_LINE_MAX, there in bytes)
@@ -290,11 +289,11 @@ def _strip_comments(src: str) -> str:
         start = match.start()
         if match.group() == "/*":
             end = _block_comment_end(src, start)
-            blank = _NOT_LINE_BREAK_RE.sub(" ", src[start:end])
+            blank = "\n".join([" " * len(part) for part in src[start:end].split("\n")])
         else:
             end = match.end()
             blank = " " * (end - start)
-        out += [src[pos:start], blank]
+        out += (src[pos:start], blank)
         pos = end
     out.append(src[pos:])
     return "".join(out)
