@@ -1127,3 +1127,10 @@ def test_a_character_that_is_no_xid_continue_ends_a_name() -> None:
     texts = [t.text for t in tokenize("let x\u00b2 = \u0663; var గతి = 1.5e3;")]
     assert texts == ["let", "x", "\u00b2", "=", "\u0663", ";", "var", "గతి", "=", "1.5e3", ";"]
 
+
+
+def test_every_binding_kind_reflection_names_has_the_code_c_gives_it() -> None:
+    from vyre_native.reflect.entry import _BINDING_KINDS, _KIND_CODES
+
+    assert set(_BINDING_KINDS.values()) == set(_KIND_CODES)
+    assert len(set(_KIND_CODES.values())) == len(_KIND_CODES)  # one code a kind

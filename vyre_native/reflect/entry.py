@@ -3,11 +3,19 @@ names it uses (through the functions it calls), and the buffer bindings among th
 
 from __future__ import annotations
 
+from .._lib import lib
 from .layout import _Layouts
 from .parser import _Fn, _Var
 from .tokens import _error, _unplaced
 
-# (address space, access mode) -> the binding kind (the names pipeline.py maps to C's codes)
+# The binding kinds, Python's one account of them: each kind's name (Binding.kind) with
+# C's code for it (vn_binding_kind in csrc/vyre_native.h, read from the library), and the
+# (address space, access mode) each is declared with.
+_KIND_CODES: dict[str, int] = {
+    "storage_read": lib.VN_BINDING_STORAGE_READ,
+    "storage_read_write": lib.VN_BINDING_STORAGE_READ_WRITE,
+    "uniform": lib.VN_BINDING_UNIFORM,
+}
 _BINDING_KINDS = {
     ("uniform", None): "uniform",
     ("storage", None): "storage_read",
