@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import gc
 import os
-import subprocess
 import time
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 from support.child import run_child
+from support.childlib import rss_bytes
 from support.kernels import COUNTER_F32, DOUBLE
 
 import vyre_native as vn
@@ -38,16 +38,6 @@ RSS_BOUND = 32 * 1024 * 1024  # bytes of RSS growth allowed over the whole run
 N = 4096  # floats per buffer
 
 
-
-
-def rss_bytes() -> int:
-    """This process's resident set: /proc on Linux, ps(1) where there is no /proc (macOS)."""
-    if os.path.exists("/proc/self/statm"):
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-    out = subprocess.run(["ps", "-o", "rss=", "-p", str(os.getpid())], capture_output=True, text=True, check=True)
-    return int(out.stdout.split()[0]) * 1024
 
 
 class Flat:
