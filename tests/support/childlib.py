@@ -77,6 +77,25 @@ def outcome(fn: Callable[[], object], timeout: float | None = None) -> dict[str,
     return box.get("r", {"hang": True})
 
 
+def outcomes_across(destroy: Callable[[], object], loops: dict[str, Callable[[], None]], delay: float) -> dict[str, Any]:
+    """Each of ``loops`` (endless) run on a thread of its own, as ``outcome`` with a 60 s
+    timeout, and ``destroy()`` called ``delay`` seconds after they start: what each
+    loop did, by name ({"hang": True} for one still running 90 s later)."""
+    box: dict[str, dict[str, Any]] = {}
+
+    def run(name: str, loop: Callable[[], None]) -> None:
+        box[name] = outcome(loop, timeout=60.0)
+
+    threads = [threading.Thread(target=run, args=item) for item in loops.items()]
+    for t in threads:
+        t.start()
+    time.sleep(delay)
+    destroy()
+    for t in threads:
+        t.join(90)
+    return {name: box.get(name, {"hang": True}) for name in loops}
+
+
 def rss_bytes() -> int:
     """This process's resident set: /proc on Linux, ps(1) where there is no /proc (macOS)."""
     if os.path.exists("/proc/self/statm"):
