@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "work.h"
 
 /* A MAP_READ buffer kept on the device between readbacks: creating one per
  * readback costs an allocation and, for large ones, page faults on every use. */

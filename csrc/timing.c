@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "work.h"
 
 /* WebGPU caps a query set at 4096 queries: two per timed pass. */
 enum { MAX_QUERIES = 4096 };

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "work.h"
 
 /* T holds a header of 4 u32 (lo, hi, a_lo, b: B's bytes [lo, hi) are set from A's bytes
  * from a_lo on; B starts at word b), then region A (source words), then region B (the
@@ -89,7 +89,9 @@ static void transfer_free(struct vn_transfer *x) {
     free(x);
 }
 
-static const vn_device_hooks transfer_hooks = {NULL, vn_transfer_release};
+/* Free the device's transfer kernel state: the device's hook, run at its free. */
+static void transfer_release(vn_device *dev);
+static const vn_device_hooks transfer_hooks = {NULL, transfer_release};
 
 /* Inside a scope (its lock orders the first use): the device's merge pipeline. */
 static vn_status transfer_get(vn_device *dev, struct vn_transfer **out) {
@@ -144,7 +146,7 @@ static vn_status transfer_get(vn_device *dev, struct vn_transfer **out) {
     return VN_OK;
 }
 
-void vn_transfer_release(vn_device *dev) {
+static void transfer_release(vn_device *dev) {
     struct vn_transfer *x = atomic_exchange_explicit(&dev->transfer, NULL, memory_order_acq_rel);
     if (x != NULL) transfer_free(x);
 }
