@@ -187,23 +187,17 @@ static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t offset, uin
 
     /* Encode inside error scopes and submit only a command buffer that encoded
      * cleanly: wgpu-native aborts the process on submitting an invalid one. */
-    vn_scope_begin(dev);
-    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
+    WGPUCommandEncoder enc = vn_encode_begin(dev, NULL);
     wgpu.CommandEncoderCopyBufferToBuffer(enc, src, offset, r->staging->buffer, 0, padded);
-    WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
-    wgpu.CommandEncoderRelease(enc);
-    st = vn_scope_end(dev, "encoding a readback copy", VN_ERROR_VALIDATION,
-                      "read only buffers with COPY_SRC usage, on the device that made them.");
-    if (st == VN_OK) st = vn_submit_begin_guarded(dev, "reading back", guard);
+    WGPUCommandBuffer cb;
+    st = vn_encode_finish(dev, enc, "encoding a readback copy",
+                          "read only buffers with COPY_SRC usage, on the device that made them.", &cb);
+    if (st == VN_OK) st = vn_submit_guarded(dev, cb, "reading back", guard);
     if (st != VN_OK) {
-        wgpu.CommandBufferRelease(cb);
         staging_return(dev, r->staging);
         r->staging = NULL;
         return st;
     }
-    wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
-    vn_submit_end(dev);
-    wgpu.CommandBufferRelease(cb);
 
     WGPUBufferMapCallbackInfo info = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
     info.mode = WGPUCallbackMode_AllowProcessEvents;

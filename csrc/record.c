@@ -40,19 +40,14 @@ static vn_status dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *
     vn_device *dev = pipeline->device;
     /* Encoded inside error scopes; a command buffer whose encoding failed is
      * dropped here and never reaches the queue, where wgpu-native would abort. */
-    vn_scope_begin(dev);
-    WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
-    ed.label = vn_sv(pipeline->label);
-    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, &ed);
+    WGPUCommandEncoder enc = vn_encode_begin(dev, pipeline->label);
     vn_bound_encode(&d->bound, enc, NULL);
-    WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
-    wgpu.CommandEncoderRelease(enc);
     char what[300];
     vn_format(what, sizeof what, "recording a dispatch of pipeline `%s`", pipeline->label);
-    st = vn_scope_end(dev, what, VN_ERROR_VALIDATION,
-                      "check the buffers against the shader's declared types and the workgroup counts.");
+    WGPUCommandBuffer cb;
+    st = vn_encode_finish(dev, enc, what, "check the buffers against the shader's declared types and the workgroup counts.",
+                          &cb);
     if (st != VN_OK) {
-        if (cb != NULL) wgpu.CommandBufferRelease(cb);
         vn_bound_release(&d->bound);
         free(d);
         return st;
@@ -97,9 +92,8 @@ static vn_status dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
     }
     WGPUCommandBuffer cb = d->command_buffer;
     d->command_buffer = NULL;
-    d->submission_index = wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
+    d->submission_index = vn_submit_locked(dev, cb);
     vn_submit_end(dev);
-    wgpu.CommandBufferRelease(cb);
     atomic_store(&d->state, DISPATCH_SUBMITTED);
     if (submission_index != NULL) *submission_index = d->submission_index;
     return VN_OK;

@@ -152,26 +152,10 @@ typedef struct encoder_job {
     vn_status (*submittable)(const void *what);
 } encoder_job;
 
-/* An encoder inside an error scope, and its end: *cb is the finished command buffer
- * when the scope popped clean, else NULL (released) with the scope's error. Only such a
- * buffer may be submitted: wgpu-native aborts the process on submitting an invalid one. */
-static WGPUCommandEncoder begin_encoding(vn_device *dev, const char *label) {
-    vn_scope_begin(dev);
-    WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
-    ed.label = vn_sv(label);
-    return wgpu.DeviceCreateCommandEncoder(dev->device, &ed);
-}
-
+/* vn_encode_finish of a replay's or batch's encoder, labelled `label`. */
 static vn_status finish_encoding(vn_device *dev, const char *label, WGPUCommandEncoder enc, WGPUCommandBuffer *cb) {
-    *cb = wgpu.CommandEncoderFinish(enc, NULL);
-    wgpu.CommandEncoderRelease(enc);
-    vn_status st = vn_scope_end(dev, label, VN_ERROR_VALIDATION,
-                                "check the buffers against the shaders' declared types, and copy ranges and alignment.");
-    if (st != VN_OK && *cb != NULL) {
-        wgpu.CommandBufferRelease(*cb);
-        *cb = NULL;
-    }
-    return st;
+    return vn_encode_finish(dev, enc, label,
+                            "check the buffers against the shaders' declared types, and copy ranges and alignment.", cb);
 }
 
 /* Encode inside error scopes, then submit only a cleanly finished command buffer. */
@@ -197,7 +181,7 @@ static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const
             return st;
         }
     }
-    WGPUCommandEncoder enc = begin_encoding(dev, label);
+    WGPUCommandEncoder enc = vn_encode_begin(dev, label);
     job->encode(what, enc, n, &timing);
     vn_timing_resolve(&timing, enc);
     WGPUCommandBuffer cb;
@@ -609,7 +593,7 @@ static vn_status replay_in_submits(vn_sequence *s, uint32_t n, vn_submission **o
     size_t first = 0, size = VN_SPLIT_FIRST_STEPS;
     while (first < total) {
         size_t end = total - first < 2 * size ? total : first + size;
-        WGPUCommandEncoder enc = begin_encoding(dev, label);
+        WGPUCommandEncoder enc = vn_encode_begin(dev, label);
         encode_steps(s, enc, first, end, &none);
         WGPUCommandBuffer cb;
         st = finish_encoding(dev, label, enc, &cb);
@@ -624,8 +608,7 @@ static vn_status replay_in_submits(vn_sequence *s, uint32_t n, vn_submission **o
             st = vn_submit_tracked_locked(dev, cb, NULL, out);
             if (st != VN_OK) break;
         } else {
-            wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
-            wgpu.CommandBufferRelease(cb);
+            vn_submit_locked(dev, cb);
         }
         first = end;
         size *= 2;
@@ -784,7 +767,7 @@ static vn_status submit_in_parts(vn_device *dev, const batch *b, uint64_t total,
             *slot = NULL;
             if (st != VN_OK) break;
         }
-        WGPUCommandEncoder enc = begin_encoding(dev, label);
+        WGPUCommandEncoder enc = vn_encode_begin(dev, label);
         encode_batch_part(b, enc, &cursor, (size_t)size, &none);
         WGPUCommandBuffer cb;
         st = finish_encoding(dev, label, enc, &cb);
@@ -797,8 +780,7 @@ static vn_status submit_in_parts(vn_device *dev, const batch *b, uint64_t total,
             st = vn_submit_tracked_locked(dev, cb, NULL, out);
             if (st != VN_OK) break;
         } else {
-            wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
-            wgpu.CommandBufferRelease(cb);
+            vn_submit_locked(dev, cb);
             *slot = vn_fence_create(dev);
         }
         first += size;

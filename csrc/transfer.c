@@ -301,8 +301,9 @@ static vn_status encode_chunks(vn_device *dev, WGPUBuffer dst, const words_copy 
 static vn_status end_and_submit(vn_device *dev, const char *what, vn_status st, WGPUCommandBuffer cb) {
     vn_status scope = vn_scope_end(dev, what, VN_ERROR_VALIDATION, "check offsets, sizes and usages.");
     if (st == VN_OK) st = scope;
-    if (st == VN_OK && cb != NULL) wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
-    if (cb != NULL) wgpu.CommandBufferRelease(cb);
+    if (cb == NULL) return st;
+    if (st == VN_OK) vn_submit_locked(dev, cb);
+    else wgpu.CommandBufferRelease(cb);
     return st;
 }
 

@@ -52,8 +52,6 @@ typedef struct vn_timing {
     WGPUBuffer resolve;   /* QUERY_RESOLVE | COPY_SRC: read back through vn_readback */
 } vn_timing;
 
-/* Begin a compute pass, with timestamp writes when timing (may be NULL) asks. */
-WGPUComputePassEncoder vn_begin_pass(WGPUCommandEncoder encoder, vn_timing *timing);
 /* Inside a scope: the query set and buffers for `passes` passes (nothing for NONE). */
 vn_status vn_timing_prepare(vn_device *device, vn_timing_mode mode, uint32_t passes, vn_timing *timing);
 /* After the passes: resolve the queries into the resolve buffer. */
@@ -75,7 +73,35 @@ vn_status vn_submit_tracked(vn_device *device, WGPUCommandBuffer cb, const char 
 /* The same with the submit lock already held by the caller (either side) and checked. */
 vn_status vn_submit_tracked_locked(vn_device *device, WGPUCommandBuffer cb, vn_timing *timing, vn_submission **out);
 
+/* ---- encoding and submitting (encode.c) -------------------------------------------
+ *
+ * Every command buffer goes one road: vn_encode_begin opens an encoder inside an error
+ * scope, the work is encoded, vn_encode_finish finishes it and pops the scope, and only
+ * a buffer whose scope popped clean reaches vn_submit_locked (wgpu-native aborts the
+ * process on submitting an invalid one), under the life lock (vn_submit_begin*, whose
+ * checks make a submit to a destroyed device or of a buffer wgpu-py mapped impossible).
+ * The one other submit is device.c's empty one (vn_device_flush_writes: no command
+ * buffer, nothing to validate). */
+
+/* A command encoder labelled `label` (NULL: no descriptor) inside an error scope. */
+WGPUCommandEncoder vn_encode_begin(vn_device *device, const char *label);
+/* Finish and release the encoder and pop the scope: VN_OK with *cb the finished command
+ * buffer only when the scope popped clean, else the scope's error naming `what` with
+ * `fix`, and *cb NULL (the buffer released). */
+vn_status vn_encode_finish(vn_device *device, WGPUCommandEncoder encoder, const char *what, const char *fix,
+                           WGPUCommandBuffer *cb);
+/* The submit of a command buffer: cb (cleanly finished, vn_encode_finish) to the queue,
+ * then released. The caller holds the life lock, either side, its checks made. Returns
+ * the submission index. */
+WGPUSubmissionIndex vn_submit_locked(vn_device *device, WGPUCommandBuffer cb);
+/* vn_submit_locked inside vn_submit_begin_guarded / vn_submit_end (guard may be NULL);
+ * refused, cb is released unsubmitted. */
+vn_status vn_submit_guarded(vn_device *device, WGPUCommandBuffer cb, const char *what, const vn_submit_guard *guard);
+
 /* ---- encoding a bound dispatch (encode.c) ------------------------------------ */
+
+/* Begin a compute pass (timing.c's queries), with timestamp writes when timing (may be NULL) asks. */
+WGPUComputePassEncoder vn_begin_pass(WGPUCommandEncoder encoder, vn_timing *timing);
 
 /* Per-dispatch timing gives every dispatch a pass of its own, and its clears go
  * outside the timed passes (clear_buffer), so each time is the dispatch's alone. */

@@ -80,15 +80,15 @@ def test_c_layer_check_finds_planted_breaks(tmp_path: pathlib.Path) -> None:
     assert inline in text
     device_h.write_text(text.replace(inline, inline + " (void)vn_timing_release;"))
     # A work file pretending to be a resources file: it defines work.h's names.
-    encode = tree / "encode.c"
-    encode.write_text(encode.read_text().replace('#include "work.h"', '#include "resources.h"'))
+    submission = tree / "submission.c"
+    submission.write_text(submission.read_text().replace('#include "work.h"', '#include "resources.h"'))
     breaks = c_deps.layer_breaks(tree)
-    assert "bind.c (resources.h) uses timing.c (work.h), a higher layer: vn_begin_pass" in breaks
+    assert "bind.c (resources.h) uses encode.c (work.h), a higher layer: vn_begin_pass" in breaks
     assert "features.c includes 2 layer headers (device.h work.h): one, its own" in breaks
     assert "device.h's vn_submit_ready uses vn_timing_release of timing.c (work.h), a higher layer" in breaks
-    assert "encode.c includes resources.h but defines vn_bound_encode, which work.h declares" in breaks
+    assert "submission.c includes resources.h but defines vn_submit_tracked, which work.h declares" in breaks
     result = run([str(SCRIPTS / "c_deps.py"), str(tree)])
-    assert result.returncode == 1 and "layer order: bind.c (resources.h) uses timing.c" in result.stdout, result.stdout
+    assert result.returncode == 1 and "layer order: bind.c (resources.h) uses encode.c" in result.stdout, result.stdout
 
 
 def test_c_graph_sees_the_known_edges() -> None:
