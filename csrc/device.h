@@ -1,19 +1,23 @@
-/* device.h - layer 3: the device (device.c) and its adapter's features (features.c):
- * instances, adapters, loss, error scopes, the life lock every submit holds, waits and
- * fences, and the hooks through which the files above attach state to a device. */
+/* device.h - layer 3: the device, in files named for their concerns, lowest first:
+ * waiting for callbacks (callbacks.c), what a wgpu error means (wgpu_errors.c), features
+ * (features.c), instances and the reserve (instances.c), adapters (adapters.c), loss and
+ * the check every call makes (loss.c), the life lock every submit holds (life_lock.c),
+ * error scopes (scopes.c), waits and fences (waits.c), devices released while busy and
+ * the free (parking.c), and the device's creation and getters (device.c). Also the hooks
+ * through which the files above attach state to a device. */
 #ifndef VN_DEVICE_H
 #define VN_DEVICE_H
 
 #include "object.h"
 
-/* ---- device (device.c) ------------------------------------------------------ */
+/* ---- the device's record --------------------------------------------------------- */
 
 typedef struct vn_staging vn_staging;
 typedef struct vn_fence vn_fence;
 
 /* State a file above the device attaches to it (readback.c's staging buffers and
  * abandoned reads, fill.c's pipelines), and how the device lets it go: that file
- * registers its hooks (vn_device_attach) when it first attaches some, and device.c
+ * registers its hooks (vn_device_attach) when it first attaches some, and the device
  * calls them without naming the file, so the device stays below it. Called only where
  * the device tidies up (vn_wait, while abandoned reads exist) or is freed: a replay or
  * a read goes through none. */
@@ -50,7 +54,7 @@ struct vn_device {
     /* Error scopes are a stack per device: one thread at a time pushes, works and
      * pops, so another thread's error never lands in this thread's scope. */
     vn_mutex scope_lock;
-    /* The two pops' reports, reused under scope_lock (device.c). */
+    /* The two pops' reports, reused under scope_lock (scopes.c). */
     struct vn_scope_result *scope_results[2];
 
     /* The device's life lock. Submitting to a destroyed device, or reading the
@@ -77,7 +81,7 @@ struct vn_device {
     atomic_int abandoned_count;
 
     /* The process-wide list of devices released with work still running, and the
-     * fence that says when that work has finished (device.c). */
+     * fence that says when that work has finished (parking.c, waits.c). */
     struct vn_device *parked_next;
     vn_fence *idle_fence;
 
@@ -106,17 +110,31 @@ static inline void vn_device_attach(vn_device *device, vn_device_part part, cons
     atomic_store_explicit(&device->hooks[part], hooks, memory_order_release);
 }
 
-void vn_device_retain(vn_device *device);
-/* Past this many bytes queued by writes with no submit, a write flushes them (an empty
- * submit), so host memory for write staging stays bounded without a wait. */
-#define VN_WRITE_FLUSH_BYTES (64ull << 20)
-/* Send the writes queued since the last submit (an empty submit); *index, when not
- * NULL, receives its submission index. */
-vn_status vn_device_flush_writes(vn_device *device, const char *what, uint64_t *index);
-/* A fresh record's refcount (1), locks and live count. */
-void vn_device_init_locks(vn_device *device);
-void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out);
-/* features.c: the name of a WGPUFeatureName / WGPUNativeFeature, NULL if unknown; and an
+/* ---- callbacks (callbacks.c) ------------------------------------------------------ */
+
+/* wgpu-native fires AllowProcessEvents callbacks from wgpuInstanceProcessEvents or a
+ * device poll: drive both until *flag is set; false after limit_s seconds. */
+bool vn_process_until(WGPUInstance instance, WGPUDevice device, atomic_int *flag, double limit_s);
+/* A request record (its first field an atomic_int state, zeroed: pending) that a
+ * callback fills while a waiter waits for it. In the callback, after filling it:
+ * vn_request_complete, true when the waiter had given up (the callback frees it). In the
+ * waiter: vn_request_wait, false (the record then belongs to the callback, which frees
+ * it) when the callback did not come within limit_s. */
+bool vn_request_complete(atomic_int *state);
+bool vn_request_wait(WGPUInstance instance, WGPUDevice device, atomic_int *state, double limit_s);
+
+/* ---- what a wgpu error means (wgpu_errors.c) ---------------------------------------- */
+
+/* VN_ERROR_OUT_OF_MEMORY, VN_ERROR_DEVICE_LOST or VN_ERROR_INTERNAL when a wgpu error
+ * message says so whatever its type, else the status of its WGPUErrorType (Validation:
+ * validation_code). */
+vn_status vn_error_status(WGPUErrorType type, const char *message, vn_status validation_code);
+/* True when a wgpu message says the device is lost ("Parent device is lost"). */
+bool vn_message_says_lost(const char *message);
+
+/* ---- features (features.c) ----------------------------------------------------- */
+
+/* The name of a WGPUFeatureName / WGPUNativeFeature, NULL if unknown; and an
  * adapter's features as space-separated names (unknown ones as hex) into out. */
 const char *vn_feature_name(uint32_t id);
 void vn_describe_features(WGPUAdapter adapter, char *out, size_t capacity);
@@ -127,29 +145,49 @@ void vn_describe_device_features(WGPUDevice device, char *out, size_t capacity);
 #define VN_MAX_DEVICE_FEATURES 96
 vn_status vn_features_choose(WGPUAdapter adapter, const char *adapter_name, const char *required,
                              WGPUFeatureName *out, size_t capacity, size_t *count);
-void vn_device_unref(vn_device *device);
-/* Free the devices released while busy whose work has finished, polling them up to
- * wait_s seconds; true when none is left waiting. */
-bool vn_devices_reap(double wait_s);
+
+/* ---- instances (instances.c) -------------------------------------------------------- */
+
+/* The wgpu backends a user-facing name selects (NULL: the primary ones), or
+ * VN_ERROR_INVALID_ARGUMENT naming the choices. */
+vn_status vn_parse_backend(const char *name, WGPUInstanceBackend *out);
+/* A new instance of `backends` (NULL when wgpu refuses). */
+WGPUInstance vn_new_instance(WGPUInstanceBackend backends);
+/* After *instance (new, of `backends`) looked for adapters: where it found one, make the
+ * process's reserve instance of `backends`, once; where it found none and there is a
+ * reserve, put the reserve (with a reference) in its place and return true: look again
+ * there. */
+bool vn_switch_to_reserve(WGPUInstance *instance, WGPUInstanceBackend backends, bool found);
+
+/* ---- adapters (adapters.c) ------------------------------------------------------------ */
+
+void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out);
+/* All adapters of an instance, in wgpu-native's order (*out NULL when none); the caller
+ * releases them (vn_release_adapters: all but `keep`, and the array). */
+vn_status vn_list_adapters(WGPUInstance instance, WGPUAdapter **out, size_t *count);
+void vn_release_adapters(WGPUAdapter *adapters, size_t count, WGPUAdapter keep);
+/* What an adapter request answered: the adapter (NULL when none was offered), and why. */
+struct vn_adapter_request {
+    atomic_int state; /* a request record's (vn_request_complete) */
+    WGPURequestAdapterStatus status;
+    WGPUAdapter adapter;
+    char message[512];
+};
+/* Request an adapter of `instance` and wait for it (60 s at most): VN_OK with *out
+ * filled (out->adapter NULL when none was offered, out->message saying why),
+ * VN_ERROR_TIMEOUT, or VN_ERROR_OUT_OF_MEMORY with its message set. */
+vn_status vn_request_adapter(WGPUInstance instance, const WGPURequestAdapterOptions *opts,
+                             struct vn_adapter_request *out);
+
+/* ---- loss (loss.c) --------------------------------------------------------------- */
+
 /* VN_OK, VN_ERROR_RELEASED (closed) or VN_ERROR_DEVICE_LOST, with a message naming `what`. */
 vn_status vn_device_check(const vn_device *device, const char *what);
 /* The device is lost (wgpu said so in an error or a callback): later calls fail with
  * VN_ERROR_DEVICE_LOST. Takes no lock, so a callback may call it. */
 void vn_device_note_lost(vn_device *device, const char *reason);
-/* VN_ERROR_OUT_OF_MEMORY, VN_ERROR_DEVICE_LOST or VN_ERROR_INTERNAL when a wgpu error
- * message says so whatever its type, else the status of its WGPUErrorType (Validation:
- * validation_code). */
-vn_status vn_error_status(WGPUErrorType type, const char *message, vn_status validation_code);
-/* True when a wgpu message says the device is lost ("Parent device is lost"). */
-bool vn_message_says_lost(const char *message);
 
-/* Error scopes around a creating or encoding call. vn_scope_begin locks the
- * device's scope lock; vn_scope_end pops, unlocks, and turns a captured error into
- * `validation_code` (VN_ERROR_VALIDATION, or VN_ERROR_SHADER for shader creation),
- * VN_ERROR_OUT_OF_MEMORY or VN_ERROR_INTERNAL, with a message naming `what`, wgpu's
- * own message, and `fix`. */
-void vn_scope_begin(vn_device *device);
-vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation_code, const char *fix);
+/* ---- the life lock (life_lock.c) ------------------------------------------------------ */
 
 /* Mark the device destroyed (every later call: VN_ERROR_DEVICE_LOST with `reason`) and
  * destroy the GPU device, under the life lock (for writing) and the scope lock; while a
@@ -190,6 +228,24 @@ void vn_submit_end_exclusive(vn_device *device);
  * submitted is memory wgpu-native 29 does not reclaim); the check under the lock decides. */
 vn_status vn_submit_guard_check(const vn_submit_guard *guard);
 
+/* ---- error scopes (scopes.c) ------------------------------------------------------ */
+
+/* Error scopes around a creating or encoding call. vn_scope_begin locks the
+ * device's scope lock; vn_scope_end pops, unlocks, and turns a captured error into
+ * `validation_code` (VN_ERROR_VALIDATION, or VN_ERROR_SHADER for shader creation),
+ * VN_ERROR_OUT_OF_MEMORY or VN_ERROR_INTERNAL, with a message naming `what`, wgpu's
+ * own message, and `fix`. */
+void vn_scope_begin(vn_device *device);
+vn_status vn_scope_end(vn_device *device, const char *what, vn_status validation_code, const char *fix);
+/* Free the device's two pop records (at its free). */
+void vn_scope_results_free(vn_device *device);
+/* Point the device descriptor's uncaptured-error callback at the backstop that keeps an
+ * error which reached no scope for the calling thread's next vn_scope_end (without it,
+ * wgpu-native treats such an error as fatal and aborts the process). */
+void vn_scope_catch_uncaptured(WGPUDeviceDescriptor *desc, vn_device *device);
+
+/* ---- waits (waits.c) ---------------------------------------------------------------- */
+
 /* Poll the device until *flag is set (flag NULL: until all work submitted before the
  * call has finished, through a work-done fence of its own), for at most limit_s seconds
  * (< 0: no limit of its own) and never past one VN_WAIT_SLICE_MS slice: VN_OK once it
@@ -212,9 +268,35 @@ void vn_fence_release(vn_fence *fence);
 static inline vn_status vn_submit_ready(vn_device *device) {
     return device->serial_submits ? vn_wait(device, NULL, -1.0, NULL) : VN_OK;
 }
+/* True when nothing submitted to the device is still running (its callbacks have run).
+ * Never blocks: the first call registers the device's idle fence, later ones poll it. */
+bool vn_device_idle(vn_device *device);
+/* Each attached part's reap (vn_device_hooks), in slot order. */
+void vn_device_reap_parts(vn_device *device, bool final);
+/* Past this many bytes queued by writes with no submit, a write flushes them (an empty
+ * submit), so host memory for write staging stays bounded without a wait. */
+#define VN_WRITE_FLUSH_BYTES (64ull << 20)
+/* Send the writes queued since the last submit (an empty submit); *index, when not
+ * NULL, receives its submission index. */
+vn_status vn_device_flush_writes(vn_device *device, const char *what, uint64_t *index);
 
-/* wgpu-native fires AllowProcessEvents callbacks from wgpuInstanceProcessEvents or a
- * device poll: drive both until *flag is set; false after limit_s seconds. */
-bool vn_process_until(WGPUInstance instance, WGPUDevice device, atomic_int *flag, double limit_s);
+/* ---- devices released while busy (parking.c) --------------------------------------- */
+
+/* The device's object destroy (its last reference went): free it now, or park it while
+ * its work runs. */
+void vn_device_free_or_park(vn_object *object);
+/* Free the device now, with what the parts attached (its last reference went, and its
+ * work has finished: vn_device_free_or_park). */
+void vn_device_free(vn_device *device);
+/* Free the devices released while busy whose work has finished, polling them up to
+ * wait_s seconds; true when none is left waiting. */
+bool vn_devices_reap(double wait_s);
+
+/* ---- the device itself (device.c) --------------------------------------------- */
+
+void vn_device_retain(vn_device *device);
+void vn_device_unref(vn_device *device);
+/* A fresh record's refcount (1), locks and live count. */
+void vn_device_init_locks(vn_device *device);
 
 #endif /* VN_DEVICE_H */

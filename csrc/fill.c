@@ -86,7 +86,7 @@ static void fill_free(vn_fill *f) {
     free(f);
 }
 
-/* The device frees its fill through this (device.c names no fill function). */
+/* The device frees its fill through this (the device names no fill function). */
 static const vn_device_hooks fill_hooks = {NULL, vn_fill_release};
 
 /* Inside a scope (its lock orders the first use): the device's fill, made now if it

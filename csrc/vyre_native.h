@@ -655,7 +655,7 @@ void vn_pending_read_release(vn_pending_read *read);
  * with this. */
 void vn_handle_release(void *handle);
 
-/* ---- introspection (csrc/device.c over csrc/debug.c's counts; csrc/fill.c) -- */
+/* ---- introspection (csrc/parking.c over csrc/debug.c's counts; csrc/fill.c) - */
 
 /* Live native objects of each kind, for leak tests. */
 typedef struct vn_live_counts {
@@ -699,7 +699,7 @@ const char *vn_debug_fill_wgsl(void);
  * VN_TEST_REFUSE_NEW_INSTANCES 1: every new instance vn_device_create and
  * vn_enumerate_adapters make offers no adapter, as a driver does that refuses new
  * instances after a number of them (NVIDIA's on the H200 machine: 30 a process); the
- * reserve instance (device.c) must take over. */
+ * reserve instance (instances.c) must take over. */
 typedef enum vn_test_switch {
     VN_TEST_SPLIT_SUBMITS_EVERYWHERE = 1,
     VN_TEST_REFUSE_NEW_INSTANCES = 2,

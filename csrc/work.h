@@ -80,7 +80,7 @@ vn_status vn_submit_tracked_locked(vn_device *device, WGPUCommandBuffer cb, vn_t
  * a buffer whose scope popped clean reaches vn_submit_locked (wgpu-native aborts the
  * process on submitting an invalid one), under the life lock (vn_submit_begin*, whose
  * checks make a submit to a destroyed device or of a buffer wgpu-py mapped impossible).
- * The one other submit is device.c's empty one (vn_device_flush_writes: no command
+ * The one other submit is waits.c's empty one (vn_device_flush_writes: no command
  * buffer, nothing to validate). */
 
 /* A command encoder labelled `label` (NULL: no descriptor) inside an error scope. */

@@ -4,7 +4,7 @@
 File A depends on file B when A uses a function or global that B defines with external
 linkage (a call, or its address taken). Uses through the layer headers count too: a
 static inline function or a macro defined there that a file uses stands for the names
-in its body (vn_submit_ready calls vn_wait, so its callers depend on device.c).
+in its body (vn_submit_ready calls vn_wait, so its callers depend on waits.c).
 
 The layers are the headers of csrc/ other than the public API (vyre_native.h) and the
 function list (wgpu_functions.h): platform.h, base.h, object.h, device.h, resources.h,
