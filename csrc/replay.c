@@ -267,10 +267,20 @@ static vn_status check_count(uint32_t n, size_t steps, const char *what) {
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
                        "%s.replay(n=%u) would encode %llu steps into one command buffer, above the %d one submit "
                        "holds (each keeps encoder memory until the GPU has run it). Fix: pass n <= %llu per call; "
-                       "without timing, vn's Python replay(n) splits a larger n into submits of that size itself.",
+                       "without timing, split a larger n into parts as vn_replay_split says (vn's replay(n) does).",
                        what, n, (unsigned long long)n * steps, VN_MAX_LAUNCHES_PER_SUBMIT,
                        (unsigned long long)(steps ? VN_MAX_LAUNCHES_PER_SUBMIT / steps : 1));
     return VN_OK;
+}
+
+void vn_replay_split(uint32_t n, size_t steps, vn_timing_mode timing, uint32_t *per_submit, uint32_t *in_flight) {
+    /* A launch longer than the bound is one part: its size is the sequence the caller built. */
+    uint32_t fit = steps <= 1 ? VN_MAX_LAUNCHES_PER_SUBMIT
+                   : steps >= VN_MAX_LAUNCHES_PER_SUBMIT ? 1
+                                                         : (uint32_t)(VN_MAX_LAUNCHES_PER_SUBMIT / steps);
+    if (n <= fit || timing != VN_TIMING_NONE) fit = n;
+    if (per_submit != NULL) *per_submit = fit;
+    if (in_flight != NULL) *in_flight = VN_MAX_SUBMITS_IN_FLIGHT;
 }
 
 static vn_status recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing, vn_submission **out) {
@@ -738,7 +748,8 @@ static void encode_batch_part(const batch *b, WGPUCommandEncoder enc, batch_curs
 }
 
 /* A batch of more than VN_MAX_LAUNCHES_PER_SUBMIT steps, as a replay(n) past the bound
- * goes: parts of at most that many steps, in order, at most two of them in flight (each
+ * goes: parts of at most that many steps, in order, at most VN_MAX_SUBMITS_IN_FLIGHT of
+ * them in flight (each
  * keeps its encoder memory until the GPU has run it, so the part before last is waited
  * for before the next is encoded), and as one unit, as replay_in_submits runs: the life
  * lock's write side is held across every part, so no other thread's submit, queued write
@@ -755,12 +766,13 @@ static vn_status submit_in_parts(vn_device *dev, const batch *b, uint64_t total,
     if (st != VN_OK) return st;
     vn_timing none;
     memset(&none, 0, sizeof none);
-    vn_fence *in_flight[2] = {NULL, NULL}; /* part p's fence is in_flight[p % 2] until part p + 2 */
+    /* Part p's fence is in_flight[p % VN_MAX_SUBMITS_IN_FLIGHT] until that slot's next part. */
+    vn_fence *in_flight[VN_MAX_SUBMITS_IN_FLIGHT] = {NULL};
     batch_cursor cursor = {0, 0};
     uint64_t first = 0;
     for (unsigned part = 0; first < total; part++) {
         uint64_t size = total - first < VN_MAX_LAUNCHES_PER_SUBMIT ? total - first : VN_MAX_LAUNCHES_PER_SUBMIT;
-        vn_fence **slot = &in_flight[part % 2];
+        vn_fence **slot = &in_flight[part % VN_MAX_SUBMITS_IN_FLIGHT];
         if (*slot != NULL) {
             st = vn_fence_wait_held(dev, *slot);
             vn_fence_release(*slot);
@@ -785,7 +797,7 @@ static vn_status submit_in_parts(vn_device *dev, const batch *b, uint64_t total,
         }
         first += size;
     }
-    for (int i = 0; i < 2; i++) vn_fence_release(in_flight[i]);
+    for (int i = 0; i < VN_MAX_SUBMITS_IN_FLIGHT; i++) vn_fence_release(in_flight[i]);
     vn_submit_end_exclusive(dev);
     if (st != VN_OK && first > 0) {
         char prefix[200];
