@@ -69,6 +69,9 @@ size_t vn_vformat(char *buf, size_t cap, const char *fmt, va_list args);
  * wrapped sum says a wrong value). */
 enum { VN_SUM_TEXT = 24 };
 const char *vn_sum_text(uint64_t a, uint64_t b, char buf[VN_SUM_TEXT]);
+/* VN_ERROR_INVALID_ARGUMENT "<fn>: <what> is NULL. Fix: pass a result pointer.": the one
+ * message for an entry point's NULL out-parameter. */
+vn_status vn_null_out(const char *fn, const char *what);
 /* Put `prefix` before this thread's last message (keeping its position) and return
  * `code`: "pipeline `main`: " before what a shared helper reported. */
 vn_status vn_fail_prefixed(vn_status code, const char *prefix);

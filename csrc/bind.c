@@ -7,23 +7,10 @@
 
 #include "resources.h"
 
-static const char *kind_name(vn_binding_kind kind) {
-    switch (kind) {
-    case VN_BINDING_STORAGE_READ_WRITE: return "var<storage, read_write>";
-    case VN_BINDING_UNIFORM: return "var<uniform>";
-    default: return "var<storage, read>";
-    }
-}
+/* A pipeline's kinds were checked at its creation (pipeline.c), so every one has facts. */
+static const char *kind_name(vn_binding_kind kind) { return vn_binding_kind_facts_of(kind)->wgsl; }
 
-/* Usage bits each binding needs: outputs are cleared (COPY_DST) and read back
- * (COPY_SRC); inputs are written from the host (COPY_DST). */
-static uint64_t required_usage(const vn_binding *b) {
-    switch (b->kind) {
-    case VN_BINDING_STORAGE_READ_WRITE: return VN_USAGE_STORAGE | VN_USAGE_COPY_SRC | VN_USAGE_COPY_DST;
-    case VN_BINDING_UNIFORM: return VN_USAGE_UNIFORM | VN_USAGE_COPY_DST;
-    default: return VN_USAGE_STORAGE | VN_USAGE_COPY_DST;
-    }
-}
+static uint64_t required_usage(const vn_binding *b) { return vn_binding_kind_facts_of(b->kind)->usage; }
 
 static void usage_names(uint64_t bits, char *buf, size_t cap) {
     static const char *names[] = {"MAP_READ", "MAP_WRITE", "COPY_SRC", "COPY_DST", "INDEX",

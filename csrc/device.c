@@ -80,7 +80,7 @@ static vn_status device_create(vn_power_preference power_preference, int32_t ada
                                const char *required_features, vn_device **out) {
     vn_status st = vn_require_library();
     if (st != VN_OK) return st;
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_create: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_device_create", "out");
     *out = NULL;
     vn_devices_reap(0.0); /* free devices released while busy that have finished since */
     if (power_preference != VN_POWER_DEFAULT && power_preference != VN_POWER_LOW && power_preference != VN_POWER_HIGH)

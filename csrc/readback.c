@@ -463,6 +463,28 @@ vn_status vn_view_readable(const vn_view *v, const char *what) {
     return VN_OK;
 }
 
+/* The rule of every read into caller memory, its one owner: `dst`, holding `capacity`
+ * bytes, takes the `nbytes` of `source` ("the buffer", "the read"; with `index` other
+ * than NO_INDEX: "output" and its index); `what` names the call. VN_OK, else
+ * VN_ERROR_INVALID_ARGUMENT with the sizes. Builds no text unless it fails: every read
+ * passes here. */
+#define NO_INDEX INT64_MIN
+static vn_status check_destination(const char *what, const char *source, int64_t index, const void *dst,
+                                   uint64_t capacity, uint64_t nbytes) {
+    if (capacity < nbytes) {
+        char named[64];
+        if (index == NO_INDEX) vn_format(named, sizeof named, "%s", source);
+        else vn_format(named, sizeof named, "%s %lld", source, (long long)index);
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s into %llu bytes, but %s has %llu. Fix: pass a writable destination of at least %llu "
+                       "bytes.", what, (unsigned long long)capacity, named, (unsigned long long)nbytes,
+                       (unsigned long long)nbytes);
+    }
+    if (nbytes > 0 && dst == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%s: the destination is NULL. Fix: pass a writable buffer.", what);
+    return VN_OK;
+}
+
 /* A blocking read of the resolved view v (its buffer held), one time slice at a time
  * (VN_PENDING and *pending as vn_readback says). */
 static vn_status view_read(const vn_view *v, void *dst, uint64_t capacity, vn_pending_read **pending) {
@@ -470,14 +492,9 @@ static vn_status view_read(const vn_view *v, void *dst, uint64_t capacity, vn_pe
     vn_status st = vn_buffer_check(v->buffer, "buffer.read");
     if (st == VN_OK) st = vn_view_readable(v, "buffer.read");
     if (st != VN_OK) return st;
-    if (capacity < v->size)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.read into %llu bytes, but the %s holds %llu. Fix: pass a destination of at least "
-                       "%llu bytes.",
-                       (unsigned long long)capacity, v->size == v->buffer->byte_len ? "buffer" : "view",
-                       (unsigned long long)v->size, (unsigned long long)v->size);
-    if (v->size == 0) return VN_OK;
-    if (dst == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "buffer.read: destination is NULL. Fix: pass a writable buffer.");
+    st = check_destination("buffer.read", v->size == v->buffer->byte_len ? "the buffer" : "the view", NO_INDEX, dst,
+                           capacity, v->size);
+    if (st != VN_OK || v->size == 0) return st;
     const vn_submit_guard guard = {vn_buffer_submittable, v->buffer};
     return vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard, pending);
 }
@@ -507,7 +524,7 @@ static vn_status view_read_async(const vn_view *v, vn_pending_read **out) {
 
 /* The read of a view an entry point holds (vn_dispatch_read_output_async too). */
 vn_status vn_view_read_async_held(const vn_view *v, vn_pending_read **out) {
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "read_async: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("read_async", "out");
     *out = NULL;
     vn_status st = vn_buffer_check(v->buffer, "buffer.read_async");
     return st != VN_OK ? st : view_read_async(v, out);
@@ -517,18 +534,13 @@ vn_status vn_output_read(const vn_view *v, int64_t index, void *dst, uint64_t ca
                          vn_pending_read **pending) {
     if (written != NULL) *written = 0;
     if (pending != NULL) *pending = NULL;
-    if (capacity < v->size)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "the destination holds %llu bytes, but output %lld has %llu. Fix: pass a writable buffer of at "
-                       "least %llu bytes.",
-                       (unsigned long long)capacity, (long long)index, (unsigned long long)v->size,
-                       (unsigned long long)v->size);
+    vn_status st = check_destination("read_output", "output", index, dst, capacity, v->size);
+    if (st != VN_OK) return st;
     if (v->size > 0) {
-        if (dst == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "destination is NULL. Fix: pass a writable buffer.");
         /* The readback's copy is queued after every submission before it, the
          * recording's own included, so its completion implies theirs. */
         const vn_submit_guard guard = {vn_buffer_submittable, v->buffer};
-        vn_status st = vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard, pending);
+        st = vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard, pending);
         if (st != VN_OK) return st;
     }
     if (written != NULL) *written = v->size;
@@ -577,13 +589,8 @@ vn_status vn_pending_read_pin(vn_pending_read *r, vn_mapping **out, const void *
 }
 
 static vn_status pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
-    if (capacity < r->nbytes)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "the destination holds %llu bytes, but the read has %llu. Fix: pass a "
-                       "writable buffer of at least %llu bytes.", (unsigned long long)capacity,
-                       (unsigned long long)r->nbytes, (unsigned long long)r->nbytes);
-    if (r->nbytes > 0 && dst == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "destination is NULL. Fix: pass a writable buffer.");
-    return read_finish(r, dst);
+    vn_status st = check_destination("PendingRead.result_into", "the read", NO_INDEX, dst, capacity, r->nbytes);
+    return st != VN_OK ? st : read_finish(r, dst);
 }
 
 vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {

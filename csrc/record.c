@@ -28,7 +28,7 @@ static void dispatch_destroy(vn_object *object) {
 }
 
 static vn_status dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_dispatch **out) {
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_record: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_dispatch_record", "out");
     *out = NULL;
     vn_dispatch *d = calloc(1, sizeof *d);
     if (d == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a dispatch record. Fix: free host memory.");
@@ -152,7 +152,7 @@ static vn_status dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms,
                                           const uint64_t *host_lens, const char *const *names, size_t host_count,
                                           const uint64_t *output_sizes, size_t output_size_count, uint32_t x,
                                           uint32_t y, uint32_t z, vn_dispatch **out) {
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_record_borrowed: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_dispatch_record_borrowed", "out");
     *out = NULL;
     if (host_count > 0 && (host == NULL || host_lens == NULL))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "host_count is %zu but the host arrays are NULL. Fix: pass them.", host_count);
@@ -227,7 +227,7 @@ static vn_status output_at(const vn_dispatch *d, int64_t index, const vn_view **
 }
 
 static vn_status dispatch_output_len(const vn_dispatch *d, int64_t index, uint64_t *out) {
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_output_len: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_dispatch_output_len", "out");
     const vn_view *v = NULL;
     vn_status st = output_at(d, index, &v);
     if (st == VN_OK) *out = v->size;

@@ -232,7 +232,7 @@ static void recording_destroy(vn_object *object) {
 }
 
 static vn_status recording_create(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_recording **out) {
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_create: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_recording_create", "out");
     *out = NULL;
     vn_recording *r = calloc(1, sizeof *r);
     if (r == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a recording. Fix: free host memory.");
@@ -284,8 +284,7 @@ void vn_replay_split(uint32_t n, size_t steps, vn_timing_mode timing, uint32_t *
 }
 
 static vn_status recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing, vn_submission **out) {
-    if (out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_replay: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_recording_replay", "out");
     *out = NULL;
     vn_status st = check_count(n, 1, "Recording");
     if (st != VN_OK) return st;
@@ -307,8 +306,7 @@ static vn_status output_at(const vn_recording *r, int64_t index, const vn_view *
 }
 
 static vn_status recording_output(const vn_recording *r, int64_t index, vn_view *out) {
-    if (out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_output: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_recording_output", "out");
     const vn_view *v = NULL;
     vn_status st = output_at(r, index, &v);
     if (st != VN_OK) return st;
@@ -322,8 +320,7 @@ vn_status vn_recording_output(const vn_recording *r, int64_t index, vn_view *out
 }
 
 static vn_status recording_output_len(const vn_recording *r, int64_t index, uint64_t *out) {
-    if (out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_output_len: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_recording_output_len", "out");
     const vn_view *v = NULL;
     vn_status st = output_at(r, index, &v);
     if (st == VN_OK) *out = v->size;
@@ -341,7 +338,7 @@ static vn_status readable_output(const vn_recording *r, int64_t index, const vn_
 }
 
 static vn_status recording_read_output_async(vn_recording *r, int64_t index, vn_pending_read **out) {
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "read_output_async: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("read_output_async", "out");
     *out = NULL;
     const vn_view *v = NULL;
     vn_status st = readable_output(r, index, &v);
@@ -375,7 +372,7 @@ static void sequence_destroy(vn_object *object);
 static vn_status sequence_create(vn_device *device, vn_sequence **out) {
     vn_status st = vn_device_check(device, "creating a sequence");
     if (st != VN_OK) return st;
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_sequence_create: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_sequence_create", "out");
     vn_sequence *s = calloc(1, sizeof *s);
     if (s == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a sequence. Fix: free host memory.");
     vn_object_init(&s->obj, VN_KIND_SEQUENCE, sequence_destroy);
@@ -634,8 +631,7 @@ static vn_status replay_in_submits(vn_sequence *s, uint32_t n, vn_submission **o
 }
 
 static vn_status sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, vn_submission **out) {
-    if (out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_sequence_replay: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_sequence_replay", "out");
     *out = NULL;
     vn_mutex_lock(&s->lock);
     if (s->count == 0) {

@@ -87,6 +87,19 @@ struct vn_shader {
     size_t wgsl_len;
 };
 
+/* The facts of each binding kind, in one table (binding_kinds.c): its names (the public
+ * vn_binding_kind_name and vn_binding_kind_wgsl read them), the wgpu binding type of its
+ * layout entry, and the usage bits a buffer bound to it needs (outputs are cleared,
+ * COPY_DST, and read back, COPY_SRC; inputs are written from the host, COPY_DST). */
+typedef struct vn_binding_kind_facts {
+    const char *name;
+    const char *wgsl;
+    WGPUBufferBindingType type;
+    uint64_t usage;
+} vn_binding_kind_facts;
+/* The facts of `kind`, or NULL when it is no vn_binding_kind. */
+const vn_binding_kind_facts *vn_binding_kind_facts_of(vn_binding_kind kind);
+
 typedef struct vn_binding {
     uint32_t group;
     uint32_t binding;

@@ -565,7 +565,6 @@ vn_status vn_device_copy(vn_device *device, const vn_view *src, const vn_view *d
 
 vn_status vn_device_copy_check(vn_device *device, const vn_view *src, const vn_view *dst, uint64_t nbytes,
                                uint64_t src_offset, uint64_t dst_offset, uint64_t *resolved) {
-    if (resolved == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_copy_check: resolved is NULL. Fix: pass a result pointer.");
+    if (resolved == NULL) return vn_null_out("vn_device_copy_check", "resolved");
     VN_CALL1(device_copy(device, src, dst, nbytes, src_offset, dst_offset, 1, resolved), device, VN_KIND_DEVICE);
 }

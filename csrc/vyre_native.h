@@ -319,8 +319,16 @@ vn_status vn_wgsl_check_nesting(const char *wgsl, size_t len, uint32_t max_depth
 typedef enum vn_binding_kind {
     VN_BINDING_STORAGE_READ = 0,
     VN_BINDING_STORAGE_READ_WRITE = 1,
-    VN_BINDING_UNIFORM = 2
+    VN_BINDING_UNIFORM = 2,
+    VN_BINDING_KIND_COUNT = 3 /* the kinds are 0 .. VN_BINDING_KIND_COUNT - 1 */
 } vn_binding_kind;
+/* A binding kind's name as the Python API spells it ("storage_read",
+ * "storage_read_write", "uniform") and its WGSL declaration ("var<storage, read>",
+ * "var<storage, read_write>", "var<uniform>"); NULL for a value that is no kind. From
+ * the C layer's one table of binding-kind facts (binding_kinds.c), so no caller keeps a
+ * copy. */
+const char *vn_binding_kind_name(vn_binding_kind kind);
+const char *vn_binding_kind_wgsl(vn_binding_kind kind);
 
 /* One buffer binding, as reflected from the WGSL (vyre_native/reflect.py). */
 typedef struct vn_binding_desc {

@@ -32,11 +32,8 @@ from .zero_workgroup import zero_workgroup_source
 if TYPE_CHECKING:
     from .device import Device
 
-_KIND_CODES = {
-    "storage_read": lib.VN_BINDING_STORAGE_READ,
-    "storage_read_write": lib.VN_BINDING_STORAGE_READ_WRITE,
-    "uniform": lib.VN_BINDING_UNIFORM,
-}
+# Each binding kind's code under its Python name, from C's table of binding kinds.
+_KIND_CODES = {ffi.string(lib.vn_binding_kind_name(k)).decode(): k for k in range(lib.VN_BINDING_KIND_COUNT)}
 _CACHE_FIELDS = tuple(name for name, _ in ffi.typeof("vn_cache_stats").fields)
 _U64_MAX = 0xFFFFFFFFFFFFFFFF
 _POSITIONAL, _NAMED = int(lib.VN_BIND_POSITIONAL), int(lib.VN_BIND_NAMED)
