@@ -16,7 +16,6 @@ void vn_device_init_locks(vn_device *dev) {
     for (int part = 0; part < VN_PART_COUNT; part++) atomic_init(&dev->hooks[part], NULL);
     vn_mutex_init(&dev->scope_lock);
     vn_rwlock_init(&dev->submit_lock);
-    vn_mutex_init(&dev->staging_lock);
     vn_mutex_init(&dev->pipelines_lock);
     vn_live_add(VN_LIVE_DEVICE, 1);
 }

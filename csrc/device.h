@@ -12,7 +12,6 @@
 
 /* ---- the device's record --------------------------------------------------------- */
 
-typedef struct vn_staging vn_staging;
 typedef struct vn_fence vn_fence;
 
 /* State a file above the device attaches to it (readback.c's staging buffers and
@@ -63,10 +62,6 @@ struct vn_device {
      * checking the flags) and vn_device_destroy holds it for writing. */
     vn_rwlock submit_lock;
 
-    /* Readback staging buffers kept for reuse (readback.c). */
-    vn_mutex staging_lock;
-    vn_staging *staging_free;
-    size_t staging_free_count;
     /* Staging buffers pinned mapped by a vn_mapping (a zero-copy read): destroying the
      * device would free the memory a caller still reads, so while any is pinned
      * vn_device_destroy only marks the device lost and sets destroy_deferred, and the
@@ -74,10 +69,8 @@ struct vn_device {
      * lock: pinned for reading, destroy_deferred for writing. */
     atomic_long staging_pinned;
     bool destroy_deferred;
-    /* Reads released while their copy was in flight: their map callback still points
-     * at them, so the device keeps them (under staging_lock) until it fires and then
-     * returns their staging buffers (vn_reads_reap). */
-    struct vn_pending_read *abandoned;
+    /* How many reads were released while their copy was in flight (readback.c keeps
+     * them until their map callback fires): while not 0, vn_wait reaps the parts. */
     atomic_int abandoned_count;
 
     /* The process-wide list of devices released with work still running, and the
@@ -96,6 +89,9 @@ struct vn_device {
     /* The built-in zero fill (fill.c): made on first use under scope_lock, then
      * fixed until the device is freed. */
     _Atomic(struct vn_fill *) fill;
+    /* The readback state (readback.c: the staging ring, the abandoned reads, their
+     * lock): made by the first read, then fixed until the device is freed. */
+    _Atomic(struct vn_readback *) readback;
     /* The byte-merge kernel of writes and copies that end mid-word (transfer.c): made
      * on first use under scope_lock, then fixed until the device is freed. */
     _Atomic(struct vn_transfer *) transfer;

@@ -193,7 +193,7 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
  *   3. vn_device.scope_lock (error scopes: push, work, pop)
  *   4. vn_device.pipelines_lock (the device's pipeline list)
  *   5. vn_bind_cache.lock (one pipeline's bind groups, or the device's zero-fill ones)
- *   6. vn_device.staging_lock (the readback staging ring, the device's abandoned reads)
+ *   6. vn_readback.lock (readback.c: the device's staging ring and abandoned reads)
  *   7. the log ring's lock (log.c): taken by wgpu's log callback on any thread,
  *      inside any of the above; nothing is taken or called under it
  */

@@ -57,7 +57,6 @@ void vn_device_free(vn_device *device) {
     if (device->instance) wgpu.InstanceRelease(device->instance);
     vn_mutex_destroy(&device->scope_lock);
     vn_rwlock_destroy(&device->submit_lock);
-    vn_mutex_destroy(&device->staging_lock);
     vn_mutex_destroy(&device->pipelines_lock);
     vn_scope_results_free(device);
     free(device);

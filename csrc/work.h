@@ -34,12 +34,6 @@ vn_status vn_view_read_async_held(const vn_view *view, vn_pending_read **out);
  * vn_dispatch_read_output. */
 vn_status vn_output_read(const vn_view *v, int64_t index, void *dst, uint64_t capacity, uint64_t *written,
                          vn_pending_read **pending);
-/* The device's readback hooks (vn_device_hooks, VN_PART_READBACK; registered with the
- * first staging buffer): free the staging ring; and return the staging buffers of
- * abandoned reads whose map has completed (all of them when final, leaking any whose
- * callback has not fired: it still points at them). */
-void vn_staging_free_all(vn_device *device);
-void vn_reads_reap(vn_device *device, bool final);
 
 /* GPU timing of one encode: a query set, the passes it times, and where the
  * resolved ticks go. Passes open through vn_begin_pass, which assigns writes. */
