@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device.h"
+#include "layer_device.h"
 
 static const char *backend_name(WGPUBackendType t) {
     switch (t) {

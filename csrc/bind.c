@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "resources.h"
+#include "layer_resources.h"
 
 /* A pipeline's kinds were checked at its creation (pipeline.c), so every one has facts. */
 static const char *kind_name(vn_binding_kind kind) { return vn_binding_kind_facts_of(kind)->wgsl; }

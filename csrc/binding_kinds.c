@@ -2,7 +2,7 @@
  * wgpu layout type and the buffer usage it needs. Pipelines (pipeline.c) build their
  * layouts from it, binding resolution (bind.c) checks buffers and names kinds in
  * messages with it, and Python reads the names through vn_binding_kind_name. */
-#include "resources.h"
+#include "layer_resources.h"
 
 static const vn_binding_kind_facts facts[VN_BINDING_KIND_COUNT] = {
     [VN_BINDING_STORAGE_READ] = {"storage_read", "var<storage, read>", WGPUBufferBindingType_ReadOnlyStorage,

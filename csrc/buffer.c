@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "resources.h"
+#include "layer_resources.h"
 
 static const uint64_t known_usage = 0x3ff;
 

@@ -2,7 +2,7 @@
  * until one has fired, and the request records a callback fills while a waiter waits
  * for it (adapter and device requests, error-scope pops), freed by whichever of the two
  * is last, so a waiter that gives up never leaves the callback a dead frame. */
-#include "device.h"
+#include "layer_device.h"
 
 /* wgpu-native fires AllowProcessEvents callbacks from wgpuInstanceProcessEvents or
  * a device poll; drive both until `flag` is set, giving up after `limit_s`. */

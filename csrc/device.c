@@ -1,12 +1,12 @@
 /* device.c - the device: its creation (instance, adapter, features, limits, the device
  * request), its state checks and loss, its getters, and its free with what the files
  * above attached to it. Instances, adapters, scopes, waits, parking and the life lock
- * have files of their own (device.h names them). */
+ * have files of their own (layer_device.h names them). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "device.h"
+#include "layer_device.h"
 
 void vn_device_init_locks(vn_device *dev) {
     vn_object_init(&dev->obj, VN_KIND_DEVICE, vn_device_free_or_park);

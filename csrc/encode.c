@@ -9,7 +9,7 @@
  * writes it, and is on every replay's hot path. */
 #include <string.h>
 
-#include "work.h"
+#include "layer_work.h"
 
 WGPUCommandEncoder vn_encode_begin(vn_device *dev, const char *label) {
     vn_scope_begin(dev);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base.h"
+#include "layer_base.h"
 
 /* One slot per thread, as SQLite keeps one per connection: a failing call on one
  * thread never overwrites the message another thread is about to read. */

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "resources.h"
+#include "layer_resources.h"
 
 /* Each invocation zeroes elements id, id + stride, ... (a grid-stride loop), so any
  * size fits in one dispatch of at most MAX_GROUPS workgroups; each store of a warp

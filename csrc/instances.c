@@ -3,7 +3,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 
-#include "device.h"
+#include "layer_device.h"
 
 /* The wgpu backends a user-facing name selects (NULL: the primary ones). wgpu-native's
  * own default enables every backend, so on a machine without Vulkan it would silently

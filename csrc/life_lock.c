@@ -3,7 +3,7 @@
  * process inside wgpu-native, so every submit and mapped-range read holds it for reading
  * after checking the device, and destroy() holds it for writing (deferred while a
  * zero-copy read pins a staging buffer). */
-#include "device.h"
+#include "layer_device.h"
 
 /* Under the life lock held for writing. */
 static void destroy_gpu_device(vn_device *device) {

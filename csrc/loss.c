@@ -1,7 +1,7 @@
 /* loss.c - whether a device can still be used: the check every call makes (closed by
  * close(), or lost: destroyed, lost by the driver, or named lost in a wgpu message),
  * and the mark a loss leaves. Below every other part of the device, which all check. */
-#include "device.h"
+#include "layer_device.h"
 
 void vn_device_note_lost(vn_device *device, const char *reason) {
     if (device == NULL || atomic_load(&device->lost)) return;

@@ -2,7 +2,7 @@
  * device waits for its queue to drain (for ever on a device lost to a GPU fault), and a
  * release runs from ffi.gc finalizers, which must never block: such a device is parked,
  * and vn_devices_reap frees the ones that have become idle. And the free itself. */
-#include "device.h"
+#include "layer_device.h"
 
 /* The parked devices: a lock-free stack (push by compare-exchange, take-all by
  * exchange), so no mutex is inherited locked by a fork() child; a child forgets the

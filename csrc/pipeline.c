@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "resources.h"
+#include "layer_resources.h"
 
 static void shader_destroy(vn_object *object) {
     vn_shader *shader = (vn_shader *)object;

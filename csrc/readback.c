@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "work.h"
+#include "layer_work.h"
 
 /* A MAP_READ buffer kept on the device between readbacks: creating one per
  * readback costs an allocation and, for large ones, page faults on every use. */
@@ -35,7 +35,7 @@ typedef struct vn_staging {
 /* The device's readback state (its VN_PART_READBACK), which the device holds only as a
  * pointer: made by its first read, freed with it (readback_release). */
 struct vn_readback {
-    vn_mutex lock;                        /* rank 6 of the lock order (object.h) */
+    vn_mutex lock;                        /* rank 6 of the lock order (layer_object.h) */
     vn_staging *free;                     /* the ring of staging buffers kept for reuse */
     size_t free_count;
     struct vn_pending_read *abandoned;    /* reads released in flight (readback_reap) */

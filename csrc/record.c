@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "work.h"
+#include "layer_work.h"
 
 /* A dispatch released without replay() leaves its command buffer unsubmitted, which
  * wgpu-native 29 does not reclaim (about 90 KB each, inside wgpu-core): the

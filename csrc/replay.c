@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "work.h"
+#include "layer_work.h"
 
 struct vn_recording {
     vn_object obj; /* VN_KIND_RECORDING */
@@ -805,7 +805,7 @@ static vn_status submit_in_parts(vn_device *dev, const batch *b, uint64_t total,
 }
 
 /* Lock order for a batch: its sequences' locks, each once, in ascending object id
- * (object.h, "Lock order"), so submit([a, b]) and submit([b, a]) on two threads
+ * (layer_object.h, "Lock order"), so submit([a, b]) and submit([b, a]) on two threads
  * take them in the same order. `seqs` gets the distinct sequences, sorted; returns
  * how many. */
 static int by_id(const void *a, const void *b) {

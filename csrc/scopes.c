@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device.h"
+#include "layer_device.h"
 
 /* An error that reached no scope. The C layer wraps every creating and encoding
  * call in scopes, so this is a backstop: it must exist, because without it

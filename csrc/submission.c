@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "work.h"
+#include "layer_work.h"
 
 struct vn_submission {
     /* The caller's side: its handle and the calls in progress on it. Its destroy

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "work.h"
+#include "layer_work.h"
 
 /* WebGPU caps a query set at 4096 queries: two per timed pass. */
 enum { MAX_QUERIES = 4096 };

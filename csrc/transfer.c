@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "work.h"
+#include "layer_work.h"
 
 /* T holds a header of 4 u32 (lo, hi, a_lo, b: B's bytes [lo, hi) are set from A's bytes
  * from a_lo on; B starts at word b), then region A (source words), then region B (the

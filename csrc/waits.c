@@ -3,7 +3,7 @@
  * idle, and sending the writes queued since the last submit (wait_idle). */
 #include <stdlib.h>
 
-#include "device.h"
+#include "layer_device.h"
 
 /* wgpuDevicePoll's return value does not say whether work is still running (wgpu-native
  * 29 returns true with a submission in flight), so completion of "all work so far" is a

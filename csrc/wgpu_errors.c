@@ -4,7 +4,7 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "device.h"
+#include "layer_device.h"
 
 /* Case-insensitive substring search (wgpu spells the same condition several ways). */
 static bool contains_nocase(const char *text, const char *word) {

@@ -7,9 +7,9 @@ static inline function or a macro defined there that a file uses stands for the 
 in its body (vn_submit_ready calls vn_wait, so its callers depend on waits.c).
 
 The layers are the headers of csrc/ other than the public API (vyre_native.h) and the
-function list (wgpu_functions.h): platform.h, base.h, object.h, device.h, resources.h,
-work.h, each including the one below, so the headers' own includes say which layer is
-below which. A .c file belongs to the one layer header it includes. The order holds
+function list (wgpu_functions.h): platform.h, layer_base.h, layer_object.h,
+layer_device.h, layer_resources.h, layer_work.h, each including the one below, so the
+headers' own includes say which layer is below which. A .c file belongs to the one layer header it includes. The order holds
 when every file includes exactly one layer header, every internal name it defines is
 declared in that header (not in another layer's), every file it depends on belongs to
 its layer or one below, and every inline or macro of a header uses only names of files

@@ -1,9 +1,9 @@
 """The code's structure: no circle among the C files of csrc/ (file A depends on file B
 when A uses a function or global B defines) nor among the modules of vyre_native/
 (runtime imports), as scripts/c_deps.py and scripts/py_deps.py read them; and the C
-layers in order: each .c includes its own layer's header (platform.h, base.h, object.h,
-device.h, resources.h, work.h, each including the one below) and uses nothing a file of
-a higher layer defines.
+layers in order: each .c includes its own layer's header (platform.h, layer_base.h,
+layer_object.h, layer_device.h, layer_resources.h, layer_work.h, each including the one
+below) and uses nothing a file of a higher layer defines.
 
 A circle means no file of it can be read, changed or tested without the others; the
 layers (DESIGN: loader and errors, device, resources, work; interop beside the
@@ -47,16 +47,16 @@ def test_c_layers_are_the_headers_in_include_order() -> None:
     its concern belongs to, so a clean verdict is about these layers."""
     c_deps = load("c_deps")
     below = c_deps.layers_below(ROOT / "csrc")
-    order = ["platform.h", "base.h", "object.h", "device.h", "resources.h", "work.h"]
+    order = ["platform.h", "layer_base.h", "layer_object.h", "layer_device.h", "layer_resources.h", "layer_work.h"]
     assert sorted(below) == sorted(order)
     for i, header in enumerate(order):
         assert below[header] == set(order[: i + 1])
     layer = c_deps.layer_of(ROOT / "csrc")
-    assert layer["loader.c"] == layer["error.c"] == ["base.h"]
-    assert layer["object.c"] == ["object.h"]
-    assert layer["device.c"] == ["device.h"]
-    assert layer["bind.c"] == layer["fill.c"] == layer["buffer.c"] == ["resources.h"]
-    assert layer["encode.c"] == layer["replay.c"] == layer["readback.c"] == ["work.h"]
+    assert layer["loader.c"] == layer["error.c"] == ["layer_base.h"]
+    assert layer["object.c"] == ["layer_object.h"]
+    assert layer["device.c"] == ["layer_device.h"]
+    assert layer["bind.c"] == layer["fill.c"] == layer["buffer.c"] == ["layer_resources.h"]
+    assert layer["encode.c"] == layer["replay.c"] == layer["readback.c"] == ["layer_work.h"]
     assert layer["platform_posix.c"] == ["platform.h"]
 
 
@@ -72,23 +72,23 @@ def test_c_layer_check_finds_planted_breaks(tmp_path: pathlib.Path) -> None:
         f.write("\nvoid vn_planted(WGPUCommandEncoder e) { vn_begin_pass(e, NULL); }\n")
     # A file including a second layer header besides its own.
     features = tree / "features.c"
-    features.write_text(features.read_text().replace('#include "device.h"', '#include "device.h"\n#include "work.h"'))
+    features.write_text(features.read_text().replace('#include "layer_device.h"', '#include "layer_device.h"\n#include "layer_work.h"'))
     # A device header inline reaching up into the work layer.
-    device_h = tree / "device.h"
+    device_h = tree / "layer_device.h"
     text = device_h.read_text()
     inline = "static inline vn_status vn_submit_ready(vn_device *device) {"
     assert inline in text
     device_h.write_text(text.replace(inline, inline + " (void)vn_timing_release;"))
-    # A work file pretending to be a resources file: it defines work.h's names.
+    # A work file pretending to be a resources file: it defines layer_work.h's names.
     submission = tree / "submission.c"
-    submission.write_text(submission.read_text().replace('#include "work.h"', '#include "resources.h"'))
+    submission.write_text(submission.read_text().replace('#include "layer_work.h"', '#include "layer_resources.h"'))
     breaks = c_deps.layer_breaks(tree)
-    assert "bind.c (resources.h) uses encode.c (work.h), a higher layer: vn_begin_pass" in breaks
-    assert "features.c includes 2 layer headers (device.h work.h): one, its own" in breaks
-    assert "device.h's vn_submit_ready uses vn_timing_release of timing.c (work.h), a higher layer" in breaks
-    assert "submission.c includes resources.h but defines vn_submit_tracked, which work.h declares" in breaks
+    assert "bind.c (layer_resources.h) uses encode.c (layer_work.h), a higher layer: vn_begin_pass" in breaks
+    assert "features.c includes 2 layer headers (layer_device.h layer_work.h): one, its own" in breaks
+    assert "layer_device.h's vn_submit_ready uses vn_timing_release of timing.c (layer_work.h), a higher layer" in breaks
+    assert "submission.c includes layer_resources.h but defines vn_submit_tracked, which layer_work.h declares" in breaks
     result = run([str(SCRIPTS / "c_deps.py"), str(tree)])
-    assert result.returncode == 1 and "layer order: bind.c (resources.h) uses encode.c" in result.stdout, result.stdout
+    assert result.returncode == 1 and "layer order: bind.c (layer_resources.h) uses encode.c" in result.stdout, result.stdout
 
 
 def test_c_graph_sees_the_known_edges() -> None:

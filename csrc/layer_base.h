@@ -1,20 +1,21 @@
-/* base.h - layer 1 of the C layer, the one every file stands on: the wgpu-native
+/* layer_base.h - layer 1 of the C layer, the one every file stands on: the wgpu-native
  * function table (loader.c, library_file.c), the thread's error slot and message
  * formatting (error.c), the log ring (log.c), the live-object counters (debug.c) and the
  * test switches (test_control.c). Uses nothing of the C layer but platform.h.
  *
  * The layers, lowest first, each header including the one below:
- *   platform.h   the operating system (platform_posix.c, platform_win32.c)
- *   base.h       this file
- *   object.h     the object header, handle ids, the VN_CALL wrappers, the lock order
- *   device.h     instances, adapters, devices, error scopes, the life lock, waits
- *   resources.h  buffers, shaders, pipelines, bind groups, bound dispatches, the fill
- *                plan, WGSL diagnostics; interop.c (wgpu-py's objects) beside them
- *   work.h       encoding, submitting, replay, readback, transfer, timing
+ *   platform.h         the operating system (platform_posix.c, platform_win32.c)
+ *   layer_base.h       this file
+ *   layer_object.h     the object header, handle ids, the VN_CALL wrappers, the lock order
+ *   layer_device.h     instances, adapters, devices, error scopes, the life lock, waits
+ *   layer_resources.h  buffers, shaders, pipelines, bind groups, bound dispatches, the
+ *                      fill plan, WGSL diagnostics; interop.c (wgpu-py's objects) beside
+ *   layer_work.h       encoding, submitting, replay, readback, transfer, timing
+ * (named layer_*, so that no layer header passes for one .c file's own header)
  * A .c file includes its own layer's header only, and uses no name a file of a higher
  * layer defines (scripts/c_deps.py reads both; tests/test_structure.py holds them). */
-#ifndef VN_BASE_H
-#define VN_BASE_H
+#ifndef VN_LAYER_BASE_H
+#define VN_LAYER_BASE_H
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -94,4 +95,4 @@ int64_t vn_live_count(enum vn_live_kind kind);
 /* wgpu's string view of a terminated C string. */
 static inline WGPUStringView vn_sv(const char *s) { WGPUStringView v = {s, WGPU_STRLEN}; return v; }
 
-#endif /* VN_BASE_H */
+#endif /* VN_LAYER_BASE_H */

@@ -1,13 +1,13 @@
-/* resources.h - layer 4: what work is made of. Buffers and views (buffer.c), shaders'
+/* layer_resources.h - layer 4: what work is made of. Buffers and views (buffer.c), shaders'
  * diagnostics and nesting check (diagnostics.c, wgsl_depth.c), pipelines and their
  * bind-group cache (pipeline.c, bind_cache.c), binding resolution into a bound dispatch
  * (bind.c), and the plan of an output's zero fill (fill.c). interop.c (wgpu-py's
  * objects) stands beside them on this header: it defines entry points only. Encoding
- * any of it into a command buffer is work.h's. */
-#ifndef VN_RESOURCES_H
-#define VN_RESOURCES_H
+ * any of it into a command buffer is layer_work.h's. */
+#ifndef VN_LAYER_RESOURCES_H
+#define VN_LAYER_RESOURCES_H
 
-#include "device.h"
+#include "layer_device.h"
 
 /* ---- diagnostics (diagnostics.c) ------------------------------------------------ */
 
@@ -238,4 +238,4 @@ void vn_fill_forget(vn_device *device, uint64_t identity);
  * VN_PART_FILL, registered when the fill is made). */
 void vn_fill_release(vn_device *device);
 
-#endif /* VN_RESOURCES_H */
+#endif /* VN_LAYER_RESOURCES_H */

@@ -1,11 +1,11 @@
-/* work.h - layer 5, the top: turning resources into GPU work. Encoding a dispatch and
+/* layer_work.h - layer 5, the top: turning resources into GPU work. Encoding a dispatch and
  * its clears into a pass (encode.c), GPU timing (timing.c), readback (readback.c),
  * submissions (submission.c), pre-recorded dispatches (record.c), recordings, sequences
  * and their replay (replay.c), writes and copies (transfer.c). */
-#ifndef VN_WORK_H
-#define VN_WORK_H
+#ifndef VN_LAYER_WORK_H
+#define VN_LAYER_WORK_H
 
-#include "resources.h"
+#include "layer_resources.h"
 
 /* ---- readback (readback.c) ---------------------------------------------------- */
 
@@ -127,4 +127,4 @@ static inline bool vn_clear_outside(const vn_clear *clear, const vn_timing *timi
 void vn_clear_encode_outside(const vn_clear *clear, WGPUCommandEncoder encoder);
 void vn_clear_fill_in_pass(const vn_clear *clear, WGPUComputePassEncoder pass, vn_pass_state *state);
 
-#endif /* VN_WORK_H */
+#endif /* VN_LAYER_WORK_H */

@@ -1,14 +1,14 @@
-/* device.h - layer 3: the device, in files named for their concerns, lowest first:
+/* layer_device.h - layer 3: the device, in files named for their concerns, lowest first:
  * waiting for callbacks (callbacks.c), what a wgpu error means (wgpu_errors.c), features
  * (features.c), instances and the reserve (instances.c), adapters (adapters.c), loss and
  * the check every call makes (loss.c), the life lock every submit holds (life_lock.c),
  * error scopes (scopes.c), waits and fences (waits.c), devices released while busy and
  * the free (parking.c), and the device's creation and getters (device.c). Also the hooks
  * through which the files above attach state to a device. */
-#ifndef VN_DEVICE_H
-#define VN_DEVICE_H
+#ifndef VN_LAYER_DEVICE_H
+#define VN_LAYER_DEVICE_H
 
-#include "object.h"
+#include "layer_object.h"
 
 /* ---- the device's record --------------------------------------------------------- */
 
@@ -295,4 +295,4 @@ void vn_device_unref(vn_device *device);
 /* A fresh record's refcount (1), locks and live count. */
 void vn_device_init_locks(vn_device *device);
 
-#endif /* VN_DEVICE_H */
+#endif /* VN_LAYER_DEVICE_H */

@@ -1,10 +1,10 @@
-/* object.h - layer 2: the object header every handle's object starts with, the table
+/* layer_object.h - layer 2: the object header every handle's object starts with, the table
  * of handle ids (object.c), the VN_CALL wrappers every entry point is written in, and
  * the lock order of the whole C layer. */
-#ifndef VN_OBJECT_H
-#define VN_OBJECT_H
+#ifndef VN_LAYER_OBJECT_H
+#define VN_LAYER_OBJECT_H
 
-#include "base.h"
+#include "layer_base.h"
 
 /* ---- the object header and handle ids (object.c) ------------------------------
  *
@@ -198,4 +198,4 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
  *      inside any of the above; nothing is taken or called under it
  */
 
-#endif /* VN_OBJECT_H */
+#endif /* VN_LAYER_OBJECT_H */
