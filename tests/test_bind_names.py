@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support.kernels import DOUBLE
+from support.kernels import ADD_IMMEDIATE, DOUBLE
 
 import vyre_native as vn
 from vyre_native._lib import ffi, lib
+from vyre_native.reflect.entry import _KIND_CODES
 
 # Two outputs across two groups, a uniform, and a preserved counter.
 AFFINE = """
@@ -237,17 +238,7 @@ def test_a_bind_value_that_is_not_a_buffer_raises_wrong_type_error(double: vn.Pi
 def test_named_bindings_take_immediates_too(device: vn.Device) -> None:
     if "immediates" not in device.features:
         pytest.skip(f"adapter {device.info['name']} has no immediates")
-    prog = device.compile(
-        """
-var<immediate> k: u32;
-@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if (gid.x < arrayLength(&acc)) { acc[gid.x] = acc[gid.x] + k; }
-}
-""",
-        preserve=["acc"],
-    )
+    prog = device.compile(ADD_IMMEDIATE, preserve=["acc"])
     acc = device.upload(np.arange(N, dtype=np.uint32))
     rec = prog.record(immediates=np.uint32(7).tobytes(), bind={"acc": acc})
     rec.replay(2).wait()
@@ -275,7 +266,7 @@ THREE_KINDS = """
 
 def test_binding_kinds_are_cs_one_table(device: vn.Device) -> None:
     """C's table of binding kinds (binding_kinds.c) names every kind; the names a
-    pipeline's bindings carry are those, so Python keeps no list of its own."""
+    pipeline's bindings carry, and Python's table of codes, are those."""
     kinds = range(int(lib.VN_BINDING_KIND_COUNT))
     names = [ffi.string(lib.vn_binding_kind_name(k)).decode() for k in kinds]
     assert names == ["storage_read", "storage_read_write", "uniform"]
@@ -287,3 +278,4 @@ def test_binding_kinds_are_cs_one_table(device: vn.Device) -> None:
     assert lib.vn_binding_kind_name(lib.VN_BINDING_KIND_COUNT) == ffi.NULL
     assert lib.vn_binding_kind_wgsl(lib.VN_BINDING_KIND_COUNT + 7) == ffi.NULL
     assert [b.kind for b in device.compile(THREE_KINDS).bindings] == names
+    assert _KIND_CODES == {name: k for k, name in zip(kinds, names)}
