@@ -273,14 +273,12 @@ static vn_status check_count(uint32_t n, size_t steps, const char *what) {
     return VN_OK;
 }
 
-void vn_replay_split(uint32_t n, size_t steps, vn_timing_mode timing, uint32_t *per_submit, uint32_t *in_flight) {
+uint32_t vn_replay_split(uint32_t n, size_t steps, vn_timing_mode timing) {
     /* A launch longer than the bound is one part: its size is the sequence the caller built. */
     uint32_t fit = steps <= 1 ? VN_MAX_LAUNCHES_PER_SUBMIT
                    : steps >= VN_MAX_LAUNCHES_PER_SUBMIT ? 1
                                                          : (uint32_t)(VN_MAX_LAUNCHES_PER_SUBMIT / steps);
-    if (n <= fit || timing != VN_TIMING_NONE) fit = n;
-    if (per_submit != NULL) *per_submit = fit;
-    if (in_flight != NULL) *in_flight = VN_MAX_SUBMITS_IN_FLIGHT;
+    return n <= fit || timing != VN_TIMING_NONE ? n : fit;
 }
 
 static vn_status recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing, vn_submission **out) {

@@ -561,15 +561,16 @@ vn_status vn_recording_create(vn_pipeline *pipeline, const vn_dispatch_args *arg
  * for every replay, submit and read on such a device. */
 vn_status vn_recording_replay(vn_recording *recording, uint32_t n, vn_timing_mode timing, vn_submission **out);
 /* The one rule for splitting replay(n) of work of `steps` steps a launch into submits:
- * *per_submit launches each (n itself when one submit holds them all, or when timed: the
+ * returns the launches per part (n itself when one submit holds them all, or when timed: the
  * timestamp queries must span one command buffer, and vn_*_replay refuses a timed n past
- * the bound), the last part what is left; at most *in_flight parts running
- * (VN_MAX_SUBMITS_IN_FLIGHT), so the caller waits for the oldest before the next part
+ * the bound), the last part what is left; at most VN_MAX_SUBMITS_IN_FLIGHT parts
+ * running, so the caller waits for the oldest before the next part
  * (each holds encoder memory until the GPU has run it). The caller makes one
  * vn_recording_replay or vn_sequence_replay call per part and waits between parts
  * itself, in time slices, so that a long replay returns to it between parts (Python's
- * replay(n): Ctrl-C interrupts it there). A NULL out is skipped. */
-void vn_replay_split(uint32_t n, size_t steps, vn_timing_mode timing, uint32_t *per_submit, uint32_t *in_flight);
+ * replay(n): Ctrl-C interrupts it there). A value returned, not written through
+ * pointers: every replay asks, and out-parameters would cost the caller an allocation. */
+uint32_t vn_replay_split(uint32_t n, size_t steps, vn_timing_mode timing);
 size_t vn_recording_output_count(const vn_recording *recording);
 /* The output as bound: its buffer (a new reference for the caller), offset and size in
  * bytes; or VN_ERROR_OUTPUT_INDEX. */

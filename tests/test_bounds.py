@@ -18,7 +18,7 @@ from support.kernels import COUNTER, DOUBLE
 from support.markers import not_under_asan
 
 import vyre_native as vn
-from vyre_native._lib import ffi, lib
+from vyre_native._lib import lib
 
 PER_SUBMIT = 256
 
@@ -39,9 +39,7 @@ def test_the_per_submit_bound_is_256_launches() -> None:
 
 
 def _split(n: int, steps: int, timing: int = 0) -> tuple[int, int]:
-    per_submit, in_flight = ffi.new("uint32_t *"), ffi.new("uint32_t *")
-    lib.vn_replay_split(n, steps, timing, per_submit, in_flight)
-    return int(per_submit[0]), int(in_flight[0])
+    return int(lib.vn_replay_split(n, steps, timing)), int(lib.VN_MAX_SUBMITS_IN_FLIGHT)
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,9 @@ from ._handles import Handle, new_slot, owned
 from ._lib import call_waiting, check, done_flag, ffi, lib
 from ._marshal import to_seconds
 
+#: Parts of a replay(n) running at most before the oldest is waited for (C's constant).
+_IN_FLIGHT = int(lib.VN_MAX_SUBMITS_IN_FLIGHT)
+
 
 class Submission(Handle):
     """One queue submission: ``index``, ``done`` (non-blocking), ``wait(timeout)``, GPU times.
@@ -98,11 +101,10 @@ def replay(replay_fn: Any, ptr: Any, n: int, mode: int, steps: int) -> Submissio
     slices: Ctrl-C then interrupts a long replay promptly (leaving the parts submitted
     so far running), and each part's Submission is owned here as it comes. Returns the
     last part's Submission: the queue runs in order, so its completion implies them all."""
-    per_submit, in_flight = ffi.new("uint32_t *"), ffi.new("uint32_t *")
-    lib.vn_replay_split(n, steps, mode, per_submit, in_flight)
+    per_submit = lib.vn_replay_split(n, steps, mode)
     running: list[Submission] = []
     while True:
-        k = min(int(per_submit[0]), n)
+        k = min(per_submit, n)
         out_own, out = new_slot("vn_submission *")
         # VN_PENDING: a CPU adapter's queue still runs earlier work
         call_waiting(replay_fn, ptr, k, mode, out)
@@ -111,5 +113,5 @@ def replay(replay_fn: Any, ptr: Any, n: int, mode: int, steps: int) -> Submissio
         if n == 0:
             return sub
         running.append(sub)
-        if len(running) >= in_flight[0]:
+        if len(running) >= _IN_FLIGHT:
             running.pop(0).wait()
