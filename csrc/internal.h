@@ -394,6 +394,9 @@ vn_status vn_device_flush_writes(vn_device *device, const char *what, uint64_t *
 /* A fresh record's refcount (1), locks and live count. */
 void vn_device_init_locks(vn_device *device);
 void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out);
+/* adapter_identity.c: fill uuid and pci_bus of `count` adapters in wgpu's order (the
+ * whole list, or one alone: then only a (vendor, device) pair Vulkan shows once). */
+void vn_identify_adapters(vn_device_info *adapters, size_t count);
 /* features.c: the name of a WGPUFeatureName / WGPUNativeFeature, NULL if unknown; and an
  * adapter's features as space-separated names (unknown ones as hex) into out. */
 const char *vn_feature_name(uint32_t id);
