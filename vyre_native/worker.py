@@ -5,7 +5,7 @@ GPU or one host is a ``Worker`` in each process of a distributed engine: it owns
 device and the compiled kernels, takes numpy arrays, replays a cached recording and
 returns numpy arrays, all of which pickle. It is a plain class, so it serves as a Ray
 actor (``ray.remote(num_gpus=1)(Worker)``) and as the state of a plain process
-(``start`` / ``call`` as a ``ProcessPoolExecutor``'s initializer and task)::
+(``serve``, the target of a ``multiprocessing`` process)::
 
     Actor = ray.remote(num_gpus=1)(vn.worker.Worker)
     actor = Actor.remote(kernels={"scale": WGSL})        # Device() honours CUDA_VISIBLE_DEVICES
@@ -91,6 +91,11 @@ class Worker:
         )
         entry = self._runs.get(key)
         if entry is None:
+            if name not in self._kernels:
+                raise InvalidArgumentError(
+                    f"Worker.run: no kernel named {name!r} (compiled: {sorted(self._kernels)}). Fix: pass it in "
+                    "Worker(kernels={name: wgsl}) or call compile(name, wgsl) first."
+                )
             ins = [self.device.alloc(max(a.nbytes, 4)) for a in arrays]
             outs = [self.device.alloc(max(d.itemsize * int(np.prod(s)), 4)) for d, s in specs]
             entry = (self._kernels[name].record(inputs=ins, outputs=outs, workgroups=workgroups), ins, outs)
@@ -110,24 +115,40 @@ class Worker:
 
 # -- a plain process: the Worker as its state -------------------------------------------
 
-_worker: Worker | None = None
 
-
-def start(
-    kernels: Mapping[str, str] | None = None, adapter: int | str | None = None, backend: str | None = None
+def serve(
+    connection: Any,
+    kernels: Mapping[str, str] | None = None,
+    adapter: int | str | None = None,
+    backend: str | None = None,
 ) -> None:
-    """Make this process's ``Worker`` (a ``ProcessPoolExecutor``'s or ``Pool``'s
-    ``initializer``; use the ``spawn`` start method: a forked child cannot use a device
-    its parent made)."""
-    global _worker
-    _worker = Worker(kernels, adapter, backend)
+    """Be a worker process: make a ``Worker`` here, then answer each ``(method, args)``
+    received on ``connection`` (a ``multiprocessing`` Connection) with ``("ok", result)``,
+    or ``("error", exception)`` for one the call raised, until ``None`` or the other end
+    closes. The target of a ``multiprocessing`` process of the ``spawn`` start method (a
+    forked child cannot use a device its parent made)::
 
-
-def call(method: str, *args: Any) -> Any:
-    """Call ``method`` of this process's ``Worker`` (from ``start``) with ``args``."""
-    if _worker is None:
-        raise InvalidArgumentError(
-            f"vn.worker.call({method!r}, ...): this process has no Worker. Fix: pass initializer=vyre_native.worker.start "
-            "(with its kernels) to the process pool."
-        )
-    return getattr(_worker, method)(*args)
+        ctx = multiprocessing.get_context("spawn")
+        mine, theirs = ctx.Pipe()
+        ctx.Process(target=vn.worker.serve, args=(theirs, {"scale": WGSL}), daemon=True).start()
+        mine.send(("run", ("scale", [x], [("f4", x.shape)], (len(x) // 64, 1, 1))))
+        status, value = mine.recv()
+    """
+    try:
+        worker = Worker(kernels, adapter, backend)
+        connection.send(("ok", worker.info()))  # ready: the device exists
+    except Exception as err:  # noqa: BLE001 - sent to the parent, which raises it
+        connection.send(("error", err))
+        return
+    while True:
+        try:
+            message = connection.recv()
+        except EOFError:
+            return
+        if message is None:
+            return
+        method, args = message
+        try:
+            connection.send(("ok", getattr(worker, method)(*args)))
+        except Exception as err:  # noqa: BLE001 - sent to the parent, which raises it
+            connection.send(("error", err))
