@@ -7,6 +7,9 @@ Device tests run it on the real list.
 
 from __future__ import annotations
 
+import multiprocessing
+import shutil
+import subprocess
 from typing import Any
 
 import pytest
@@ -233,3 +236,60 @@ def test_a_device_refuses_an_identity_that_matches_nothing() -> None:
         "adapter 'GPU-00000000-dead'",
         real()["name"],
     )
+
+
+# -- on a host with NVIDIA GPUs (the H200 machines): against what nvidia-smi says --------
+
+
+def nvidia_smi() -> list[tuple[str, str]]:
+    """(UUID, PCI address) of each NVIDIA GPU in nvidia-smi's (NVML's, PCI) order."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        pytest.skip("no nvidia-smi on PATH: this host has no NVIDIA driver to compare with")
+    out = subprocess.run(
+        [exe, "--query-gpu=uuid,pci.bus_id", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    rows = [line.split(",") for line in out.stdout.splitlines() if line.strip()]
+    # nvidia-smi's domain has 8 hex digits ("00000000:1B:00.0"), Vulkan's 4
+    return [(uuid.strip(), pci.strip().lower()[-12:]) for uuid, pci in rows]
+
+
+def test_each_nvidia_gpu_has_the_uuid_and_pci_address_nvidia_smi_prints() -> None:
+    by_uuid = {a["uuid"]: a for a in vn.enumerate_adapters()}
+    for uuid, pci in nvidia_smi():
+        assert uuid.removeprefix("GPU-") in by_uuid, (uuid, list(by_uuid))
+        assert by_uuid[uuid.removeprefix("GPU-")]["pci_bus"] == pci
+
+
+@pytest.mark.parametrize("by", ["index", "uuid"])
+def test_cuda_visible_devices_gives_each_nvidia_gpu_as_nvidia_smi_numbers_it(
+    monkeypatch: pytest.MonkeyPatch, by: str
+) -> None:
+    for i, (uuid, _) in enumerate(nvidia_smi()):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", str(i) if by == "index" else uuid)
+        with vn.Device() as dev:
+            assert dev.info["uuid"] == uuid.removeprefix("GPU-")
+
+
+def test_two_workers_assigned_two_gpus_get_distinct_adapters(monkeypatch: pytest.MonkeyPatch) -> None:
+    gpus = nvidia_smi()
+    if len(gpus) < 2:
+        pytest.skip(f"this host has {len(gpus)} NVIDIA GPU(s): two workers need two")
+    ctx = multiprocessing.get_context("spawn")
+    seen = []
+    for i in range(2):  # what Ray does for two actors of num_gpus=1: a variable each
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", str(i))
+        mine, theirs = ctx.Pipe()
+        proc = ctx.Process(target=vn.worker.serve, args=(theirs,), daemon=True)
+        proc.start()  # a spawned child takes the environment as it is now
+        assert mine.poll(120), "a worker process did not start"
+        status, info = mine.recv()
+        assert status == "ok", info
+        seen.append(info["uuid"])
+        mine.send(None)
+        proc.join(60)
+    assert seen == [uuid.removeprefix("GPU-") for uuid, _ in gpus[:2]]

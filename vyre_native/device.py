@@ -185,7 +185,8 @@ class Device(Handle):
 
     @property
     def info(self) -> dict[str, str]:
-        """Adapter description: name, vendor, backend, adapter_type, driver."""
+        """Adapter description: name, vendor, backend, adapter_type, driver, and uuid and pci_bus
+        (the Vulkan device UUID and PCI address, "" where unknown: docs/guide/scaling.md)."""
         self._live()
         return dict(self._info)
 
