@@ -5,7 +5,9 @@ Module A depends on module B when A imports B at run time: at module level or in
 function (a function-level import still runs, only later). Imports under
 `if TYPE_CHECKING:` never run, so they do not count. `from . import x` depends on the
 submodule x when there is one, else on the package's __init__; importing any submodule
-runs the package's __init__ first, but that is Python's doing and is not an edge.
+runs the package's __init__ first, but that is Python's doing and is not an edge. The
+modules of a subpackage are nodes of their own (`reflect.tokens`), its __init__ the
+subpackage's name (`reflect`).
 
 Prints the graph and every strongly connected component of more than one module (as
 scripts/c_deps.py does for csrc/) and exits 1 when there is one.
@@ -44,30 +46,66 @@ def runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
         yield from runtime_imports(node)
 
 
+def module_names(package: Path) -> dict[str, Path]:
+    """Each module of the package by its dotted name below it: `x` for x.py, `sub` for a
+    subpackage's sub/__init__.py, `sub.x` for sub/x.py, and `__init__` for the package's own."""
+    names: dict[str, Path] = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package).with_suffix("").parts
+        if len(parts) > 1 and parts[-1] == "__init__":
+            parts = parts[:-1]
+        names[".".join(parts)] = path
+    return names
+
+
+def targets(node: ast.Import | ast.ImportFrom, module: str, path: Path, name: str,
+            modules: dict[str, Path]) -> list[str]:
+    """The package's modules an import statement of `module` (at `path`) runs: the deepest
+    module each imported name reaches (`from .sub import x` is sub.x where that is a
+    module, else sub's __init__)."""
+    def deepest(parts: list[str]) -> str | None:
+        """The longest leading part of `parts` that is a module; `__init__` for none at
+        all (the package itself); None when they name something else (a compiled module)."""
+        if not parts:
+            return "__init__"
+        for n in range(len(parts), 0, -1):
+            if ".".join(parts[:n]) in modules:
+                return ".".join(parts[:n])
+        return None
+
+    if isinstance(node, ast.Import):
+        # import vyre_native.x.y: x.y (or the deepest of it that is a module)
+        found = [deepest(a.name.split(".")[1:]) for a in node.names
+                 if a.name == name or a.name.startswith(name + ".")]
+        return [t for t in found if t is not None]
+    if node.level == 0:
+        base_text = node.module or ""
+        if base_text != name and not base_text.startswith(name + "."):
+            return []
+        base = base_text.split(".")[1:]
+    else:
+        here = [] if module == "__init__" else module.split(".")
+        if path.name != "__init__.py":
+            here = here[:-1]  # a plain module sits in its parent package
+        up = node.level - 1
+        if up > len(here):
+            return []  # above the package
+        base = here[: len(here) - up] + (node.module.split(".") if node.module else [])
+    # `from .sub import x`: sub.x where that is a module, else sub itself (its __init__)
+    found = [modules.get(".".join(base + [a.name])) and ".".join(base + [a.name]) or deepest(base)
+             for a in node.names]
+    return [t for t in found if t is not None]
+
+
 def graph(package: Path) -> dict[str, dict[str, set[str]]]:
-    """module -> {a module of the package it imports: the names that import it}."""
-    name = package.name
-    modules = {p.stem: p for p in sorted(package.glob("*.py"))}
+    """module -> {a module of the package it imports: the names that import it}, with the
+    modules of subpackages by dotted name (see module_names)."""
+    modules = module_names(package)
     edges: dict[str, dict[str, set[str]]] = {}
     for module, path in modules.items():
         deps = edges.setdefault(module, {})
         for node in runtime_imports(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                # import vyre_native.x: x (and the package); import vyre_native: the package
-                targets = [(a.name + ".__init__").split(".")[1] for a in node.names
-                           if a.name == name or a.name.startswith(name + ".")]
-            else:
-                base = node.module or ""
-                if node.level == 0 and base != name and not base.startswith(name + "."):
-                    continue
-                if node.level > 1:
-                    continue  # above the package
-                sub = base.split(".")[1] if node.level == 0 and "." in base else base if node.level else ""
-                if sub:
-                    targets = [sub.split(".")[0]]
-                else:  # from . import x / from vyre_native import x
-                    targets = [a.name if a.name in modules else "__init__" for a in node.names]
-            for target in targets:
+            for target in targets(node, module, path, package.name, modules):
                 if target in modules and target != module:
                     deps.setdefault(target, set()).add(f"line {node.lineno}")
     return edges

@@ -54,8 +54,8 @@ EOF
 fi
 
 # The editable install maps the package's module names when it is made: a new module
-# file counts as a change too.
-build_id=$( (LC_ALL=C ls vyre_native; cat pyproject.toml CMakeLists.txt $(LC_ALL=C find csrc -type f | LC_ALL=C sort)) | fingerprint)
+# file (in a subpackage too) counts as a change.
+build_id=$( (LC_ALL=C find vyre_native -not -path "*__pycache__*" | LC_ALL=C sort; cat pyproject.toml CMakeLists.txt $(LC_ALL=C find csrc -type f | LC_ALL=C sort)) | fingerprint)
 if [ "$(cat .venv/.vn-build 2>/dev/null)" != "$build_id" ] || ! "$VPY" -c 'import vyre_native._native' 2>/dev/null; then
   say "building the C layer and installing vyre_native editable (pip; incremental in build/)"
   "$VPY" -m pip install -q --no-build-isolation --no-deps -e .

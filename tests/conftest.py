@@ -1,4 +1,4 @@
-"""Shared fixtures: one device for the session, and a record-replay-read helper.
+"""Shared fixtures: one device for the session, one of a test's own, and a record-replay-read helper.
 
 What several files share besides (kernels, the child-process runner, the typed-error
 assertion) is the tests/support/ package (tests/ is on sys.path: pyproject's pytest
@@ -8,7 +8,7 @@ options).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pytest
@@ -37,6 +37,15 @@ def device() -> vn.Device:
     dev = vn.Device()
     yield dev
     dev.close()
+
+
+@pytest.fixture()
+def dev() -> Iterator[vn.Device]:
+    """A device of the test's own (closed after it), so counts read on it (live objects,
+    staging buffers) are the test's alone."""
+    d = vn.Device()
+    yield d
+    d.close()
 
 
 RunFn = Callable[..., list[np.ndarray]]

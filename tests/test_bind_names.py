@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support.kernels import DOUBLE
+from support.kernels import ADD_IMMEDIATE, DOUBLE
 
 import vyre_native as vn
 
@@ -236,17 +236,7 @@ def test_a_bind_value_that_is_not_a_buffer_raises_wrong_type_error(double: vn.Pi
 def test_named_bindings_take_immediates_too(device: vn.Device) -> None:
     if "immediates" not in device.features:
         pytest.skip(f"adapter {device.info['name']} has no immediates")
-    prog = device.compile(
-        """
-var<immediate> k: u32;
-@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if (gid.x < arrayLength(&acc)) { acc[gid.x] = acc[gid.x] + k; }
-}
-""",
-        preserve=["acc"],
-    )
+    prog = device.compile(ADD_IMMEDIATE, preserve=["acc"])
     acc = device.upload(np.arange(N, dtype=np.uint32))
     rec = prog.record(immediates=np.uint32(7).tobytes(), bind={"acc": acc})
     rec.replay(2).wait()

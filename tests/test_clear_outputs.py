@@ -14,17 +14,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from support.kernels import COUNTER
 
 import vyre_native as vn
 
-# out[i] += 1 (not preserved: whether it was cleared decides what it holds after).
-ADD_ONE = """
-@group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    if (g.x < arrayLength(&out)) { out[g.x] = out[g.x] + 1u; }
-}
-"""
+# acc[i] += 1, compiled without preserve: whether it was cleared decides what it holds after.
+ADD_ONE = COUNTER
 
 HELD = np.arange(100, 164, dtype=np.uint32)  # what the output holds before the dispatch
 

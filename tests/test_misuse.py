@@ -795,18 +795,8 @@ def test_destroy_while_other_threads_read_back_raises_device_lost_error() -> Non
                 while True:
                     rc.replay()
                     rc.read_output(0)
-            box = {{}}
-            def reader(name, loop):
-                box[name] = outcome(loop, timeout=60.0)
-            threads = [threading.Thread(target=reader, args=(n, f))
-                       for n, f in (("buffer_read", read_loop), ("recording_read", replay_loop))]
-            for t in threads:
-                t.start()
-            time.sleep(delay)
-            d.destroy()
-            for t in threads:
-                t.join(90)
-            rounds.append({{n: box.get(n, {{"hang": True}}) for n in ("buffer_read", "recording_read")}})
+            loops = {{"buffer_read": read_loop, "recording_read": replay_loop}}
+            rounds.append(outcomes_across(d.destroy, loops, delay))
         report(rounds)
         """,
         timeout=300,

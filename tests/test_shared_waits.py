@@ -10,24 +10,16 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pytest
 from support.child import run_child
 
 import vyre_native as vn
 
 N = 1 << 16  # u32 words a read: 256 KiB
 
-
-@pytest.fixture()
-def dev() -> Iterator[vn.Device]:
-    """A device of the test's own, so live counts are the test's alone."""
-    d = vn.Device()
-    yield d
-    d.close()
 
 
 def live() -> dict[str, int]:

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import gc
 import os
-import subprocess
 import time
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 from support.child import run_child
+from support.childlib import rss_bytes
 from support.kernels import COUNTER_F32, DOUBLE
 
 import vyre_native as vn
@@ -37,16 +38,6 @@ RSS_BOUND = 32 * 1024 * 1024  # bytes of RSS growth allowed over the whole run
 N = 4096  # floats per buffer
 
 
-
-
-def rss_bytes() -> int:
-    """This process's resident set: /proc on Linux, ps(1) where there is no /proc (macOS)."""
-    if os.path.exists("/proc/self/statm"):
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-    out = subprocess.run(["ps", "-o", "rss=", "-p", str(os.getpid())], capture_output=True, text=True, check=True)
-    return int(out.stdout.split()[0]) * 1024
 
 
 class Flat:
@@ -84,6 +75,32 @@ class Flat:
         assert grown < RSS_BOUND, f"RSS grew by {grown / 2**20:.1f} MiB over {cycles} cycles (bound 32 MiB)"
 
 
+def soak(
+    device: vn.Device, label: str, cycle: Callable[[int], None], settle: Callable[[], None] = lambda: None
+) -> None:
+    """WARMUP cycles, then CYCLES against a Flat baseline, polled as they run and checked
+    at the end; ``settle`` runs before the baseline and before the check (to drop what
+    the cycles hold on purpose)."""
+    for i in range(WARMUP):
+        cycle(i)
+    settle()
+    flat = Flat(device, label)
+    for i in range(CYCLES):
+        cycle(i)
+        flat.poll(i)
+    settle()
+    flat.check(CYCLES)
+
+
+def spot_check(i: int, got: np.ndarray, want: np.ndarray) -> None:
+    """Cycle ``i``'s result: one element every cycle (another each time), all of it every 997th."""
+    k = (i * 7919) % N
+    assert got[k] == want[k], f"cycle {i}: out[{k}] = {got[k]}, want {want[k]}"
+    if i % 997 == 0:
+        np.testing.assert_array_equal(got, want, err_msg=f"cycle {i}")
+
+
+
 @pytest.fixture(scope="module")
 def data(device: vn.Device) -> tuple[np.ndarray, vn.Buffer, vn.Pipeline]:
     host = (np.arange(N) % 1000).astype(np.float32)
@@ -101,18 +118,9 @@ def test_prerecorded_record_replay_read_into_cycles_stay_flat(device: vn.Device,
         rec = prog.prerecord_persistent_dispatch([inp], [out], workgroups=(N // 64, 1, 1))
         rec.replay()
         rec.read_output_into(0, dst)
-        k = (i * 7919) % N
-        assert dst[k] == want[k], f"cycle {i}: out[{k}] = {dst[k]}, want {want[k]}"
-        if i % 997 == 0:
-            np.testing.assert_array_equal(dst, want, err_msg=f"cycle {i}")
+        spot_check(i, dst, want)
 
-    for i in range(WARMUP):
-        cycle(i)
-    flat = Flat(device, "prerecorded record+replay+read_output_into")
-    for i in range(CYCLES):
-        cycle(i)
-        flat.poll(i)
-    flat.check(CYCLES)
+    soak(device, "prerecorded record+replay+read_output_into", cycle)
 
 
 def test_recording_replay_read_cycles_stay_flat(device: vn.Device, data) -> None:
@@ -129,18 +137,9 @@ def test_recording_replay_read_cycles_stay_flat(device: vn.Device, data) -> None
         else:
             rec.read_output_into(0, dst)
             got = dst
-        k = (i * 7919) % N
-        assert got[k] == want[k], f"cycle {i}: out[{k}] = {got[k]}, want {want[k]}"
-        if i % 997 == 0:
-            np.testing.assert_array_equal(got, want, err_msg=f"cycle {i}")
+        spot_check(i, got, want)
 
-    for i in range(WARMUP):
-        cycle(i)
-    flat = Flat(device, "Recording.replay+read")
-    for i in range(CYCLES):
-        cycle(i)
-        flat.poll(i)
-    flat.check(CYCLES)
+    soak(device, "Recording.replay+read", cycle)
 
 
 def test_zero_copy_read_cycles_stay_flat(device: vn.Device, data) -> None:
@@ -154,23 +153,12 @@ def test_zero_copy_read_cycles_stay_flat(device: vn.Device, data) -> None:
     def cycle(i: int) -> None:
         rec.replay()
         got = rec.read_output(0, np.float32, copy=False)
-        k = (i * 7919) % N
-        assert got[k] == want[k], f"cycle {i}: out[{k}] = {got[k]}, want {want[k]}"
-        if i % 997 == 0:
-            np.testing.assert_array_equal(got, want, err_msg=f"cycle {i}")
+        spot_check(i, got, want)
         held.append(got[i % 7 :])  # a view: it alone keeps the pin
         if len(held) > 1 + i % 6:
             del held[: len(held) // 2]
 
-    for i in range(WARMUP):
-        cycle(i)
-    held.clear()
-    flat = Flat(device, "Recording.replay+read_output(copy=False)")
-    for i in range(CYCLES):
-        cycle(i)
-        flat.poll(i)
-    held.clear()
-    flat.check(CYCLES)
+    soak(device, "Recording.replay+read_output(copy=False)", cycle, settle=held.clear)
 
 
 def test_sequence_submit_and_async_read_cycles_stay_flat(device: vn.Device, data) -> None:
@@ -204,14 +192,8 @@ def test_sequence_submit_and_async_read_cycles_stay_flat(device: vn.Device, data
             np.testing.assert_array_equal(dst, np.full(N, count, np.float32), err_msg=f"cycle {i}")
             np.testing.assert_array_equal(np.frombuffer(mid.read(), np.float32), host * 2)
 
-    for i in range(WARMUP):
-        cycle(i)
-    flat = Flat(device, "Sequence.replay/device.submit+read_async")
     # f32 counts stay exact below 2**24; the full soak (100000 cycles) stays far below.
-    for i in range(CYCLES):
-        cycle(i)
-        flat.poll(i)
-    flat.check(CYCLES)
+    soak(device, "Sequence.replay/device.submit+read_async", cycle)
 
 
 # wgpu-native 29 keeps what a finished command buffer holds when it is released
@@ -276,13 +258,7 @@ def test_rejected_calls_stay_flat(device: vn.Device, data) -> None:
         with pytest.raises(ValueError):
             device.alloc(64, usage=vn.BufferUsage.MAP_READ | vn.BufferUsage.STORAGE)
 
-    for i in range(WARMUP):
-        cycle(i)
-    flat = Flat(device, "rejected calls (compile, record, alloc)")
-    for i in range(CYCLES):
-        cycle(i)
-        flat.poll(i)
-    flat.check(CYCLES)
+    soak(device, "rejected calls (compile, record, alloc)", cycle)
 
 
 def test_device_churn_stays_flat() -> None:

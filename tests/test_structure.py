@@ -76,3 +76,34 @@ def test_python_graph_leaves_out_type_checking_imports(tmp_path: pathlib.Path) -
     edges = py_deps.graph(package)
     assert edges["a"] == {}
     assert set(edges["b"]) == {"a"}
+
+
+def test_python_graph_names_the_modules_of_subpackages(tmp_path: pathlib.Path) -> None:
+    py_deps = load("py_deps")
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("from .sub import f\n")
+    (package / "errors.py").write_text("from ._compiled import lib\n")  # no module of the package
+    (package / "sub" / "__init__.py").write_text("from .a import f\n")
+    (package / "sub" / "a.py").write_text("from ..errors import E\nfrom . import b\n")
+    (package / "sub" / "b.py").write_text("from .. import errors\nimport pkg.sub.a\n")
+    edges = py_deps.graph(package)
+    assert {k: set(v) for k, v in edges.items()} == {
+        "__init__": {"sub"},
+        "errors": set(),
+        "sub": {"sub.a"},
+        "sub.a": {"errors", "sub.b"},
+        "sub.b": {"errors", "sub.a"},
+    }
+
+
+# vyre_native/reflect/, its modules in layer order: each imports only those before it
+REFLECT_LAYERS = ["reflect.tokens", "reflect.parser", "reflect.constants", "reflect.layout", "reflect.entry", "reflect"]
+
+
+def test_each_module_of_reflect_imports_only_the_modules_before_it() -> None:
+    edges = load("py_deps").graph(ROOT / "vyre_native")
+    for i, module in enumerate(REFLECT_LAYERS):
+        inside = {dep for dep in edges[module] if dep == "reflect" or dep.startswith("reflect.")}
+        assert inside <= set(REFLECT_LAYERS[:i]), f"{module} imports {sorted(inside)}"
+    assert set(REFLECT_LAYERS) == {m for m in edges if m == "reflect" or m.startswith("reflect.")}

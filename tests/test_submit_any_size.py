@@ -21,6 +21,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from support.child import run_child
+from support.kernels import COUNTER
 from support.markers import not_under_asan
 
 import vyre_native as vn
@@ -28,14 +29,8 @@ import vyre_native as vn
 N = 64  # counters per buffer
 PER_SUBMIT = 256
 
-INC = """
-@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if (gid.x < arrayLength(&acc)) { acc[gid.x] = acc[gid.x] + 1u; }
-}
-"""
-DBL = INC.replace("acc[gid.x] + 1u", "acc[gid.x] * 2u")
+INC = COUNTER  # acc[i] += 1
+DBL = COUNTER.replace("acc[gid.x] + 1u", "acc[gid.x] * 2u")
 
 
 class Kit:

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import vyre_native as vn
-from vyre_native.reflect import _prepare, _reflect
+from vyre_native.reflect import _reflect
+from vyre_native.reflect.tokens import _prepare
 from vyre_native.zero_workgroup import zero_workgroup_source
 
 WORKGROUP_COUNTS = (1, 5, 32)
@@ -316,8 +317,10 @@ fn workgroupBarrier() {}
 
 
 def test_a_module_hiding_workgroupBarrier_is_refused_with_the_opt_out_as_its_fix(device: vn.Device) -> None:
-    with pytest.raises(vn.ShaderError, match=r"`workgroupBarrier`.*Fix:.*zero_workgroup_memory=False"):
+    with pytest.raises(vn.ShaderError, match=r"(?s)`workgroupBarrier`.*Fix:.*zero_workgroup_memory=False") as info:
         device.compile(HIDES_BARRIER)
+    # at the module's own declaration: `fn workgroupBarrier` on line 4
+    assert (info.value.line, info.value.column) == (4, 4)
 
 
 def test_the_opt_out_compiles_a_module_hiding_workgroupBarrier(device: vn.Device, run) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import gc
 
 import numpy as np
-from test_soak import rss_bytes
+from support.childlib import rss_bytes
 
 import vyre_native as vn
 

@@ -8,7 +8,6 @@ Tests that end a device under a live array run in a child interpreter
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -20,13 +19,6 @@ import vyre_native as vn
 
 N = 1 << 14  # floats per buffer: 64 KiB
 
-
-@pytest.fixture()
-def dev() -> Iterator[vn.Device]:
-    """A device of the test's own, so staging counts are the test's alone."""
-    d = vn.Device()
-    yield d
-    d.close()
 
 
 def live(kind: str) -> int:

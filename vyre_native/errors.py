@@ -61,7 +61,9 @@ class ShaderError(VyreError):
     error is (from its span, or, where its message has none, from the declaration it
     names); the message then shows that source line with a caret under the column, and
     the Fix on a line of its own. Both are None for an error with no place, whose message
-    begins "WGSL error with no position". Reflection's own errors give ``line`` alone.
+    begins "WGSL error with no position". Reflection's own errors (``vyre_native.reflect``)
+    set both the same way (the line by WGSL's line breaks), or, for one about an argument
+    rather than a place in the WGSL, say "no line or column" and set neither.
     """
 
     code = lib.VN_ERROR_SHADER

@@ -25,18 +25,15 @@ from ._marshal import (
 from .buffer import Bindable, Buffer, BufferView
 from .dispatch import PrerecordedDispatch
 from .errors import BindingError, ShaderError
-from .reflect import Binding, ModuleReflection, _prepare, _reflect
+from .reflect import Binding, ModuleReflection, _reflect
+from .reflect.entry import _KIND_CODES
+from .reflect.tokens import _prepare
 from .replay import Recording
 from .zero_workgroup import zero_workgroup_source
 
 if TYPE_CHECKING:
     from .device import Device
 
-_KIND_CODES = {
-    "storage_read": lib.VN_BINDING_STORAGE_READ,
-    "storage_read_write": lib.VN_BINDING_STORAGE_READ_WRITE,
-    "uniform": lib.VN_BINDING_UNIFORM,
-}
 _CACHE_FIELDS = tuple(name for name, _ in ffi.typeof("vn_cache_stats").fields)
 _U64_MAX = 0xFFFFFFFFFFFFFFFF
 _POSITIONAL, _NAMED = int(lib.VN_BIND_POSITIONAL), int(lib.VN_BIND_NAMED)

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 from math import prod
 
-from .errors import ShaderError
-from .reflect import _Attr, _Module, _Parser, _Tok, _Type
+from .reflect.entry import _Module
+from .reflect.parser import _Attr, _Parser, _Type
+from .reflect.tokens import _Tok
 
 __all__ = ["zero_workgroup_source"]
 
@@ -67,14 +68,6 @@ class _Rewrite:
         self.invocations = prod(workgroup_size)
         self.texts = self.src.texts
         self._members: dict[str, list[tuple[str, _Type, dict[str, _Attr]]]] = {}
-        self.declared = (
-            module.structs.keys()
-            | module.aliases.keys()
-            | module.consts.keys()
-            | module.overrides.keys()
-            | module.fns.keys()
-            | {v.name for v in module.vars}
-        )
 
     # -- text
 
@@ -123,7 +116,7 @@ class _Rewrite:
             if u.name == "atomic":
                 return True
             if u.name == "array" and u.args:
-                pending.append(self.module.type_of(u.args[0]))
+                pending.append(self.module.type_of(u.args[0], u))
             elif u.name in self.module.structs and u.name not in seen:
                 seen.add(u.name)
                 pending += [m.type for m in self.module.structs[u.name]]
@@ -154,7 +147,7 @@ class _Rewrite:
                 j, n = fresh("_vn_j"), self.count(u)
                 out.append(f"for (var {j} = 0u; {j} < {n}u; {j}++) {{")
                 pending.append("}")
-                pending.append((f"{expr}[{j}]", self.module.type_of(u.args[0]), self.arg_text(u.args[0])))
+                pending.append((f"{expr}[{j}]", self.module.type_of(u.args[0], u), self.arg_text(u.args[0])))
             else:  # a struct
                 pending += [
                     (f"{expr}.{name}", mt, self.type_text(mt))
@@ -185,7 +178,7 @@ class _Rewrite:
                 i = fresh("_vn_i")
                 elem = " ".join(
                     self.zero_value(
-                        f"{expr}[{i}]", self.module.type_of(u.args[0]), self.arg_text(u.args[0]), fresh
+                        f"{expr}[{i}]", self.module.type_of(u.args[0], u), self.arg_text(u.args[0]), fresh
                     )
                 )
                 if n <= wg:
@@ -207,13 +200,15 @@ class _Rewrite:
         return [*out, *strided, "workgroupBarrier();"]
 
     def need(self, name: str) -> None:
-        if name in self.declared:
-            raise ShaderError(
+        at = self.module.declared.get(name)
+        if at is not None:
+            raise self.src.error(
+                at,
                 f"the module declares its own `{name}` at module scope, which hides WGSL's"
-                f" built-in one that vyre_native needs to zero-initialise the var<workgroup>"
-                f" memory of entry point `{self.entry}`. Fix: rename the module's `{name}`, or"
-                " initialise the memory in the kernel and pass"
-                " compile(..., zero_workgroup_memory=False)."
+                " built-in one that vyre_native needs to zero-initialise the var<workgroup>"
+                f" memory of entry point `{self.entry}`",
+                f"rename the module's `{name}`, or initialise the memory in the kernel and pass"
+                " compile(..., zero_workgroup_memory=False).",
             )
 
     def index_param(self) -> tuple[int, str | None, str | None]:

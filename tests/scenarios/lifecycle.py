@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 import numpy as np
-from support.childlib import report
+from support.childlib import report, rss_bytes
 from support.kernels import DOUBLE
 from vyre_native._native import lib
 
@@ -69,12 +69,10 @@ def state() -> dict[str, Any]:
     # wait for the GPU), so the counts below see them freed (RSS included: read before
     # it, the H200's last parked devices read as 65 MiB grown over 12 cycles).
     live = vn.debug.live_objects()
-    with open("/proc/self/statm") as f:
-        rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     return {
         "fds": len(os.listdir("/proc/self/fd")),
         "threads": len(os.listdir("/proc/self/task")),
-        "rss": rss,
+        "rss": rss_bytes(),
         "live": live,
     }
 

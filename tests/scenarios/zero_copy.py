@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import gc
 import sys
-import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from support.childlib import outcome, report
+from support.childlib import outcome, outcomes_across, report
 
 import vyre_native as vn
 
@@ -81,20 +79,9 @@ def _destroy_under_readers(delay: float) -> dict[str, Any]:
             held.append(arr)
             del held[:-4]
 
-    box: dict[int, dict[str, Any]] = {}
-
-    def reader(i: int) -> None:
-        box[i] = outcome(loop, timeout=60.0)
-
-    threads = [threading.Thread(target=reader, args=(i,)) for i in range(3)]
-    for t in threads:
-        t.start()
-    time.sleep(delay)
-    d.destroy()
-    for t in threads:
-        t.join(90)
+    threads = outcomes_across(d.destroy, {f"reader {i}": loop for i in range(3)}, delay)
     ok = all(float(a.sum(dtype=np.float64)) == want for a in held)
-    return {"threads": [box.get(i, {"hang": True}) for i in range(3)], "bad": len(bad), "held": ok}
+    return {"threads": list(threads.values()), "bad": len(bad), "held": ok}
 
 
 def wgpu_py_destroy() -> None:

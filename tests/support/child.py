@@ -28,7 +28,7 @@ PRELUDE = """\
 import gc, json, os, signal, sys, threading, time
 import numpy as np
 import vyre_native as vn
-from support.childlib import long_recording, outcome, report, rss_mib
+from support.childlib import long_recording, outcome, outcomes_across, report, rss_mib
 U = vn.BufferUsage
 """
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -76,10 +77,37 @@ def outcome(fn: Callable[[], object], timeout: float | None = None) -> dict[str,
     return box.get("r", {"hang": True})
 
 
+def outcomes_across(destroy: Callable[[], object], loops: dict[str, Callable[[], None]], delay: float) -> dict[str, Any]:
+    """Each of ``loops`` (endless) run on a thread of its own, as ``outcome`` with a 60 s
+    timeout, and ``destroy()`` called ``delay`` seconds after they start: what each
+    loop did, by name ({"hang": True} for one still running 90 s later)."""
+    box: dict[str, dict[str, Any]] = {}
+
+    def run(name: str, loop: Callable[[], None]) -> None:
+        box[name] = outcome(loop, timeout=60.0)
+
+    threads = [threading.Thread(target=run, args=item) for item in loops.items()]
+    for t in threads:
+        t.start()
+    time.sleep(delay)
+    destroy()
+    for t in threads:
+        t.join(90)
+    return {name: box.get(name, {"hang": True}) for name in loops}
+
+
+def rss_bytes() -> int:
+    """This process's resident set: /proc on Linux, ps(1) where there is no /proc (macOS)."""
+    if os.path.exists("/proc/self/statm"):
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    out = subprocess.run(["ps", "-o", "rss=", "-p", str(os.getpid())], capture_output=True, text=True, check=True)
+    return int(out.stdout.split()[0]) * 1024
+
+
 def rss_mib() -> float:
-    """This process's resident memory, in MiB (Linux: /proc/self/statm)."""
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    """``rss_bytes()`` in MiB."""
+    return rss_bytes() / 2**20
 
 
 def long_recording(dev: Any, seconds: float = 3.0) -> tuple[Any, Any]:
