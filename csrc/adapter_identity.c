@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
+#include "layer_device.h"
 
 /* ---- the few Vulkan declarations used, as vulkan_core.h has them (a fixed ABI) ---- */
 

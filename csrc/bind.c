@@ -1,28 +1,16 @@
-/* bind.c - resolve handles against a pipeline's bindings, validate them, and encode
- * one dispatch from the result. Shared by every kind of recording. */
+/* bind.c - resolve handles against a pipeline's bindings and validate them into a
+ * bound dispatch (vn_bound), which encode.c writes into a command buffer. Shared by
+ * every kind of recording. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "layer_resources.h"
 
-static const char *kind_name(vn_binding_kind kind) {
-    switch (kind) {
-    case VN_BINDING_STORAGE_READ_WRITE: return "var<storage, read_write>";
-    case VN_BINDING_UNIFORM: return "var<uniform>";
-    default: return "var<storage, read>";
-    }
-}
+/* A pipeline's kinds were checked at its creation (pipeline.c), so every one has facts. */
+static const char *kind_name(vn_binding_kind kind) { return vn_binding_kind_facts_of(kind)->wgsl; }
 
-/* Usage bits each binding needs: outputs are cleared (COPY_DST) and read back
- * (COPY_SRC); inputs are written from the host (COPY_DST). */
-static uint64_t required_usage(const vn_binding *b) {
-    switch (b->kind) {
-    case VN_BINDING_STORAGE_READ_WRITE: return VN_USAGE_STORAGE | VN_USAGE_COPY_SRC | VN_USAGE_COPY_DST;
-    case VN_BINDING_UNIFORM: return VN_USAGE_UNIFORM | VN_USAGE_COPY_DST;
-    default: return VN_USAGE_STORAGE | VN_USAGE_COPY_DST;
-    }
-}
+static uint64_t required_usage(const vn_binding *b) { return vn_binding_kind_facts_of(b->kind)->usage; }
 
 static void usage_names(uint64_t bits, char *buf, size_t cap) {
     static const char *names[] = {"MAP_READ", "MAP_WRITE", "COPY_SRC", "COPY_DST", "INDEX",
@@ -617,53 +605,4 @@ vn_status vn_bound_submittable(const vn_bound *bound, const char *what) {
     vn_status st = vn_buffers_submittable(bound->buffers, bound->buffer_count, what);
     if (st == VN_OK && bound->indirect != NULL) st = vn_buffers_submittable(&bound->indirect, 1, what);
     return st;
-}
-
-bool vn_bound_clears_outside(const vn_bound *bound, const vn_timing *timing) {
-    for (size_t i = 0; i < bound->clear_count; i++)
-        if (vn_clear_outside(&bound->clears[i], timing)) return true;
-    return false;
-}
-
-void vn_bound_encode_clears(const vn_bound *bound, WGPUCommandEncoder encoder, const vn_timing *timing) {
-    for (size_t i = 0; i < bound->clear_count; i++)
-        if (vn_clear_outside(&bound->clears[i], timing)) vn_clear_encode_outside(&bound->clears[i], encoder);
-}
-
-void vn_bound_fill_in_pass(const vn_bound *bound, WGPUComputePassEncoder pass, vn_pass_state *state,
-                           const vn_timing *timing) {
-    for (size_t i = 0; i < bound->clear_count; i++)
-        if (!vn_clear_outside(&bound->clears[i], timing)) vn_clear_fill_in_pass(&bound->clears[i], pass, state);
-}
-
-void vn_bound_dispatch_in_pass(const vn_bound *bound, WGPUComputePassEncoder pass, vn_pass_state *state) {
-    const vn_pipeline *p = bound->pipeline;
-    /* State is set only when it changes: a sequence of dispatches of one pipeline
-     * over the same buffers costs one SetPipeline and one SetBindGroup per group. */
-    if (state->pipeline != p->pipeline) {
-        wgpu.ComputePassEncoderSetPipeline(pass, p->pipeline);
-        state->pipeline = p->pipeline;
-        memset(state->groups, 0, sizeof state->groups);
-    }
-    for (uint32_t g = 0; g < bound->group_count; g++) {
-        if (g < 8 && state->groups[g] == bound->groups[g]) continue;
-        wgpu.ComputePassEncoderSetBindGroup(pass, g, bound->groups[g], 0, NULL);
-        if (g < 8) state->groups[g] = bound->groups[g];
-    }
-    if (bound->immediate_len > 0) wgpu.ComputePassEncoderSetImmediates(pass, 0, bound->immediates, bound->immediate_len);
-    if (bound->indirect != NULL)
-        wgpu.ComputePassEncoderDispatchWorkgroupsIndirect(pass, bound->indirect->buffer, bound->indirect_offset);
-    else if (bound->x && bound->y && bound->z)
-        wgpu.ComputePassEncoderDispatchWorkgroups(pass, bound->x, bound->y, bound->z);
-}
-
-void vn_bound_encode(const vn_bound *bound, WGPUCommandEncoder encoder, vn_timing *timing) {
-    vn_bound_encode_clears(bound, encoder, timing);
-    WGPUComputePassEncoder pass = vn_begin_pass(encoder, timing);
-    vn_pass_state state;
-    memset(&state, 0, sizeof state);
-    vn_bound_fill_in_pass(bound, pass, &state, timing);
-    vn_bound_dispatch_in_pass(bound, pass, &state);
-    wgpu.ComputePassEncoderEnd(pass);
-    wgpu.ComputePassEncoderRelease(pass);
 }

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "layer_resources.h"
 
 /* Key words per bound view: allocation identity, offset, padded size. */
 enum { VN_KEY_WORDS = 3 };

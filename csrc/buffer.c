@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "layer_resources.h"
 
 static const uint64_t known_usage = 0x3ff;
 
@@ -59,7 +59,7 @@ static vn_status buffer_create(vn_device *device, uint64_t byte_len, uint64_t us
                                vn_buffer **out) {
     vn_status st = vn_device_check(device, "creating a buffer");
     if (st != VN_OK) return st;
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_create: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_buffer_create", "out");
     *out = NULL;
     if (usage == 0 || (usage & ~known_usage) != 0)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
@@ -154,8 +154,7 @@ vn_status vn_buffer_create_held(vn_device *device, uint64_t byte_len, uint64_t u
 }
 
 static vn_status buffer_describe(const vn_buffer *buffer, vn_buffer_desc *out) {
-    if (out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_describe: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_buffer_describe", "out");
     out->byte_len = buffer->byte_len;
     out->allocation_len = buffer->allocation_len;
     out->usage = buffer->usage;

@@ -1,9 +1,9 @@
 /* debug.c - counts of live native objects, so tests can prove nothing leaks.
  *
  * Every file counts here, so this file uses none: the vn_debug_* entry points live
- * beside what they show (vn_debug_live_counts and vn_debug_error_status in device.c,
+ * beside what they show (vn_debug_live_counts in parking.c and vn_debug_error_status in wgpu_errors.c,
  * vn_debug_fill_wgsl in fill.c). */
-#include "internal.h"
+#include "layer_base.h"
 
 static atomic_llong live[VN_LIVE_KIND_COUNT];
 

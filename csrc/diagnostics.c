@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "layer_resources.h"
 
 enum { SHOWN_LINE_MAX = 160 }; /* bytes of a long source line shown around the column */
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "layer_base.h"
 
 /* One slot per thread, as SQLite keeps one per connection: a failing call on one
  * thread never overwrites the message another thread is about to read. */
@@ -283,4 +283,8 @@ void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap) {
     }
     /* Too long (a wgpu message naming a long label): its middle goes, not its end. */
     vn_format(buf, cap, "%.*s", len > INT_MAX ? INT_MAX : (int)len, view.data);
+}
+
+vn_status vn_null_out(const char *fn, const char *what) {
+    return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%s: %s is NULL. Fix: pass a result pointer.", fn, what);
 }

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include "internal.h"
+#include "layer_device.h"
 
 static const struct {
     uint32_t id;

@@ -1,4 +1,5 @@
-/* fill.c - the built-in zero fill: output clears encoded as compute dispatches.
+/* fill.c - the built-in zero fill: output clears planned as compute dispatches (encode.c
+ * writes them into the pass).
  *
  * clear_buffer is a transfer command, so it ends the compute pass, and a sequence
  * whose steps clear their outputs became clear + pass + dispatch per step. On the
@@ -18,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "layer_resources.h"
 
 /* Each invocation zeroes elements id, id + stride, ... (a grid-stride loop), so any
  * size fits in one dispatch of at most MAX_GROUPS workgroups; each store of a warp
@@ -85,7 +86,7 @@ static void fill_free(vn_fill *f) {
     free(f);
 }
 
-/* The device frees its fill through this (device.c names no fill function). */
+/* The device frees its fill through this (the device names no fill function). */
 static const vn_device_hooks fill_hooks = {NULL, vn_fill_release};
 
 /* Inside a scope (its lock orders the first use): the device's fill, made now if it
@@ -185,23 +186,6 @@ void vn_clear_release(vn_clear *clear) {
         vn_live_add(VN_LIVE_BIND_GROUP, -1);
     }
     memset(clear, 0, sizeof *clear);
-}
-
-void vn_clear_encode_outside(const vn_clear *clear, WGPUCommandEncoder encoder) {
-    wgpu.CommandEncoderClearBuffer(encoder, clear->view.buffer->buffer, clear->view.offset, vn_pad4(clear->view.size));
-}
-
-void vn_clear_fill_in_pass(const vn_clear *clear, WGPUComputePassEncoder pass, vn_pass_state *state) {
-    if (state->pipeline != clear->pipeline) {
-        wgpu.ComputePassEncoderSetPipeline(pass, clear->pipeline);
-        state->pipeline = clear->pipeline;
-        memset(state->groups, 0, sizeof state->groups);
-    }
-    if (state->groups[0] != clear->group) {
-        wgpu.ComputePassEncoderSetBindGroup(pass, 0, clear->group, 0, NULL);
-        state->groups[0] = clear->group;
-    }
-    wgpu.ComputePassEncoderDispatchWorkgroups(pass, clear->workgroups, 1, 1);
 }
 
 void vn_fill_forget(vn_device *dev, uint64_t identity) {

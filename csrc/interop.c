@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "layer_resources.h"
 
 static vn_status device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t device, uintptr_t queue,
                               vn_device **out) {
     vn_status st = vn_require_library();
     if (st != VN_OK) return st;
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_adopt: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_device_adopt", "out");
     *out = NULL;
     if (!instance || !adapter || !device || !queue)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "adopting a wgpu device needs its instance, adapter, device and queue; "
@@ -109,7 +109,7 @@ vn_status vn_buffer_adopt(vn_device *device, uintptr_t buffer, int mapped, vn_bu
 static vn_status buffer_export(vn_buffer *buffer, uintptr_t *out) {
     vn_status st = vn_buffer_check(buffer, "buffer.to_wgpu");
     if (st != VN_OK) return st;
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_export: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_buffer_export", "out");
     wgpu.BufferAddRef(buffer->buffer);
     *out = (uintptr_t)buffer->buffer;
     return VN_OK;

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "layer_base.h"
 
 /* This platform's format and architecture, in the codes each format uses. */
 #if defined(VN_NATIVE_FORMAT)

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "layer_base.h"
 
 #ifndef VN_EXPECTED_WGPU_VERSION
 #error "VN_EXPECTED_WGPU_VERSION must be defined by the build (CMakeLists.txt)"

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "layer_base.h"
 
 #define LOG_SLOTS VN_LOG_RING_SLOTS
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "layer_object.h"
 
 /* Monotonic and never reused, unlike an address: a cache keyed by it (the bind-group
  * cache keys buffers by it) cannot hand out what a freed object's successor owns. */

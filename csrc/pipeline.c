@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "layer_resources.h"
 
 static void shader_destroy(vn_object *object) {
     vn_shader *shader = (vn_shader *)object;
@@ -167,7 +167,7 @@ static vn_status check_desc(const vn_device *device, const vn_shader *shader, co
                            "binding `%s` uses @group(%u), but this device has %u bind groups (0..%u). Fix: move it "
                            "to a lower group.", b->name ? b->name : "?", b->group, device->limits.maxBindGroups,
                            device->limits.maxBindGroups - 1);
-        if (b->kind != VN_BINDING_STORAGE_READ && b->kind != VN_BINDING_STORAGE_READ_WRITE && b->kind != VN_BINDING_UNIFORM)
+        if (vn_binding_kind_facts_of(b->kind) == NULL)
             return vn_fail(VN_ERROR_INVALID_ARGUMENT, "binding `%s` has kind %d. Fix: use a vn_binding_kind value.",
                            b->name ? b->name : "?", (int)b->kind);
         if (i > 0) {
@@ -205,14 +205,6 @@ static vn_status check_desc(const vn_device *device, const vn_shader *shader, co
     return check_workgroup(device, shader, desc);
 }
 
-static WGPUBufferBindingType binding_type(vn_binding_kind kind) {
-    switch (kind) {
-    case VN_BINDING_STORAGE_READ_WRITE: return WGPUBufferBindingType_Storage;
-    case VN_BINDING_UNIFORM: return WGPUBufferBindingType_Uniform;
-    default: return WGPUBufferBindingType_ReadOnlyStorage;
-    }
-}
-
 /* Explicit layouts, one per group up to the highest, empty groups included: wgpu's
  * layout inference ("auto") would drop bindings and groups the entry point does
  * not touch, and a cache key must not depend on what the compiler inferred. */
@@ -224,7 +216,7 @@ static vn_status create_layouts(vn_device *device, vn_pipeline *p, WGPUBindGroup
             WGPUBindGroupLayoutEntry e = WGPU_BIND_GROUP_LAYOUT_ENTRY_INIT;
             e.binding = p->bindings[i].binding;
             e.visibility = WGPUShaderStage_Compute;
-            e.buffer.type = binding_type(p->bindings[i].kind);
+            e.buffer.type = vn_binding_kind_facts_of(p->bindings[i].kind)->type;
             /* The size the shader needs, declared up front: with 0, wgpu re-checks
              * every bound size against the shader at every dispatch (measured: about
              * a third of the per-dispatch cost of a long sequence). The C layer
@@ -345,8 +337,7 @@ vn_status vn_pipeline_create(vn_device *device, vn_shader *shader, const vn_pipe
 }
 
 static vn_status pipeline_cache_stats(const vn_pipeline *pipeline, vn_cache_stats *out) {
-    if (out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_pipeline_cache_stats: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_pipeline_cache_stats", "out");
     vn_bind_cache *c = (vn_bind_cache *)&pipeline->cache;
     vn_mutex_lock(&c->lock);
     *out = (vn_cache_stats){c->hits, c->misses, c->evictions, c->count, c->capacity};

@@ -5,7 +5,7 @@
  * a system threading or loader header (pthread.h is here only for its types on POSIX).
  *
  * Compilers: GCC or Clang on POSIX; on Windows MinGW-w64 GCC or clang-cl, or MSVC from
- * Visual Studio 2022 17.9 (the function table in internal.h needs __typeof__, which
+ * Visual Studio 2022 17.9 (the function table in layer_base.h needs __typeof__, which
  * MSVC accepts in every C mode from 17.9) with /std:c11 /experimental:c11atomics
  * (stdatomic.h, from 17.5). */
 #ifndef VN_PLATFORM_H

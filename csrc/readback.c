@@ -17,19 +17,28 @@
  *
  * No call waits longer than one time slice: read_outcome returns VN_PENDING and the read
  * stays in flight for the next call. A read released in flight is never waited for: its
- * device keeps it (abandoned) until its map callback has fired (vn_reads_reap). */
+ * device keeps it (abandoned) until its map callback has fired (readback_reap). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "layer_work.h"
 
 /* A MAP_READ buffer kept on the device between readbacks: creating one per
  * readback costs an allocation and, for large ones, page faults on every use. */
-struct vn_staging {
+typedef struct vn_staging {
     WGPUBuffer buffer;
     uint64_t size;
-    vn_staging *next;
+    struct vn_staging *next;
+} vn_staging;
+
+/* The device's readback state (its VN_PART_READBACK), which the device holds only as a
+ * pointer: made by its first read, freed with it (readback_release). */
+struct vn_readback {
+    vn_mutex lock;                        /* rank 6 of the lock order (layer_object.h) */
+    vn_staging *free;                     /* the ring of staging buffers kept for reuse */
+    size_t free_count;
+    struct vn_pending_read *abandoned;    /* reads released in flight (readback_reap) */
 };
 
 /* Free staging buffers kept per device; more than this are released. Pinned ones are
@@ -51,23 +60,51 @@ static void staging_destroy(vn_staging *s) {
     vn_live_add(VN_LIVE_STAGING, -1);
 }
 
-static const vn_device_hooks readback_hooks = {vn_reads_reap, vn_staging_free_all};
+/* The device's readback hooks (vn_device_hooks, VN_PART_READBACK; registered with the
+ * readback state): return the staging buffers of abandoned reads whose map has
+ * completed (all of them when final, leaking any whose callback has not fired: it still
+ * points at them); and free the staging ring and the state. */
+static void readback_reap(vn_device *dev, bool final);
+static void readback_release(vn_device *dev);
+static const vn_device_hooks readback_hooks = {readback_reap, readback_release};
+
+/* The device's readback state, made on first use (a race of two first uses keeps one);
+ * NULL when out of host memory. Every read has its state: its staging buffer came from
+ * staging_acquire, which made it. */
+static struct vn_readback *readback_of(vn_device *dev) {
+    struct vn_readback *rb = atomic_load_explicit(&dev->readback, memory_order_acquire);
+    if (rb != NULL) return rb;
+    struct vn_readback *made = calloc(1, sizeof *made);
+    if (made == NULL) return NULL;
+    vn_mutex_init(&made->lock);
+    if (atomic_compare_exchange_strong_explicit(&dev->readback, &rb, made, memory_order_acq_rel,
+                                                memory_order_acquire)) {
+        /* The device now holds readback state: it lets it go through these hooks. */
+        vn_device_attach(dev, VN_PART_READBACK, &readback_hooks);
+        return made;
+    }
+    vn_mutex_destroy(&made->lock); /* another thread's came first: rb is it */
+    free(made);
+    return rb;
+}
 
 static vn_status staging_acquire(vn_device *dev, uint64_t size, vn_staging **out) {
-    vn_mutex_lock(&dev->staging_lock);
+    struct vn_readback *rb = readback_of(dev);
+    if (rb == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate the readback state. Fix: free host memory.");
+    vn_mutex_lock(&rb->lock);
     vn_staging **best = NULL;
-    for (vn_staging **p = &dev->staging_free; *p != NULL; p = &(*p)->next)
+    for (vn_staging **p = &rb->free; *p != NULL; p = &(*p)->next)
         if (staging_fits((*p)->size, size) && (best == NULL || (*p)->size < (*best)->size)) best = p;
     if (best != NULL) {
         vn_staging *s = *best;
         *best = s->next;
-        dev->staging_free_count--;
-        vn_mutex_unlock(&dev->staging_lock);
+        rb->free_count--;
+        vn_mutex_unlock(&rb->lock);
         s->next = NULL;
         *out = s;
         return VN_OK;
     }
-    vn_mutex_unlock(&dev->staging_lock);
+    vn_mutex_unlock(&rb->lock);
 
     vn_staging *s = calloc(1, sizeof *s);
     if (s == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a staging record. Fix: free host memory.");
@@ -89,36 +126,34 @@ static vn_status staging_acquire(vn_device *dev, uint64_t size, vn_staging **out
     }
     s->size = size;
     vn_live_add(VN_LIVE_STAGING, 1);
-    /* The device now holds readback state (this buffer, once in the ring or abandoned
-     * with a read): it lets it go through these hooks. */
-    vn_device_attach(dev, VN_PART_READBACK, &readback_hooks);
     *out = s;
     return VN_OK;
 }
 
 static void staging_return(vn_device *dev, vn_staging *s) {
-    vn_mutex_lock(&dev->staging_lock);
-    if (dev->staging_free_count < STAGING_KEEP) {
-        s->next = dev->staging_free;
-        dev->staging_free = s;
-        dev->staging_free_count++;
+    struct vn_readback *rb = atomic_load_explicit(&dev->readback, memory_order_acquire);
+    vn_mutex_lock(&rb->lock);
+    if (rb->free_count < STAGING_KEEP) {
+        s->next = rb->free;
+        rb->free = s;
+        rb->free_count++;
         s = NULL;
     }
-    vn_mutex_unlock(&dev->staging_lock);
+    vn_mutex_unlock(&rb->lock);
     if (s != NULL) staging_destroy(s);
 }
 
-void vn_staging_free_all(vn_device *dev) {
-    vn_mutex_lock(&dev->staging_lock);
-    vn_staging *s = dev->staging_free;
-    dev->staging_free = NULL;
-    dev->staging_free_count = 0;
-    vn_mutex_unlock(&dev->staging_lock);
+static void readback_release(vn_device *dev) {
+    struct vn_readback *rb = atomic_exchange_explicit(&dev->readback, NULL, memory_order_acq_rel);
+    if (rb == NULL) return;
+    vn_staging *s = rb->free; /* the device is being freed: nothing else runs on it */
     while (s != NULL) {
         vn_staging *next = s->next;
         staging_destroy(s);
         s = next;
     }
+    vn_mutex_destroy(&rb->lock);
+    free(rb);
 }
 
 /* A readback in flight: a copy into a staging buffer, then its map. A handle (every
@@ -187,23 +222,17 @@ static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t offset, uin
 
     /* Encode inside error scopes and submit only a command buffer that encoded
      * cleanly: wgpu-native aborts the process on submitting an invalid one. */
-    vn_scope_begin(dev);
-    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
+    WGPUCommandEncoder enc = vn_encode_begin(dev, NULL);
     wgpu.CommandEncoderCopyBufferToBuffer(enc, src, offset, r->staging->buffer, 0, padded);
-    WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
-    wgpu.CommandEncoderRelease(enc);
-    st = vn_scope_end(dev, "encoding a readback copy", VN_ERROR_VALIDATION,
-                      "read only buffers with COPY_SRC usage, on the device that made them.");
-    if (st == VN_OK) st = vn_submit_begin_guarded(dev, "reading back", guard);
+    WGPUCommandBuffer cb;
+    st = vn_encode_finish(dev, enc, "encoding a readback copy",
+                          "read only buffers with COPY_SRC usage, on the device that made them.", &cb);
+    if (st == VN_OK) st = vn_submit_guarded(dev, cb, "reading back", guard);
     if (st != VN_OK) {
-        wgpu.CommandBufferRelease(cb);
         staging_return(dev, r->staging);
         r->staging = NULL;
         return st;
     }
-    wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
-    vn_submit_end(dev);
-    wgpu.CommandBufferRelease(cb);
 
     WGPUBufferMapCallbackInfo info = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
     info.mode = WGPUCallbackMode_AllowProcessEvents;
@@ -267,11 +296,12 @@ static void settle(vn_pending_read *r) {
     else staging_destroy(s);
 }
 
-void vn_reads_reap(vn_device *dev, bool final) {
+static void readback_reap(vn_device *dev, bool final) {
     if (atomic_load(&dev->abandoned_count) == 0) return;
+    struct vn_readback *rb = atomic_load_explicit(&dev->readback, memory_order_acquire);
     vn_pending_read *ready = NULL;
-    vn_mutex_lock(&dev->staging_lock);
-    for (vn_pending_read **p = &dev->abandoned; *p != NULL;) {
+    vn_mutex_lock(&rb->lock);
+    for (vn_pending_read **p = &rb->abandoned; *p != NULL;) {
         vn_pending_read *r = *p;
         if (atomic_load(&r->done)) {
             *p = r->next;
@@ -285,10 +315,10 @@ void vn_reads_reap(vn_device *dev, bool final) {
     if (final) {
         /* Maps that never completed (a device lost to a GPU fault): their callbacks may
          * still fire, so the records stay allocated, leaked with their staging buffers. */
-        dev->abandoned = NULL;
+        rb->abandoned = NULL;
         atomic_store(&dev->abandoned_count, 0);
     }
-    vn_mutex_unlock(&dev->staging_lock);
+    vn_mutex_unlock(&rb->lock);
     while (ready != NULL) {
         vn_pending_read *r = ready;
         ready = r->next;
@@ -469,6 +499,28 @@ vn_status vn_view_readable(const vn_view *v, const char *what) {
     return VN_OK;
 }
 
+/* The rule of every read into caller memory, its one owner: `dst`, holding `capacity`
+ * bytes, takes the `nbytes` of `source` ("the buffer", "the read"; with `index` other
+ * than NO_INDEX: "output" and its index); `what` names the call. VN_OK, else
+ * VN_ERROR_INVALID_ARGUMENT with the sizes. Builds no text unless it fails: every read
+ * passes here. */
+#define NO_INDEX INT64_MIN
+static vn_status check_destination(const char *what, const char *source, int64_t index, const void *dst,
+                                   uint64_t capacity, uint64_t nbytes) {
+    if (capacity < nbytes) {
+        char named[64];
+        if (index == NO_INDEX) vn_format(named, sizeof named, "%s", source);
+        else vn_format(named, sizeof named, "%s %lld", source, (long long)index);
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s into %llu bytes, but %s has %llu. Fix: pass a writable destination of at least %llu "
+                       "bytes.", what, (unsigned long long)capacity, named, (unsigned long long)nbytes,
+                       (unsigned long long)nbytes);
+    }
+    if (nbytes > 0 && dst == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%s: the destination is NULL. Fix: pass a writable buffer.", what);
+    return VN_OK;
+}
+
 /* A blocking read of the resolved view v (its buffer held), one time slice at a time
  * (VN_PENDING and *pending as vn_readback says). */
 static vn_status view_read(const vn_view *v, void *dst, uint64_t capacity, vn_pending_read **pending) {
@@ -476,14 +528,9 @@ static vn_status view_read(const vn_view *v, void *dst, uint64_t capacity, vn_pe
     vn_status st = vn_buffer_check(v->buffer, "buffer.read");
     if (st == VN_OK) st = vn_view_readable(v, "buffer.read");
     if (st != VN_OK) return st;
-    if (capacity < v->size)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.read into %llu bytes, but the %s holds %llu. Fix: pass a destination of at least "
-                       "%llu bytes.",
-                       (unsigned long long)capacity, v->size == v->buffer->byte_len ? "buffer" : "view",
-                       (unsigned long long)v->size, (unsigned long long)v->size);
-    if (v->size == 0) return VN_OK;
-    if (dst == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "buffer.read: destination is NULL. Fix: pass a writable buffer.");
+    st = check_destination("buffer.read", v->size == v->buffer->byte_len ? "the buffer" : "the view", NO_INDEX, dst,
+                           capacity, v->size);
+    if (st != VN_OK || v->size == 0) return st;
     const vn_submit_guard guard = {vn_buffer_submittable, v->buffer};
     return vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard, pending);
 }
@@ -513,7 +560,7 @@ static vn_status view_read_async(const vn_view *v, vn_pending_read **out) {
 
 /* The read of a view an entry point holds (vn_dispatch_read_output_async too). */
 vn_status vn_view_read_async_held(const vn_view *v, vn_pending_read **out) {
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "read_async: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("read_async", "out");
     *out = NULL;
     vn_status st = vn_buffer_check(v->buffer, "buffer.read_async");
     return st != VN_OK ? st : view_read_async(v, out);
@@ -523,18 +570,13 @@ vn_status vn_output_read(const vn_view *v, int64_t index, void *dst, uint64_t ca
                          vn_pending_read **pending) {
     if (written != NULL) *written = 0;
     if (pending != NULL) *pending = NULL;
-    if (capacity < v->size)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "the destination holds %llu bytes, but output %lld has %llu. Fix: pass a writable buffer of at "
-                       "least %llu bytes.",
-                       (unsigned long long)capacity, (long long)index, (unsigned long long)v->size,
-                       (unsigned long long)v->size);
+    vn_status st = check_destination("read_output", "output", index, dst, capacity, v->size);
+    if (st != VN_OK) return st;
     if (v->size > 0) {
-        if (dst == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "destination is NULL. Fix: pass a writable buffer.");
         /* The readback's copy is queued after every submission before it, the
          * recording's own included, so its completion implies theirs. */
         const vn_submit_guard guard = {vn_buffer_submittable, v->buffer};
-        vn_status st = vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard, pending);
+        st = vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard, pending);
         if (st != VN_OK) return st;
     }
     if (written != NULL) *written = v->size;
@@ -583,13 +625,8 @@ vn_status vn_pending_read_pin(vn_pending_read *r, vn_mapping **out, const void *
 }
 
 static vn_status pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
-    if (capacity < r->nbytes)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "the destination holds %llu bytes, but the read has %llu. Fix: pass a "
-                       "writable buffer of at least %llu bytes.", (unsigned long long)capacity,
-                       (unsigned long long)r->nbytes, (unsigned long long)r->nbytes);
-    if (r->nbytes > 0 && dst == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "destination is NULL. Fix: pass a writable buffer.");
-    return read_finish(r, dst);
+    vn_status st = check_destination("PendingRead.result_into", "the read", NO_INDEX, dst, capacity, r->nbytes);
+    return st != VN_OK ? st : read_finish(r, dst);
 }
 
 vn_status vn_pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
@@ -610,11 +647,12 @@ static void pending_read_destroy(vn_object *object) {
     if (r->map_pending && !atomic_load(&r->done)) {
         /* Never wait here (this runs from finalizers): the device keeps the read and
          * returns its staging buffer once the map callback has fired. */
-        vn_mutex_lock(&dev->staging_lock);
-        r->next = dev->abandoned;
-        dev->abandoned = r;
+        struct vn_readback *rb = atomic_load_explicit(&dev->readback, memory_order_acquire);
+        vn_mutex_lock(&rb->lock);
+        r->next = rb->abandoned;
+        rb->abandoned = r;
         atomic_fetch_add(&dev->abandoned_count, 1);
-        vn_mutex_unlock(&dev->staging_lock);
+        vn_mutex_unlock(&rb->lock);
         vn_device_unref(dev);
         return;
     }

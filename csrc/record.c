@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "layer_work.h"
 
 /* A dispatch released without replay() leaves its command buffer unsubmitted, which
  * wgpu-native 29 does not reclaim (about 90 KB each, inside wgpu-core): the
@@ -28,7 +28,7 @@ static void dispatch_destroy(vn_object *object) {
 }
 
 static vn_status dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_dispatch **out) {
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_record: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_dispatch_record", "out");
     *out = NULL;
     vn_dispatch *d = calloc(1, sizeof *d);
     if (d == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a dispatch record. Fix: free host memory.");
@@ -40,19 +40,14 @@ static vn_status dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *
     vn_device *dev = pipeline->device;
     /* Encoded inside error scopes; a command buffer whose encoding failed is
      * dropped here and never reaches the queue, where wgpu-native would abort. */
-    vn_scope_begin(dev);
-    WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
-    ed.label = vn_sv(pipeline->label);
-    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, &ed);
+    WGPUCommandEncoder enc = vn_encode_begin(dev, pipeline->label);
     vn_bound_encode(&d->bound, enc, NULL);
-    WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
-    wgpu.CommandEncoderRelease(enc);
     char what[300];
     vn_format(what, sizeof what, "recording a dispatch of pipeline `%s`", pipeline->label);
-    st = vn_scope_end(dev, what, VN_ERROR_VALIDATION,
-                      "check the buffers against the shader's declared types and the workgroup counts.");
+    WGPUCommandBuffer cb;
+    st = vn_encode_finish(dev, enc, what, "check the buffers against the shader's declared types and the workgroup counts.",
+                          &cb);
     if (st != VN_OK) {
-        if (cb != NULL) wgpu.CommandBufferRelease(cb);
         vn_bound_release(&d->bound);
         free(d);
         return st;
@@ -97,9 +92,8 @@ static vn_status dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
     }
     WGPUCommandBuffer cb = d->command_buffer;
     d->command_buffer = NULL;
-    d->submission_index = wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
+    d->submission_index = vn_submit_locked(dev, cb);
     vn_submit_end(dev);
-    wgpu.CommandBufferRelease(cb);
     atomic_store(&d->state, DISPATCH_SUBMITTED);
     if (submission_index != NULL) *submission_index = d->submission_index;
     return VN_OK;
@@ -158,7 +152,7 @@ static vn_status dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms,
                                           const uint64_t *host_lens, const char *const *names, size_t host_count,
                                           const uint64_t *output_sizes, size_t output_size_count, uint32_t x,
                                           uint32_t y, uint32_t z, vn_dispatch **out) {
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_record_borrowed: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_dispatch_record_borrowed", "out");
     *out = NULL;
     if (host_count > 0 && (host == NULL || host_lens == NULL))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "host_count is %zu but the host arrays are NULL. Fix: pass them.", host_count);
@@ -233,7 +227,7 @@ static vn_status output_at(const vn_dispatch *d, int64_t index, const vn_view **
 }
 
 static vn_status dispatch_output_len(const vn_dispatch *d, int64_t index, uint64_t *out) {
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_dispatch_output_len: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_dispatch_output_len", "out");
     const vn_view *v = NULL;
     vn_status st = output_at(d, index, &v);
     if (st == VN_OK) *out = v->size;

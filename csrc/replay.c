@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "layer_work.h"
 
 struct vn_recording {
     vn_object obj; /* VN_KIND_RECORDING */
@@ -152,26 +152,10 @@ typedef struct encoder_job {
     vn_status (*submittable)(const void *what);
 } encoder_job;
 
-/* An encoder inside an error scope, and its end: *cb is the finished command buffer
- * when the scope popped clean, else NULL (released) with the scope's error. Only such a
- * buffer may be submitted: wgpu-native aborts the process on submitting an invalid one. */
-static WGPUCommandEncoder begin_encoding(vn_device *dev, const char *label) {
-    vn_scope_begin(dev);
-    WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
-    ed.label = vn_sv(label);
-    return wgpu.DeviceCreateCommandEncoder(dev->device, &ed);
-}
-
+/* vn_encode_finish of a replay's or batch's encoder, labelled `label`. */
 static vn_status finish_encoding(vn_device *dev, const char *label, WGPUCommandEncoder enc, WGPUCommandBuffer *cb) {
-    *cb = wgpu.CommandEncoderFinish(enc, NULL);
-    wgpu.CommandEncoderRelease(enc);
-    vn_status st = vn_scope_end(dev, label, VN_ERROR_VALIDATION,
-                                "check the buffers against the shaders' declared types, and copy ranges and alignment.");
-    if (st != VN_OK && *cb != NULL) {
-        wgpu.CommandBufferRelease(*cb);
-        *cb = NULL;
-    }
-    return st;
+    return vn_encode_finish(dev, enc, label,
+                            "check the buffers against the shaders' declared types, and copy ranges and alignment.", cb);
 }
 
 /* Encode inside error scopes, then submit only a cleanly finished command buffer. */
@@ -197,7 +181,7 @@ static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const
             return st;
         }
     }
-    WGPUCommandEncoder enc = begin_encoding(dev, label);
+    WGPUCommandEncoder enc = vn_encode_begin(dev, label);
     job->encode(what, enc, n, &timing);
     vn_timing_resolve(&timing, enc);
     WGPUCommandBuffer cb;
@@ -248,7 +232,7 @@ static void recording_destroy(vn_object *object) {
 }
 
 static vn_status recording_create(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_recording **out) {
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_create: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_recording_create", "out");
     *out = NULL;
     vn_recording *r = calloc(1, sizeof *r);
     if (r == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a recording. Fix: free host memory.");
@@ -283,15 +267,24 @@ static vn_status check_count(uint32_t n, size_t steps, const char *what) {
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
                        "%s.replay(n=%u) would encode %llu steps into one command buffer, above the %d one submit "
                        "holds (each keeps encoder memory until the GPU has run it). Fix: pass n <= %llu per call; "
-                       "without timing, vn's Python replay(n) splits a larger n into submits of that size itself.",
+                       "without timing, split a larger n into parts as vn_replay_split says (vn's replay(n) does).",
                        what, n, (unsigned long long)n * steps, VN_MAX_LAUNCHES_PER_SUBMIT,
                        (unsigned long long)(steps ? VN_MAX_LAUNCHES_PER_SUBMIT / steps : 1));
     return VN_OK;
 }
 
+void vn_replay_split(uint32_t n, size_t steps, vn_timing_mode timing, uint32_t *per_submit, uint32_t *in_flight) {
+    /* A launch longer than the bound is one part: its size is the sequence the caller built. */
+    uint32_t fit = steps <= 1 ? VN_MAX_LAUNCHES_PER_SUBMIT
+                   : steps >= VN_MAX_LAUNCHES_PER_SUBMIT ? 1
+                                                         : (uint32_t)(VN_MAX_LAUNCHES_PER_SUBMIT / steps);
+    if (n <= fit || timing != VN_TIMING_NONE) fit = n;
+    if (per_submit != NULL) *per_submit = fit;
+    if (in_flight != NULL) *in_flight = VN_MAX_SUBMITS_IN_FLIGHT;
+}
+
 static vn_status recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing, vn_submission **out) {
-    if (out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_replay: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_recording_replay", "out");
     *out = NULL;
     vn_status st = check_count(n, 1, "Recording");
     if (st != VN_OK) return st;
@@ -313,8 +306,7 @@ static vn_status output_at(const vn_recording *r, int64_t index, const vn_view *
 }
 
 static vn_status recording_output(const vn_recording *r, int64_t index, vn_view *out) {
-    if (out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_output: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_recording_output", "out");
     const vn_view *v = NULL;
     vn_status st = output_at(r, index, &v);
     if (st != VN_OK) return st;
@@ -328,8 +320,7 @@ vn_status vn_recording_output(const vn_recording *r, int64_t index, vn_view *out
 }
 
 static vn_status recording_output_len(const vn_recording *r, int64_t index, uint64_t *out) {
-    if (out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_recording_output_len: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_recording_output_len", "out");
     const vn_view *v = NULL;
     vn_status st = output_at(r, index, &v);
     if (st == VN_OK) *out = v->size;
@@ -347,7 +338,7 @@ static vn_status readable_output(const vn_recording *r, int64_t index, const vn_
 }
 
 static vn_status recording_read_output_async(vn_recording *r, int64_t index, vn_pending_read **out) {
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "read_output_async: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("read_output_async", "out");
     *out = NULL;
     const vn_view *v = NULL;
     vn_status st = readable_output(r, index, &v);
@@ -381,7 +372,7 @@ static void sequence_destroy(vn_object *object);
 static vn_status sequence_create(vn_device *device, vn_sequence **out) {
     vn_status st = vn_device_check(device, "creating a sequence");
     if (st != VN_OK) return st;
-    if (out == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_sequence_create: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_sequence_create", "out");
     vn_sequence *s = calloc(1, sizeof *s);
     if (s == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a sequence. Fix: free host memory.");
     vn_object_init(&s->obj, VN_KIND_SEQUENCE, sequence_destroy);
@@ -609,7 +600,7 @@ static vn_status replay_in_submits(vn_sequence *s, uint32_t n, vn_submission **o
     size_t first = 0, size = VN_SPLIT_FIRST_STEPS;
     while (first < total) {
         size_t end = total - first < 2 * size ? total : first + size;
-        WGPUCommandEncoder enc = begin_encoding(dev, label);
+        WGPUCommandEncoder enc = vn_encode_begin(dev, label);
         encode_steps(s, enc, first, end, &none);
         WGPUCommandBuffer cb;
         st = finish_encoding(dev, label, enc, &cb);
@@ -624,8 +615,7 @@ static vn_status replay_in_submits(vn_sequence *s, uint32_t n, vn_submission **o
             st = vn_submit_tracked_locked(dev, cb, NULL, out);
             if (st != VN_OK) break;
         } else {
-            wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
-            wgpu.CommandBufferRelease(cb);
+            vn_submit_locked(dev, cb);
         }
         first = end;
         size *= 2;
@@ -641,8 +631,7 @@ static vn_status replay_in_submits(vn_sequence *s, uint32_t n, vn_submission **o
 }
 
 static vn_status sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, vn_submission **out) {
-    if (out == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_sequence_replay: out is NULL. Fix: pass a result pointer.");
+    if (out == NULL) return vn_null_out("vn_sequence_replay", "out");
     *out = NULL;
     vn_mutex_lock(&s->lock);
     if (s->count == 0) {
@@ -755,7 +744,8 @@ static void encode_batch_part(const batch *b, WGPUCommandEncoder enc, batch_curs
 }
 
 /* A batch of more than VN_MAX_LAUNCHES_PER_SUBMIT steps, as a replay(n) past the bound
- * goes: parts of at most that many steps, in order, at most two of them in flight (each
+ * goes: parts of at most that many steps, in order, at most VN_MAX_SUBMITS_IN_FLIGHT of
+ * them in flight (each
  * keeps its encoder memory until the GPU has run it, so the part before last is waited
  * for before the next is encoded), and as one unit, as replay_in_submits runs: the life
  * lock's write side is held across every part, so no other thread's submit, queued write
@@ -772,19 +762,20 @@ static vn_status submit_in_parts(vn_device *dev, const batch *b, uint64_t total,
     if (st != VN_OK) return st;
     vn_timing none;
     memset(&none, 0, sizeof none);
-    vn_fence *in_flight[2] = {NULL, NULL}; /* part p's fence is in_flight[p % 2] until part p + 2 */
+    /* Part p's fence is in_flight[p % VN_MAX_SUBMITS_IN_FLIGHT] until that slot's next part. */
+    vn_fence *in_flight[VN_MAX_SUBMITS_IN_FLIGHT] = {NULL};
     batch_cursor cursor = {0, 0};
     uint64_t first = 0;
     for (unsigned part = 0; first < total; part++) {
         uint64_t size = total - first < VN_MAX_LAUNCHES_PER_SUBMIT ? total - first : VN_MAX_LAUNCHES_PER_SUBMIT;
-        vn_fence **slot = &in_flight[part % 2];
+        vn_fence **slot = &in_flight[part % VN_MAX_SUBMITS_IN_FLIGHT];
         if (*slot != NULL) {
             st = vn_fence_wait_held(dev, *slot);
             vn_fence_release(*slot);
             *slot = NULL;
             if (st != VN_OK) break;
         }
-        WGPUCommandEncoder enc = begin_encoding(dev, label);
+        WGPUCommandEncoder enc = vn_encode_begin(dev, label);
         encode_batch_part(b, enc, &cursor, (size_t)size, &none);
         WGPUCommandBuffer cb;
         st = finish_encoding(dev, label, enc, &cb);
@@ -797,13 +788,12 @@ static vn_status submit_in_parts(vn_device *dev, const batch *b, uint64_t total,
             st = vn_submit_tracked_locked(dev, cb, NULL, out);
             if (st != VN_OK) break;
         } else {
-            wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
-            wgpu.CommandBufferRelease(cb);
+            vn_submit_locked(dev, cb);
             *slot = vn_fence_create(dev);
         }
         first += size;
     }
-    for (int i = 0; i < 2; i++) vn_fence_release(in_flight[i]);
+    for (int i = 0; i < VN_MAX_SUBMITS_IN_FLIGHT; i++) vn_fence_release(in_flight[i]);
     vn_submit_end_exclusive(dev);
     if (st != VN_OK && first > 0) {
         char prefix[200];
@@ -815,7 +805,7 @@ static vn_status submit_in_parts(vn_device *dev, const batch *b, uint64_t total,
 }
 
 /* Lock order for a batch: its sequences' locks, each once, in ascending object id
- * (internal.h, "Lock order"), so submit([a, b]) and submit([b, a]) on two threads
+ * (layer_object.h, "Lock order"), so submit([a, b]) and submit([b, a]) on two threads
  * take them in the same order. `seqs` gets the distinct sequences, sorted; returns
  * how many. */
 static int by_id(const void *a, const void *b) {

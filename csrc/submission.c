@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "layer_work.h"
 
 struct vn_submission {
     /* The caller's side: its handle and the calls in progress on it. Its destroy
@@ -86,7 +86,7 @@ vn_status vn_submit_tracked_locked(vn_device *dev, WGPUCommandBuffer cb, vn_timi
     atomic_init(&s->record_refs, 2);
     vn_device_retain(dev);
     s->device = dev;
-    s->index = wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
+    s->index = vn_submit_locked(dev, cb);
     /* Registered right after the submit, this fires once everything up to and
      * including it has completed: an exact per-submission "done". */
     WGPUQueueWorkDoneCallbackInfo info = WGPU_QUEUE_WORK_DONE_CALLBACK_INFO_INIT;
@@ -94,7 +94,6 @@ vn_status vn_submit_tracked_locked(vn_device *dev, WGPUCommandBuffer cb, vn_timi
     info.callback = on_work_done;
     info.userdata1 = s;
     wgpu.QueueOnSubmittedWorkDone(dev->queue, info);
-    wgpu.CommandBufferRelease(cb);
     vn_live_add(VN_LIVE_SUBMISSION, 1);
     *out = s;
     return VN_OK;

@@ -1,7 +1,7 @@
 /* test_control.c - the one door for test-only behaviour (vn_test_control, the public
  * header's last section): switches the production paths read, off unless a test sets
  * them. Lock-free, so a fork() child never waits on a parent's lock here. */
-#include "internal.h"
+#include "layer_base.h"
 
 static atomic_int switches[VN_TEST_REFUSE_NEW_INSTANCES + 1];
 

@@ -6,32 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "layer_work.h"
 
 /* WebGPU caps a query set at 4096 queries: two per timed pass. */
 enum { MAX_QUERIES = 4096 };
-
-WGPUComputePassEncoder vn_begin_pass(WGPUCommandEncoder encoder, vn_timing *t) {
-    if (t == NULL || t->mode == VN_TIMING_NONE) return wgpu.CommandEncoderBeginComputePass(encoder, NULL);
-    uint32_t i = t->next_pass++;
-    WGPUPassTimestampWrites writes = WGPU_PASS_TIMESTAMP_WRITES_INIT;
-    writes.querySet = t->query_set;
-    if (t->mode == VN_TIMING_TOTAL) {
-        writes.beginningOfPassWriteIndex = i == 0 ? 0 : WGPU_QUERY_SET_INDEX_UNDEFINED;
-        writes.endOfPassWriteIndex = i + 1 == t->passes ? 1 : WGPU_QUERY_SET_INDEX_UNDEFINED;
-    } else if (i < t->passes) {
-        writes.beginningOfPassWriteIndex = 2 * i;
-        writes.endOfPassWriteIndex = 2 * i + 1;
-    } else {
-        writes.beginningOfPassWriteIndex = writes.endOfPassWriteIndex = WGPU_QUERY_SET_INDEX_UNDEFINED;
-    }
-    if (writes.beginningOfPassWriteIndex == WGPU_QUERY_SET_INDEX_UNDEFINED &&
-        writes.endOfPassWriteIndex == WGPU_QUERY_SET_INDEX_UNDEFINED)
-        return wgpu.CommandEncoderBeginComputePass(encoder, NULL);
-    WGPUComputePassDescriptor desc = WGPU_COMPUTE_PASS_DESCRIPTOR_INIT;
-    desc.timestampWrites = &writes;
-    return wgpu.CommandEncoderBeginComputePass(encoder, &desc);
-}
 
 vn_status vn_timing_prepare(vn_device *dev, vn_timing_mode mode, uint32_t passes, vn_timing *t) {
     memset(t, 0, sizeof *t);

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "layer_work.h"
 
 /* T holds a header of 4 u32 (lo, hi, a_lo, b: B's bytes [lo, hi) are set from A's bytes
  * from a_lo on; B starts at word b), then region A (source words), then region B (the
@@ -89,7 +89,9 @@ static void transfer_free(struct vn_transfer *x) {
     free(x);
 }
 
-static const vn_device_hooks transfer_hooks = {NULL, vn_transfer_release};
+/* Free the device's transfer kernel state: the device's hook, run at its free. */
+static void transfer_release(vn_device *dev);
+static const vn_device_hooks transfer_hooks = {NULL, transfer_release};
 
 /* Inside a scope (its lock orders the first use): the device's merge pipeline. */
 static vn_status transfer_get(vn_device *dev, struct vn_transfer **out) {
@@ -144,7 +146,7 @@ static vn_status transfer_get(vn_device *dev, struct vn_transfer **out) {
     return VN_OK;
 }
 
-void vn_transfer_release(vn_device *dev) {
+static void transfer_release(vn_device *dev) {
     struct vn_transfer *x = atomic_exchange_explicit(&dev->transfer, NULL, memory_order_acq_rel);
     if (x != NULL) transfer_free(x);
 }
@@ -299,8 +301,9 @@ static vn_status encode_chunks(vn_device *dev, WGPUBuffer dst, const words_copy 
 static vn_status end_and_submit(vn_device *dev, const char *what, vn_status st, WGPUCommandBuffer cb) {
     vn_status scope = vn_scope_end(dev, what, VN_ERROR_VALIDATION, "check offsets, sizes and usages.");
     if (st == VN_OK) st = scope;
-    if (st == VN_OK && cb != NULL) wgpu.QueueSubmitForIndex(dev->queue, 1, &cb);
-    if (cb != NULL) wgpu.CommandBufferRelease(cb);
+    if (cb == NULL) return st;
+    if (st == VN_OK) vn_submit_locked(dev, cb);
+    else wgpu.CommandBufferRelease(cb);
     return st;
 }
 
@@ -562,7 +565,6 @@ vn_status vn_device_copy(vn_device *device, const vn_view *src, const vn_view *d
 
 vn_status vn_device_copy_check(vn_device *device, const vn_view *src, const vn_view *dst, uint64_t nbytes,
                                uint64_t src_offset, uint64_t dst_offset, uint64_t *resolved) {
-    if (resolved == NULL)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_device_copy_check: resolved is NULL. Fix: pass a result pointer.");
+    if (resolved == NULL) return vn_null_out("vn_device_copy_check", "resolved");
     VN_CALL1(device_copy(device, src, dst, nbytes, src_offset, dst_offset, 1, resolved), device, VN_KIND_DEVICE);
 }

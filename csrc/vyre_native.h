@@ -74,6 +74,9 @@ typedef enum vn_bounds {
      * item): each holds encoder memory until the GPU has run it, so a larger count is
      * VN_ERROR_INVALID_ARGUMENT. */
     VN_MAX_LAUNCHES_PER_SUBMIT = 256,
+    /* Submits a replay or a submit split into parts keeps running at most: the oldest
+     * is waited for before the next part (see vn_replay_split). */
+    VN_MAX_SUBMITS_IN_FLIGHT = 2,
     /* The longest a blocking call waits before it returns VN_PENDING. */
     VN_WAIT_SLICE_MS = 20,
     /* An untimed sequence replay of at least VN_SPLIT_MIN_STEPS steps on a GPU goes in
@@ -335,8 +338,16 @@ vn_status vn_wgsl_check_nesting(const char *wgsl, size_t len, uint32_t max_depth
 typedef enum vn_binding_kind {
     VN_BINDING_STORAGE_READ = 0,
     VN_BINDING_STORAGE_READ_WRITE = 1,
-    VN_BINDING_UNIFORM = 2
+    VN_BINDING_UNIFORM = 2,
+    VN_BINDING_KIND_COUNT = 3 /* the kinds are 0 .. VN_BINDING_KIND_COUNT - 1 */
 } vn_binding_kind;
+/* A binding kind's name as the Python API spells it ("storage_read",
+ * "storage_read_write", "uniform") and its WGSL declaration ("var<storage, read>",
+ * "var<storage, read_write>", "var<uniform>"); NULL for a value that is no kind. From
+ * the C layer's one table of binding-kind facts (binding_kinds.c), so no caller keeps a
+ * copy. */
+const char *vn_binding_kind_name(vn_binding_kind kind);
+const char *vn_binding_kind_wgsl(vn_binding_kind kind);
 
 /* One buffer binding, as reflected from the WGSL (vyre_native/reflect.py). */
 typedef struct vn_binding_desc {
@@ -568,6 +579,16 @@ vn_status vn_recording_create(vn_pipeline *pipeline, const vn_dispatch_args *arg
  * work, and submitting now would block inside the driver; call again. The same holds
  * for every replay, submit and read on such a device. */
 vn_status vn_recording_replay(vn_recording *recording, uint32_t n, vn_timing_mode timing, vn_submission **out);
+/* The one rule for splitting replay(n) of work of `steps` steps a launch into submits:
+ * *per_submit launches each (n itself when one submit holds them all, or when timed: the
+ * timestamp queries must span one command buffer, and vn_*_replay refuses a timed n past
+ * the bound), the last part what is left; at most *in_flight parts running
+ * (VN_MAX_SUBMITS_IN_FLIGHT), so the caller waits for the oldest before the next part
+ * (each holds encoder memory until the GPU has run it). The caller makes one
+ * vn_recording_replay or vn_sequence_replay call per part and waits between parts
+ * itself, in time slices, so that a long replay returns to it between parts (Python's
+ * replay(n): Ctrl-C interrupts it there). A NULL out is skipped. */
+void vn_replay_split(uint32_t n, size_t steps, vn_timing_mode timing, uint32_t *per_submit, uint32_t *in_flight);
 size_t vn_recording_output_count(const vn_recording *recording);
 /* The output as bound: its buffer (a new reference for the caller), offset and size in
  * bytes; or VN_ERROR_OUTPUT_INDEX. */
@@ -674,7 +695,7 @@ void vn_pending_read_release(vn_pending_read *read);
  * with this. */
 void vn_handle_release(void *handle);
 
-/* ---- introspection (csrc/device.c over csrc/debug.c's counts; csrc/fill.c) -- */
+/* ---- introspection (csrc/parking.c over csrc/debug.c's counts; csrc/fill.c) - */
 
 /* Live native objects of each kind, for leak tests. */
 typedef struct vn_live_counts {
@@ -718,7 +739,7 @@ const char *vn_debug_fill_wgsl(void);
  * VN_TEST_REFUSE_NEW_INSTANCES 1: every new instance vn_device_create and
  * vn_enumerate_adapters make offers no adapter, as a driver does that refuses new
  * instances after a number of them (NVIDIA's on the H200 machine: 30 a process); the
- * reserve instance (device.c) must take over. */
+ * reserve instance (instances.c) must take over. */
 typedef enum vn_test_switch {
     VN_TEST_SPLIT_SUBMITS_EVERYWHERE = 1,
     VN_TEST_REFUSE_NEW_INSTANCES = 2,

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "layer_resources.h"
 
 enum { TOK_END, TOK_NAME, TOK_NUMBER, TOK_PUNCT };
 

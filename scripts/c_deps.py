@@ -1,13 +1,23 @@
 #!/usr/bin/env python3
-"""The dependency graph of the C files in csrc/, and its circles.
+"""The dependency graph of the C files in csrc/, its circles, and its layer order.
 
 File A depends on file B when A uses a function or global that B defines with external
-linkage (a call, or its address taken). Uses through internal.h and platform.h count
-too: a static inline function or a macro defined there that a file uses stands for the
-names in its body (vn_submit_ready calls vn_wait, so its callers depend on device.c).
+linkage (a call, or its address taken). Uses through the layer headers count too: a
+static inline function or a macro defined there that a file uses stands for the names
+in its body (vn_submit_ready calls vn_wait, so its callers depend on waits.c).
+
+The layers are the headers of csrc/ other than the public API (vyre_native.h) and the
+function list (wgpu_functions.h): platform.h, layer_base.h, layer_object.h,
+layer_device.h, layer_resources.h, layer_work.h, each including the one below, so the
+headers' own includes say which layer is below which. A .c file belongs to the one layer header it includes. The order holds
+when every file includes exactly one layer header, every internal name it defines is
+declared in that header (not in another layer's), every file it depends on belongs to
+its layer or one below, and every inline or macro of a header uses only names of files
+at or below that header's layer.
 
 Prints each file with the files it depends on, then every strongly connected component
-of more than one file (a circle), and exits 1 when there is one.
+of more than one file (a circle), then every break of the layer order, and exits 1 when
+there is either.
 
     python3 scripts/c_deps.py [-v] [csrc]     # -v: with the names that make each edge
 
@@ -116,11 +126,23 @@ def defined_names(code: list[str]) -> set[str]:
     return names
 
 
+NOT_LAYERS = ("vyre_native.h", "wgpu_functions.h")  # the public API; an X-macro list
+
+
+def layer_headers(csrc: Path) -> list[str]:
+    return sorted(p.name for p in csrc.glob("*.h") if p.name not in NOT_LAYERS)
+
+
+def includes(text: str) -> list[str]:
+    """The quoted #includes of a file, in order."""
+    return re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', text, re.M)
+
+
 def header_expansions(csrc: Path) -> dict[str, set[str]]:
-    """For each static inline function and each macro of internal.h and platform.h: the
+    """For each static inline function and each macro of the layer headers: the
     identifiers its body uses (a file that uses it uses those)."""
     out: dict[str, set[str]] = {}
-    for header in ("internal.h", "platform.h"):
+    for header in layer_headers(csrc):
         text = re.sub(r"/\*.*?\*/", " ", (csrc / header).read_text().replace("\\\n", " "), flags=re.S)
         for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+(\w+)(.*)$", text, re.M):
             out[m.group(1)] = uses(tokens(m.group(2))[0])
@@ -161,6 +183,92 @@ def graph(csrc: Path) -> dict[str, dict[str, set[str]]]:
     return edges
 
 
+def declared_names(code: list[str]) -> set[str]:
+    """Names of the functions and globals a header's code tokens declare (prototypes,
+    extern globals) or define (static inline functions)."""
+    names = set()
+    for head, body in top_level(code):
+        if not head or head[0] == "typedef":
+            continue
+        if "(" in head and (not body or "inline" in head):
+            for a, b in zip(head, head[1:]):
+                if b == "(" and IDENT.match(a) and not a.isupper() and not a.startswith("__"):
+                    names.add(a)
+                    break
+        elif head[0] == "extern" and not body:
+            idents = [t for t in (head[: head.index("[")] if "[" in head else head) if IDENT.match(t)]
+            names.add(idents[-1])
+    return names
+
+
+def node_of(path: Path) -> str:
+    return "platform_*.c" if path.name.startswith("platform_") else path.name
+
+
+def layers_below(csrc: Path) -> dict[str, set[str]]:
+    """Each layer header -> the layer headers at or below it (itself and what its
+    #includes reach)."""
+    headers = layer_headers(csrc)
+    below: dict[str, set[str]] = {}
+
+    def reach(h: str) -> set[str]:
+        if h not in below:
+            below[h] = {h}
+            for inc in includes((csrc / h).read_text()):
+                if inc in headers:
+                    below[h] |= reach(inc)
+        return below[h]
+
+    for h in headers:
+        reach(h)
+    return below
+
+
+def layer_of(csrc: Path) -> dict[str, list[str]]:
+    """Each .c file -> the layer headers it includes (its layer, when there is one)."""
+    headers = layer_headers(csrc)
+    return {p.name: [inc for inc in includes(p.read_text()) if inc in headers] for p in sorted(csrc.glob("*.c"))}
+
+
+def layer_breaks(csrc: Path, edges: dict[str, dict[str, set[str]]] | None = None) -> list[str]:
+    """Every break of the layer order (see the module's doc), one line each."""
+    edges = graph(csrc) if edges is None else edges
+    headers = layer_headers(csrc)
+    below = layers_below(csrc)
+    reach = below.__getitem__
+    declared = {h: declared_names(tokens((csrc / h).read_text())[0]) for h in headers}
+    breaks: list[str] = []
+    layer: dict[str, str] = {}  # node -> its layer header
+    for name_c, own in layer_of(csrc).items():
+        path = csrc / name_c
+        text = path.read_text()
+        if len(own) != 1:
+            breaks.append(f"{path.name} includes {len(own)} layer headers ({' '.join(own) or 'none'}): one, its own")
+            continue
+        layer.setdefault(node_of(path), own[0])
+        for name in sorted(defined_names(tokens(text)[0])):
+            for h in headers:
+                if name in declared[h] and h != own[0]:
+                    breaks.append(f"{path.name} includes {own[0]} but defines {name}, which {h} declares")
+    for node in sorted(edges):
+        for dep in sorted(edges[node]):
+            if node in layer and dep in layer and layer[dep] not in reach(layer[node]):
+                names = " ".join(sorted(edges[node][dep]))
+                breaks.append(f"{node} ({layer[node]}) uses {dep} ({layer[dep]}), a higher layer: {names}")
+    owner: dict[str, str] = {}
+    for path in csrc.glob("*.c"):
+        for name in defined_names(tokens(path.read_text())[0]):
+            owner[name] = node_of(path)
+    expand = header_expansions(csrc)
+    for h in headers:
+        for name in sorted(declared[h] & set(expand)):
+            for used in sorted(expand[name]):
+                user = owner.get(used)
+                if user is not None and user in layer and layer[user] not in reach(h):
+                    breaks.append(f"{h}'s {name} uses {used} of {user} ({layer[user]}), a higher layer")
+    return breaks
+
+
 def circles(edges: dict[str, dict[str, set[str]]]) -> list[list[str]]:
     """Strongly connected components of more than one node (Tarjan's algorithm)."""
     index: dict[str, int] = {}
@@ -196,9 +304,15 @@ def circles(edges: dict[str, dict[str, set[str]]]) -> list[list[str]]:
     return found
 
 
-def report(edges: dict[str, dict[str, set[str]]], verbose: bool = False, out: TextIO = sys.stdout) -> int:
-    """Print the graph (verbose: with the names each edge uses) and its circles; 1 when
-    there is a circle, else 0."""
+def report(
+    edges: dict[str, dict[str, set[str]]],
+    breaks: list[str] | None = None,
+    verbose: bool = False,
+    out: TextIO = sys.stdout,
+) -> int:
+    """Print the graph (verbose: with the names each edge uses), its circles and, with
+    breaks (a graph that has layers: C's), the layer order's breaks; 1 when there is a
+    circle or a break, else 0."""
     width = max(map(len, edges))
     for node in sorted(edges):
         print(f"{node:<{width}} -> {' '.join(sorted(edges[node])) or '-'}", file=out)
@@ -208,12 +322,15 @@ def report(edges: dict[str, dict[str, set[str]]], verbose: bool = False, out: Te
     found = circles(edges)
     for component in found:
         print(f"circle: {{{', '.join(component)}}}", file=out)
-    if not found:
-        print("no circles", file=out)
-    return 1 if found else 0
+    for line in breaks or ():
+        print(f"layer order: {line}", file=out)
+    if not found and not breaks:
+        print("no circles" if breaks is None else "no circles, layers in order", file=out)
+    return 1 if found or breaks else 0
 
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if a != "-v"]
     root = Path(args[0]) if args else Path(__file__).resolve().parent.parent / "csrc"
-    sys.exit(report(graph(root), verbose="-v" in sys.argv[1:]))
+    edges = graph(root)
+    sys.exit(report(edges, layer_breaks(root, edges), verbose="-v" in sys.argv[1:]))

@@ -4,7 +4,10 @@
 # size, and leave logs and pytest-benchmark JSON in $OUT. Prepared beforehand on the
 # development machine with the shared gpu/prepare.sh (wheels + Vulkan loader in .gpu/).
 #
-#   device run, carry [".gpu"]:  bash scripts/gpu_run.sh [tests] [files] [bench] [workloads]
+#   device run, carry [".gpu"]:  bash scripts/gpu_run.sh [tests] [files] [bench] [tinygrad] [workloads]
+#
+# tinygrad: benchmarks/test_bench_tinygrad.py alone (DEV=VN beside tinygrad's CUDA and the
+# others found; its log ends with the ratios and VN's breakdown), $OUT/tinygrad.{log,json}.
 #
 # Each stage has its own time limit (VN_GPU_*_S) so one slow stage cannot eat the
 # others'; a stage's exit status goes to $OUT/summary.txt. VN_GPU_TEST_ARGS adds pytest
@@ -74,9 +77,11 @@ for stage in "${stages[@]}"; do
       done ;;
     bench) run bench "${VN_GPU_BENCH_S:-300}" python3 -m pytest -c "$ROOT/benchmarks/pytest.ini" "$ROOT/benchmarks" \
              ${VN_GPU_BENCH_ARGS:-} -q --benchmark-json "$OUT/bench.json" ;;
+    tinygrad) run tinygrad "${VN_GPU_TINYGRAD_S:-500}" python3 -m pytest -c "$ROOT/benchmarks/pytest.ini" \
+             "$ROOT/benchmarks/test_bench_tinygrad.py" -q -rs --benchmark-json "$OUT/tinygrad.json" ;;
     workloads) VN_WORKLOAD_SIZE=full run workloads "${VN_GPU_WORKLOADS_S:-200}" python3 -m pytest \
              -c "$ROOT/benchmarks/pytest.ini" "$ROOT/benchmarks/workloads" -q --benchmark-json "$OUT/workloads.json" ;;
-    *) echo "gpu_run: unknown stage $stage (tests, files, bench, workloads)" >> "$OUT/summary.txt" ;;
+    *) echo "gpu_run: unknown stage $stage (tests, files, bench, tinygrad, workloads)" >> "$OUT/summary.txt" ;;
   esac
 done
 cat "$OUT/summary.txt"

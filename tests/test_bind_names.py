@@ -13,6 +13,8 @@ import pytest
 from support.kernels import ADD_IMMEDIATE, DOUBLE
 
 import vyre_native as vn
+from vyre_native._lib import ffi, lib
+from vyre_native.reflect.entry import _KIND_CODES
 
 # Two outputs across two groups, a uniform, and a preserved counter.
 AFFINE = """
@@ -252,3 +254,28 @@ def test_a_binding_named_with_combining_marks_binds_by_its_whole_name(device: vn
     rec = prog.prerecord_persistent_dispatch(bind={name: data, "out": device.alloc(4 * N)})
     rec.replay()
     assert (np.frombuffer(rec.read_output(0), dtype=np.float32) == 2 * np.arange(N)).all()
+
+
+THREE_KINDS = """
+@group(0) @binding(0) var<storage, read> a: array<u32>;
+@group(0) @binding(1) var<storage, read_write> b: array<u32>;
+@group(0) @binding(2) var<uniform> c: vec4<u32>;
+@compute @workgroup_size(1) fn main() { b[0] = a[0] + c.x; }
+"""
+
+
+def test_binding_kinds_are_cs_one_table(device: vn.Device) -> None:
+    """C's table of binding kinds (binding_kinds.c) names every kind; the names a
+    pipeline's bindings carry, and Python's table of codes, are those."""
+    kinds = range(int(lib.VN_BINDING_KIND_COUNT))
+    names = [ffi.string(lib.vn_binding_kind_name(k)).decode() for k in kinds]
+    assert names == ["storage_read", "storage_read_write", "uniform"]
+    assert [ffi.string(lib.vn_binding_kind_wgsl(k)).decode() for k in kinds] == [
+        "var<storage, read>",
+        "var<storage, read_write>",
+        "var<uniform>",
+    ]
+    assert lib.vn_binding_kind_name(lib.VN_BINDING_KIND_COUNT) == ffi.NULL
+    assert lib.vn_binding_kind_wgsl(lib.VN_BINDING_KIND_COUNT + 7) == ffi.NULL
+    assert [b.kind for b in device.compile(THREE_KINDS).bindings] == names
+    assert _KIND_CODES == {name: k for k, name in zip(kinds, names)}

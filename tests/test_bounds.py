@@ -4,7 +4,7 @@ allocation the driver refuses is OutOfMemoryError.
 One submit holds at most ``VN_MAX_LAUNCHES_PER_SUBMIT`` (256) launches: wgpu keeps about
 17 KiB of encoder memory per launch with clears until the GPU has run it, so
 ``replay(10**6)`` in one command buffer took about 18 GB. ``replay(n)`` beyond that goes
-in submits of 256 with at most two in flight, and so does a ``device.submit`` of more
+in submits of 256 with at most two in flight (C's ``vn_replay_split`` says so), and so does a ``device.submit`` of more
 than 256 steps; a timed replay or submit, whose queries span one command buffer, is
 refused past 256 with a typed error.
 """
@@ -18,7 +18,7 @@ from support.kernels import COUNTER, DOUBLE
 from support.markers import not_under_asan
 
 import vyre_native as vn
-from vyre_native._lib import lib
+from vyre_native._lib import ffi, lib
 
 PER_SUBMIT = 256
 
@@ -36,6 +36,34 @@ def _count(buf: vn.Buffer) -> int:
 
 def test_the_per_submit_bound_is_256_launches() -> None:
     assert lib.VN_MAX_LAUNCHES_PER_SUBMIT == PER_SUBMIT
+
+
+def _split(n: int, steps: int, timing: int = 0) -> tuple[int, int]:
+    per_submit, in_flight = ffi.new("uint32_t *"), ffi.new("uint32_t *")
+    lib.vn_replay_split(n, steps, timing, per_submit, in_flight)
+    return int(per_submit[0]), int(in_flight[0])
+
+
+@pytest.mark.parametrize(
+    ("n", "steps", "timing", "parts"),
+    [
+        (1, 1, 0, (1, 2)),  # one launch: one part
+        (256, 1, 0, (256, 2)),  # fits one submit
+        (257, 1, 0, (256, 2)),  # one past it: parts of 256
+        (10**6, 1, 0, (256, 2)),
+        (1000, 3, 0, (85, 2)),  # as many whole launches as fit
+        (100, 3, 0, (85, 2)),
+        (85, 3, 0, (85, 2)),
+        (10, 300, 0, (1, 2)),  # a launch longer than the bound is a part of its own
+        (10, 0, 0, (10, 2)),  # an empty sequence
+        (1000, 1, int(lib.VN_TIMING_TOTAL), (1000, 2)),  # timed: one part (C refuses it past the bound)
+    ],
+)
+def test_replay_split_is_cs_rule(n: int, steps: int, timing: int, parts: tuple[int, int]) -> None:
+    """C's vn_replay_split owns how replay(n) goes in submits; Python's replay(n) follows
+    it (the replays below count every launch)."""
+    assert _split(n, steps, timing) == parts
+    assert lib.VN_MAX_SUBMITS_IN_FLIGHT == 2
 
 
 @not_under_asan

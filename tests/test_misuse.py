@@ -614,6 +614,19 @@ def test_read_output_into_a_non_buffer_raises_type_error(device, double, io, kin
     misuse(device, lambda: rec.read_output_into(0, [0] * 64), TypeError, "list")
 
 
+@pytest.mark.parametrize("route", ["buffer.read_into", "read_output_into", "result_into"])
+def test_every_read_into_too_small_a_destination_names_both_sizes(device, double, io, route) -> None:
+    """One C rule (readback.c, check_destination) for every read into caller memory."""
+    rec = _replayed("recording", double, *io)
+    small = np.empty(10, np.uint8)
+    call = {
+        "buffer.read_into": lambda: io[1].read_into(small),
+        "read_output_into": lambda: rec.read_output_into(0, small),
+        "result_into": lambda: io[1].read_async().result_into(small),
+    }[route]
+    misuse(device, call, ValueError, "into 10 bytes", "has 256", "at least 256 bytes")
+
+
 def test_failed_read_into_leaves_the_destination_untouched(device, double, io) -> None:
     rec = _replayed("prerecorded", double, *io)
     dst = np.full(10, 7, np.uint8)

@@ -1,15 +1,19 @@
 """The code's structure: no circle among the C files of csrc/ (file A depends on file B
 when A uses a function or global B defines) nor among the modules of vyre_native/
-(runtime imports), as scripts/c_deps.py and scripts/py_deps.py read them.
+(runtime imports), as scripts/c_deps.py and scripts/py_deps.py read them; and the C
+layers in order: each .c includes its own layer's header (platform.h, layer_base.h,
+layer_object.h, layer_device.h, layer_resources.h, layer_work.h, each including the one
+below) and uses nothing a file of a higher layer defines.
 
 A circle means no file of it can be read, changed or tested without the others; the
 layers (DESIGN: loader and errors, device, resources, work; interop beside the
-resources) only hold while there is none."""
+resources) hold only while no file reaches up."""
 
 from __future__ import annotations
 
 import importlib.util
 import pathlib
+import shutil
 import sys
 from types import ModuleType
 
@@ -32,10 +36,59 @@ def load(name: str) -> ModuleType:
         sys.path.remove(str(SCRIPTS))
 
 
-@pytest.mark.parametrize("script", ["c_deps.py", "py_deps.py"])
-def test_no_circles(script: str) -> None:
+@pytest.mark.parametrize(("script", "verdict"), [("c_deps.py", "no circles, layers in order"), ("py_deps.py", "no circles")])
+def test_no_circles(script: str, verdict: str) -> None:
     result = run([str(SCRIPTS / script), "-v"])
-    assert result.returncode == 0 and result.stdout.rstrip().endswith("no circles"), result.stdout + result.stderr
+    assert result.returncode == 0 and result.stdout.rstrip().endswith(verdict), result.stdout + result.stderr
+
+
+def test_c_layers_are_the_headers_in_include_order() -> None:
+    """The layers the check holds are the ones the docs name, each file in the layer
+    its concern belongs to, so a clean verdict is about these layers."""
+    c_deps = load("c_deps")
+    below = c_deps.layers_below(ROOT / "csrc")
+    order = ["platform.h", "layer_base.h", "layer_object.h", "layer_device.h", "layer_resources.h", "layer_work.h"]
+    assert sorted(below) == sorted(order)
+    for i, header in enumerate(order):
+        assert below[header] == set(order[: i + 1])
+    layer = c_deps.layer_of(ROOT / "csrc")
+    assert layer["loader.c"] == layer["error.c"] == ["layer_base.h"]
+    assert layer["object.c"] == ["layer_object.h"]
+    assert layer["device.c"] == ["layer_device.h"]
+    assert layer["bind.c"] == layer["fill.c"] == layer["buffer.c"] == ["layer_resources.h"]
+    assert layer["encode.c"] == layer["replay.c"] == layer["readback.c"] == ["layer_work.h"]
+    assert layer["platform_posix.c"] == ["platform.h"]
+
+
+def test_c_layer_check_finds_planted_breaks(tmp_path: pathlib.Path) -> None:
+    """A copy of csrc/ with one break of each kind planted: the check names each, and
+    the script exits 1 on it."""
+    c_deps = load("c_deps")
+    tree = tmp_path / "csrc"
+    shutil.copytree(ROOT / "csrc", tree, ignore=shutil.ignore_patterns("python", "*.py"))
+    assert c_deps.layer_breaks(tree) == []
+    # A resources file calling into the work layer.
+    with (tree / "bind.c").open("a") as f:
+        f.write("\nvoid vn_planted(WGPUCommandEncoder e) { vn_begin_pass(e, NULL); }\n")
+    # A file including a second layer header besides its own.
+    features = tree / "features.c"
+    features.write_text(features.read_text().replace('#include "layer_device.h"', '#include "layer_device.h"\n#include "layer_work.h"'))
+    # A device header inline reaching up into the work layer.
+    device_h = tree / "layer_device.h"
+    text = device_h.read_text()
+    inline = "static inline vn_status vn_submit_ready(vn_device *device) {"
+    assert inline in text
+    device_h.write_text(text.replace(inline, inline + " (void)vn_timing_release;"))
+    # A work file pretending to be a resources file: it defines layer_work.h's names.
+    submission = tree / "submission.c"
+    submission.write_text(submission.read_text().replace('#include "layer_work.h"', '#include "layer_resources.h"'))
+    breaks = c_deps.layer_breaks(tree)
+    assert "bind.c (layer_resources.h) uses encode.c (layer_work.h), a higher layer: vn_begin_pass" in breaks
+    assert "features.c includes 2 layer headers (layer_device.h layer_work.h): one, its own" in breaks
+    assert "layer_device.h's vn_submit_ready uses vn_timing_release of timing.c (layer_work.h), a higher layer" in breaks
+    assert "submission.c includes layer_resources.h but defines vn_submit_tracked, which layer_work.h declares" in breaks
+    result = run([str(SCRIPTS / "c_deps.py"), str(tree)])
+    assert result.returncode == 1 and "layer order: bind.c (layer_resources.h) uses encode.c" in result.stdout, result.stdout
 
 
 def test_c_graph_sees_the_known_edges() -> None:
@@ -45,12 +98,13 @@ def test_c_graph_sees_the_known_edges() -> None:
     edges = c_deps.graph(ROOT / "csrc")
     nodes = {p.name for p in (ROOT / "csrc").glob("*.c") if not p.name.startswith("platform_")}
     assert set(edges) == nodes | {"platform_*.c"}
-    assert edges["record.c"]["bind.c"] >= {"vn_bound_resolve", "vn_bound_encode"}  # a call
+    assert edges["record.c"]["bind.c"] >= {"vn_bound_resolve"}  # a call
+    assert "vn_bound_encode" in edges["record.c"]["encode.c"]
     assert "vn_buffer_submittable" in edges["readback.c"]["buffer.c"]  # a function's address
     assert "wgpu" in edges["replay.c"]["loader.c"]  # a global
     assert "vn_acquire_all" in edges["replay.c"]["object.c"]  # through a macro (VN_CALL2)
-    assert "vn_wait" in edges["readback.c"]["device.c"]  # through an inline (vn_submit_ready)
-    assert "vn_mutex_lock" in edges["device.c"]["platform_*.c"]
+    assert "vn_wait" in edges["readback.c"]["waits.c"]  # through an inline (vn_submit_ready)
+    assert "vn_mutex_lock" in edges["scopes.c"]["platform_*.c"]
     # A circle is reported, and exits 1.
     assert c_deps.circles({"a": {"b": set()}, "b": {"c": set()}, "c": {"a": set()}, "d": {"a": set()}}) == [
         ["a", "b", "c"]

@@ -349,6 +349,18 @@ def test_jit_variable_values_are_written_not_rerecorded() -> None:
     assert graph.var_vals_replace
 
 
+def test_jit_with_a_symbolic_launch_size_computes_each_size_right() -> None:
+    graph_cache.clear()
+    n = Variable("n", 1, 64)
+    jit = TinyJit(lambda x, v: (x.shrink(((0, v),)) * 2 + 1).contiguous().sum().contiguous())
+    x = Tensor(np.arange(64, dtype=np.float32), device=VN).realize()
+    for k in (5, 9, 17, 64, 3, 17):
+        assert jit(x, n.bind(k)).item() == float((np.arange(k) * 2 + 1).sum())
+    (graph,) = _graphs()
+    assert graph.launch_dims_replace  # the sizes reached the graph as launch sizes
+    assert len(graph.sequences) == 4  # one per size it replayed (17 twice), none per call
+
+
 # ---------------------------------------------------------------- training
 
 

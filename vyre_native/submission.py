@@ -10,11 +10,6 @@ from ._handles import Handle, new_slot, owned
 from ._lib import call_waiting, check, done_flag, ffi, lib
 from ._marshal import to_seconds
 
-#: Steps one submit encodes at most (C's bound, VN_MAX_LAUNCHES_PER_SUBMIT), and how many
-#: such submits a long replay(n) keeps in flight before waiting for the oldest.
-PER_SUBMIT = int(lib.VN_MAX_LAUNCHES_PER_SUBMIT)
-_IN_FLIGHT = 2
-
 
 class Submission(Handle):
     """One queue submission: ``index``, ``done`` (non-blocking), ``wait(timeout)``, GPU times.
@@ -95,19 +90,19 @@ class Submission(Handle):
 
 def replay(replay_fn: Any, ptr: Any, n: int, mode: int, steps: int) -> Submission:
     """``replay_fn(ptr, n, mode, out)`` (vn_recording_replay, vn_sequence_replay) of ``n``
-    launches of ``steps`` steps each: one C call when they fit one submit (or are timed:
-    C refuses a timed replay past the bound), else submits of as many launches as fit,
-    each its own command buffer with its clears and fills as one replay encodes them,
-    keeping at most _IN_FLIGHT running: each holds encoder memory until the GPU has run
-    it, so waiting for the oldest keeps memory bounded for any n. Every wait is one time
-    slice a call (Ctrl-C leaves the submits made so far running). Returns the last
-    submit's Submission: the queue runs in order, so its completion implies them all."""
-    per_submit = max(1, PER_SUBMIT // max(steps, 1))
-    if n == 1 or n <= per_submit or mode:
-        per_submit = n
+    launches of ``steps`` steps each, in the parts C's ``vn_replay_split`` gives (the rule's
+    one owner: one part when they fit one submit or are timed, else parts of as many
+    launches as fit, at most so many running), each part one C call, its own command
+    buffer with its clears and fills as one replay encodes them. The loop is here, not
+    in C, because waiting for the oldest running part must return to Python in time
+    slices: Ctrl-C then interrupts a long replay promptly (leaving the parts submitted
+    so far running), and each part's Submission is owned here as it comes. Returns the
+    last part's Submission: the queue runs in order, so its completion implies them all."""
+    per_submit, in_flight = ffi.new("uint32_t *"), ffi.new("uint32_t *")
+    lib.vn_replay_split(n, steps, mode, per_submit, in_flight)
     running: list[Submission] = []
     while True:
-        k = min(per_submit, n)
+        k = min(int(per_submit[0]), n)
         out_own, out = new_slot("vn_submission *")
         # VN_PENDING: a CPU adapter's queue still runs earlier work
         call_waiting(replay_fn, ptr, k, mode, out)
@@ -116,5 +111,5 @@ def replay(replay_fn: Any, ptr: Any, n: int, mode: int, steps: int) -> Submissio
         if n == 0:
             return sub
         running.append(sub)
-        if len(running) >= _IN_FLIGHT:
+        if len(running) >= in_flight[0]:
             running.pop(0).wait()

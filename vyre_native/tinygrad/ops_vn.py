@@ -299,11 +299,16 @@ class VNGraph(GraphRunner):
                 )
             )
         self.sequences: OrderedDict[tuple[Any, ...], vn.Sequence] = OrderedDict()
+        # the JIT inputs any step binds, each looked up once a call (tinygrad's UOp.buffer
+        # is a property that walks the UOp), and where each one goes
+        self.inputs = sorted({i for replace in self.uop_replace for _, i in replace})
+        self.placed = [(j, pos, i) for j, replace in enumerate(self.uop_replace) for pos, i in replace]
 
-    def _sequence(self, bufs: dict[tuple[int, int], VNBuf], dims: dict[int, tuple[int, ...]]) -> vn.Sequence:
+    def _sequence(self, bufs: dict[int, VNBuf], dims: dict[int, tuple[int, ...]]) -> vn.Sequence:
+        placed = {(j, pos): bufs[i] for j, pos, i in self.placed}
         seq = self.dev.vn.sequence()
         for j, (prog, step_bufs, uniforms, workgroups) in enumerate(self.steps):
-            these = tuple(bufs.get((j, p), b) for p, b in enumerate(step_bufs))
+            these = tuple(placed.get((j, p), b) for p, b in enumerate(step_bufs))
             inputs, outputs = prog.handles(these, uniforms)
             seq.add(prog.pipeline, inputs, outputs, workgroups=dims.get(j, workgroups), clear_outputs=False)
         return seq
@@ -311,19 +316,19 @@ class VNGraph(GraphRunner):
     def __call__(
         self, input_uops: tuple[UOp, ...], var_vals: dict[str, int], wait: bool = False
     ) -> float | None:
-        bufs = {
-            (j, pos): cast(Buffer, input_uops[i].buffer)._buf
-            for j, replace in enumerate(self.uop_replace)
-            for pos, i in replace
-        }
-        dims = {j: tuple(int(g) for g in gl) for j, gl, _ in self.updated_launch_dims(var_vals)}
+        bufs = {i: cast(Buffer, input_uops[i].buffer)._buf for i in self.inputs}
+        dims = (
+            {j: tuple(int(g) for g in gl) for j, gl, _ in self.updated_launch_dims(var_vals)}
+            if self.launch_dims_replace
+            else {}
+        )
         key = (tuple(b.key for b in bufs.values()), tuple(dims.values()))
         seq = self.sequences.get(key)
         if seq is None:
             seq = self.sequences[key] = self._sequence(bufs, dims)
             if len(self.sequences) > _SEQUENCES_PER_GRAPH:
                 self.sequences.popitem(last=False)
-        else:
+        elif len(self.sequences) > 1:
             self.sequences.move_to_end(key)
         if self.var_vals_replace:
             new = bytearray(self.var_bytes)

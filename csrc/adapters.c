@@ -1,0 +1,118 @@
+/* adapters.c - the adapters of an instance: listing, describing (name, vendor,
+ * backend, type, features) and requesting one by power preference. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layer_device.h"
+
+static const char *backend_name(WGPUBackendType t) {
+    switch (t) {
+    case WGPUBackendType_Null: return "Null";
+    case WGPUBackendType_WebGPU: return "WebGPU";
+    case WGPUBackendType_D3D11: return "D3D11";
+    case WGPUBackendType_D3D12: return "D3D12";
+    case WGPUBackendType_Metal: return "Metal";
+    case WGPUBackendType_Vulkan: return "Vulkan";
+    case WGPUBackendType_OpenGL: return "OpenGL";
+    case WGPUBackendType_OpenGLES: return "OpenGLES";
+    default: return "Unknown";
+    }
+}
+
+static const char *adapter_type_name(WGPUAdapterType t) {
+    switch (t) {
+    case WGPUAdapterType_DiscreteGPU: return "DiscreteGPU";
+    case WGPUAdapterType_IntegratedGPU: return "IntegratedGPU";
+    case WGPUAdapterType_CPU: return "CPU";
+    default: return "Unknown";
+    }
+}
+
+void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out) {
+    memset(out, 0, sizeof *out);
+    WGPUAdapterInfo info = WGPU_ADAPTER_INFO_INIT;
+    if (wgpu.AdapterGetInfo(adapter, &info) != WGPUStatus_Success) return;
+    vn_string_view_copy(info.device, out->name, sizeof out->name);
+    vn_string_view_copy(info.vendor, out->vendor, sizeof out->vendor);
+    vn_string_view_copy(info.description, out->driver, sizeof out->driver);
+    snprintf(out->backend, sizeof out->backend, "%s", backend_name(info.backendType));
+    snprintf(out->adapter_type, sizeof out->adapter_type, "%s", adapter_type_name(info.adapterType));
+    out->vendor_id = info.vendorID;
+    out->device_id = info.deviceID;
+    wgpu.AdapterInfoFreeMembers(info);
+    vn_describe_features(adapter, out->features, sizeof out->features);
+    vn_identify_adapters(out, 1);
+}
+
+/* All adapters of an instance, in wgpu-native's order; the caller releases them. */
+vn_status vn_list_adapters(WGPUInstance instance, WGPUAdapter **out, size_t *count) {
+    *out = NULL;
+    *count = wgpu.InstanceEnumerateAdapters(instance, NULL, NULL);
+    if (*count == 0) return VN_OK;
+    *out = calloc(*count, sizeof **out);
+    if (*out == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate the adapter list. Fix: free host memory.");
+    *count = wgpu.InstanceEnumerateAdapters(instance, NULL, *out);
+    return VN_OK;
+}
+
+void vn_release_adapters(WGPUAdapter *adapters, size_t count, WGPUAdapter keep) {
+    for (size_t i = 0; i < count; i++)
+        if (adapters[i] != NULL && adapters[i] != keep) wgpu.AdapterRelease(adapters[i]);
+    free(adapters);
+}
+
+vn_status vn_enumerate_adapters(const char *backend, vn_device_info *out, size_t capacity, size_t *count) {
+    vn_status st = vn_require_library();
+    if (st != VN_OK) return st;
+    if (count == NULL || (capacity > 0 && out == NULL))
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_enumerate_adapters: NULL argument. Fix: pass a result array and count.");
+    WGPUInstanceBackend backends;
+    if ((st = vn_parse_backend(backend, &backends)) != VN_OK) return st;
+    WGPUInstance instance = vn_new_instance(backends);
+    if (instance == NULL) return vn_fail(VN_ERROR_INTERNAL, "wgpuCreateInstance returned NULL. Fix: check that a Vulkan loader is installed.");
+    WGPUAdapter *adapters;
+    size_t n;
+    st = vn_list_adapters(instance, &adapters, &n);
+    if (st == VN_OK && vn_switch_to_reserve(&instance, backends, n > 0))
+        st = vn_list_adapters(instance, &adapters, &n); /* none were listed: nothing to release */
+    if (st == VN_OK) {
+        for (size_t i = 0; i < n && i < capacity; i++) vn_describe_adapter(adapters[i], &out[i]);
+        vn_identify_adapters(out, n < capacity ? n : capacity);
+        *count = n;
+        vn_release_adapters(adapters, n, NULL);
+    }
+    wgpu.InstanceRelease(instance);
+    return st;
+}
+
+static void on_adapter(WGPURequestAdapterStatus status, WGPUAdapter adapter, WGPUStringView message,
+                       void *userdata1, void *userdata2) {
+    (void)userdata2;
+    struct vn_adapter_request *req = userdata1;
+    req->status = status;
+    req->adapter = adapter;
+    vn_string_view_copy(message, req->message, sizeof req->message);
+    /* Abandoned: an adapter that came too late is leaked (callbacks call no wgpu). */
+    if (vn_request_complete(&req->state)) free(req);
+}
+
+vn_status vn_request_adapter(WGPUInstance instance, const WGPURequestAdapterOptions *opts,
+                            struct vn_adapter_request *out) {
+    struct vn_adapter_request *pending = calloc(1, sizeof *pending);
+    if (pending == NULL)
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate an adapter request. Fix: free host memory.");
+    WGPURequestAdapterCallbackInfo acb = WGPU_REQUEST_ADAPTER_CALLBACK_INFO_INIT;
+    acb.mode = WGPUCallbackMode_AllowProcessEvents;
+    acb.callback = on_adapter;
+    acb.userdata1 = pending;
+    wgpu.InstanceRequestAdapter(instance, opts, acb);
+    if (!vn_request_wait(instance, NULL, &pending->state, 60.0)) return VN_ERROR_TIMEOUT; /* the callback frees it */
+    memcpy(out, pending, sizeof *out); /* the callback is done with it */
+    free(pending);
+    if (out->status != WGPURequestAdapterStatus_Success && out->adapter != NULL) {
+        wgpu.AdapterRelease(out->adapter);
+        out->adapter = NULL;
+    }
+    return VN_OK;
+}
