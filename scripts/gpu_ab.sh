@@ -7,6 +7,8 @@
 #   here:         mkdir -p .gpu_ab && git archive <commit> | tar -x -C .gpu_ab
 #   device run:   carry [".gpu", ".gpu_ab"], command: bash scripts/gpu_ab.sh .gpu_ab [rounds]
 #
+# VN_AB_FILES (benchmark file names, e.g. "test_bench_replay.py test_bench_submit.py")
+# runs those files of each tree instead of its whole benchmarks/ folder.
 # Leaves $OUT/ab-{A,B}{1..rounds}.json (pytest-benchmark JSON) and their logs; compare
 # with benchmarks/report.py --from on each file.
 set -uo pipefail
@@ -21,12 +23,16 @@ for side in A B; do
   python3 -m pip install -q --upgrade --no-build-isolation --no-index --no-deps --target "/tmp/vn_$side" "$tree" \
     || { echo "gpu_ab: building $side ($tree) failed" >&2; exit 2; }
 done
+targets() {  # the benchmark files of tree $1 this run times
+  if [ -z "${VN_AB_FILES:-}" ]; then echo "$1/benchmarks"; return; fi
+  local f; for f in $VN_AB_FILES; do echo "$1/benchmarks/$f"; done
+}
 cd /tmp  # a neutral folder: neither checkout's vyre_native/ shadows its build
 for i in $(seq 1 "$rounds"); do
   for side in A B; do
     tree=$ROOT; [ "$side" = A ] && tree=$A
     PYTHONPATH="/tmp/vn_$side:$PYTHONPATH" timeout 280 python3 -m pytest -c "$tree/benchmarks/pytest.ini" \
-      "$tree/benchmarks" -q -p no:cacheprovider --benchmark-json "$OUT/ab-$side$i.json" > "$OUT/ab-$side$i.log" 2>&1
+      $(targets "$tree") -q -p no:cacheprovider --benchmark-json "$OUT/ab-$side$i.json" > "$OUT/ab-$side$i.log" 2>&1
     echo "ab $side$i rc=$?" >> "$OUT/summary.txt"
   done
 done
