@@ -78,6 +78,9 @@ OPERATIONS: dict[str, str] = {
     "compile_seen": "compile WGSL seen before",
     "multi_device_one": "compute unit, one device",
     "multi_device_two": "compute unit, two devices / two threads",
+    "scaling_one_process": "compute unit, one process (vn.worker.Worker)",
+    **{f"scaling_processes_{n}": f"compute unit, {n} worker process(es)" for n in (1, 2, 4)},
+    **{f"scaling_ray_{n}": f"compute unit, {n} Ray actor(s)" for n in (1, 2, 4)},
 }
 
 _STAT_KEYS = {"mean": "per_op_ns", "median": "per_op_ns_median", "min": "per_op_ns_min"}

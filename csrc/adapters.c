@@ -42,6 +42,7 @@ void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out) {
     out->device_id = info.deviceID;
     wgpu.AdapterInfoFreeMembers(info);
     vn_describe_features(adapter, out->features, sizeof out->features);
+    vn_identify_adapters(out, 1);
 }
 
 /* All adapters of an instance, in wgpu-native's order; the caller releases them. */
@@ -77,6 +78,7 @@ vn_status vn_enumerate_adapters(const char *backend, vn_device_info *out, size_t
         st = vn_list_adapters(instance, &adapters, &n); /* none were listed: nothing to release */
     if (st == VN_OK) {
         for (size_t i = 0; i < n && i < capacity; i++) vn_describe_adapter(adapters[i], &out[i]);
+        vn_identify_adapters(out, n < capacity ? n : capacity);
         *count = n;
         vn_release_adapters(adapters, n, NULL);
     }

@@ -158,6 +158,9 @@ bool vn_switch_to_reserve(WGPUInstance *instance, WGPUInstanceBackend backends, 
 /* ---- adapters (adapters.c) ------------------------------------------------------------ */
 
 void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out);
+/* adapter_identity.c: fill uuid and pci_bus of `count` adapters in wgpu's order (the
+ * whole list, or one alone: then only a (vendor, device) pair Vulkan shows once). */
+void vn_identify_adapters(vn_device_info *adapters, size_t count);
 /* All adapters of an instance, in wgpu-native's order (*out NULL when none); the caller
  * releases them (vn_release_adapters: all but `keep`, and the array). */
 vn_status vn_list_adapters(WGPUInstance instance, WGPUAdapter **out, size_t *count);

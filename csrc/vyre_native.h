@@ -62,8 +62,9 @@ typedef enum vn_status {
      * work is not done yet. Call it again (with the same arguments) to keep waiting;
      * returning in between lets the caller notice a signal (Python: KeyboardInterrupt). */
     VN_PENDING = 17,
-    VN_ERROR_REENTERED = 18         /* a call made, from a signal handler or a finalizer, inside a
+    VN_ERROR_REENTERED = 18,        /* a call made, from a signal handler or a finalizer, inside a
                                      * call on the same thread that holds a lock it needs */
+    VN_ERROR_NOT_PICKLABLE = 19     /* a handle pickled (sent to another process) */
 } vn_status;
 
 /* Bounds of one call. */
@@ -139,6 +140,11 @@ typedef struct vn_device_info {
     char driver[256];
     uint32_t vendor_id;
     uint32_t device_id;
+    /* What wgpu-native does not say, from the Vulkan loader (csrc/adapter_identity.c);
+     * "" where unknown: the deviceUUID as 8-4-4-4-12 hex (NVIDIA's is the GPU's UUID,
+     * "GPU-<uuid>" in nvidia-smi), and the PCI address "dddd:bb:dd.f". */
+    char uuid[40];
+    char pci_bus[16];
     /* The adapter's features, space-separated, in WebGPU's spelling ("shader-f16",
      * "timestamp-query") and wgpu-py's for wgpu-native's own ("subgroup", "shader-f64"). */
     char features[2048];
@@ -183,6 +189,19 @@ vn_status vn_device_get_features(const vn_device *device, char *out, size_t capa
  * *count gets how many exist. */
 vn_status vn_enumerate_adapters(const char *backend, vn_device_info *out, size_t capacity, size_t *count);
 vn_status vn_device_get_info(const vn_device *device, vn_device_info *out);
+/* The adapter to use among `adapters` (count of them, as vn_enumerate_adapters lists
+ * them) into *index; -1 for the default adapter. `wanted` (not NULL): the one whose uuid
+ * (with or without "GPU-", or a unique prefix) or PCI address ("0000:3b:00.0" or
+ * "3b:00.0") it is. NULL: the first GPU that CUDA_VISIBLE_DEVICES (NVIDIA: indices in
+ * PCI order, or GPU-<uuid>), ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES (AMD, indices;
+ * HIP's within ROCR's) or ZE_AFFINITY_MASK (Intel, indices) names; where those that are
+ * set name none, but hide some of their vendor's adapters, the first adapter not
+ * hidden; -1 where nothing is named or hidden. An entry that matches no adapter, and
+ * variables that leave none, are VN_ERROR_INVALID_ARGUMENT naming the variable, its
+ * value and the adapters seen. */
+vn_status vn_adapter_choose(const vn_device_info *adapters, size_t count, const char *wanted, int32_t *index);
+/* 1 when any variable vn_adapter_choose reads is set, else 0. */
+int vn_assigned_by_environment(void);
 vn_status vn_device_get_limits(const vn_device *device, vn_limits *out);
 /* 1 when the device can time GPU work (timestamp queries), else 0. */
 int vn_device_has_timestamps(const vn_device *device);

@@ -11,7 +11,8 @@
 #
 # Each stage has its own time limit (VN_GPU_*_S) so one slow stage cannot eat the
 # others'; a stage's exit status goes to $OUT/summary.txt. VN_GPU_TEST_ARGS adds pytest
-# arguments to the tests stage (e.g. --ignore=... to leave files out).
+# arguments to the tests stage (e.g. --ignore=... to leave files out), VN_GPU_BENCH_ARGS
+# to the bench stage (e.g. -k scaling for operation 18 alone).
 # The wheels .gpu/ needs beyond prepare.sh's own: mypy mypy_extensions typing_extensions
 # pathspec librt ast_serialize hypothesis attrs sortedcontainers.
 set -uo pipefail
@@ -75,7 +76,7 @@ for stage in "${stages[@]}"; do
         echo "  $(tail -1 "$OUT/files/$name.log")" >> "$OUT/summary.txt"
       done ;;
     bench) run bench "${VN_GPU_BENCH_S:-300}" python3 -m pytest -c "$ROOT/benchmarks/pytest.ini" "$ROOT/benchmarks" \
-             -q --benchmark-json "$OUT/bench.json" ;;
+             ${VN_GPU_BENCH_ARGS:-} -q --benchmark-json "$OUT/bench.json" ;;
     tinygrad) run tinygrad "${VN_GPU_TINYGRAD_S:-500}" python3 -m pytest -c "$ROOT/benchmarks/pytest.ini" \
              "$ROOT/benchmarks/test_bench_tinygrad.py" -q -rs --benchmark-json "$OUT/tinygrad.json" ;;
     workloads) VN_WORKLOAD_SIZE=full run workloads "${VN_GPU_WORKLOADS_S:-200}" python3 -m pytest \

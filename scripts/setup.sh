@@ -6,6 +6,7 @@
 #     module built from csrc/;
 #   - a Vulkan driver (Mesa's lavapipe, a CPU Vulkan) only when wgpu finds no adapter
 #     on the platform's primary backends;
+#   - Ray (the `ray` extra, for tests/test_ray.py) in .venv;
 #   - tinygrad (the `tinygrad` extra, for tests/test_tinygrad.py) in .venv, and clang
 #     (tinygrad's CPU device compiles with it) only when none is on PATH.
 # A second run touches no package manager: pip runs only when pyproject.toml changed or
@@ -43,7 +44,7 @@ if [ "$(cat .venv/.vn-deps 2>/dev/null)" != "$deps_id" ]; then
 import tomllib
 meta = tomllib.load(open("pyproject.toml", "rb"))
 extras = meta["project"]["optional-dependencies"]
-for req in meta["build-system"]["requires"] + meta["project"]["dependencies"] + extras["test"] + extras["tinygrad"]:
+for req in meta["build-system"]["requires"] + meta["project"]["dependencies"] + extras["test"] + extras["tinygrad"] + extras["ray"]:
     print(req)
 EOF
 )

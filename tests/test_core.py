@@ -99,7 +99,7 @@ def axpy(device: vn.Device) -> vn.Pipeline:
 
 def test_device_info_describes_the_adapter(device: vn.Device) -> None:
     info = device.info
-    assert set(info) == {"name", "vendor", "backend", "adapter_type", "driver"}
+    assert set(info) == {"name", "vendor", "backend", "adapter_type", "driver", "uuid", "pci_bus"}
     assert all(isinstance(v, str) for v in info.values())
     assert info["name"]
     assert info["backend"] in PRIMARY_BACKENDS
@@ -828,7 +828,7 @@ def test_live_objects_return_to_their_counts_after_a_device_is_dropped() -> None
 def test_enumerate_adapters_lists_each_adapter_as_an_info_dict() -> None:
     adapters = vn.enumerate_adapters()
     assert adapters, "at least the adapter the suite runs on"
-    assert all(set(a) == {"name", "vendor", "backend", "adapter_type", "driver"} for a in adapters)
+    assert all(set(a) == {"name", "vendor", "backend", "adapter_type", "driver", "uuid", "pci_bus"} for a in adapters)
     assert all(a["backend"] in PRIMARY_BACKENDS for a in adapters)
 
 

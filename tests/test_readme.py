@@ -21,6 +21,7 @@ WITH_EXAMPLES = (
     "docs/guide/recordings.md",
     "docs/guide/interop.md",
     "docs/guide/errors.md",
+    "docs/guide/scaling.md",
 )
 BLOCKS = [
     (doc, i, block)

@@ -11,7 +11,7 @@ See the documentation (docs/, built by scripts/docs.sh) for the whole API and th
 
 from __future__ import annotations
 
-from . import debug, interop
+from . import debug, interop, worker
 from ._version import __version__
 from .buffer import Buffer, BufferUsage, BufferView
 from .device import Device, enumerate_adapters
@@ -24,6 +24,7 @@ from .errors import (
     InternalError,
     InvalidArgumentError,
     LibraryError,
+    NotPicklableError,
     NotSubmittedError,
     OutOfMemoryError,
     OutputIndexError,
@@ -57,6 +58,7 @@ __all__ = [
     "InvalidArgumentError",
     "LibraryError",
     "MappedStaging",
+    "NotPicklableError",
     "NotSubmittedError",
     "OutOfMemoryError",
     "OutputIndexError",
@@ -79,6 +81,7 @@ __all__ = [
     "enumerate_adapters",
     "interop",
     "library_version",
+    "worker",
 ]
 
 

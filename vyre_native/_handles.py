@@ -34,7 +34,7 @@ from typing import Any, Self
 
 from ._native import ffi, lib
 from ._owner import SLOT_SIZE, Owner, bind
-from .errors import ReleasedError, WrongTypeError
+from .errors import NotPicklableError, ReleasedError, WrongTypeError
 
 # The owner's release is a C function (vn_handle_release, which takes any live kind):
 # no Python code runs in one, so no signal or hook lands there.
@@ -73,6 +73,18 @@ def owned(owner: Owner, ctype: str) -> Any:
     """The handle's pointer to what ``owner`` holds: a ``ctype`` that keeps the owner (and
     so the object) alive as long as it exists. One C call: nothing can land between."""
     return _from_buffer(_slot_types(ctype)[1], owner)
+
+
+def not_picklable(obj: object) -> NotPicklableError:
+    """The error for pickling ``obj``, a handle (or a view of one), naming its type and value."""
+    kind = type(obj).__name__
+    return NotPicklableError(
+        f"{obj!r} (a vn.{kind}) cannot be pickled: it is a handle to memory and state of this process's GPU "
+        "device, which means nothing in another process (Ray, multiprocessing and the like pickle what they "
+        "send). Fix: one vn.Device per worker process, and send numpy arrays between them: upload them where the "
+        "kernels run and read the results back (read(dtype) / read_output()) to send; vyre_native.worker.Worker "
+        "does this."
+    )
 
 
 class Handle:
@@ -123,11 +135,7 @@ class Handle:
     # -- what a handle cannot be --------------------------------------------------------
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        raise WrongTypeError(
-            f"a vn.{self._kind} cannot be pickled: it is a handle to memory and state of this process's GPU "
-            "device, which means nothing in another process. Fix: pickle the data instead (read it back with "
-            "read() / read_output()), and create the object again where it is needed."
-        )
+        raise not_picklable(self)
 
     def __reduce__(self) -> Any:
         return self.__reduce_ex__(None)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from numpy.typing import NDArray
 
-from ._handles import Handle
+from ._handles import Handle, not_picklable
 from ._lib import call_waiting, check, ffi, lib, read_sliced
 from ._marshal import new_array, to_destination, to_readable, to_u64, to_view
 from ._typing import DTypeLike, ShapeLike
@@ -228,6 +228,15 @@ class BufferView(_Reads):
 
     def __hash__(self) -> int:
         return hash((id(self.buffer), self.offset, self.nbytes))
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise not_picklable(self)
+
+    def __copy__(self) -> BufferView:
+        return self  # an immutable value: the copy is the same view of the same buffer
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return self.buffer.__deepcopy__(memo)  # a deep copy would copy the buffer: refused
 
     @property
     def device(self) -> Device:

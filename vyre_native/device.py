@@ -51,6 +51,8 @@ def _info_dict(info: Any) -> dict[str, str]:
         "backend": ffi.string(info.backend).decode(),
         "adapter_type": ffi.string(info.adapter_type).decode(),
         "driver": ffi.string(info.driver).decode("utf-8", "replace"),
+        "uuid": ffi.string(info.uuid).decode(),
+        "pci_bus": ffi.string(info.pci_bus).decode(),
     }
 
 
@@ -59,15 +61,19 @@ def _backend_arg(backend: Any) -> Any:
     return ffi.NULL if backend is None else to_utf8(backend, "backend")
 
 
-def adapters_with_features(backend: str | None = None) -> list[tuple[dict[str, str], frozenset[str]]]:
-    """Each adapter of ``backend`` as (``Device.info`` dict, the names of its features)."""
-    name = _backend_arg(backend)
+def _adapter_infos(name: Any) -> tuple[Any, int]:
+    """(the C ``vn_device_info[]`` of every adapter of backend ``name`` (C value), count)."""
     load_library()
     count = ffi.new("size_t *")
     check(lib.vn_enumerate_adapters(name, ffi.NULL, 0, count))
     infos = ffi.new("vn_device_info[]", max(int(count[0]), 1))
     check(lib.vn_enumerate_adapters(name, infos, int(count[0]), count))
-    found = min(int(count[0]), len(infos))
+    return infos, min(int(count[0]), len(infos))
+
+
+def adapters_with_features(backend: str | None = None) -> list[tuple[dict[str, str], frozenset[str]]]:
+    """Each adapter of ``backend`` as (``Device.info`` dict, the names of its features)."""
+    infos, found = _adapter_infos(_backend_arg(backend))
     return [
         (_info_dict(infos[i]), frozenset(ffi.string(infos[i].features).decode().split()))
         for i in range(found)
@@ -77,7 +83,9 @@ def adapters_with_features(backend: str | None = None) -> list[tuple[dict[str, s
 def enumerate_adapters(backend: str | None = None) -> list[dict[str, str]]:
     """Every adapter wgpu-native sees on ``backend`` (default: the platform's primary
     backends, Vulkan / Metal / DX12, never the OpenGL fallback unless ``backend="gl"``),
-    as ``Device.info`` dicts; pass an index as ``Device(adapter=i, backend=...)``."""
+    as ``Device.info`` dicts; pass an index as ``Device(adapter=i, backend=...)``, or the
+    ``"uuid"`` or ``"pci_bus"`` as ``Device(adapter=...)``: an identity that a change of
+    order does not change."""
     return [info for info, _ in adapters_with_features(backend)]
 
 
@@ -85,7 +93,19 @@ class Device(Handle):
     """A GPU device with the adapter's own limits (not WebGPU's defaults).
 
     ``Device(power_preference=None | "low-power" | "high-performance")`` picks the
-    default adapter; ``Device(adapter=i)`` the i-th of ``vn.enumerate_adapters()``.
+    default adapter; ``Device(adapter=i)`` the i-th of ``vn.enumerate_adapters()``;
+    ``Device(adapter="GPU-<uuid>")`` (or the bare UUID, a unique prefix of it, or a PCI
+    address ``"0000:3b:00.0"``) the adapter of that identity (``info["uuid"]``,
+    ``info["pci_bus"]``; Vulkan adapters only).
+
+    With no ``adapter=``, the GPU a scheduler assigned: where ``CUDA_VISIBLE_DEVICES``
+    (NVIDIA), ``ROCR_VISIBLE_DEVICES`` / ``HIP_VISIBLE_DEVICES`` (AMD) or
+    ``ZE_AFFINITY_MASK`` (Intel) is set, the first GPU it names (indices count that
+    vendor's adapters in PCI order, as nvidia-smi numbers them; NVIDIA's ``GPU-<uuid>``
+    entries match by UUID), and a GPU of that vendor it does not name is never chosen;
+    other vendors' adapters (Mesa's lavapipe) stay visible. An entry that matches no
+    adapter is an ``InvalidArgumentError`` naming the variable, its value and the
+    adapters seen. See docs/guide/scaling.md.
     ``backend`` is ``"vulkan"``, ``"metal"``, ``"dx12"`` or ``"gl"``; the default is the
     platform's primary backends (never wgpu's OpenGL fallback), and ``info["backend"]``
     says which one runs. Creating one costs milliseconds (adapter and device requests);
@@ -108,14 +128,14 @@ class Device(Handle):
     def __init__(
         self,
         power_preference: str | None = None,
-        adapter: int | None = None,
+        adapter: int | str | None = None,
         backend: str | None = None,
         required_features: Iterable[str] = (),
     ) -> None:
         self._ptr = None  # a closed device until the C one exists
         power = to_choice(power_preference, "power_preference", _POWER)
-        index = -1 if adapter is None else to_int(adapter, "adapter", 0, _I32_MAX, "an int32_t")
         name = _backend_arg(backend)
+        index, row = self._choose_adapter(adapter, name)
         # C knows the names and checks them against the adapter: one space-separated string.
         required = to_utf8(
             " ".join(to_str_tuple(required_features, "required_features")), "required_features"
@@ -124,6 +144,23 @@ class Device(Handle):
         out_own, out = new_slot("vn_device *")
         check(lib.vn_device_create(power, index, name, required, out))
         self._init_native(owned(out_own, "vn_device *"))
+        if row is not None:  # the listing's identity: it knows the order of equal GPUs
+            self._info["uuid"], self._info["pci_bus"] = row["uuid"], row["pci_bus"]
+
+    @staticmethod
+    def _choose_adapter(adapter: Any, name: Any) -> tuple[int, dict[str, str] | None]:
+        """(index for vn_device_create, -1 for the default; the listing's row of it or None)."""
+        if isinstance(adapter, str):
+            wanted = to_utf8(adapter, "adapter")
+        elif adapter is not None or not lib.vn_assigned_by_environment():
+            return (-1 if adapter is None else to_int(adapter, "adapter", 0, _I32_MAX, "an int32_t")), None
+        else:
+            wanted = ffi.NULL
+        infos, found = _adapter_infos(name)
+        index = ffi.new("int32_t *")
+        check(lib.vn_adapter_choose(infos, found, wanted, index))
+        i = int(index[0])
+        return (i, _info_dict(infos[i])) if i >= 0 else (-1, None)
 
     def _init_native(self, raw: Any) -> None:
         """Become the handle of ``raw``, an owning pointer (``owned``)."""
@@ -148,7 +185,8 @@ class Device(Handle):
 
     @property
     def info(self) -> dict[str, str]:
-        """Adapter description: name, vendor, backend, adapter_type, driver."""
+        """Adapter description: name, vendor, backend, adapter_type, driver, and uuid and pci_bus
+        (the Vulkan device UUID and PCI address, "" where unknown: docs/guide/scaling.md)."""
         self._live()
         return dict(self._info)
 

@@ -14,6 +14,8 @@ timeout a ``TimeoutError``, an allocation failure a ``MemoryError``.
 
 from __future__ import annotations
 
+import pickle
+
 from ._native import lib
 
 
@@ -148,6 +150,17 @@ class ReentryError(VyreError, RuntimeError):
     code = lib.VN_ERROR_REENTERED
 
 
+class NotPicklableError(VyreError, pickle.PicklingError):
+    """A handle pickled, as a distributed engine (Ray, multiprocessing) does to send it to
+    another process: what it owns is this process's GPU device. One ``vn.Device`` per
+    worker process, and numpy arrays between them, is the pattern (``vyre_native.worker``).
+
+    A ``pickle.PicklingError``, not a ``TypeError``: Ray wraps a ``TypeError`` from
+    pickling in its own message, but lets this one reach the caller as it is."""
+
+    code = lib.VN_ERROR_NOT_PICKLABLE
+
+
 _BY_CODE: dict[int, type[VyreError]] = {
     cls.code: cls
     for cls in (
@@ -168,6 +181,7 @@ _BY_CODE: dict[int, type[VyreError]] = {
         UnsupportedError,
         ForkedError,
         ReentryError,
+        NotPicklableError,
     )
 }
 

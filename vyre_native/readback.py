@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal, overload
 import numpy as np
 from numpy.typing import NDArray
 
-from ._handles import Handle, new_slot, owned
+from ._handles import Handle, new_slot, not_picklable, owned
 from ._lib import call_waiting, check, done_flag, ffi, lib, read_sliced
 from ._marshal import new_array, to_bool, to_destination, to_index, to_layout
 from ._typing import DTypeLike, ShapeLike
@@ -72,8 +72,8 @@ class MappedStaging:
     def __repr__(self) -> str:
         return f"<vn.MappedStaging {self.nbytes} bytes of mapped staging memory>"
 
-    def __reduce__(self) -> Any:
-        raise TypeError("a vn.MappedStaging cannot be pickled: pickle the array, which copies its data.")
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise not_picklable(self)  # the array over it pickles its data
 
 
 def _pin(read: Any) -> MappedStaging:

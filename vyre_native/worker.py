@@ -1,0 +1,154 @@
+"""vn.worker: one ``vn.Device`` per worker process, driven with numpy arrays.
+
+Handles are process-local (pickling one raises ``NotPicklableError``), so the way past one
+GPU or one host is a ``Worker`` in each process of a distributed engine: it owns the
+device and the compiled kernels, takes numpy arrays, replays a cached recording and
+returns numpy arrays, all of which pickle. It is a plain class, so it serves as a Ray
+actor (``ray.remote(num_gpus=1)(Worker)``) and as the state of a plain process
+(``serve``, the target of a ``multiprocessing`` process)::
+
+    Actor = ray.remote(num_gpus=1)(vn.worker.Worker)
+    actor = Actor.remote(kernels={"scale": WGSL})        # Device() honours CUDA_VISIBLE_DEVICES
+    out, = ray.get(actor.run.remote("scale", [x], [("f4", x.shape)], (len(x) // 64, 1, 1)))
+
+See docs/guide/scaling.md for the pattern and what it costs.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .buffer import Buffer
+from .device import Device
+from .errors import InvalidArgumentError
+from .pipeline import Pipeline
+from .replay import Recording
+
+#: recordings (with their buffers) a worker keeps, least recently used dropped first
+MAX_RECORDINGS = 32
+
+_OutputSpec = tuple[Any, Sequence[int]]
+
+
+class Worker:
+    """A ``vn.Device`` and the kernels compiled on it, in this process.
+
+    ``Worker(kernels={name: wgsl}, adapter=None, backend=None)``: ``adapter`` and
+    ``backend`` as for ``vn.Device`` (unset: the GPU the scheduler assigned, else the
+    default). Creating one costs a device (milliseconds) and a compile per kernel.
+    """
+
+    def __init__(
+        self,
+        kernels: Mapping[str, str] | None = None,
+        adapter: int | str | None = None,
+        backend: str | None = None,
+    ) -> None:
+        self.device = Device(adapter=adapter, backend=backend)
+        self._kernels: dict[str, Pipeline] = {}
+        self._runs: OrderedDict[tuple[Any, ...], tuple[Recording, list[Buffer], list[Buffer]]] = OrderedDict()
+        for name, wgsl in (kernels or {}).items():
+            self.compile(name, wgsl)
+
+    def info(self) -> dict[str, str]:
+        """The device's ``info`` (name, backend, ``uuid``, ``pci_bus``, ...)."""
+        return self.device.info
+
+    def compile(self, name: str, wgsl: str, entry_point: str = "main") -> list[str]:
+        """Compile ``wgsl`` as kernel ``name`` (replacing one of that name); its binding names."""
+        self._kernels[name] = prog = self.device.compile(wgsl, entry_point=entry_point)
+        self._runs = OrderedDict((k, v) for k, v in self._runs.items() if k[0] != name)
+        return [b.name for b in prog.bindings]
+
+    def run(
+        self,
+        name: str,
+        inputs: Sequence[NDArray[Any]],
+        outputs: Sequence[_OutputSpec],
+        workgroups: Sequence[int],
+        repeat: int = 1,
+    ) -> list[NDArray[Any]]:
+        """Run kernel ``name`` ``repeat`` times on ``inputs`` and return its outputs.
+
+        ``outputs``: one ``(dtype, shape)`` a ``var<storage, read_write>`` binding. The first
+        call with a set of shapes allocates the buffers and records the dispatch; later
+        calls with the same shapes write the inputs into those buffers (one copy each),
+        replay (one C call for up to 256 launches) and read each output back into a new
+        array (one copy each).
+        """
+        arrays = [np.ascontiguousarray(a) for a in inputs]
+        specs = [(np.dtype(dt), tuple(int(n) for n in shape)) for dt, shape in outputs]
+        key = (
+            name,
+            tuple((a.dtype.str, a.shape) for a in arrays),
+            tuple((d.str, s) for d, s in specs),
+            tuple(workgroups),
+        )
+        entry = self._runs.get(key)
+        if entry is None:
+            if name not in self._kernels:
+                raise InvalidArgumentError(
+                    f"Worker.run: no kernel named {name!r} (compiled: {sorted(self._kernels)}). Fix: pass it in "
+                    "Worker(kernels={name: wgsl}) or call compile(name, wgsl) first."
+                )
+            ins = [self.device.alloc(max(a.nbytes, 4)) for a in arrays]
+            outs = [self.device.alloc(max(d.itemsize * int(np.prod(s)), 4)) for d, s in specs]
+            entry = (self._kernels[name].record(inputs=ins, outputs=outs, workgroups=workgroups), ins, outs)
+            self._runs[key] = entry
+            while len(self._runs) > MAX_RECORDINGS:
+                self._runs.popitem(last=False)
+        self._runs.move_to_end(key)
+        rec, ins, outs = entry
+        for buf, a in zip(ins, arrays, strict=True):
+            buf.write(a)
+        rec.replay(repeat)
+        return [
+            buf.view(0, d.itemsize * int(np.prod(s))).read(d, s)
+            for buf, (d, s) in zip(outs, specs, strict=True)
+        ]
+
+
+# -- a plain process: the Worker as its state -------------------------------------------
+
+
+def serve(
+    connection: Any,
+    kernels: Mapping[str, str] | None = None,
+    adapter: int | str | None = None,
+    backend: str | None = None,
+) -> None:
+    """Be a worker process: make a ``Worker`` here, then answer each ``(method, args)``
+    received on ``connection`` (a ``multiprocessing`` Connection) with ``("ok", result)``,
+    or ``("error", exception)`` for one the call raised, until ``None`` or the other end
+    closes. The target of a ``multiprocessing`` process of the ``spawn`` start method (a
+    forked child cannot use a device its parent made)::
+
+        ctx = multiprocessing.get_context("spawn")
+        mine, theirs = ctx.Pipe()
+        ctx.Process(target=vn.worker.serve, args=(theirs, {"scale": WGSL}), daemon=True).start()
+        mine.send(("run", ("scale", [x], [("f4", x.shape)], (len(x) // 64, 1, 1))))
+        status, value = mine.recv()
+    """
+    try:
+        worker = Worker(kernels, adapter, backend)
+        connection.send(("ok", worker.info()))  # ready: the device exists
+    except Exception as err:  # noqa: BLE001 - sent to the parent, which raises it
+        connection.send(("error", err))
+        return
+    while True:
+        try:
+            message = connection.recv()
+        except EOFError:
+            return
+        if message is None:
+            return
+        method, args = message
+        try:
+            connection.send(("ok", getattr(worker, method)(*args)))
+        except Exception as err:  # noqa: BLE001 - sent to the parent, which raises it
+            connection.send(("error", err))
