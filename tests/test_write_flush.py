@@ -8,6 +8,7 @@ import gc
 
 import numpy as np
 from support.childlib import rss_bytes
+from support.markers import not_under_asan
 
 import vyre_native as vn
 
@@ -26,6 +27,7 @@ def test_wait_idle_sends_queued_writes_and_the_bytes_land(device: vn.Device) -> 
     buf.release()
 
 
+@not_under_asan
 def test_many_writes_without_a_submit_keep_host_memory_bounded(device: vn.Device) -> None:
     # 48 writes of 16 MiB (768 MiB) with no submit or wait between them: without the
     # flush, wgpu keeps a staging copy of each until the next submit (RSS +768 MiB).
