@@ -55,7 +55,10 @@ def test_no_variable_and_no_identity_is_the_default_adapter() -> None:
     assert choose() == -1
 
 
-@pytest.mark.parametrize(("value", "index"), [("0", 1), ("1", 0), ("1,0", 0), (" 0 , 1", 1)])
+# CUDA's documented rule: a negative index ends the list ("0,2,-1,1" is GPUs 0 and 2)
+@pytest.mark.parametrize(
+    ("value", "index"), [("0", 1), ("1", 0), ("1,0", 0), (" 0 , 1", 1), ("1,-1,0", 0), ("0, -3", 1)]
+)
 def test_cuda_indices_count_nvidia_gpus_in_pci_order(
     monkeypatch: pytest.MonkeyPatch, value: str, index: int
 ) -> None:
@@ -71,7 +74,7 @@ def test_cuda_uuid_entries_match_the_vulkan_device_uuid(monkeypatch: pytest.Monk
     assert choose() == 0
 
 
-@pytest.mark.parametrize("value", ["", "-1", "NoDevFiles"])
+@pytest.mark.parametrize("value", ["", "-1", "NoDevFiles", "-1 ", "\t-1\t", "NoDevFiles ", "-1,0", "-7"])
 def test_cuda_naming_no_gpu_hides_nvidia_gpus_but_not_the_others(
     monkeypatch: pytest.MonkeyPatch, value: str
 ) -> None:
