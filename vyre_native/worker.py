@@ -16,6 +16,7 @@ See docs/guide/scaling.md for the pattern and what it costs.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -23,9 +24,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ._marshal import new_array, to_dims, to_dtype, to_list, to_workgroups, wrong_type
 from .buffer import Buffer
 from .device import Device
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, WrongTypeError
 from .pipeline import Pipeline
 from .replay import Recording
 
@@ -33,6 +35,33 @@ from .replay import Recording
 MAX_RECORDINGS = 32
 
 _OutputSpec = tuple[Any, Sequence[int]]
+
+
+def _name(name: Any, what: str) -> str:
+    if not isinstance(name, str):
+        raise wrong_type(what, name, "a str", "pass the kernel's name (a str), as given to compile().")
+    return name
+
+
+def _input(value: Any, what: str) -> NDArray[Any]:
+    """``value`` as a C-contiguous array of plain data in WGSL's byte order (little-endian:
+    a big-endian array's numbers are swapped, not its bytes sent as they are)."""
+    try:
+        a = np.ascontiguousarray(value)
+    except (TypeError, ValueError) as err:
+        raise wrong_type(what, value, f"an array ({err})", "pass a numpy array, or what numpy.asarray takes.") from None
+    little = to_dtype(a.dtype, what).newbyteorder("<")
+    return a if little == a.dtype else a.astype(little)
+
+
+def _output(spec: Any, what: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
+    """An output's ``(dtype, shape)``: a dtype of plain data and a numpy shape."""
+    pair = to_list(spec, what, "a (dtype, shape) pair")
+    if len(pair) != 2:
+        raise WrongTypeError(
+            f"{what}={spec!r:.80} has {len(pair)} items, not two (dtype, shape). Fix: pass e.g. ('f4', (1024,))."
+        )
+    return to_dtype(pair[0], what), to_dims(pair[1], what)
 
 
 class Worker:
@@ -52,6 +81,8 @@ class Worker:
         self.device = Device(adapter=adapter, backend=backend)
         self._kernels: dict[str, Pipeline] = {}
         self._runs: OrderedDict[tuple[Any, ...], tuple[Recording, list[Buffer], list[Buffer]]] = OrderedDict()
+        if kernels is not None and not isinstance(kernels, Mapping):
+            raise wrong_type("Worker kernels", kernels, "a mapping", "pass a dict of names to WGSL, e.g. {'scale': WGSL}.")
         for name, wgsl in (kernels or {}).items():
             self.compile(name, wgsl)
 
@@ -61,6 +92,7 @@ class Worker:
 
     def compile(self, name: str, wgsl: str, entry_point: str = "main") -> list[str]:
         """Compile ``wgsl`` as kernel ``name`` (replacing one of that name); its binding names."""
+        name = _name(name, "Worker.compile name")
         self._kernels[name] = prog = self.device.compile(wgsl, entry_point=entry_point)
         self._runs = OrderedDict((k, v) for k, v in self._runs.items() if k[0] != name)
         return [b.name for b in prog.bindings]
@@ -79,15 +111,19 @@ class Worker:
         call with a set of shapes allocates the buffers and records the dispatch; later
         calls with the same shapes write the inputs into those buffers (one copy each),
         replay (one C call for up to 256 launches) and read each output back into a new
-        array (one copy each).
+        array (one copy each). Arrays are data in WGSL's byte order, little-endian: a
+        big-endian input is swapped on the way in, and a big-endian output dtype gets the
+        values, not the GPU's bytes reinterpreted. An output of no elements is an empty array.
         """
-        arrays = [np.ascontiguousarray(a) for a in inputs]
-        specs = [(np.dtype(dt), tuple(int(n) for n in shape)) for dt, shape in outputs]
+        name = _name(name, "Worker.run name")
+        arrays = [_input(a, f"Worker.run inputs[{i}]") for i, a in enumerate(to_list(inputs, "Worker.run inputs"))]
+        specs = [_output(o, f"Worker.run outputs[{i}]") for i, o in enumerate(to_list(outputs, "Worker.run outputs"))]
+        groups = to_workgroups(workgroups)  # ints: (1.0, 1, 1) or (True, 1, 1) would hit (1, 1, 1)'s recording
         key = (
             name,
             tuple((a.dtype.str, a.shape) for a in arrays),
             tuple((d.str, s) for d, s in specs),
-            tuple(workgroups),
+            groups,
         )
         entry = self._runs.get(key)
         if entry is None:
@@ -97,8 +133,8 @@ class Worker:
                     "Worker(kernels={name: wgsl}) or call compile(name, wgsl) first."
                 )
             ins = [self.device.alloc(max(a.nbytes, 4)) for a in arrays]
-            outs = [self.device.alloc(max(d.itemsize * int(np.prod(s)), 4)) for d, s in specs]
-            entry = (self._kernels[name].record(inputs=ins, outputs=outs, workgroups=workgroups), ins, outs)
+            outs = [self.device.alloc(max(d.itemsize * math.prod(s), 4)) for d, s in specs]
+            entry = (self._kernels[name].record(inputs=ins, outputs=outs, workgroups=groups), ins, outs)
             self._runs[key] = entry
             while len(self._runs) > MAX_RECORDINGS:
                 self._runs.popitem(last=False)
@@ -107,10 +143,17 @@ class Worker:
         for buf, a in zip(ins, arrays, strict=True):
             buf.write(a)
         rec.replay(repeat)
-        return [
-            buf.view(0, d.itemsize * int(np.prod(s))).read(d, s)
-            for buf, (d, s) in zip(outs, specs, strict=True)
-        ]
+        return [_read(buf, d, s) for buf, (d, s) in zip(outs, specs, strict=True)]
+
+
+def _read(buf: Buffer, dtype: np.dtype[Any], shape: tuple[int, ...]) -> NDArray[Any]:
+    """The output of ``dtype`` and ``shape`` at the start of ``buf`` (little-endian there)."""
+    nbytes = dtype.itemsize * math.prod(shape)  # Python ints: numpy's product wraps at 2**63
+    if nbytes == 0:  # nothing to read back: a view is at least one byte
+        return new_array(dtype, shape, 0, "Worker.run")
+    little = dtype.newbyteorder("<")
+    arr = buf.view(0, nbytes).read(little, shape)
+    return arr if little == dtype else arr.astype(dtype)
 
 
 # -- a plain process: the Worker as its state -------------------------------------------
@@ -147,8 +190,13 @@ def serve(
             return
         if message is None:
             return
-        method, args = message
         try:
+            if not isinstance(message, tuple) or len(message) != 2 or not isinstance(message[0], str):
+                raise WrongTypeError(
+                    f"serve: the message {message!r:.80} is not a (method name, args) pair. Fix: send e.g. "
+                    "(\"run\", (name, inputs, outputs, workgroups)), or None to end the worker."
+                )
+            method, args = message
             connection.send(("ok", getattr(worker, method)(*args)))
         except Exception as err:  # noqa: BLE001 - sent to the parent, which raises it
             connection.send(("error", err))
