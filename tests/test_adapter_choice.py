@@ -210,6 +210,14 @@ def test_a_device_made_by_uuid_is_that_adapter() -> None:
         assert dev.info["uuid"] == real()["uuid"] and dev.info["name"] == real()["name"]
 
 
+def test_a_device_made_by_index_has_the_listing_s_identity() -> None:
+    # alone, an adapter whose model the host has twice (two H200s) has no identity: the
+    # device's info had uuid "" for every index where the listing had each GPU's
+    for i, listed in enumerate(vn.enumerate_adapters()):
+        with vn.Device(adapter=i) as dev:
+            assert (dev.info["uuid"], dev.info["pci_bus"]) == (listed["uuid"], listed["pci_bus"]), i
+
+
 def test_a_device_made_by_default_knows_its_uuid() -> None:
     with vn.Device() as dev:
         assert dev.info["uuid"] == real()["uuid"]
