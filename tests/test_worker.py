@@ -7,6 +7,7 @@ through ``vn.worker.serve`` over multiprocessing pipes, which pickle as Ray does
 from __future__ import annotations
 
 import multiprocessing
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -108,6 +109,38 @@ def test_an_output_of_no_elements_is_an_empty_array() -> None:
     w = vn.worker.Worker(kernels={"double": DOUBLE})
     (out,) = w.run("double", [np.ones(N, np.float32)], [("f4", (0, 3))], GROUPS)
     assert out.shape == (0, 3) and out.dtype == np.float32
+
+
+def test_threads_running_one_worker_each_get_their_own_results() -> None:
+    # a Ray actor with max_concurrency > 1 runs methods in threads: runs of one set of
+    # shapes share their buffers, so one thread's inputs landed in another's replay
+    w = vn.worker.Worker(kernels={"double": DOUBLE})
+    wrong: list[tuple[int, int]] = []
+
+    def runs(k: int) -> None:
+        x = np.full(N, k, np.float32)
+        for i in range(40):
+            (out,) = w.run("double", [x], SPEC, GROUPS)
+            if not (out == 2 * k).all():
+                wrong.append((k, i))
+                return
+
+    threads = [threading.Thread(target=runs, args=(k,)) for k in (1, 2, 3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
+
+
+def test_a_worker_call_nested_in_one_on_the_same_thread_is_refused() -> None:
+    # what a signal handler or a finalizer would make: waiting for the outer call's turn
+    # would wait for ever
+    w = vn.worker.Worker(kernels={"double": DOUBLE})
+    with w._turn:
+        typed(lambda: w.run("double", [np.ones(N, np.float32)], SPEC, GROUPS), vn.ReentryError, "signal handler", "Fix:")
+    (out,) = w.run("double", [np.ones(N, np.float32)], SPEC, GROUPS)
+    np.testing.assert_array_equal(out, 2)
 
 
 @pytest.fixture(scope="module")

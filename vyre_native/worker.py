@@ -17,6 +17,7 @@ See docs/guide/scaling.md for the pattern and what it costs.
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,7 +28,7 @@ from numpy.typing import NDArray
 from ._marshal import new_array, to_dims, to_dtype, to_list, to_workgroups, wrong_type
 from .buffer import Buffer
 from .device import Device
-from .errors import InvalidArgumentError, WrongTypeError
+from .errors import InvalidArgumentError, ReentryError, WrongTypeError
 from .pipeline import Pipeline
 from .replay import Recording
 
@@ -35,6 +36,32 @@ from .replay import Recording
 MAX_RECORDINGS = 32
 
 _OutputSpec = tuple[Any, Sequence[int]]
+
+
+class _Turn:
+    """A Worker's lock: one run or compile at a time, and a nested one on the thread that
+    holds it (a signal handler's, a finalizer's) refused with ReentryError rather than
+    waiting for ever."""
+
+    __slots__ = ("_lock", "_owner")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+
+    def __enter__(self) -> None:
+        if self._owner == threading.get_ident():
+            raise ReentryError(
+                "a Worker call from a signal handler or a finalizer while this thread is inside another call of the "
+                "same Worker, whose buffers that call is using. Fix: make the call outside the handler (set a flag "
+                "there and act on it after), or use another Worker."
+            )
+        self._lock.acquire()
+        self._owner = threading.get_ident()
+
+    def __exit__(self, *exc: object) -> None:
+        self._owner = None
+        self._lock.release()
 
 
 def _name(name: Any, what: str) -> str:
@@ -70,6 +97,11 @@ class Worker:
     ``Worker(kernels={name: wgsl}, adapter=None, backend=None)``: ``adapter`` and
     ``backend`` as for ``vn.Device`` (unset: the GPU the scheduler assigned, else the
     default). Creating one costs a device (milliseconds) and a compile per kernel.
+
+    Its methods may be called from several threads at once (a Ray actor with
+    ``max_concurrency`` above 1, or an async one): runs take turns, each one whole (its
+    inputs written, the replay and the outputs read), since runs of one set of shapes
+    share their buffers.
     """
 
     def __init__(
@@ -81,6 +113,7 @@ class Worker:
         self.device = Device(adapter=adapter, backend=backend)
         self._kernels: dict[str, Pipeline] = {}
         self._runs: OrderedDict[tuple[Any, ...], tuple[Recording, list[Buffer], list[Buffer]]] = OrderedDict()
+        self._turn = _Turn()  # one run or compile at a time: runs of one key share buffers
         if kernels is not None and not isinstance(kernels, Mapping):
             raise wrong_type("Worker kernels", kernels, "a mapping", "pass a dict of names to WGSL, e.g. {'scale': WGSL}.")
         for name, wgsl in (kernels or {}).items():
@@ -93,8 +126,10 @@ class Worker:
     def compile(self, name: str, wgsl: str, entry_point: str = "main") -> list[str]:
         """Compile ``wgsl`` as kernel ``name`` (replacing one of that name); its binding names."""
         name = _name(name, "Worker.compile name")
-        self._kernels[name] = prog = self.device.compile(wgsl, entry_point=entry_point)
-        self._runs = OrderedDict((k, v) for k, v in self._runs.items() if k[0] != name)
+        prog = self.device.compile(wgsl, entry_point=entry_point)
+        with self._turn:
+            self._kernels[name] = prog
+            self._runs = OrderedDict((k, v) for k, v in self._runs.items() if k[0] != name)
         return [b.name for b in prog.bindings]
 
     def run(
@@ -125,25 +160,26 @@ class Worker:
             tuple((d.str, s) for d, s in specs),
             groups,
         )
-        entry = self._runs.get(key)
-        if entry is None:
-            if name not in self._kernels:
-                raise InvalidArgumentError(
-                    f"Worker.run: no kernel named {name!r} (compiled: {sorted(self._kernels)}). Fix: pass it in "
-                    "Worker(kernels={name: wgsl}) or call compile(name, wgsl) first."
-                )
-            ins = [self.device.alloc(max(a.nbytes, 4)) for a in arrays]
-            outs = [self.device.alloc(max(d.itemsize * math.prod(s), 4)) for d, s in specs]
-            entry = (self._kernels[name].record(inputs=ins, outputs=outs, workgroups=groups), ins, outs)
-            self._runs[key] = entry
-            while len(self._runs) > MAX_RECORDINGS:
-                self._runs.popitem(last=False)
-        self._runs.move_to_end(key)
-        rec, ins, outs = entry
-        for buf, a in zip(ins, arrays, strict=True):
-            buf.write(a)
-        rec.replay(repeat)
-        return [_read(buf, d, s) for buf, (d, s) in zip(outs, specs, strict=True)]
+        with self._turn:
+            entry = self._runs.get(key)
+            if entry is None:
+                if name not in self._kernels:
+                    raise InvalidArgumentError(
+                        f"Worker.run: no kernel named {name!r} (compiled: {sorted(self._kernels)}). Fix: pass it in "
+                        "Worker(kernels={name: wgsl}) or call compile(name, wgsl) first."
+                    )
+                ins = [self.device.alloc(max(a.nbytes, 4)) for a in arrays]
+                outs = [self.device.alloc(max(d.itemsize * math.prod(s), 4)) for d, s in specs]
+                entry = (self._kernels[name].record(inputs=ins, outputs=outs, workgroups=groups), ins, outs)
+                self._runs[key] = entry
+                while len(self._runs) > MAX_RECORDINGS:
+                    self._runs.popitem(last=False)
+            self._runs.move_to_end(key)
+            rec, ins, outs = entry
+            for buf, a in zip(ins, arrays, strict=True):
+                buf.write(a)
+            rec.replay(repeat)
+            return [_read(buf, d, s) for buf, (d, s) in zip(outs, specs, strict=True)]
 
 
 def _read(buf: Buffer, dtype: np.dtype[Any], shape: tuple[int, ...]) -> NDArray[Any]:
