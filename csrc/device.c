@@ -1,12 +1,21 @@
 /* device.c - the device: its creation (instance, adapter, features, limits, the device
- * request), its state checks and loss, its getters, and its free with what the files
- * above attached to it. Instances, adapters, scopes, waits, parking and the life lock
+ * request), its state checks and loss, its getters, a WGSL module on it (vn_wgsl_module,
+ * for the files above), and its free with what the files above attached to it. Instances, adapters, scopes, waits, parking and the life lock
  * have files of their own (layer_device.h names them). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "layer_device.h"
+
+WGPUShaderModule vn_wgsl_module(vn_device *device, WGPUStringView code, const char *label) {
+    WGPUShaderSourceWGSL source = WGPU_SHADER_SOURCE_WGSL_INIT;
+    source.code = code;
+    WGPUShaderModuleDescriptor desc = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
+    desc.nextInChain = &source.chain;
+    desc.label = vn_sv(label);
+    return wgpu.DeviceCreateShaderModule(device->device, &desc);
+}
 
 void vn_device_init_locks(vn_device *dev) {
     vn_object_init(&dev->obj, VN_KIND_DEVICE, vn_device_free_or_park);

@@ -106,12 +106,7 @@ static vn_status fill_get(vn_device *dev, vn_fill **out) {
         free(f);
         return st;
     }
-    WGPUShaderSourceWGSL source = WGPU_SHADER_SOURCE_WGSL_INIT;
-    source.code = vn_sv(FILL_WGSL);
-    WGPUShaderModuleDescriptor md = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
-    md.nextInChain = &source.chain;
-    md.label = vn_sv("vyre_native zero fill");
-    f->module = wgpu.DeviceCreateShaderModule(dev->device, &md);
+    f->module = vn_wgsl_module(dev, vn_sv(FILL_WGSL), "vyre_native zero fill");
     static const char *const entry[2] = {"fill_words", "fill_quads"};
     for (uint32_t v = 0; v < 2 && f->module != NULL; v++) {
         f->bindings[v] = (vn_binding){.group = v, .binding = v, .kind = VN_BINDING_STORAGE_READ_WRITE,

@@ -267,9 +267,7 @@ vn_status vn_fence_wait_held(vn_device *device, vn_fence *fence);
 void vn_fence_release(vn_fence *fence);
 /* Before encoding or submitting anything: VN_OK, or on a device with serial_submits
  * VN_PENDING while earlier work still runs (the caller returns it, to be called again). */
-static inline vn_status vn_submit_ready(vn_device *device) {
-    return device->serial_submits ? vn_wait(device, NULL, -1.0, NULL) : VN_OK;
-}
+vn_status vn_submit_ready(vn_device *device);
 /* True when nothing submitted to the device is still running (its callbacks have run).
  * Never blocks: the first call registers the device's idle fence, later ones poll it. */
 bool vn_device_idle(vn_device *device);
@@ -300,5 +298,9 @@ void vn_device_retain(vn_device *device);
 void vn_device_unref(vn_device *device);
 /* A fresh record's refcount (1), locks and live count. */
 void vn_device_init_locks(vn_device *device);
+/* A shader module of WGSL `code` on the device, labelled `label` (NULL when wgpu made
+ * none; an error lands in the caller's error scope): vn_shader_create's (pipeline.c), the
+ * zero fill's (fill.c), the byte merge's (transfer.c). */
+WGPUShaderModule vn_wgsl_module(vn_device *device, WGPUStringView code, const char *label);
 
 #endif /* VN_LAYER_DEVICE_H */

@@ -115,7 +115,7 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
  * over a static body that may then use its handles freely. The _OUT forms then hand the
  * object the body wrote into `slot` (a vn_<kind> **) to the caller as an id
  * (vn_publish). */
-#define VN_CALL1_OUT(call, slot, h1, k1)                                                 \
+#define VN_CALL1_(call, h1, k1, result)                                                  \
     do {                                                                                 \
         vn_object *vn_call_o_;                                                           \
         vn_status vn_call_st_ = vn_acquire((h1), (k1), __func__, &vn_call_o_);            \
@@ -123,18 +123,11 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
         VN_REBIND_(h1, vn_call_o_);                                                      \
         vn_call_st_ = (call);                                                            \
         vn_release(vn_call_o_);                                                          \
-        return vn_publish(vn_call_st_, (slot));                                          \
+        return (result);                                                                 \
     } while (0)
-#define VN_CALL1(call, h1, k1)                                                           \
-    do {                                                                                 \
-        vn_object *vn_call_o_;                                                           \
-        vn_status vn_call_st_ = vn_acquire((h1), (k1), __func__, &vn_call_o_);            \
-        if (vn_call_st_ != VN_OK) return vn_call_st_;                                     \
-        VN_REBIND_(h1, vn_call_o_);                                                      \
-        vn_call_st_ = (call);                                                            \
-        vn_release(vn_call_o_);                                                          \
-        return vn_call_st_;                                                              \
-    } while (0)
+#define VN_CALL1_OUT(call, slot, h1, k1) VN_CALL1_(call, h1, k1, vn_publish(vn_call_st_, (slot)))
+/* Without a slot: call's status as it is, with no vn_publish call. */
+#define VN_CALL1(call, h1, k1) VN_CALL1_(call, h1, k1, vn_call_st_)
 #define VN_CALL2_OUT(call, slot, h1, k1, h2, k2)                                         \
     do {                                                                                 \
         vn_object *vn_call_o_[2];                                                        \

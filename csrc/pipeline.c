@@ -34,14 +34,9 @@ static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_
     kept[wgsl_len] = '\0';
     sh->wgsl = kept;
     sh->wgsl_len = wgsl_len;
-    WGPUShaderSourceWGSL source = WGPU_SHADER_SOURCE_WGSL_INIT;
-    source.code.data = wgsl;
-    source.code.length = wgsl_len;
-    WGPUShaderModuleDescriptor desc = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
-    desc.nextInChain = &source.chain;
-    desc.label = vn_sv("wgsl"); /* naga then shows positions as wgsl:<line>:<column> */
     vn_scope_begin(device);
-    sh->module = wgpu.DeviceCreateShaderModule(device->device, &desc);
+    /* Labelled "wgsl": naga then shows positions as wgsl:<line>:<column>. */
+    sh->module = vn_wgsl_module(device, (WGPUStringView){wgsl, wgsl_len}, "wgsl");
     st = vn_scope_end(device, "compiling WGSL", VN_ERROR_SHADER, "correct the WGSL as the message says.");
     if (st == VN_ERROR_SHADER) st = vn_shader_diagnose(device, wgsl, wgsl_len, st);
     if (st == VN_OK && sh->module == NULL)

@@ -576,6 +576,27 @@ size_t vn_sequence_length(const vn_sequence *s) {
  * later part (which cannot be undone: the parts before it are running) is as unlikely
  * as it can be; not with timing, whose passes one command buffer must hold; not where
  * a submit waits for the work before it (CPU adapters), since no part could overlap. */
+/* Finish one part of a replay in several submits: VN_OK with *cb to submit, or the error
+ * (of the encode, or the device lost while it was encoded) with nothing left to release. */
+static vn_status finish_part(vn_device *dev, const char *label, WGPUCommandEncoder enc, WGPUCommandBuffer *cb) {
+    vn_status st = finish_encoding(dev, label, enc, cb);
+    if (st == VN_OK) st = vn_device_check(dev, label); /* lost while this part was encoded */
+    if (st != VN_OK && *cb != NULL) {
+        wgpu.CommandBufferRelease(*cb);
+        *cb = NULL;
+    }
+    return st;
+}
+
+/* A failure after `first` of `total` steps went out: the message says they run. */
+static vn_status parts_failed(vn_status st, uint64_t first, uint64_t total, const char *what) {
+    if (st == VN_OK || first == 0) return st;
+    char prefix[200];
+    snprintf(prefix, sizeof prefix, "after %llu of this %s's %llu steps were submitted (they run): ",
+             (unsigned long long)first, what, (unsigned long long)total);
+    return vn_fail_prefixed(st, prefix);
+}
+
 static bool replay_splits(const vn_sequence *s, uint32_t n, vn_timing_mode timing) {
     return timing == VN_TIMING_NONE && s->encoded_whole && (uint64_t)n * s->count >= VN_SPLIT_MIN_STEPS &&
            (!s->device->serial_submits || vn_test_switch_on(VN_TEST_SPLIT_SUBMITS_EVERYWHERE));
@@ -601,12 +622,8 @@ static vn_status replay_in_submits(vn_sequence *s, uint32_t n, vn_submission **o
         WGPUCommandEncoder enc = vn_encode_begin(dev, label);
         encode_steps(s, enc, first, end, &none);
         WGPUCommandBuffer cb;
-        st = finish_encoding(dev, label, enc, &cb);
-        if (st == VN_OK) st = vn_device_check(dev, label); /* lost while this part was encoded */
-        if (st != VN_OK) {
-            if (cb != NULL) wgpu.CommandBufferRelease(cb);
-            break;
-        }
+        st = finish_part(dev, label, enc, &cb);
+        if (st != VN_OK) break;
         if (end == total) {
             /* The last part is the one tracked: the queue runs in order, so its
              * completion is the whole replay's. */
@@ -619,13 +636,7 @@ static vn_status replay_in_submits(vn_sequence *s, uint32_t n, vn_submission **o
         size *= 2;
     }
     vn_submit_end_exclusive(dev);
-    if (st != VN_OK && first > 0) {
-        char prefix[200];
-        snprintf(prefix, sizeof prefix, "after %zu of this replay's %zu steps were submitted (they run): ", first,
-                 total);
-        return vn_fail_prefixed(st, prefix);
-    }
-    return st;
+    return parts_failed(st, first, total, "replay");
 }
 
 static vn_status sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, vn_submission **out) {
@@ -776,12 +787,8 @@ static vn_status submit_in_parts(vn_device *dev, const batch *b, uint64_t total,
         WGPUCommandEncoder enc = vn_encode_begin(dev, label);
         encode_batch_part(b, enc, &cursor, (size_t)size, &none);
         WGPUCommandBuffer cb;
-        st = finish_encoding(dev, label, enc, &cb);
-        if (st == VN_OK) st = vn_device_check(dev, label); /* lost while this part was encoded */
-        if (st != VN_OK) {
-            if (cb != NULL) wgpu.CommandBufferRelease(cb);
-            break;
-        }
+        st = finish_part(dev, label, enc, &cb);
+        if (st != VN_OK) break;
         if (first + size == total) {
             st = vn_submit_tracked_locked(dev, cb, NULL, out);
             if (st != VN_OK) break;
@@ -793,13 +800,7 @@ static vn_status submit_in_parts(vn_device *dev, const batch *b, uint64_t total,
     }
     for (int i = 0; i < VN_MAX_SUBMITS_IN_FLIGHT; i++) vn_fence_release(in_flight[i]);
     vn_submit_end_exclusive(dev);
-    if (st != VN_OK && first > 0) {
-        char prefix[200];
-        snprintf(prefix, sizeof prefix, "after %llu of this submit's %llu steps were submitted (they run): ",
-                 (unsigned long long)first, (unsigned long long)total);
-        return vn_fail_prefixed(st, prefix);
-    }
-    return st;
+    return parts_failed(st, first, total, "submit");
 }
 
 /* Lock order for a batch: its sequences' locks, each once, in ascending object id

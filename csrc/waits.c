@@ -1,6 +1,7 @@
 /* waits.c - waiting for the GPU without blocking inside wgpu-native: fences ("everything
- * submitted so far has finished"), polls in time slices (vn_wait), whether a device is
- * idle, and sending the writes queued since the last submit (wait_idle). */
+ * submitted so far has finished"), polls in time slices (vn_wait), the drain before a
+ * CPU adapter's submit (vn_submit_ready), whether a device is idle, and sending the
+ * writes queued since the last submit (wait_idle). */
 #include <stdlib.h>
 
 #include "layer_device.h"
@@ -100,6 +101,10 @@ vn_status vn_wait(vn_device *device, atomic_int *flag, double limit_s, double *w
     }
     if (waited_s != NULL) *waited_s += (double)(vn_monotonic_ns() - start) * 1e-9;
     return st;
+}
+
+vn_status vn_submit_ready(vn_device *device) {
+    return device->serial_submits ? vn_wait(device, NULL, -1.0, NULL) : VN_OK;
 }
 
 vn_fence *vn_fence_create(vn_device *device) { return fence_create(device); }

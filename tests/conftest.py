@@ -16,6 +16,7 @@ import pytest
 os.environ.setdefault("XDG_RUNTIME_DIR", "/tmp")  # silences a harmless lavapipe warning
 
 from support import resource_log
+from support.kernels import DOUBLE
 
 import vyre_native as vn
 
@@ -37,6 +38,13 @@ def device() -> vn.Device:
     dev = vn.Device()
     yield dev
     dev.close()
+
+
+@pytest.fixture(scope="module")
+def double(device: vn.Device) -> vn.Pipeline:
+    """support.kernels.DOUBLE (out[i] = inp[i] * 2) compiled on the session device, once
+    per test module (so one module's bind-group cache counts are its own)."""
+    return device.compile(DOUBLE)
 
 
 @pytest.fixture()

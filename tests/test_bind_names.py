@@ -44,11 +44,6 @@ def affine(device: vn.Device) -> vn.Pipeline:
     return device.compile(AFFINE, preserve=["runs"])
 
 
-@pytest.fixture(scope="module")
-def double(device: vn.Device) -> vn.Pipeline:
-    return device.compile(DOUBLE)
-
-
 @pytest.fixture()
 def x() -> np.ndarray:
     return np.linspace(-2, 2, N, dtype=np.float32)

@@ -51,19 +51,13 @@ def test_an_output_recorded_with_clear_outputs_false_keeps_what_it_held(
     np.testing.assert_array_equal(out.read(np.uint32), HELD + 1)
 
 
+@pytest.mark.parametrize("clear", [{}, {"clear_outputs": True}], ids=["by default", "clear_outputs=True"])
 @pytest.mark.parametrize("how", HOWS)
-def test_outputs_are_still_cleared_by_default(device: vn.Device, add_one: vn.Pipeline, how: str) -> None:
-    out = device.upload(HELD)
-    launch(how, add_one, out)
-    np.testing.assert_array_equal(out.read(np.uint32), np.ones(64, np.uint32))
-
-
-@pytest.mark.parametrize("how", HOWS)
-def test_clear_outputs_true_clears_as_the_default_does(
-    device: vn.Device, add_one: vn.Pipeline, how: str
+def test_outputs_are_cleared_by_default_and_with_clear_outputs_true(
+    device: vn.Device, add_one: vn.Pipeline, how: str, clear: dict[str, bool]
 ) -> None:
     out = device.upload(HELD)
-    launch(how, add_one, out, clear_outputs=True)
+    launch(how, add_one, out, **clear)
     np.testing.assert_array_equal(out.read(np.uint32), np.ones(64, np.uint32))
 
 

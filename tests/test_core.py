@@ -85,11 +85,6 @@ def params_bytes(scale: float, n: int) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def double(device: vn.Device) -> vn.Pipeline:
-    return device.compile(DOUBLE)
-
-
-@pytest.fixture(scope="module")
 def axpy(device: vn.Device) -> vn.Pipeline:
     return device.compile(AXPY)
 

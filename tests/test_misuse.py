@@ -86,11 +86,6 @@ def misuse(dev: vn.Device, fn: Callable[[], Any], cls: type[BaseException], *val
     return msg
 
 
-@pytest.fixture(scope="module")
-def double(device: vn.Device) -> vn.Pipeline:
-    return device.compile(DOUBLE)
-
-
 @pytest.fixture()
 def io(device: vn.Device) -> tuple[vn.Buffer, vn.Buffer]:
     """A 64-float input and a matching output."""

@@ -226,11 +226,6 @@ def dbl_inplace_prog(device: vn.Device) -> vn.Pipeline:
 
 
 @pytest.fixture(scope="module")
-def double_prog(device: vn.Device) -> vn.Pipeline:
-    return device.compile(DOUBLE)
-
-
-@pytest.fixture(scope="module")
 def two_out_prog(device: vn.Device) -> vn.Pipeline:
     return device.compile(TWO_OUTPUTS)
 
@@ -302,10 +297,10 @@ def test_n_calls_of_replay_give_n_increments_of_a_preserved_accumulator(
 
 
 def test_replay_n_of_a_non_accumulating_kernel_gives_the_single_result(
-    device: vn.Device, double_prog: vn.Pipeline
+    device: vn.Device, double: vn.Pipeline
 ) -> None:
     host = np.linspace(-1, 1, 300, dtype=np.float32)
-    rec = double_prog.record([device.upload(host)], [device.alloc(host.nbytes)], workgroups=groups(host.size))
+    rec = double.record([device.upload(host)], [device.alloc(host.nbytes)], workgroups=groups(host.size))
     rec.replay(5).wait()
     np.testing.assert_array_equal(f32(rec.read_output(0)), host * 2)
 
@@ -616,28 +611,20 @@ def test_len_of_a_sequence_counts_dispatches_copies_and_clears(
     assert len(seq) == 3
 
 
-def test_sequence_step_with_clear_outputs_true_zeroes_what_an_earlier_step_left(device: vn.Device) -> None:
+@pytest.mark.parametrize(("clear_outputs", "left"), [(True, 0), (False, 7)], ids=["zeroes", "keeps"])
+def test_sequence_step_clear_outputs_decides_whether_an_earlier_steps_output_stays(
+    device: vn.Device, clear_outputs: bool, left: int
+) -> None:
+    # FIRST_HALF writes 7 into the lower half, SECOND_HALF 9 into the upper: the lower half
+    # is what the second step's clear decides.
     first, second = device.compile(FIRST_HALF), device.compile(SECOND_HALF)
     n = 256
     out = device.alloc(4 * n)
     seq = device.sequence()
     seq.add(first, [], [out], workgroups=groups(n))
-    seq.add(second, [], [out], workgroups=groups(n), clear_outputs=True)
+    seq.add(second, [], [out], workgroups=groups(n), clear_outputs=clear_outputs)
     seq.replay().wait()
-    expect = np.zeros(n, np.uint32)
-    expect[n // 2 :] = 9
-    np.testing.assert_array_equal(u32(out.read()), expect)
-
-
-def test_sequence_step_with_clear_outputs_false_keeps_what_an_earlier_step_left(device: vn.Device) -> None:
-    first, second = device.compile(FIRST_HALF), device.compile(SECOND_HALF)
-    n = 256
-    out = device.alloc(4 * n)
-    seq = device.sequence()
-    seq.add(first, [], [out], workgroups=groups(n))
-    seq.add(second, [], [out], workgroups=groups(n), clear_outputs=False)
-    seq.replay().wait()
-    expect = np.full(n, 7, np.uint32)
+    expect = np.full(n, left, np.uint32)
     expect[n // 2 :] = 9
     np.testing.assert_array_equal(u32(out.read()), expect)
 
@@ -690,12 +677,12 @@ def test_sequence_copy_with_unaligned_offset_or_length_raises_value_error(device
 
 
 def test_sequence_replays_correctly_after_the_user_released_its_buffers(
-    device: vn.Device, double_prog: vn.Pipeline
+    device: vn.Device, double: vn.Pipeline
 ) -> None:
     host = np.linspace(0, 10, 256, dtype=np.float32)
     inp, out, result = device.upload(host), device.alloc(host.nbytes), device.alloc(host.nbytes)
     seq = device.sequence()
-    seq.add(double_prog, [inp], [out], workgroups=groups(host.size))
+    seq.add(double, [inp], [out], workgroups=groups(host.size))
     seq.copy(out, result)
     inp.release()
     out.release()

@@ -43,7 +43,7 @@ from hypothesis.stateful import (
 )
 from support import resource_log
 from support.child import run
-from support.kernels import COUNTER_F32, DOUBLE
+from support.kernels import AFFINE, COUNTER_F32, DOUBLE
 
 import vyre_native as vn
 
@@ -69,22 +69,8 @@ SETTINGS = settings(
 SHADERS: dict[str, tuple[str, dict[str, Any], int]] = {
     # out[i] = inp[i] * 2
     "double": (DOUBLE, {}, 64),
-    # out[i] = a[i] * p.scale + p.shift; the uniform sits between input and output
-    "scale": (
-        """
-        struct Params { scale: f32, shift: f32 }
-        @group(0) @binding(0) var<storage, read> a: array<f32>;
-        @group(0) @binding(1) var<uniform> p: Params;
-        @group(0) @binding(2) var<storage, read_write> out: array<f32>;
-        @compute @workgroup_size(64)
-        fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-            let i = gid.x;
-            if (i < arrayLength(&out)) { out[i] = a[i] * p.scale + p.shift; }
-        }
-        """,
-        {},
-        64,
-    ),
+    # y[i] = x[i] * p.scale + p.shift; the uniform sits between input and output
+    "scale": (AFFINE, {}, 64),
     # state[i] += 1, preserved in/out state: never cleared
     "accumulate": (COUNTER_F32, {"preserve": ["state"]}, 64),
     # fixed-size types: inp needs 64 bytes, out 64 bytes

@@ -32,11 +32,6 @@ def f32(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype=np.float32)
 
 
-@pytest.fixture(scope="module")
-def double(device: vn.Device) -> vn.Pipeline:
-    return device.compile(DOUBLE)
-
-
 def arena_with(device: vn.Device, host: np.ndarray, slot: int, slots: int = 4) -> vn.Buffer:
     """An arena of `slots` slots of SLOT bytes, with `host` in slot `slot` and a sentinel
     (-1.0) everywhere else."""

@@ -96,17 +96,16 @@ def read_sliced(read: Callable[[Any], int], dst: Any, capacity: int) -> None:
     status = read(pending)
     while status == PENDING and not own.held:
         status = read(pending)
-    if status == PENDING:
-        started = pending[0]
-        try:
-            status = lib.vn_pending_read_finish(started, dst, capacity)
-            while status == PENDING:
-                status = lib.vn_pending_read_finish(started, dst, capacity)
-        finally:
-            # now, not at collection: the read's staging is reused. These are the owner's
-            # only references (``started`` is a plain pointer), so it is released here.
-            del started, pending, own
-    check(status)
+    if status != PENDING:
+        check(status)
+        return
+    started = pending[0]
+    try:
+        call_waiting(lib.vn_pending_read_finish, started, dst, capacity)
+    finally:
+        # now, not at collection: the read's staging is reused. These are the owner's
+        # only references (``started`` is a plain pointer), so it is released here.
+        del started, pending, own
 
 
 def library_path() -> str:

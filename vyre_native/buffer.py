@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from ._handles import Handle, not_picklable
 from ._lib import call_waiting, check, ffi, lib, read_sliced
-from ._marshal import new_array, to_destination, to_readable, to_u64, to_view
+from ._marshal import U64_MAX, new_array, to_destination, to_readable, to_u64, to_view
 from ._typing import DTypeLike, ShapeLike
 from .errors import WrongTypeError
 from .readback import PendingRead, complete, layout, read_async, read_view_async, start, want_copy
@@ -277,6 +277,20 @@ class BufferView(_Reads):
 
 #: what binds, copies and reads: a whole buffer or a range of one
 Bindable = Buffer | BufferView
+
+
+def copy_args(
+    src: Bindable, dst: Bindable, nbytes: int | None, src_offset: int, dst_offset: int
+) -> tuple[Any, Any, int, int, int]:
+    """A copy's arguments as its C call takes them (``Device.copy``, ``Sequence.copy``): the
+    two ``vn_view *``, the size (``U64_MAX``: as much as fits from the offsets), the offsets."""
+    return (
+        ffi.new("vn_view *", to_view(src, "copy src", Buffer, BufferView)),
+        ffi.new("vn_view *", to_view(dst, "copy dst", Buffer, BufferView)),
+        U64_MAX if nbytes is None else to_u64(nbytes, "copy nbytes"),
+        to_u64(src_offset, "copy src_offset"),
+        to_u64(dst_offset, "copy dst_offset"),
+    )
 
 
 def as_output(buffer: Buffer, offset: int, nbytes: int) -> Buffer | BufferView:

@@ -11,7 +11,6 @@ import numpy as np
 from ._handles import Handle, new_slot, owned
 from ._lib import call_waiting, check, ffi, lib, load_library
 from ._marshal import (
-    U64_MAX,
     to_choice,
     to_int,
     to_list,
@@ -22,9 +21,8 @@ from ._marshal import (
     to_u64,
     to_usage,
     to_utf8,
-    to_view,
 )
-from .buffer import Bindable, Buffer, BufferUsage, BufferView
+from .buffer import Bindable, Buffer, BufferUsage, BufferView, copy_args
 from .pipeline import Pipeline
 from .replay import Recording
 from .sequence import Sequence
@@ -280,10 +278,7 @@ class Device(Handle):
         device) and a write into ``dst``: one readback plus one write of the bytes.
         """
         ptr = self._live()
-        c_src = ffi.new("vn_view *", to_view(src, "copy src", Buffer, BufferView))
-        c_dst = ffi.new("vn_view *", to_view(dst, "copy dst", Buffer, BufferView))
-        n = U64_MAX if nbytes is None else to_u64(nbytes, "copy nbytes")
-        so, do = to_u64(src_offset, "copy src_offset"), to_u64(dst_offset, "copy dst_offset")
+        c_src, c_dst, n, so, do = copy_args(src, dst, nbytes, src_offset, dst_offset)
         if src.device is dst.device:
             call_waiting(lib.vn_device_copy, ptr, c_src, c_dst, n, so, do)
             return

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from ._handles import Handle
 from ._lib import check, ffi, lib
-from ._marshal import U64_MAX, to_ptr, to_timing, to_u32, to_u64, to_view
-from .buffer import Bindable, Buffer, BufferView
+from ._marshal import to_ptr, to_timing, to_u32, to_view
+from .buffer import Bindable, Buffer, BufferView, copy_args
 from .pipeline import Pipeline, dispatch_args
 from .submission import Submission, replay
 
@@ -82,16 +82,8 @@ class Sequence(Handle):
     ) -> Sequence:
         """Append a GPU copy (``nbytes=None``: as much as fits from the offsets); a view's
         offsets count from its start, and the copy stays inside it."""
-        check(
-            lib.vn_sequence_copy(
-                self._live(),
-                ffi.new("vn_view *", to_view(src, "copy src", Buffer, BufferView)),
-                ffi.new("vn_view *", to_view(dst, "copy dst", Buffer, BufferView)),
-                U64_MAX if nbytes is None else to_u64(nbytes, "copy nbytes"),
-                to_u64(src_offset, "copy src_offset"),
-                to_u64(dst_offset, "copy dst_offset"),
-            )
-        )
+        ptr = self._live()
+        check(lib.vn_sequence_copy(ptr, *copy_args(src, dst, nbytes, src_offset, dst_offset)))
         return self
 
     def clear(self, buffer: Bindable) -> Sequence:

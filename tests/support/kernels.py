@@ -36,6 +36,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 """
 
+# y[i] = x[i] * p.scale + p.shift; the uniform sits between the input and the output.
+AFFINE = """
+struct Params { scale: f32, shift: f32 }
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<uniform> p: Params;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i < arrayLength(&y)) { y[i] = x[i] * p.scale + p.shift; }
+}
+"""
+
 # acc[i] += 1 for every element (an in/out state, compiled with preserve=["acc"]): the
 # number of launches that ran is readable afterwards.
 COUNTER = """
