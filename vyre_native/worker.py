@@ -17,7 +17,9 @@ See docs/guide/scaling.md for the pattern and what it costs.
 from __future__ import annotations
 
 import math
+import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -43,11 +45,18 @@ class _Turn:
     holds it (a signal handler's, a finalizer's) refused with ReentryError rather than
     waiting for ever."""
 
-    __slots__ = ("_lock", "_owner")
+    __slots__ = ("__weakref__", "_lock", "_owner")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._owner: int | None = None
+        _TURNS.add(self)
+
+    def _forget(self) -> None:
+        """In a forked child: the thread that held the lock is not there to let it go
+        (the child's calls on the worker raise ForkedError; they must not wait)."""
+        self._lock = threading.Lock()
+        self._owner = None
 
     def __enter__(self) -> None:
         if self._owner == threading.get_ident():
@@ -62,6 +71,18 @@ class _Turn:
     def __exit__(self, *exc: object) -> None:
         self._owner = None
         self._lock.release()
+
+
+_TURNS: weakref.WeakSet[_Turn] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for turn in list(_TURNS):
+        turn._forget()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _name(name: Any, what: str) -> str:
