@@ -315,14 +315,17 @@ static size_t vendor_adapters(const vn_device_info *adapters, size_t count, uint
 }
 
 /* Apply one variable's value to `list` (n adapters, indices into adapters), in place:
- * afterwards it holds the entries the value names, in its order. */
+ * afterwards it holds the entries the value names, in its order, up to a negative index
+ * (CUDA ends the list there). Blank, "-1" or Slurm's "NoDevFiles": no GPU. */
 static vn_status apply_assigner(const struct assigner *as, const char *value, const vn_device_info *adapters,
                                 size_t count, size_t *list, size_t *n) {
     size_t named[MAX_ADAPTERS], kept = 0;
     char seen[2048];
     const char *p = value;
     while (*p == ' ' || *p == '\t') p++;
-    if (*p == '\0' || strcmp(p, "-1") == 0 || strcmp(p, "NoDevFiles") == 0) { /* no GPU assigned */
+    size_t whole = strlen(p);
+    while (whole > 0 && (p[whole - 1] == ' ' || p[whole - 1] == '\t')) whole--;
+    if (whole == 0 || (whole == 10 && strncmp(p, "NoDevFiles", 10) == 0)) { /* no GPU assigned */
         *n = 0;
         return VN_OK;
     }
@@ -335,8 +338,12 @@ static vn_status apply_assigner(const struct assigner *as, const char *value, co
         size_t len = (size_t)(e - s), at = 0;
         char entry[96];
         snprintf(entry, sizeof entry, "%.*s", (int)(len < 90 ? len : 90), s);
-        bool digits = len > 0 && len <= 9;
+        bool digits = len > 0 && len <= 9, negative = len > 1 && s[0] == '-';
         for (size_t k = 0; k < len && digits; k++) digits = isdigit((unsigned char)s[k]) != 0;
+        for (size_t k = 1; k < len && negative; k++) negative = isdigit((unsigned char)s[k]) != 0;
+        /* CUDA's rule, which the others follow: a negative index ends the list, the GPUs
+         * before it stay assigned ("0,2,-1,1" is GPUs 0 and 2; "-1" alone is none). */
+        if (negative) break;
         if (digits) {
             at = (size_t)strtoul(entry, NULL, 10);
             if (at >= *n)

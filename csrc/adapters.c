@@ -29,7 +29,8 @@ static const char *adapter_type_name(WGPUAdapterType t) {
     }
 }
 
-void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out) {
+/* What wgpu-native's adapter info says: names, backend, type, vendor and device ids. */
+static void describe_info(WGPUAdapter adapter, vn_device_info *out) {
     memset(out, 0, sizeof *out);
     WGPUAdapterInfo info = WGPU_ADAPTER_INFO_INIT;
     if (wgpu.AdapterGetInfo(adapter, &info) != WGPUStatus_Success) return;
@@ -41,8 +42,22 @@ void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out) {
     out->vendor_id = info.vendorID;
     out->device_id = info.deviceID;
     wgpu.AdapterInfoFreeMembers(info);
+}
+
+void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out) {
+    describe_info(adapter, out);
     vn_describe_features(adapter, out->features, sizeof out->features);
     vn_identify_adapters(out, 1);
+}
+
+void vn_identify_listed(WGPUAdapter *adapters, size_t count, size_t index, vn_device_info *out) {
+    vn_device_info *all = calloc(count, sizeof *all);
+    if (all == NULL) return; /* out keeps the identity it has alone */
+    for (size_t i = 0; i < count; i++) describe_info(adapters[i], &all[i]);
+    vn_identify_adapters(all, count);
+    memcpy(out->uuid, all[index].uuid, sizeof out->uuid);
+    memcpy(out->pci_bus, all[index].pci_bus, sizeof out->pci_bus);
+    free(all);
 }
 
 /* All adapters of an instance, in wgpu-native's order; the caller releases them. */

@@ -47,7 +47,8 @@ void vn_device_unref(vn_device *device) {
     if (device != NULL) vn_release(&device->obj);
 }
 
-static vn_status finish_device(vn_device *dev, const char *required_features, vn_device **out);
+static vn_status finish_device(vn_device *dev, const char *required_features, WGPUAdapter *listed, size_t count,
+                               size_t index, vn_device **out);
 
 static const char *power_name(vn_power_preference p) {
     return p == VN_POWER_LOW ? "low-power" : p == VN_POWER_HIGH ? "high-performance" : "default";
@@ -128,9 +129,10 @@ static vn_status device_create(vn_power_preference power_preference, int32_t ada
                            "an index from vn.enumerate_adapters() with the same backend, or leave adapter unset "
                            "for the default.", (int)adapter_index, n, wanted);
         }
-        dev->adapter = adapters[adapter_index];
-        vn_release_adapters(adapters, n, dev->adapter);
-        return finish_device(dev, required_features, out);
+        WGPUAdapter chosen = dev->adapter = adapters[adapter_index];
+        st = finish_device(dev, required_features, adapters, n, (size_t)adapter_index, out); /* dev is gone on failure */
+        vn_release_adapters(adapters, n, chosen); /* the others, once they told the chosen one's identity */
+        return st;
     }
     WGPURequestAdapterOptions opts = WGPU_REQUEST_ADAPTER_OPTIONS_INIT;
     opts.powerPreference = power_preference == VN_POWER_LOW    ? WGPUPowerPreference_LowPower
@@ -164,13 +166,16 @@ static vn_status device_create(vn_power_preference power_preference, int32_t ada
                        wanted, power_name(power_preference), areq.message[0] ? areq.message : "none offered");
     }
     dev->adapter = areq.adapter;
-    return finish_device(dev, required_features, out);
+    return finish_device(dev, required_features, NULL, 0, 0, out);
 }
 
-/* With dev->adapter chosen: read its info and limits and request the device. On
+/* With dev->adapter chosen (listed[index] of `count`, when chosen from a list: its
+ * identity is told among them): read its info and limits and request the device. On
  * failure dev is released. */
-static vn_status finish_device(vn_device *dev, const char *required_features, vn_device **out) {
+static vn_status finish_device(vn_device *dev, const char *required_features, WGPUAdapter *listed, size_t count,
+                               size_t index, vn_device **out) {
     vn_describe_adapter(dev->adapter, &dev->info);
+    if (listed != NULL) vn_identify_listed(listed, count, index, &dev->info);
 
     /* The adapter's own limits, not WebGPU's defaults: a 1 GiB storage buffer must
      * bind wherever the hardware allows it. */

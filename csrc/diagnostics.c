@@ -3,9 +3,10 @@
  * wgpu-native 29 has no compilation info (wgpuShaderModuleGetCompilationInfo panics:
  * "not implemented", an abort across the FFI), so the position comes from naga's own
  * message, which shows it as codespan does ("┌─ wgsl:3:16", or "┌─ :3:16" for a
- * validation error) with the source line and a caret line under it. The source line
- * shown here is taken from the WGSL the caller passed, the column counted in
- * characters, as naga counts it. Where the message has no span, the place it names is
+ * validation error) with the source line and a caret line under it. naga counts lines
+ * by LF alone; the place is said here as WGSL counts it (every WGSL line break ends a
+ * line: vn_wgsl_place, as reflection and the nesting check say it), the column in
+ * characters, and the source line shown is taken from the WGSL the caller passed. Where the message has no span, the place it names is
  * looked up in the source (find_subject); where there is none, the message says so. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,23 +40,40 @@ static void rest_of_line(const char *from, char *out, size_t cap) {
     out[n] = '\0';
 }
 
-/* Line `line` (1-based) of the source: its start and byte length (no line break). */
-static bool source_line(const char *src, size_t len, uint32_t line, const char **start, size_t *n) {
+static bool utf8_continuation(char c) { return ((unsigned char)c & 0xC0) == 0x80; }
+
+/* The byte that naga's "line:column" names. naga (codespan) counts lines by LF alone, so
+ * a module whose lines end in CR, NEL, U+2028 and WGSL's other breaks is one line to it;
+ * its column is in characters. False where the source has no such line. */
+static bool naga_offset(const char *src, size_t len, unsigned line, unsigned column, size_t *at) {
     const char *p = src, *end = src + len;
-    for (uint32_t l = 1; l < line; l++) {
+    for (unsigned l = 1; l < line; l++) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         if (nl == NULL) return false;
         p = nl + 1;
     }
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    size_t k = nl != NULL ? (size_t)(nl - p) : (size_t)(end - p);
-    if (k > 0 && p[k - 1] == '\r') k--;
-    *start = p;
-    *n = k;
+    for (unsigned c = 1; c < column && p < end && *p != '\n'; c++) {
+        p++;
+        while (p < end && utf8_continuation(*p)) p++;
+    }
+    *at = (size_t)(p - src);
     return true;
 }
 
-static bool utf8_continuation(char c) { return ((unsigned char)c & 0xC0) == 0x80; }
+/* The place of the n bytes at byte `at`, as WGSL counts lines (vn_wgsl_place): line and
+ * column (characters), the length in characters, and the bytes of its line. */
+static void place_of(const char *src, size_t len, size_t at, size_t n, unsigned *line, unsigned *column,
+                     uint32_t *run, const char **src_line, size_t *src_n) {
+    unsigned long long l, c;
+    size_t start;
+    vn_wgsl_place(src, len, at, &l, &c, &start, src_n);
+    *line = l > UINT32_MAX ? UINT32_MAX : (unsigned)l;
+    *column = c > UINT32_MAX ? UINT32_MAX : (unsigned)c;
+    *src_line = src + start;
+    *run = 0;
+    for (size_t i = 0; i < n && at + i < len; i++)
+        if (!utf8_continuation(src[at + i])) ++*run;
+}
 
 /* naga's caret line after the position marker: the length of the run of '^' that
  * starts at `column` (1 when none is found) and, when that run is the line's only one,
@@ -238,21 +256,6 @@ static bool find_binding(const char *src, size_t len, long group, long binding, 
     return false;
 }
 
-/* The place of a token: line and column (characters) of byte `at`, and the length in
- * characters of its n bytes. */
-static void place_of(const char *src, size_t at, size_t n, unsigned *line, unsigned *column, uint32_t *run) {
-    *line = 1;
-    const char *line_start = src;
-    for (const char *q = src; q < src + at; q++)
-        if (*q == '\n') ++*line, line_start = q + 1;
-    *column = 1;
-    for (const char *q = line_start; q < src + at; q++)
-        if (!utf8_continuation(*q)) ++*column;
-    *run = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!utf8_continuation(src[at + i])) ++*run;
-}
-
 /* The `@<attribute>` among the attributes of `fn <entry>` (its byte offset and length:
  * the `@` through the name), or, with attribute NULL or absent there, the entry's name. */
 static bool find_entry_attribute(const char *src, size_t len, const char *entry, const char *attribute, size_t *at,
@@ -319,10 +322,9 @@ vn_status vn_shader_point(const char *wgsl, size_t wgsl_len, const char *entry, 
     *fix = '\0';
     unsigned line, column;
     uint32_t run;
-    place_of(wgsl, at, n, &line, &column, &run);
     const char *src_line = NULL;
     size_t src_n = 0;
-    if (!source_line(wgsl, wgsl_len, line, &src_line, &src_n)) return code;
+    place_of(wgsl, wgsl_len, at, n, &line, &column, &run, &src_line, &src_n);
     char shown[2 * SHOWN_LINE_MAX + 300];
     excerpt(src_line, src_n, column, run, "", shown, sizeof shown);
     vn_status st = vn_fail(code, "%s at line %u, column %u (wgsl:%u:%u)\n%s\nFix: %s", msg, line, column, line, column,
@@ -331,11 +333,8 @@ vn_status vn_shader_point(const char *wgsl, size_t wgsl_len, const char *entry, 
     return st;
 }
 
-/* Where a span-less message's subject is declared: line and column (characters) and the
- * length in characters, or false. */
-static bool find_subject(const char *msg, const char *src, size_t len, unsigned *line, unsigned *column,
-                         uint32_t *run) {
-    size_t at = 0, n = 0;
+/* Where a span-less message's subject is declared: its byte offset and length, or false. */
+static bool find_subject(const char *msg, const char *src, size_t len, size_t *at, size_t *n) {
     bool found = false;
     const char *ep = strstr(msg, "Entry point ");
     const char *rb = strstr(msg, "ResourceBinding { group: ");
@@ -344,17 +343,15 @@ static bool find_subject(const char *msg, const char *src, size_t len, unsigned 
     if (ov != NULL) {
         const char *name = ov + strlen("constant with identifier string: '");
         size_t name_n = strcspn(name, "'\n");
-        found = name_n > 0 && find_decl(src, len, "override", name, name_n, &at, &n);
+        found = name_n > 0 && find_decl(src, len, "override", name, name_n, at, n);
     } else if (ep != NULL) {
         const char *name = ep + strlen("Entry point ");
         size_t name_n = strcspn(name, " \n");
-        found = name_n > 0 && find_decl(src, len, "fn", name, name_n, &at, &n);
+        found = name_n > 0 && find_decl(src, len, "fn", name, name_n, at, n);
     } else if (rb != NULL && sscanf(rb, "ResourceBinding { group: %ld, binding: %ld }", &group, &binding) == 2) {
-        found = find_binding(src, len, group, binding, &at, &n);
+        found = find_binding(src, len, group, binding, at, n);
     }
-    if (!found) return false;
-    place_of(src, at, n, line, column, run);
-    return true;
+    return found;
 }
 
 /* The feature a naga capability stands for, NULL when it is none of the adapter's. */
@@ -385,21 +382,30 @@ vn_status vn_shader_diagnose(vn_device *device, const char *wgsl, size_t wgsl_le
         *fix = '\0';
     }
     const char *marker = strstr(msg, "\xe2\x94\x8c\xe2\x94\x80"); /* "┌─", naga's position marker */
-    unsigned line = 0, column = 0;
+    unsigned line = 0, column = 0, naga_column = 0;
+    size_t at = 0, n = 0;
+    bool found = false;
     if (marker != NULL) {
         /* "<label>:<line>:<column>" (the label may be empty): the last ':' pair on the line */
         const char *end = marker + strcspn(marker, "\n");
         for (const char *p = marker; p < end && line == 0; p++) {
             if (*p != ':' || sscanf(p, ":%u:%u", &line, &column) != 2) line = column = 0;
         }
+        naga_column = column;
+        found = line != 0 && column != 0 && wgsl != NULL && naga_offset(wgsl, wgsl_len, line, column, &at);
     }
     /* No span in the message: the place it names, found in the source (scanned). */
     uint32_t run = 1;
     bool scanned = false;
-    if (marker == NULL && code == VN_ERROR_SHADER) scanned = find_subject(msg, wgsl, wgsl_len, &line, &column, &run);
+    if (marker == NULL && code == VN_ERROR_SHADER && wgsl != NULL)
+        found = scanned = find_subject(msg, wgsl, wgsl_len, &at, &n);
     const char *src_line = NULL;
     size_t src_n = 0;
-    if (line == 0 || column == 0 || !source_line(wgsl, wgsl_len, line, &src_line, &src_n)) {
+    if (found) {
+        uint32_t subject_run;
+        place_of(wgsl, wgsl_len, at, n, &line, &column, &subject_run, &src_line, &src_n);
+        if (scanned) run = subject_run;
+    } else {
         /* No position at all: the message as wgpu gave it, said plainly to have none. */
         /* "<doing> failed: In wgpuDevice..., label = '...'\n    <what>": the doing and the what */
         char plain[1600];
@@ -468,7 +474,7 @@ vn_status vn_shader_diagnose(vn_device *device, const char *wgsl, size_t wgsl_le
         if (marker != NULL) break;
     }
     char label[200] = "";
-    if (marker != NULL) run = caret_run(marker, column, label, sizeof label);
+    if (marker != NULL) run = caret_run(marker, naga_column, label, sizeof label); /* naga's excerpt: its column */
     char shown[2 * SHOWN_LINE_MAX + 300];
     excerpt(src_line, src_n, column, run, label, shown, sizeof shown);
 

@@ -161,6 +161,9 @@ void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out);
 /* adapter_identity.c: fill uuid and pci_bus of `count` adapters in wgpu's order (the
  * whole list, or one alone: then only a (vendor, device) pair Vulkan shows once). */
 void vn_identify_adapters(vn_device_info *adapters, size_t count);
+/* out's uuid and pci_bus as adapters[index] has them among the whole list of `count`
+ * (alone, a GPU whose model the host has twice has none): where out is that adapter's. */
+void vn_identify_listed(WGPUAdapter *adapters, size_t count, size_t index, vn_device_info *out);
 /* All adapters of an instance, in wgpu-native's order (*out NULL when none); the caller
  * releases them (vn_release_adapters: all but `keep`, and the array). */
 vn_status vn_list_adapters(WGPUInstance instance, WGPUAdapter **out, size_t *count);

@@ -27,6 +27,15 @@ vn_status vn_shader_point(const char *wgsl, size_t wgsl_len, const char *entry, 
  * source excerpt, or NULL) and the Fix that fits (the adapter offers it or not). */
 vn_status vn_immediates_unsupported(const vn_device *device, const char *what, const char *shown);
 
+/* ---- WGSL text (wgsl_depth.c) ---------------------------------------------- */
+
+/* The place of byte `at` of src[0..n) as WGSL counts it: line (1-based; every WGSL line
+ * break ends one: LF, VT, FF, CR, NEL, U+2028, U+2029, CR LF as one) and column (1-based,
+ * in characters); and, where not NULL, the byte offset and length of that line (its
+ * break left out). The one count of lines every message about a place in the WGSL uses. */
+void vn_wgsl_place(const char *src, size_t n, size_t at, unsigned long long *line, unsigned long long *column,
+                   size_t *line_start, size_t *line_len);
+
 /* ---- buffers (buffer.c) ----------------------------------------------------- */
 
 struct vn_buffer {

@@ -280,23 +280,32 @@ static int marked(const unsigned char *marks, size_t at) {
     return marks != NULL && (marks[at / 8] >> (at % 8)) & 1u;
 }
 
-/* Line (1-based, CR LF one break) and column (1-based, in characters) of byte `at`. */
-static void place_of(const text *t, size_t at, unsigned long long *line, unsigned long long *column) {
+void vn_wgsl_place(const char *src, size_t n, size_t at, unsigned long long *line, unsigned long long *column,
+                   size_t *line_start, size_t *line_len) {
+    const text t = {(const unsigned char *)src, n};
     unsigned long long l = 1, c = 1;
-    size_t p = 0;
+    size_t p = 0, start = 0;
+    if (at > n) at = n;
     while (p < at) {
-        size_t b = line_break_at(t, p);
+        size_t b = line_break_at(&t, p);
         if (b != 0) {
             l++;
             c = 1;
             p += b;
+            start = p;
         } else {
-            if ((t->s[p] & 0xC0) != 0x80) c++; /* UTF-8: a character starts at each non-continuation byte */
+            if ((t.s[p] & 0xC0) != 0x80) c++; /* UTF-8: a character starts at each non-continuation byte */
             p++;
         }
     }
     *line = l;
     *column = c;
+    if (line_start != NULL) *line_start = start;
+    if (line_len != NULL) {
+        size_t e = start;
+        while (e < n && line_break_at(&t, e) == 0) e++;
+        *line_len = e - start;
+    }
 }
 
 typedef struct level {
@@ -309,7 +318,7 @@ static vn_status too_deep(const text *t, token at, uint32_t max_depth, const lev
     for (size_t i = 0; i <= top; i++) else_ifs += levels[i].chains;
     const uint64_t unit = VN_WGSL_OPERATORS_PER_LEVEL, else_if = unit / VN_WGSL_ELSE_IFS_PER_LEVEL;
     unsigned long long line, column;
-    place_of(t, at.start, &line, &column);
+    vn_wgsl_place((const char *)t->s, t->n, at.start, &line, &column, NULL, NULL);
     vn_status st = vn_fail(VN_ERROR_SHADER,
                            "line %llu, column %llu: the WGSL nests deeper than %u levels here (%zu open brackets, %llu "
                            "operators and %llu `else if`s around it; each bracket or template list is a level, and so is "

@@ -55,7 +55,10 @@ def test_no_variable_and_no_identity_is_the_default_adapter() -> None:
     assert choose() == -1
 
 
-@pytest.mark.parametrize(("value", "index"), [("0", 1), ("1", 0), ("1,0", 0), (" 0 , 1", 1)])
+# CUDA's documented rule: a negative index ends the list ("0,2,-1,1" is GPUs 0 and 2)
+@pytest.mark.parametrize(
+    ("value", "index"), [("0", 1), ("1", 0), ("1,0", 0), (" 0 , 1", 1), ("1,-1,0", 0), ("0, -3", 1)]
+)
 def test_cuda_indices_count_nvidia_gpus_in_pci_order(
     monkeypatch: pytest.MonkeyPatch, value: str, index: int
 ) -> None:
@@ -71,7 +74,7 @@ def test_cuda_uuid_entries_match_the_vulkan_device_uuid(monkeypatch: pytest.Monk
     assert choose() == 0
 
 
-@pytest.mark.parametrize("value", ["", "-1", "NoDevFiles"])
+@pytest.mark.parametrize("value", ["", "-1", "NoDevFiles", "-1 ", "\t-1\t", "NoDevFiles ", "-1,0", "-7"])
 def test_cuda_naming_no_gpu_hides_nvidia_gpus_but_not_the_others(
     monkeypatch: pytest.MonkeyPatch, value: str
 ) -> None:
@@ -205,6 +208,14 @@ def test_a_vulkan_adapter_has_its_device_uuid() -> None:
 def test_a_device_made_by_uuid_is_that_adapter() -> None:
     with vn.Device(adapter="GPU-" + real()["uuid"]) as dev:
         assert dev.info["uuid"] == real()["uuid"] and dev.info["name"] == real()["name"]
+
+
+def test_a_device_made_by_index_has_the_listing_s_identity() -> None:
+    # alone, an adapter whose model the host has twice (two H200s) has no identity: the
+    # device's info had uuid "" for every index where the listing had each GPU's
+    for i, listed in enumerate(vn.enumerate_adapters()):
+        with vn.Device(adapter=i) as dev:
+            assert (dev.info["uuid"], dev.info["pci_bus"]) == (listed["uuid"], listed["pci_bus"]), i
 
 
 def test_a_device_made_by_default_knows_its_uuid() -> None:

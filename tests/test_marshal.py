@@ -543,6 +543,27 @@ def test_a_handle_refuses_to_be_pickled_saying_why(kit: Kit, make: Any, protocol
     assert f"vn.{type(handle).__name__}" in msg
 
 
+# Not handles, but over one: a view of a buffer, the mapped memory under a copy=False read
+OVER_HANDLES: list[tuple[str, Callable[[Kit], Any]]] = [
+    ("BufferView", lambda k: k.a.view(0, 16)),
+    ("MappedStaging", lambda k: k.a.read(np.float32, copy=False).base.base),
+]
+
+
+@pytest.mark.parametrize("make", _fns(HANDLES + OVER_HANDLES), ids=_ids(HANDLES + OVER_HANDLES))
+@pytest.mark.parametrize("how", ["pickle", "__reduce__", "__reduce_ex__"])
+def test_every_way_to_pickle_a_handle_is_refused_saying_why(kit: Kit, make: Any, how: str) -> None:
+    # pickle calls __reduce_ex__; some serialisers call __reduce__ itself, which was an
+    # untyped TypeError ("a class that defines __slots__ ...") for a view or mapped memory
+    obj = make(kit)
+    calls = {
+        "pickle": lambda: pickle.dumps(obj),
+        "__reduce__": obj.__reduce__,
+        "__reduce_ex__": lambda: obj.__reduce_ex__(2),
+    }
+    typed(calls[how], vn.NotPicklableError, "cannot be pickled", "Fix:", f"vn.{type(obj).__name__}")
+
+
 @pytest.mark.parametrize("make", _fns(HANDLES), ids=_ids(HANDLES))
 @pytest.mark.parametrize("how", [copy.copy, copy.deepcopy], ids=["copy", "deepcopy"])
 def test_a_handle_refuses_to_be_copied_saying_why(kit: Kit, make: Any, how: Any) -> None:

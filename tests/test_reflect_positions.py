@@ -179,3 +179,16 @@ def test_reflection_and_the_compiler_count_columns_alike(device: vn.Device) -> N
     place = (2, len(before) + 1)
     assert (reflected.line, reflected.column) == place
     assert (compiled.value.line, compiled.value.column) == place
+
+
+@pytest.mark.parametrize("br", ["\n", "\r\n", "\r", "\v", "\f", "\x85", "\u2028", "\u2029"])
+def test_the_compiler_counts_lines_by_every_wgsl_line_break(device: vn.Device, br: str) -> None:
+    # naga (codespan) counts lines by LF alone: a module whose lines end in CR or U+2028 was
+    # "line 1, column 98" with the whole module shown as its line
+    wgsl = br.join([f"{SLOT} x: u32;", "@compute @workgroup_size(1) fn main() {", "\tx = 1.5f;", "}"])
+    with pytest.raises(vn.ShaderError) as info:
+        device.compile(wgsl)
+    err = info.value
+    assert (err.line, err.column) == (3, 2), str(err)
+    _, shown, caret, _ = str(err).split("\n", 3)
+    assert (shown, caret) == ("\tx = 1.5f;", "\t^")

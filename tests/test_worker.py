@@ -7,6 +7,7 @@ through ``vn.worker.serve`` over multiprocessing pipes, which pickle as Ray does
 from __future__ import annotations
 
 import multiprocessing
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -58,6 +59,90 @@ def test_an_unknown_kernel_is_a_typed_error_naming_the_compiled_ones() -> None:
     )
 
 
+BAD_RUNS: dict[str, tuple[tuple[Any, ...], type[vn.VyreError], str]] = {
+    # each was an untyped TypeError or ValueError, or silently ran something else
+    "workgroups an int": (("double", [np.ones(N, np.float32)], SPEC, 16), vn.WrongTypeError, "workgroups=16"),
+    # equal as a key to (16, 1, 1), so it replayed that recording where record() refuses it
+    "workgroups of floats": (("double", [np.ones(N, np.float32)], SPEC, (16.0, 1, 1)), vn.WrongTypeError, "16.0"),
+    "workgroups of bools": (("double", [np.ones(N, np.float32)], SPEC, (16, True, 1)), vn.WrongTypeError, "bool"),
+    # unpacked as dtype 'f', shape ('4',)
+    "an output spec of text": (("double", [np.ones(N, np.float32)], ["f4"], GROUPS), vn.WrongTypeError, "'f4'"),
+    "an output spec of three": (
+        ("double", [np.ones(N, np.float32)], [("f4", (N,), 1)], GROUPS), vn.WrongTypeError, "3 items"
+    ),
+    "an output dtype numpy lacks": (("double", [np.ones(N, np.float32)], [("zz", (N,))], GROUPS), vn.WrongTypeError, "'zz'"),
+    # int(4.5) was 4
+    "an output shape of floats": (
+        ("double", [np.ones(N, np.float32)], [("f4", (N + 0.5,))], GROUPS), vn.WrongTypeError, "float"
+    ),
+    "a negative output shape": (
+        ("double", [np.ones(N, np.float32)], [("f4", (-N,))], GROUPS), vn.InvalidArgumentError, "outputs[0]"
+    ),
+    "inputs of None": (("double", None, SPEC, GROUPS), vn.WrongTypeError, "inputs=None"),
+    "a ragged input": (("double", [[[1.0], [1.0, 2.0]]], SPEC, GROUPS), vn.WrongTypeError, "inputs[0]"),
+    "a name not text": ((["double"], [np.ones(N, np.float32)], SPEC, GROUPS), vn.WrongTypeError, "name=['double']"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_RUNS)
+def test_a_malformed_run_is_a_typed_error_naming_the_argument(case: str) -> None:
+    w = vn.worker.Worker(kernels={"double": DOUBLE})
+    args, cls, shown = BAD_RUNS[case]
+    (x,) = w.run("double", [np.ones(N, np.float32)], SPEC, (16, 1, 1))  # its recording, cached
+    typed(lambda: w.run(*args), cls, shown, "Fix:")
+
+
+def test_kernels_not_a_mapping_are_a_typed_error() -> None:
+    typed(lambda: vn.worker.Worker(kernels=[("double", DOUBLE)]), vn.WrongTypeError, "a mapping", "Fix:")
+
+
+def test_big_endian_arrays_are_their_values_not_their_bytes() -> None:
+    # WGSL's memory is little-endian: the bytes of '>f4' were sent as they are
+    w = vn.worker.Worker(kernels={"double": DOUBLE})
+    x = np.arange(N, dtype=">f4")
+    (out,) = w.run("double", [x], [(">f4", (N,))], GROUPS)
+    assert out.dtype == np.dtype(">f4")
+    np.testing.assert_array_equal(out, 2 * x)
+
+
+def test_an_output_of_no_elements_is_an_empty_array() -> None:
+    w = vn.worker.Worker(kernels={"double": DOUBLE})
+    (out,) = w.run("double", [np.ones(N, np.float32)], [("f4", (0, 3))], GROUPS)
+    assert out.shape == (0, 3) and out.dtype == np.float32
+
+
+def test_threads_running_one_worker_each_get_their_own_results() -> None:
+    # a Ray actor with max_concurrency > 1 runs methods in threads: runs of one set of
+    # shapes share their buffers, so one thread's inputs landed in another's replay
+    w = vn.worker.Worker(kernels={"double": DOUBLE})
+    wrong: list[tuple[int, int]] = []
+
+    def runs(k: int) -> None:
+        x = np.full(N, k, np.float32)
+        for i in range(40):
+            (out,) = w.run("double", [x], SPEC, GROUPS)
+            if not (out == 2 * k).all():
+                wrong.append((k, i))
+                return
+
+    threads = [threading.Thread(target=runs, args=(k,)) for k in (1, 2, 3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
+
+
+def test_a_worker_call_nested_in_one_on_the_same_thread_is_refused() -> None:
+    # what a signal handler or a finalizer would make: waiting for the outer call's turn
+    # would wait for ever
+    w = vn.worker.Worker(kernels={"double": DOUBLE})
+    with w._turn:
+        typed(lambda: w.run("double", [np.ones(N, np.float32)], SPEC, GROUPS), vn.ReentryError, "signal handler", "Fix:")
+    (out,) = w.run("double", [np.ones(N, np.float32)], SPEC, GROUPS)
+    np.testing.assert_array_equal(out, 2)
+
+
 @pytest.fixture(scope="module")
 def processes() -> Iterator[list[Any]]:
     ctx = multiprocessing.get_context("spawn")
@@ -100,6 +185,16 @@ def test_two_worker_processes_run_the_same_kernel_on_their_own_data(processes: l
 def test_a_worker_process_sends_back_the_error_a_call_raised(processes: list[Any]) -> None:
     typed(lambda: ask(processes[0], "run", "nope", [], [], (1, 1, 1)), vn.InvalidArgumentError, "'nope'")
     assert ask(processes[0], "info")["name"] == vn.enumerate_adapters()[0]["name"]  # and keeps serving
+
+
+@pytest.mark.parametrize("message", ["run", ("run",), ("run", (), "extra"), (5, ())])
+def test_a_worker_process_answers_a_malformed_message_and_keeps_serving(processes: list[Any], message: Any) -> None:
+    # `method, args = message` ran outside the try: the process died with a traceback
+    processes[1].send(message)
+    assert processes[1].poll(120), "the worker process did not answer"
+    status, err = processes[1].recv()
+    assert status == "error" and isinstance(err, vn.WrongTypeError) and "Fix:" in str(err), err
+    assert ask(processes[1], "info")["name"] == vn.enumerate_adapters()[0]["name"]
 
 
 def test_a_handle_sent_to_a_worker_process_is_vyre_natives_own_error(processes: list[Any]) -> None:

@@ -39,6 +39,8 @@ __all__ = [
     "to_choice",
     "to_constants",
     "to_destination",
+    "to_dims",
+    "to_dtype",
     "to_index",
     "to_indirect",
     "to_int",
@@ -528,15 +530,10 @@ def new_array(dtype: Any, shape: Any, nbytes: int, what: str) -> NDArray[Any]:
     return np.empty(dims, dtype=dt)
 
 
-def to_layout(dtype: Any, shape: Any, nbytes: int, what: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
-    """The numpy dtype and dimensions of an array of ``dtype`` and ``shape`` over exactly
-    ``nbytes``; ``shape=None`` is 1-D."""
-    if dtype is None:
-        raise WrongTypeError(
-            f"{what}: shape={_shown(shape)} was given without a dtype. Fix: pass dtype too, e.g. dtype=numpy.float32."
-        )
+def to_dtype(dtype: Any, what: str) -> np.dtype[Any]:
+    """A numpy dtype of plain data: fixed-size bytes (no Python objects, not empty)."""
     try:
-        dt = np.dtype(dtype)
+        dt: np.dtype[Any] = np.dtype(dtype)
     except TypeError as err:
         raise WrongTypeError(
             f"{what}: dtype={_shown(dtype)} is not a numpy dtype ({err}). Fix: pass e.g. numpy.float32 or 'u4'."
@@ -547,6 +544,23 @@ def to_layout(dtype: Any, shape: Any, nbytes: int, what: str) -> tuple[np.dtype[
             "Fix: pass a numeric or plain structured dtype, e.g. numpy.float32."
         )
     # Any other dtype is fixed-size plain bytes (datetime64 included), on every path.
+    return dt
+
+
+def to_dims(shape: Any, what: str) -> tuple[int, ...]:
+    """The dimensions of a numpy shape: an int, or an iterable of ints, each >= 0."""
+    seq = (shape,) if not isinstance(shape, Iterable) else tuple(shape)
+    return tuple(to_int(d, f"{what} shape[{i}]", 0, I64_MAX, "a non-negative size") for i, d in enumerate(seq))
+
+
+def to_layout(dtype: Any, shape: Any, nbytes: int, what: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
+    """The numpy dtype and dimensions of an array of ``dtype`` and ``shape`` over exactly
+    ``nbytes``; ``shape=None`` is 1-D."""
+    if dtype is None:
+        raise WrongTypeError(
+            f"{what}: shape={_shown(shape)} was given without a dtype. Fix: pass dtype too, e.g. dtype=numpy.float32."
+        )
+    dt = to_dtype(dtype, what)
     if shape is None:
         if nbytes % dt.itemsize:
             raise InvalidArgumentError(
@@ -555,10 +569,7 @@ def to_layout(dtype: Any, shape: Any, nbytes: int, what: str) -> tuple[np.dtype[
             )
         dims: tuple[int, ...] = (nbytes // dt.itemsize,)
     else:
-        seq = (shape,) if not isinstance(shape, Iterable) else tuple(shape)
-        dims = tuple(
-            to_int(d, f"{what} shape[{i}]", 0, I64_MAX, "a non-negative size") for i, d in enumerate(seq)
-        )
+        dims = to_dims(shape, what)
         count = math.prod(dims)
         if count * dt.itemsize != nbytes:
             raise InvalidArgumentError(

@@ -232,6 +232,9 @@ class BufferView(_Reads):
     def __reduce_ex__(self, protocol: Any) -> Any:
         raise not_picklable(self)
 
+    def __reduce__(self) -> Any:
+        raise not_picklable(self)
+
     def __copy__(self) -> BufferView:
         return self  # an immutable value: the copy is the same view of the same buffer
 

@@ -75,6 +75,9 @@ class MappedStaging:
     def __reduce_ex__(self, protocol: Any) -> Any:
         raise not_picklable(self)  # the array over it pickles its data
 
+    def __reduce__(self) -> Any:
+        raise not_picklable(self)
+
 
 def _pin(read: Any) -> MappedStaging:
     """Wait for the read (one time slice a call, so Ctrl-C interrupts it) and pin its

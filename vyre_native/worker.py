@@ -16,6 +16,10 @@ See docs/guide/scaling.md for the pattern and what it costs.
 
 from __future__ import annotations
 
+import math
+import os
+import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -23,9 +27,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ._marshal import new_array, to_dims, to_dtype, to_list, to_workgroups, wrong_type
 from .buffer import Buffer
 from .device import Device
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, ReentryError, WrongTypeError
 from .pipeline import Pipeline
 from .replay import Recording
 
@@ -35,12 +40,89 @@ MAX_RECORDINGS = 32
 _OutputSpec = tuple[Any, Sequence[int]]
 
 
+class _Turn:
+    """A Worker's lock: one run or compile at a time, and a nested one on the thread that
+    holds it (a signal handler's, a finalizer's) refused with ReentryError rather than
+    waiting for ever."""
+
+    __slots__ = ("__weakref__", "_lock", "_owner")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+        _TURNS.add(self)
+
+    def _forget(self) -> None:
+        """In a forked child: the thread that held the lock is not there to let it go
+        (the child's calls on the worker raise ForkedError; they must not wait)."""
+        self._lock = threading.Lock()
+        self._owner = None
+
+    def __enter__(self) -> None:
+        if self._owner == threading.get_ident():
+            raise ReentryError(
+                "a Worker call from a signal handler or a finalizer while this thread is inside another call of the "
+                "same Worker, whose buffers that call is using. Fix: make the call outside the handler (set a flag "
+                "there and act on it after), or use another Worker."
+            )
+        self._lock.acquire()
+        self._owner = threading.get_ident()
+
+    def __exit__(self, *exc: object) -> None:
+        self._owner = None
+        self._lock.release()
+
+
+_TURNS: weakref.WeakSet[_Turn] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for turn in list(_TURNS):
+        turn._forget()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _name(name: Any, what: str) -> str:
+    if not isinstance(name, str):
+        raise wrong_type(what, name, "a str", "pass the kernel's name (a str), as given to compile().")
+    return name
+
+
+def _input(value: Any, what: str) -> NDArray[Any]:
+    """``value`` as a C-contiguous array of plain data in WGSL's byte order (little-endian:
+    a big-endian array's numbers are swapped, not its bytes sent as they are)."""
+    try:
+        a = np.ascontiguousarray(value)
+    except (TypeError, ValueError) as err:
+        raise wrong_type(what, value, f"an array ({err})", "pass a numpy array, or what numpy.asarray takes.") from None
+    little = to_dtype(a.dtype, what).newbyteorder("<")
+    return a if little == a.dtype else a.astype(little)
+
+
+def _output(spec: Any, what: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
+    """An output's ``(dtype, shape)``: a dtype of plain data and a numpy shape."""
+    pair = to_list(spec, what, "a (dtype, shape) pair")
+    if len(pair) != 2:
+        raise WrongTypeError(
+            f"{what}={spec!r:.80} has {len(pair)} items, not two (dtype, shape). Fix: pass e.g. ('f4', (1024,))."
+        )
+    return to_dtype(pair[0], what), to_dims(pair[1], what)
+
+
 class Worker:
     """A ``vn.Device`` and the kernels compiled on it, in this process.
 
     ``Worker(kernels={name: wgsl}, adapter=None, backend=None)``: ``adapter`` and
     ``backend`` as for ``vn.Device`` (unset: the GPU the scheduler assigned, else the
     default). Creating one costs a device (milliseconds) and a compile per kernel.
+
+    Its methods may be called from several threads at once (a Ray actor with
+    ``max_concurrency`` above 1, or an async one): runs take turns, each one whole (its
+    inputs written, the replay and the outputs read), since runs of one set of shapes
+    share their buffers.
     """
 
     def __init__(
@@ -52,6 +134,9 @@ class Worker:
         self.device = Device(adapter=adapter, backend=backend)
         self._kernels: dict[str, Pipeline] = {}
         self._runs: OrderedDict[tuple[Any, ...], tuple[Recording, list[Buffer], list[Buffer]]] = OrderedDict()
+        self._turn = _Turn()  # one run or compile at a time: runs of one key share buffers
+        if kernels is not None and not isinstance(kernels, Mapping):
+            raise wrong_type("Worker kernels", kernels, "a mapping", "pass a dict of names to WGSL, e.g. {'scale': WGSL}.")
         for name, wgsl in (kernels or {}).items():
             self.compile(name, wgsl)
 
@@ -61,8 +146,11 @@ class Worker:
 
     def compile(self, name: str, wgsl: str, entry_point: str = "main") -> list[str]:
         """Compile ``wgsl`` as kernel ``name`` (replacing one of that name); its binding names."""
-        self._kernels[name] = prog = self.device.compile(wgsl, entry_point=entry_point)
-        self._runs = OrderedDict((k, v) for k, v in self._runs.items() if k[0] != name)
+        name = _name(name, "Worker.compile name")
+        prog = self.device.compile(wgsl, entry_point=entry_point)
+        with self._turn:
+            self._kernels[name] = prog
+            self._runs = OrderedDict((k, v) for k, v in self._runs.items() if k[0] != name)
         return [b.name for b in prog.bindings]
 
     def run(
@@ -79,38 +167,50 @@ class Worker:
         call with a set of shapes allocates the buffers and records the dispatch; later
         calls with the same shapes write the inputs into those buffers (one copy each),
         replay (one C call for up to 256 launches) and read each output back into a new
-        array (one copy each).
+        array (one copy each). Arrays are data in WGSL's byte order, little-endian: a
+        big-endian input is swapped on the way in, and a big-endian output dtype gets the
+        values, not the GPU's bytes reinterpreted. An output of no elements is an empty array.
         """
-        arrays = [np.ascontiguousarray(a) for a in inputs]
-        specs = [(np.dtype(dt), tuple(int(n) for n in shape)) for dt, shape in outputs]
+        name = _name(name, "Worker.run name")
+        arrays = [_input(a, f"Worker.run inputs[{i}]") for i, a in enumerate(to_list(inputs, "Worker.run inputs"))]
+        specs = [_output(o, f"Worker.run outputs[{i}]") for i, o in enumerate(to_list(outputs, "Worker.run outputs"))]
+        groups = to_workgroups(workgroups)  # ints: (1.0, 1, 1) or (True, 1, 1) would hit (1, 1, 1)'s recording
         key = (
             name,
             tuple((a.dtype.str, a.shape) for a in arrays),
             tuple((d.str, s) for d, s in specs),
-            tuple(workgroups),
+            groups,
         )
-        entry = self._runs.get(key)
-        if entry is None:
-            if name not in self._kernels:
-                raise InvalidArgumentError(
-                    f"Worker.run: no kernel named {name!r} (compiled: {sorted(self._kernels)}). Fix: pass it in "
-                    "Worker(kernels={name: wgsl}) or call compile(name, wgsl) first."
-                )
-            ins = [self.device.alloc(max(a.nbytes, 4)) for a in arrays]
-            outs = [self.device.alloc(max(d.itemsize * int(np.prod(s)), 4)) for d, s in specs]
-            entry = (self._kernels[name].record(inputs=ins, outputs=outs, workgroups=workgroups), ins, outs)
-            self._runs[key] = entry
-            while len(self._runs) > MAX_RECORDINGS:
-                self._runs.popitem(last=False)
-        self._runs.move_to_end(key)
-        rec, ins, outs = entry
-        for buf, a in zip(ins, arrays, strict=True):
-            buf.write(a)
-        rec.replay(repeat)
-        return [
-            buf.view(0, d.itemsize * int(np.prod(s))).read(d, s)
-            for buf, (d, s) in zip(outs, specs, strict=True)
-        ]
+        with self._turn:
+            entry = self._runs.get(key)
+            if entry is None:
+                if name not in self._kernels:
+                    raise InvalidArgumentError(
+                        f"Worker.run: no kernel named {name!r} (compiled: {sorted(self._kernels)}). Fix: pass it in "
+                        "Worker(kernels={name: wgsl}) or call compile(name, wgsl) first."
+                    )
+                ins = [self.device.alloc(max(a.nbytes, 4)) for a in arrays]
+                outs = [self.device.alloc(max(d.itemsize * math.prod(s), 4)) for d, s in specs]
+                entry = (self._kernels[name].record(inputs=ins, outputs=outs, workgroups=groups), ins, outs)
+                self._runs[key] = entry
+                while len(self._runs) > MAX_RECORDINGS:
+                    self._runs.popitem(last=False)
+            self._runs.move_to_end(key)
+            rec, ins, outs = entry
+            for buf, a in zip(ins, arrays, strict=True):
+                buf.write(a)
+            rec.replay(repeat)
+            return [_read(buf, d, s) for buf, (d, s) in zip(outs, specs, strict=True)]
+
+
+def _read(buf: Buffer, dtype: np.dtype[Any], shape: tuple[int, ...]) -> NDArray[Any]:
+    """The output of ``dtype`` and ``shape`` at the start of ``buf`` (little-endian there)."""
+    nbytes = dtype.itemsize * math.prod(shape)  # Python ints: numpy's product wraps at 2**63
+    if nbytes == 0:  # nothing to read back: a view is at least one byte
+        return new_array(dtype, shape, 0, "Worker.run")
+    little = dtype.newbyteorder("<")
+    arr = buf.view(0, nbytes).read(little, shape)
+    return arr if little == dtype else arr.astype(dtype)
 
 
 # -- a plain process: the Worker as its state -------------------------------------------
@@ -147,8 +247,13 @@ def serve(
             return
         if message is None:
             return
-        method, args = message
         try:
+            if not isinstance(message, tuple) or len(message) != 2 or not isinstance(message[0], str):
+                raise WrongTypeError(
+                    f"serve: the message {message!r:.80} is not a (method name, args) pair. Fix: send e.g. "
+                    "(\"run\", (name, inputs, outputs, workgroups)), or None to end the worker."
+                )
+            method, args = message
             connection.send(("ok", getattr(worker, method)(*args)))
         except Exception as err:  # noqa: BLE001 - sent to the parent, which raises it
             connection.send(("error", err))

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -51,6 +52,17 @@ def make() -> SimpleNamespace:
     ns.wdev = vn.Device.from_wgpu(ns.gdev)
     ns.shared = ns.wdev.upload(np.arange(4, dtype=np.float32))
     ns.gbuf = ns.gdev.create_buffer(size=64, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+    # a Worker whose turn another thread holds across the fork (that thread is not in the child)
+    ns.worker = vn.worker.Worker({"double": DOUBLE})
+    ns.worker_held, ns.worker_release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with ns.worker._turn:
+            ns.worker_held.set()
+            ns.worker_release.wait()
+
+    threading.Thread(target=hold, daemon=True).start()
+    ns.worker_held.wait()
     return ns
 
 
@@ -68,6 +80,8 @@ def use_inherited(ns: SimpleNamespace, child_report: Report) -> None:
     ops: dict[str, Callable[[], object]] = {
         "upload": lambda: ns.dev.upload(b"1234"),
         "alloc": lambda: ns.dev.alloc(16),
+        # its turn held at the fork by a thread the child lacks: this waited for ever
+        "worker_run": lambda: ns.worker.run("double", [np.ones(64, np.float32)], [("f4", (64,))], (1, 1, 1)),
         "compile": lambda: ns.dev.compile(DOUBLE),
         "record": lambda: ns.pipeline.record([ns.a], [ns.o]),
         "prerecord": lambda: ns.pipeline.prerecord_persistent_dispatch([ns.a], [ns.o]),
@@ -179,6 +193,7 @@ def main(child: Callable[[SimpleNamespace, Report], None]) -> None:
         child(ns, child_report)
         sys.exit(0)
     os.close(write_fd)
+    ns.worker_release.set()
     t0 = time.perf_counter()
     status = None
     while time.perf_counter() - t0 < HANG_S:
