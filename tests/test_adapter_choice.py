@@ -218,9 +218,15 @@ def test_a_device_made_by_index_has_the_listing_s_identity() -> None:
             assert (dev.info["uuid"], dev.info["pci_bus"]) == (listed["uuid"], listed["pci_bus"]), i
 
 
-def test_a_device_made_by_default_knows_its_uuid() -> None:
+def test_a_device_made_by_default_knows_its_uuid_where_its_model_is_alone() -> None:
+    # wgpu's default request hands back one adapter, not a place in the listing: where the
+    # host has two of its model it cannot be told from its twin, and says so with "".
+    listing = vn.enumerate_adapters()
     with vn.Device() as dev:
-        assert dev.info["uuid"] == real()["uuid"]
+        model = (dev.info["name"], dev.info["backend"])
+        same_model = [a["uuid"] for a in listing if (a["name"], a["backend"]) == model]
+        expected = set(same_model) if len(same_model) == 1 else {""}
+        assert dev.info["uuid"] in expected, (dev.info, listing)
 
 
 def test_a_device_honours_a_variable_that_names_no_gpu_of_another_vendor(
