@@ -63,10 +63,11 @@ tinygrad = pytest.importorskip(
 
 from tinygrad import Device, Tensor, TinyJit
 from tinygrad.helpers import Context
-from tinygrad.nn.optim import SGD
 
 import vyre_native as vn
 from vyre_native.tinygrad import VNGraph  # the import registers DEV=VN without the .pth hook
+
+from tinygrad_mlp import mlp_training_step  # imports tinygrad: after the skip above
 
 # VN last: its row compares itself with the others of the same run
 ROWS = ["CPU", "CUDA", "WEBGPU", "VN-nograph", "VN"]
@@ -251,20 +252,8 @@ def _device_of(row: str) -> tuple[str, int]:
 def test_tinygrad_mlp_step(benchmark, rounds, row, monkeypatch):  # type: ignore[no-untyped-def]
     device, jit_level = _device_of(row)
     dev = _open(device)
-    rng = np.random.default_rng(0)
-    l1 = Tensor(rng.standard_normal((784, 128), np.float32) / 28, device=device)
-    l2 = Tensor(rng.standard_normal((128, 10), np.float32) / 11.3, device=device)
-    opt = SGD([l1, l2], lr=0.01)
-    x = Tensor(rng.standard_normal((64, 784), np.float32), device=device).realize()
-    y = Tensor(rng.integers(0, 10, 64).astype(np.int32), device=device).realize()
-
-    @TinyJit
-    def step(x: Tensor, y: Tensor) -> Tensor:
-        with Context(TRAINING=1):
-            opt.zero_grad()
-            loss = (x @ l1).relu().matmul(l2).sparse_categorical_crossentropy(y).backward()
-            opt.step()
-            return loss.realize()
+    x, y, train = mlp_training_step(device)
+    step = TinyJit(train)
 
     with Context(JIT=jit_level):
         for _ in range(4):  # run, capture, then replays
