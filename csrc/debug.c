@@ -2,7 +2,7 @@
  *
  * Every file counts here, so this file uses none: the vn_debug_* entry points live
  * beside what they show (vn_debug_live_counts in parking.c and vn_debug_error_status in wgpu_errors.c,
- * vn_debug_fill_wgsl in fill.c). */
+ * vn_debug_fill_wgsl in fill.c, vn_debug_queued_write_bytes in transfer.c). */
 #include "layer_base.h"
 
 static atomic_llong live[VN_LIVE_KIND_COUNT];

@@ -382,6 +382,17 @@ static vn_status view_write(const vn_view *v, uint64_t offset, const void *data,
         if (st == VN_OK) st = vn_submit_ready(dev);
         if (st != VN_OK) return st;
     }
+    /* A CPU adapter's flush (below) waits for an idle queue, so writes made while its queue
+     * stays busy would pile up staging copies without bound: once twice the flush bound
+     * would be queued, the write first waits for the queue (VN_PENDING: call again; nothing
+     * of it is queued yet) and sends what is queued. So after any write, the bytes queued
+     * are under 2 * VN_WRITE_FLUSH_BYTES, or that one write's own. */
+    if (count == 0 && dev->serial_submits && atomic_load(&dev->pending_write_bytes) > 0 &&
+        atomic_load(&dev->pending_write_bytes) + nbytes >= 2 * VN_WRITE_FLUSH_BYTES) {
+        st = vn_submit_ready(dev);
+        if (st == VN_OK) st = vn_device_flush_writes(dev, "buffer.write", NULL);
+        if (st != VN_OK) return st;
+    }
     /* The life lock's read side: a write is queued work too, so it never lands between
      * the parts of a replay split into several submits (they hold the write side). */
     const vn_submit_guard guard = {submittable_one, buffer};
@@ -406,6 +417,10 @@ static vn_status view_write(const vn_view *v, uint64_t offset, const void *data,
         st = vn_device_flush_writes(dev, "buffer.write", NULL);
     if (st == VN_OK && count > 0) atomic_store(&dev->pending_write_bytes, 0); /* the merge's submit sent them */
     return st;
+}
+
+uint64_t vn_debug_queued_write_bytes(const vn_device *device) {
+    VN_GET(uint64_t, atomic_load(&device->pending_write_bytes), 0, device, VN_KIND_DEVICE);
 }
 
 vn_status vn_view_write(const vn_view *view, uint64_t offset, const void *data, uint64_t nbytes) {

@@ -720,6 +720,10 @@ void vn_debug_live_counts(vn_live_counts *out, double wait_s);
 /* Handle ids live now (csrc/object.c): each creating call's result, each second handle
  * of vn_*_retain_for_watch, until its release. */
 int64_t vn_debug_live_ids(void);
+/* Bytes of buffer.write queued on the device and not yet sent by a submit (wgpu keeps a
+ * staging copy of each until that submit's work completes); 0 for a handle that is no
+ * live device. See csrc/transfer.c for the bound a write keeps it under. */
+uint64_t vn_debug_queued_write_bytes(const vn_device *device);
 /* The status a wgpu error of this WGPUErrorType and message maps to (for tests of the
  * mapping: "Not enough memory left" is VN_ERROR_OUT_OF_MEMORY whatever its type,
  * "Parent device is lost" VN_ERROR_DEVICE_LOST). */

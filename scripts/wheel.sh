@@ -51,4 +51,6 @@ case "$where" in
   *) echo "wheel.sh: the fresh venv imports vyre_native from $where, not the wheel" >&2; exit 1 ;;
 esac
 # The pytest script (not `python -m pytest`) keeps the working directory off sys.path.
-cd "$WORK" && exec "$WORK/venv/bin/pytest" -p no:cacheprovider "$ROOT/tests" "$@"
+# Not exec'd: the EXIT trap must still remove $WORK (about 300 MB) whatever pytest returns.
+cd "$WORK"
+"$WORK/venv/bin/pytest" -p no:cacheprovider "$ROOT/tests" "$@"

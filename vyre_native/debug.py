@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from ._lib import ffi, lib
-from ._marshal import to_seconds
+from ._marshal import to_seconds, wrong_type
+from .device import Device
 
-__all__ = ["fill_wgsl", "live_objects"]
+__all__ = ["fill_wgsl", "live_objects", "queued_write_bytes"]
 
 _FIELDS = tuple(name for name, _ in ffi.typeof("vn_live_counts").fields)
 
@@ -26,6 +27,20 @@ def live_objects(wait: float = 10.0) -> dict[str, int]:
     counts = ffi.new("vn_live_counts *")
     lib.vn_debug_live_counts(counts, seconds)
     return {name: int(getattr(counts, name)) for name in _FIELDS}
+
+
+def queued_write_bytes(device: Device) -> int:
+    """Bytes of ``Buffer.write`` queued on ``device`` and not yet sent to the GPU by a
+    submit; wgpu holds a staging copy of each until that submit's work completes.
+
+    The C layer keeps it bounded: a write that brings it to 64 MiB sends it (an empty
+    submit) where the queue can take one at once, and on a CPU adapter whose queue is
+    busy a write that would bring it to 128 MiB first waits for the queue. So after any
+    write it is under 128 MiB, or that one write's own size. One C call.
+    """
+    if not isinstance(device, Device):
+        raise wrong_type("queued_write_bytes device", device, "a vn.Device", "pass the Device the writes went to.")
+    return int(lib.vn_debug_queued_write_bytes(device._live()))
 
 
 def fill_wgsl() -> str:

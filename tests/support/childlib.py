@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -23,6 +24,14 @@ import numpy as np
 from support.kernels import LONG
 
 RESULT = "RESULT "
+
+# A process started with SIGINT ignored (a shell's background job, `nohup`, some CI
+# runners) keeps it ignored, and CPython then installs no KeyboardInterrupt handler: a
+# scenario that sends itself SIGINT would see nothing and blame vyre_native's waits. The
+# child is the test's own process, so it takes Python's usual handler, as an interactive
+# interpreter has.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def report(value: Any) -> None:
