@@ -8,13 +8,20 @@
 
 #include "layer_device.h"
 
-WGPUShaderModule vn_wgsl_module(vn_device *device, WGPUStringView code, const char *label) {
+WGPUShaderModule vn_wgsl_module(vn_device *device, WGPUStringView code, const char *label, uint32_t checks) {
     WGPUShaderSourceWGSL source = WGPU_SHADER_SOURCE_WGSL_INIT;
     source.code = code;
     WGPUShaderModuleDescriptor desc = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
     desc.nextInChain = &source.chain;
     desc.label = vn_sv(label);
-    return wgpu.DeviceCreateShaderModule(device->device, &desc);
+    /* All checks: wgpu's own default path, as every module had before checks were a choice. */
+    if ((checks & VN_CHECKS_ALL) == VN_CHECKS_ALL) return wgpu.DeviceCreateShaderModule(device->device, &desc);
+    WGPUShaderRuntimeChecks wanted = WGPUShaderRuntimeChecks_RayQueryInitializationTracking |
+                                     WGPUShaderRuntimeChecks_TaskShaderDispatchTracking |
+                                     WGPUShaderRuntimeChecks_MeshShaderPrimitiveIndicesClamp;
+    if (checks & VN_CHECK_BOUNDS) wanted |= WGPUShaderRuntimeChecks_BoundsChecks;
+    if (checks & VN_CHECK_LOOPS) wanted |= WGPUShaderRuntimeChecks_ForceLoopBounding;
+    return wgpu.DeviceCreateShaderModuleTrusted(device->device, &desc, wanted);
 }
 
 void vn_device_init_locks(vn_device *dev) {

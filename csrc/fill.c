@@ -106,7 +106,7 @@ static vn_status fill_get(vn_device *dev, vn_fill **out) {
         free(f);
         return st;
     }
-    f->module = vn_wgsl_module(dev, vn_sv(FILL_WGSL), "vyre_native zero fill");
+    f->module = vn_wgsl_module(dev, vn_sv(FILL_WGSL), "vyre_native zero fill", VN_CHECKS_ALL);
     static const char *const entry[2] = {"fill_words", "fill_quads"};
     for (uint32_t v = 0; v < 2 && f->module != NULL; v++) {
         f->bindings[v] = (vn_binding){.group = v, .binding = v, .kind = VN_BINDING_STORAGE_READ_WRITE,

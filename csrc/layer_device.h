@@ -301,6 +301,6 @@ void vn_device_init_locks(vn_device *device);
 /* A shader module of WGSL `code` on the device, labelled `label` (NULL when wgpu made
  * none; an error lands in the caller's error scope): vn_shader_create's (pipeline.c), the
  * zero fill's (fill.c), the byte merge's (transfer.c). */
-WGPUShaderModule vn_wgsl_module(vn_device *device, WGPUStringView code, const char *label);
+WGPUShaderModule vn_wgsl_module(vn_device *device, WGPUStringView code, const char *label, uint32_t checks);
 
 #endif /* VN_LAYER_DEVICE_H */

@@ -14,12 +14,18 @@ static void shader_destroy(vn_object *object) {
     vn_live_add(VN_LIVE_SHADER, -1);
 }
 
-static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_len, vn_shader **out) {
+static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_len, uint32_t checks,
+                               vn_shader **out) {
     vn_status st = vn_device_check(device, "compiling WGSL");
     if (st != VN_OK) return st;
     if (wgsl == NULL || out == NULL)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_shader_create: NULL source or result. Fix: pass WGSL text.");
     *out = NULL;
+    if (checks & ~(uint32_t)VN_CHECKS_ALL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "vn_shader_create: runtime checks 0x%x have bits outside VN_CHECKS_ALL (0x%x). Fix: pass "
+                       "VN_CHECK_BOUNDS and VN_CHECK_LOOPS bits only.",
+                       (unsigned)checks, (unsigned)VN_CHECKS_ALL);
     /* Nesting past naga's stack would crash the process inside it (wgsl_depth.c). */
     st = vn_wgsl_check_nesting(wgsl, wgsl_len, VN_WGSL_MAX_NESTING_DEPTH);
     if (st != VN_OK) return st;
@@ -36,7 +42,7 @@ static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_
     sh->wgsl_len = wgsl_len;
     vn_scope_begin(device);
     /* Labelled "wgsl": naga then shows positions as wgsl:<line>:<column>. */
-    sh->module = vn_wgsl_module(device, (WGPUStringView){wgsl, wgsl_len}, "wgsl");
+    sh->module = vn_wgsl_module(device, (WGPUStringView){wgsl, wgsl_len}, "wgsl", checks);
     st = vn_scope_end(device, "compiling WGSL", VN_ERROR_SHADER, "correct the WGSL as the message says.");
     if (st == VN_ERROR_SHADER) st = vn_shader_diagnose(device, wgsl, wgsl_len, st);
     if (st == VN_OK && sh->module == NULL)
@@ -55,8 +61,8 @@ static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_
     return VN_OK;
 }
 
-vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len, vn_shader **out) {
-    VN_CALL1_OUT(shader_create(device, wgsl, wgsl_len, out), out, device, VN_KIND_DEVICE);
+vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len, uint32_t checks, vn_shader **out) {
+    VN_CALL1_OUT(shader_create(device, wgsl, wgsl_len, checks, out), out, device, VN_KIND_DEVICE);
 }
 
 void vn_shader_release(vn_shader *shader) { vn_release_handle(shader, VN_KIND_SHADER); }

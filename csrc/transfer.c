@@ -102,7 +102,7 @@ static vn_status transfer_get(vn_device *dev, struct vn_transfer **out) {
     }
     x = calloc(1, sizeof *x);
     if (x == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate the byte-merge pipeline's record. Fix: free host memory.");
-    x->module = vn_wgsl_module(dev, vn_sv(MERGE_WGSL), "vyre_native byte merge");
+    x->module = vn_wgsl_module(dev, vn_sv(MERGE_WGSL), "vyre_native byte merge", VN_CHECKS_ALL);
     WGPUBindGroupLayoutEntry e = WGPU_BIND_GROUP_LAYOUT_ENTRY_INIT;
     e.binding = 0;
     e.visibility = WGPUShaderStage_Compute;

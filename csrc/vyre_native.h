@@ -307,7 +307,24 @@ vn_status vn_device_copy_check(vn_device *device, const vn_view *src, const vn_v
 
 /* ---- shaders and pipelines (csrc/pipeline.c) ------------------------------ */
 
-vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len, vn_shader **out);
+/* The runtime checks naga compiles into a shader (wgpu's ShaderRuntimeChecks), as bits.
+ * VN_CHECK_BOUNDS: an index, pointer or array length out of range reads zero or an
+ * element in range and a write out of range lands nowhere outside the binding; without
+ * it such an access is undefined behaviour (memory-unsafe: it may read or write other
+ * memory of the GPU, or lose the device). VN_CHECK_LOOPS: every loop gets a counter the
+ * driver's compiler cannot see through, so a loop that never ends cannot be assumed to
+ * end and miscompiled (or hang the GPU); without it the caller promises every loop
+ * terminates, and loops run faster (tinygrad's matmul: about 2x on the H200). Both are
+ * on by default (VN_CHECKS_ALL, wgpu's default); ray-query, task and mesh checks stay on. */
+typedef enum vn_runtime_checks {
+    VN_CHECK_BOUNDS = 1,
+    VN_CHECK_LOOPS = 2,
+    VN_CHECKS_ALL = 3,
+} vn_runtime_checks;
+
+/* Compile WGSL with the runtime checks `checks` (vn_runtime_checks bits; other bits are
+ * VN_ERROR_INVALID_ARGUMENT). */
+vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len, uint32_t checks, vn_shader **out);
 void vn_shader_release(vn_shader *shader);
 
 /* ---- WGSL nesting depth (csrc/wgsl_depth.c) ------------------------------- */

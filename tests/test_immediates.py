@@ -196,7 +196,7 @@ def test_a_pipeline_layout_with_immediates_needs_the_feature_in_c(bare_device: v
     dev = bare_device._live()
     src = COUNTER.encode()
     shader = ffi.new("vn_shader **")
-    check(lib.vn_shader_create(dev, src, len(src), shader))
+    check(lib.vn_shader_create(dev, src, len(src), lib.VN_CHECKS_ALL, shader))
     try:
         names = [ffi.new("char[]", b"acc"), ffi.new("char[]", b"main")]
         binding = ffi.new(

@@ -232,7 +232,7 @@ def test_the_public_c_shader_create_refuses_nesting_that_crashes_naga() -> None:
         dev = vn.Device()
         src = b"@compute @workgroup_size(1) fn main() { let v = " + b"(" * 3000 + b"1" + b")" * 3000 + b"; }"
         out = ffi.new("vn_shader **")
-        status = lib.vn_shader_create(dev._live(), src, len(src), out)
+        status = lib.vn_shader_create(dev._live(), src, len(src), lib.VN_CHECKS_ALL, out)
         line, column = ffi.new("uint32_t *"), ffi.new("uint32_t *")
         lib.vn_last_error_position(line, column)
         report({"status": status, "message": ffi.string(lib.vn_last_error()).decode(),

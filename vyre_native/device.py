@@ -342,6 +342,8 @@ class Device(Handle):
         constants: Mapping[str, float | int | bool] | None = None,
         *,
         zero_workgroup_memory: bool = True,
+        bounds_checks: bool = True,
+        loop_bounding: bool = True,
     ) -> Pipeline:
         """Compile a WGSL compute entry point into a ``vn.Pipeline``; see ``Pipeline``.
 
@@ -349,7 +351,19 @@ class Device(Handle):
         as WGSL promises (vyre_native adds the zeroing, which wgpu-native leaves out; see
         ``vyre_native.zero_workgroup``). ``zero_workgroup_memory=False`` leaves it out
         for a kernel that writes all its workgroup memory before reading it: the memory
-        then starts with whatever an earlier workgroup left there."""
+        then starts with whatever an earlier workgroup left there.
+
+        Runtime checks the compiler adds (both on by default, as in wgpu):
+        ``bounds_checks`` keeps every index, pointer and array length in range (an access
+        out of range reads zero or an element in range, and a write out of range lands
+        nowhere outside its binding). ``bounds_checks=False`` makes such an access
+        undefined behaviour: **memory-unsafe** (it may read or write other GPU memory, or
+        lose the device); pass it only for a kernel whose every access is in range.
+        ``loop_bounding`` gives every loop a counter the driver's compiler cannot see
+        through, so a loop that never ends is not assumed to end (a driver may then
+        miscompile it, or hang the GPU). ``loop_bounding=False`` is a promise that every
+        loop terminates; counted loops then run faster (a tinygrad matmul about 2x on an
+        H200). See ``Pipeline.runtime_checks``."""
         return Pipeline._compile(
-            self, wgsl, entry_point, preserve, indirect, constants, zero_workgroup_memory
+            self, wgsl, entry_point, preserve, indirect, constants, zero_workgroup_memory, bounds_checks, loop_bounding
         )

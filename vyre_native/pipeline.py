@@ -43,6 +43,7 @@ _CHARS = ffi.typeof("char[]")
 _BINDING_DESCS = ffi.typeof("vn_binding_desc[]")
 _CONSTANTS = ffi.typeof("vn_constant[]")
 _PIPELINE_DESC = ffi.typeof("vn_pipeline_desc *")
+_CHECK_BOUNDS, _CHECK_LOOPS, _CHECKS_ALL = int(lib.VN_CHECK_BOUNDS), int(lib.VN_CHECK_LOOPS), int(lib.VN_CHECKS_ALL)
 
 # What reflect() found for sources compiled before, and the source with the workgroup
 # zeroing added, keyed by all they read: compiling a source again (with the same entry
@@ -75,23 +76,24 @@ class _ShaderSlot:
         self._own = self.out = None
 
 
-def _compile_wgsl(dev_ptr: Any, source: bytes) -> _ShaderSlot:
-    """``source`` compiled into a shader module; a WGSL error raises ShaderError with the
-    compiler's line and column."""
+def _compile_wgsl(dev_ptr: Any, source: bytes, checks: int = _CHECKS_ALL) -> _ShaderSlot:
+    """``source`` compiled into a shader module with the runtime checks ``checks``
+    (``vn_runtime_checks`` bits); a WGSL error raises ShaderError with the compiler's
+    line and column."""
     own, out = new_slot("vn_shader *")
     try:
-        check(lib.vn_shader_create(dev_ptr, source, len(source), out))
+        check(lib.vn_shader_create(dev_ptr, source, len(source), checks, out))
     except ShaderError as err:
         raise _shader_error(err) from None
     return _ShaderSlot(own, out)
 
 
-def _compile_zeroed(dev_ptr: Any, source: bytes, zeroed: str, entry_point: str) -> _ShaderSlot:
+def _compile_zeroed(dev_ptr: Any, source: bytes, zeroed: str, entry_point: str, checks: int) -> _ShaderSlot:
     """The zero-initialising rewrite of ``source`` compiled. Should it not compile, the
     user's own text is compiled to report its error at its own line and column; only if
     that compiles is the failure the rewrite's own."""
     try:
-        return _compile_wgsl(dev_ptr, zeroed.encode())
+        return _compile_wgsl(dev_ptr, zeroed.encode(), checks)
     except ShaderError as err:
         _compile_wgsl(dev_ptr, source).release()  # raises the user's error, if it has one
         raise ShaderError(
@@ -175,6 +177,9 @@ class Pipeline(Handle):
     bindings: list[Binding]
     entry_point: str
     workgroup_size: tuple[int, int, int] | None
+    #: the runtime checks compiled in, as given to ``Device.compile``: ``bounds_checks``
+    #: and ``loop_bounding`` (both True by default)
+    runtime_checks: dict[str, bool]
     #: bytes of the entry point's ``var<immediate>`` data (its type's size rounded up to
     #: 4), 0 when it declares none: each dispatch then takes exactly this many bytes
     #: as ``immediates=``
@@ -190,8 +195,13 @@ class Pipeline(Handle):
         indirect: Any,
         constants: Any,
         zero_workgroup_memory: Any = True,
+        bounds_checks: Any = True,
+        loop_bounding: Any = True,
     ) -> Pipeline:
         dev_ptr = device._live()
+        checks = (_CHECK_BOUNDS if to_bool(bounds_checks, "bounds_checks") else 0) | (
+            _CHECK_LOOPS if to_bool(loop_bounding, "loop_bounding") else 0
+        )
         source = to_utf8(wgsl, "compile() WGSL", sized=True)  # passed with its length
         entry = to_utf8(entry_point, "entry_point")
         names_kept = to_str_tuple(preserve, "preserve")
@@ -225,9 +235,9 @@ class Pipeline(Handle):
                 _REFLECTED[key] = cached
         module, zeroed = cached
         if zeroed is None:
-            shader_slot = _compile_wgsl(dev_ptr, source)
+            shader_slot = _compile_wgsl(dev_ptr, source, checks)
         else:
-            shader_slot = _compile_zeroed(dev_ptr, source, zeroed, entry_point)
+            shader_slot = _compile_zeroed(dev_ptr, source, zeroed, entry_point, checks)
         shader_out = shader_slot.out
         shader = shader_out[0]  # the slot's owner holds it (released with it, or by the finally below)
 
@@ -282,6 +292,7 @@ class Pipeline(Handle):
         self.entry_point = entry_point
         self.workgroup_size = module.workgroup_size
         self.immediate_size = module.immediate_size
+        self.runtime_checks = {"bounds_checks": bool(checks & _CHECK_BOUNDS), "loop_bounding": bool(checks & _CHECK_LOOPS)}
         return self
 
     @property

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, cast
 from tinygrad.device import Buffer, BufferSpec, Compiled, CompileError, LRUAllocator, TinyELF
 from tinygrad.dtype import dtypes
 from tinygrad.engine.jit import GraphRunner
-from tinygrad.helpers import round_up
+from tinygrad.helpers import getenv, round_up
 from tinygrad.renderer.wgsl import WGSLRenderer
 from tinygrad.schedule import rangeify
 from tinygrad.uop import Ops
@@ -29,6 +29,8 @@ import vyre_native as vn
 _RECORDINGS_PER_PROGRAM = 64
 _SEQUENCES_PER_GRAPH = 8
 _UNIFORMS_PER_DEVICE = 1024
+#: whether kernels are compiled with loop bounding (see VNProgram); tinygrad's getenv
+LOOP_BOUNDING = bool(getenv("VN_LOOP_BOUNDING", 0))
 
 
 def _u32(val: int) -> bytes:
@@ -217,7 +219,14 @@ class VNProgram:
     def __init__(self, dev: VNDevice, obj: TinyELF) -> None:
         self.dev, self.name = dev, obj.name
         try:
-            self.pipeline = dev.vn.compile(obj.lib.decode(), entry_point=obj.name)
+            # tinygrad's renderer writes counted loops only (`for` over a range whose end is
+            # a constant or a JIT variable), so they end, and loop bounding is only cost: it
+            # halves the matmul's speed on an H200. Bounds checks stay: they cost nothing
+            # measurable there, and an index tinygrad gets wrong stays a wrong value, not a
+            # write into another tensor. VN_LOOP_BOUNDING=1 turns loop bounding back on.
+            self.pipeline = dev.vn.compile(
+                obj.lib.decode(), entry_point=obj.name, loop_bounding=LOOP_BOUNDING, bounds_checks=True
+            )
         except vn.ShaderError as err:
             raise CompileError(str(err)) from err
         # tinygrad's WGSL binds INFINITY at 0, then the buffers, then one uniform per
