@@ -1,8 +1,10 @@
 """tinygrad on vyre_native (DEV=VN) against tinygrad's own devices, in one run.
 
 Rows (each skipped with its reason where tinygrad, or that device, is missing):
-- ``tinygrad_mlp_step``: a TinyJit training step of a 784-128-10 MLP (batch 64, SGD,
-  sparse categorical cross-entropy), from the call to the device being idle: the VN device
+- ``tinygrad_mlp_step``, ``tinygrad_linear_step``, ``tinygrad_conv_step``: a TinyJit
+  training step (benchmarks/tinygrad_steps.py: the project's 784-128-10 MLP, the same
+  with ``nn.Linear`` layers and ``opt.schedule_step()``, and beautiful_mnist's conv model
+  on synthetic data), from the call to the device being idle: the VN device
   replays the JIT's kernels as one vn.Sequence; tinygrad's CPU device runs them as
   compiled C; CUDA (where present) replays a CUDA graph; WEBGPU (tinygrad's Dawn device,
   where Dawn's library is found: ``pip install dawn-python``, or WEBGPU_PATH) encodes and
@@ -67,10 +69,14 @@ from tinygrad.helpers import Context
 import vyre_native as vn
 from vyre_native.tinygrad import VNGraph  # the import registers DEV=VN without the .pth hook
 
-from tinygrad_mlp import mlp_training_step  # imports tinygrad: after the skip above
+from tinygrad_steps import STEPS  # imports tinygrad: after the skip above
 
-# VN last: its row compares itself with the others of the same run
-ROWS = ["CPU", "CUDA", "WEBGPU", "VN-nograph", "VN"]
+# VN last: its row compares itself with the others of the same run. VN_TINYGRAD_ROWS
+# (comma-separated) runs some of them, in this order: e.g. CUDA,VN where the CPU's rows
+# would take the run's time.
+ROWS = [r for r in ["CPU", "CUDA", "WEBGPU", "VN-nograph", "VN"]
+        if r in os.environ.get("VN_TINYGRAD_ROWS", "CPU,CUDA,WEBGPU,VN-nograph,VN").split(",")]  # fmt: skip
+GROUPS = [*(f"tinygrad_{name}" for name in STEPS), "tinygrad_jit_1000_kernels"]
 _MEDIANS: dict[tuple[str, str], float] = {}
 _BREAKDOWNS: dict[str, dict[str, float | None]] = {}
 _KERNELS: dict[str, list[tuple[str, float]]] = {}
@@ -117,7 +123,7 @@ def _summary(request: pytest.FixtureRequest) -> Iterator[None]:
 def _write_summary(reporter: Any) -> None:
     reporter.write_line("")
     reporter.write_line("tinygrad, median ms per call (call to idle), this run:")
-    for group in ("tinygrad_mlp_step", "tinygrad_jit_1000_kernels"):
+    for group in GROUPS:
         cells = {d: _MEDIANS[(group, d)] for d in ROWS if (group, d) in _MEDIANS}
         if not cells:
             continue
@@ -247,26 +253,33 @@ def _device_of(row: str) -> tuple[str, int]:
     return (row.removesuffix("-nograph"), 2) if row.endswith("-nograph") else (row, 1)
 
 
-@pytest.mark.benchmark(group="tinygrad_mlp_step")
-@pytest.mark.parametrize("row", ROWS)
-def test_tinygrad_mlp_step(benchmark, rounds, row, monkeypatch):  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    "name, row",
+    [  # every row of one step, VN last, then the next step
+        pytest.param(name, row, marks=pytest.mark.benchmark(group=f"tinygrad_{name}"), id=f"{name}-{row}")
+        for name in STEPS
+        for row in ROWS
+    ],
+)
+def test_tinygrad_training_step(benchmark, rounds, name, row, monkeypatch):  # type: ignore[no-untyped-def]
+    group = f"tinygrad_{name}"
     device, jit_level = _device_of(row)
     dev = _open(device)
-    x, y, train = mlp_training_step(device)
+    args, train = STEPS[name](device)
     step = TinyJit(train)
 
     with Context(JIT=jit_level):
         for _ in range(4):  # run, capture, then replays
-            step(x, y)
+            step(*args)
         dev.synchronize()
 
         def target() -> None:
-            step(x, y)
+            step(*args)
             dev.synchronize()
 
         benchmark.pedantic(target, rounds=_rounds(rounds, target), warmup_rounds=2)
-        record_python(benchmark, f"tinygrad {row}", "tinygrad_mlp_step")
-        _finish(benchmark, "tinygrad_mlp_step", row, lambda: step(x, y), dev, monkeypatch)
+        record_python(benchmark, f"tinygrad {row}", group)
+        _finish(benchmark, group, row, lambda: step(*args), dev, monkeypatch)
 
 
 @pytest.mark.benchmark(group="tinygrad_jit_1000_kernels")

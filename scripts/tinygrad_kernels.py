@@ -1,10 +1,10 @@
-"""Each kernel of one tinygrad MLP training step (the one benchmarks/test_bench_tinygrad.py
-times: benchmarks/tinygrad_mlp.py) on one tinygrad device, as tinygrad's DEBUG=2 lists
+"""Each kernel of one tinygrad training step (one that benchmarks/test_bench_tinygrad.py
+times: benchmarks/tinygrad_steps.py) on one tinygrad device, as tinygrad's DEBUG=2 lists
 it: its name (the launch shape tinygrad's optimizer chose) and its time, without the JIT
 so every kernel is timed alone. Used to compare the kernels tinygrad generates for
 DEV=VN (WGSL, through naga) with those it generates for its own devices on one GPU.
 
-    python scripts/tinygrad_kernels.py VN     # or CUDA, CPU, WEBGPU
+    python scripts/tinygrad_kernels.py VN [mlp_step]   # or CUDA, CPU, WEBGPU; linear_step, conv_step
 """
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ from tinygrad.helpers import Context
 import vyre_native.tinygrad  # noqa: F401 - registers DEV=VN without the .pth hook
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
-from tinygrad_mlp import mlp_training_step  # noqa: E402 - the benchmark's own workload
+from tinygrad_steps import STEPS  # noqa: E402 - the benchmark's own workloads
 
 
-def main(device: str) -> None:
+def main(device: str, name: str) -> None:
     Device[device]
-    x, y, step = mlp_training_step(device)
-    step(x, y)  # compiles every kernel
-    print(f"--- {device}: one step, each kernel timed alone (DEBUG=2)", flush=True)
+    args, step = STEPS[name](device)
+    step(*args)  # compiles every kernel
+    print(f"--- {device}: one {name}, each kernel timed alone (DEBUG=2)", flush=True)
     with Context(DEBUG=2):
-        step(x, y)
+        step(*args)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "VN")
+    main(sys.argv[1] if len(sys.argv) > 1 else "VN", sys.argv[2] if len(sys.argv) > 2 else "mlp_step")
