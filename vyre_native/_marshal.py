@@ -38,6 +38,7 @@ __all__ = [
     "to_bool",
     "to_choice",
     "to_constants",
+    "to_count",
     "to_destination",
     "to_dims",
     "to_dtype",
@@ -359,25 +360,26 @@ def to_ptr(handle: Any, cls: type[Handle] | tuple[type[Handle], ...], what: str)
     raise wrong_type(what, handle, _class_names(cls), f"pass {_class_names(cls)}.")
 
 
-# ---- buffers and views: the C vn_view {buffer, offset, size} --------------------------------------
+# ---- buffers and views: the C vn_view {buffer, offset, size, to_end} ------------------------------
 #
-# A Buffer is the view {buffer, 0, UINT64_MAX} ("to the end"); a BufferView carries the offset
-# and size it was made with. The buffer and view classes are passed in, since this module sits
-# below the modules that define them. Whether a view fits what it is passed to (its range,
-# alignment, usage, device) is C's check.
+# A Buffer is the view {buffer, 0, 0, to_end=1}: "to the end" is the flag alone, never a size
+# value, so every size a caller gives is checked by C as the size it is (2**64 - 1 included).
+# A BufferView carries the offset and size it was made with. The buffer and view classes are
+# passed in, since this module sits below the modules that define them. Whether a view fits
+# what it is passed to (its range, alignment, usage, device) is C's check.
 
-View = tuple[Any, int, int]
+View = tuple[Any, int, int, int]
 
 
 def to_view(value: Any, what: str, buffer_cls: type[Handle], view_cls: type[Any]) -> View:
-    """The C view (pointer, offset, size) of a live Buffer or BufferView."""
+    """The C view (pointer, offset, size, to_end) of a live Buffer or BufferView."""
     if type(value) is buffer_cls:
         ptr = value._ptr
         if ptr is not None:
-            return ptr, 0, U64_MAX
+            return ptr, 0, 0, 1
     elif type(value) is view_cls:
-        return to_ptr(value.buffer, buffer_cls, f"{what} (a view of it)"), value.offset, value.nbytes
-    return to_ptr(value, buffer_cls, what), 0, U64_MAX
+        return to_ptr(value.buffer, buffer_cls, f"{what} (a view of it)"), value.offset, value.nbytes, 0
+    return to_ptr(value, buffer_cls, what), 0, 0, 1
 
 
 def to_views(values: Any, what: str, buffer_cls: type[Handle], view_cls: type[Any]) -> list[View]:
@@ -387,12 +389,21 @@ def to_views(values: Any, what: str, buffer_cls: type[Handle], view_cls: type[An
     object mid-call)."""
     if type(values) is list or type(values) is tuple:
         fast = [
-            (h._ptr, 0, U64_MAX) if type(h) is buffer_cls and h._ptr is not None else None for h in values
+            (h._ptr, 0, 0, 1) if type(h) is buffer_cls and h._ptr is not None else None for h in values
         ]
         if None not in fast:
             return fast  # type: ignore[return-value]  # no None in it
     items = to_list(values, what, f"a list of vn.{buffer_cls._kind} or vn.BufferView")
     return [to_view(h, f"{what}[{i}]", buffer_cls, view_cls) for i, h in enumerate(items)]
+
+
+def to_count(value: Any, what: str) -> Any:
+    """A byte count for C's ``const uint64_t *``: None ("as many as fit") is NULL, and any
+    int a ``uint64_t`` holds is that count, 2**64 - 1 included (C checks it as it is: no
+    value stands for "everything")."""
+    if value is None:
+        return ffi.NULL
+    return ffi.new("uint64_t *", to_u64(value, what))
 
 
 def to_named(value: Any, what: str) -> list[tuple[bytes, Any]]:
