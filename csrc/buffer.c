@@ -77,13 +77,26 @@ static vn_status buffer_create(vn_device *device, uint64_t byte_len, uint64_t us
                        "buffer usage 0x%llx combines MAP_WRITE with usages other than COPY_SRC, which WebGPU forbids. "
                        "Fix: use MAP_WRITE | COPY_SRC, or leave usage unset for the default.",
                        (unsigned long long)usage);
-    uint64_t allocation_len = vn_pad4(byte_len);
-    if (byte_len > device->limits.maxBufferSize || allocation_len > device->limits.maxBufferSize)
+    /* What is checked is the allocation: byte_len padded to whole words (a byte_len within
+     * 3 of UINT64_MAX has no padded size in 64 bits, and is past any limit). */
+    uint64_t limit = device->limits.maxBufferSize;
+    bool padded_overflows = byte_len > UINT64_MAX - 3;
+    uint64_t allocation_len = padded_overflows ? UINT64_MAX : vn_pad4(byte_len);
+    if (padded_overflows || allocation_len > limit) {
+        char padded[96] = "";
+        if (padded_overflows)
+            snprintf(padded, sizeof padded, " (past 2**64 - 4, so it has no padded size of whole 4-byte words)");
+        else if (allocation_len != byte_len)
+            snprintf(padded, sizeof padded, ", padded to whole 4-byte words %llu bytes,",
+                     (unsigned long long)allocation_len);
+        /* The largest byte_len whose padded size fits: the limit rounded down to a word. */
+        uint64_t fit = limit & ~(uint64_t)3;
         return vn_fail(VN_ERROR_OUT_OF_MEMORY,
-                       "a buffer of %llu bytes exceeds this device's maxBufferSize of %llu bytes (%s). Fix: split the "
+                       "a buffer of %llu bytes%s exceeds this device's maxBufferSize of %llu bytes (%s). Fix: split the "
                        "data into buffers of at most %llu bytes.",
-                       (unsigned long long)byte_len, (unsigned long long)device->limits.maxBufferSize, device->info.name,
-                       (unsigned long long)device->limits.maxBufferSize);
+                       (unsigned long long)byte_len, padded, (unsigned long long)limit, device->info.name,
+                       (unsigned long long)fit);
+    }
     if (data != NULL && allocation_len > SIZE_MAX)
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "a buffer of %llu bytes cannot be mapped on this host. Fix: split the data.",
                        (unsigned long long)byte_len);

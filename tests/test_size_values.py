@@ -201,6 +201,33 @@ def test_a_huge_indirect_offset_is_refused(device: vn.Device, double: vn.Pipelin
 # ---------------------------------------------------------------- sizes of new buffers
 
 
+def _refused_alloc(device: vn.Device, n: int) -> str:
+    """alloc(n) past maxBufferSize: OutOfMemoryError naming n, the padded size that was
+    checked, the limit, and a Fix whose size would pass."""
+    limit = device.limits["max_buffer_size"]
+    fit = limit // 4 * 4  # the largest byte_len whose padded size is within the limit
+    assert pad4(fit) <= limit < pad4(fit + 1)
+    named = [n, limit, f"at most {fit} bytes"]
+    if n <= 2**64 - 4 and pad4(n) != n:
+        named.append(pad4(n))
+    return typed(lambda: device.alloc(n), vn.OutOfMemoryError, *named)
+
+
+@pytest.mark.parametrize("n", HUGE)
+def test_alloc_of_a_huge_size_names_it_and_a_size_that_fits(device: vn.Device, n: int) -> None:
+    if n <= device.limits["max_buffer_size"]:
+        pytest.skip(f"this device holds a buffer of {n} bytes")
+    _refused_alloc(device, n)
+
+
+def test_alloc_of_a_size_whose_padding_passes_the_limit_names_the_padded_size(device: vn.Device) -> None:
+    limit = device.limits["max_buffer_size"]
+    if limit % 4 == 0:
+        pytest.skip("maxBufferSize is whole words here: no size within it pads past it")
+    msg = _refused_alloc(device, limit)  # lavapipe: 2**31 - 1, which pads to 2**31
+    assert f"Fix: split the data into buffers of at most {limit} bytes" not in msg
+
+
 def test_alloc_past_a_uint64_is_a_typed_error(device: vn.Device) -> None:
     typed(lambda: device.alloc(2**64), vn.InvalidArgumentError, 2**64, "uint64_t")
 
