@@ -35,6 +35,7 @@ __all__ = [
     "U32_MAX",
     "U64_MAX",
     "new_array",
+    "to_array",
     "to_bool",
     "to_choice",
     "to_constants",
@@ -541,8 +542,14 @@ def new_array(dtype: Any, shape: Any, nbytes: int, what: str) -> NDArray[Any]:
     return np.empty(dims, dtype=dt)
 
 
-def to_dtype(dtype: Any, what: str) -> np.dtype[Any]:
-    """A numpy dtype of plain data: fixed-size bytes (no Python objects, not empty)."""
+def to_dtype(dtype: Any, what: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
+    """A numpy dtype of plain data (fixed-size bytes: no Python objects, not empty), as
+    ``(item dtype, item shape)``. A subarray dtype is its items: ``'(2,)>u4'`` is
+    ``('>u4', (2,))`` (a subarray of subarrays its axes outermost first), as numpy itself makes an array of it (``numpy.empty(8, '(2,)>u4')``
+    has shape (8, 2) and dtype >u4), so every path (a read, a Worker's output, its byte
+    order swap) handles an array of plain items, never a subarray dtype, which numpy's
+    ``astype`` would broadcast into a repeated extra axis. Any other dtype (structured
+    ones and ``datetime64`` included) is its item with shape ``()``."""
     try:
         dt: np.dtype[Any] = np.dtype(dtype)
     except TypeError as err:
@@ -554,14 +561,25 @@ def to_dtype(dtype: Any, what: str) -> np.dtype[Any]:
             f"{what}: dtype {dt} holds {'Python objects' if dt.hasobject else 'nothing'}, not data. "
             "Fix: pass a numeric or plain structured dtype, e.g. numpy.float32."
         )
-    # Any other dtype is fixed-size plain bytes (datetime64 included), on every path.
-    return dt
+    # A subarray of subarrays is one level at a time: ('(2,)u4', (3,)) is u4 with axes (3, 2).
+    inner: tuple[int, ...] = ()
+    while dt.subdtype is not None:
+        dt, axes = dt.subdtype
+        inner += tuple(axes)
+    return dt, inner
 
 
 def to_dims(shape: Any, what: str) -> tuple[int, ...]:
     """The dimensions of a numpy shape: an int, or an iterable of ints, each >= 0."""
     seq = (shape,) if not isinstance(shape, Iterable) else tuple(shape)
     return tuple(to_int(d, f"{what} shape[{i}]", 0, I64_MAX, "a non-negative size") for i, d in enumerate(seq))
+
+
+def to_array(dtype: Any, shape: Any, what: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
+    """The numpy dtype and dimensions of an array of ``dtype`` and ``shape`` (a subarray
+    dtype's item shape appended, see ``to_dtype``), checked against what numpy can make."""
+    dt, inner = to_dtype(dtype, what)
+    return dt, _numpy_shape(dt, to_dims(shape, what) + inner, what)
 
 
 def to_layout(dtype: Any, shape: Any, nbytes: int, what: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
@@ -571,29 +589,25 @@ def to_layout(dtype: Any, shape: Any, nbytes: int, what: str) -> tuple[np.dtype[
         raise WrongTypeError(
             f"{what}: shape={_shown(shape)} was given without a dtype. Fix: pass dtype too, e.g. dtype=numpy.float32."
         )
-    dt = to_dtype(dtype, what)
+    dt, inner = to_dtype(dtype, what)
+    item = dt.itemsize * math.prod(inner)  # one item of the dtype as given
     if shape is None:
-        if nbytes % dt.itemsize:
+        if nbytes % item:
             raise InvalidArgumentError(
-                f"{what}: {nbytes} bytes are not a whole number of {dt} items ({dt.itemsize} bytes each). "
+                f"{what}: {nbytes} bytes are not a whole number of {np.dtype(dtype)} items ({item} bytes each). "
                 "Fix: pass a dtype whose size divides the byte length."
             )
-        dims: tuple[int, ...] = (nbytes // dt.itemsize,)
+        dims: tuple[int, ...] = (nbytes // item,)
     else:
         dims = to_dims(shape, what)
         count = math.prod(dims)
-        if count * dt.itemsize != nbytes:
+        if count * item != nbytes:
             raise InvalidArgumentError(
-                f"{what}: shape {dims} of {dt} is {count * dt.itemsize} bytes, but the data is {nbytes} bytes. "
-                f"Fix: pass a shape of {nbytes // dt.itemsize if nbytes % dt.itemsize == 0 else 'a matching'} "
+                f"{what}: shape {dims} of {np.dtype(dtype)} is {count * item} bytes, but the data is {nbytes} bytes. "
+                f"Fix: pass a shape of {nbytes // item if nbytes % item == 0 else 'a matching'} "
                 "items in all, or shape=None for a 1-D array."
             )
-    if dt.subdtype is not None:
-        # A subarray item is its items: numpy.empty() makes that shape, and a view of
-        # bytes must be given it, so both reads return one array.
-        dt, inner = dt.subdtype
-        dims += inner
-    return dt, _numpy_shape(dt, dims, what)
+    return dt, _numpy_shape(dt, dims + inner, what)
 
 
 def _numpy_shape(dt: np.dtype[Any], dims: tuple[int, ...], what: str) -> tuple[int, ...]:
