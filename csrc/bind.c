@@ -516,7 +516,7 @@ static vn_status bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bou
         free(outs);
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate binding tables. Fix: free host memory.");
     }
-    vn_view indirect = {NULL, 0, 0};
+    vn_view indirect = {NULL, 0, 0, 0};
     uint64_t indirect_offset = 0;
     st = resolve_views(p, a, src, views, &indirect, &indirect_offset);
     free(src);

@@ -77,13 +77,26 @@ static vn_status buffer_create(vn_device *device, uint64_t byte_len, uint64_t us
                        "buffer usage 0x%llx combines MAP_WRITE with usages other than COPY_SRC, which WebGPU forbids. "
                        "Fix: use MAP_WRITE | COPY_SRC, or leave usage unset for the default.",
                        (unsigned long long)usage);
-    uint64_t allocation_len = vn_pad4(byte_len);
-    if (byte_len > device->limits.maxBufferSize || allocation_len > device->limits.maxBufferSize)
+    /* What is checked is the allocation: byte_len padded to whole words (a byte_len within
+     * 3 of UINT64_MAX has no padded size in 64 bits, and is past any limit). */
+    uint64_t limit = device->limits.maxBufferSize;
+    bool padded_overflows = byte_len > UINT64_MAX - 3;
+    uint64_t allocation_len = padded_overflows ? UINT64_MAX : vn_pad4(byte_len);
+    if (padded_overflows || allocation_len > limit) {
+        char padded[96] = "";
+        if (padded_overflows)
+            snprintf(padded, sizeof padded, " (past 2**64 - 4, so it has no padded size of whole 4-byte words)");
+        else if (allocation_len != byte_len)
+            snprintf(padded, sizeof padded, ", padded to whole 4-byte words %llu bytes,",
+                     (unsigned long long)allocation_len);
+        /* The largest byte_len whose padded size fits: the limit rounded down to a word. */
+        uint64_t fit = limit & ~(uint64_t)3;
         return vn_fail(VN_ERROR_OUT_OF_MEMORY,
-                       "a buffer of %llu bytes exceeds this device's maxBufferSize of %llu bytes (%s). Fix: split the "
+                       "a buffer of %llu bytes%s exceeds this device's maxBufferSize of %llu bytes (%s). Fix: split the "
                        "data into buffers of at most %llu bytes.",
-                       (unsigned long long)byte_len, (unsigned long long)device->limits.maxBufferSize, device->info.name,
-                       (unsigned long long)device->limits.maxBufferSize);
+                       (unsigned long long)byte_len, padded, (unsigned long long)limit, device->info.name,
+                       (unsigned long long)fit);
+    }
     if (data != NULL && allocation_len > SIZE_MAX)
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "a buffer of %llu bytes cannot be mapped on this host. Fix: split the data.",
                        (unsigned long long)byte_len);
@@ -166,33 +179,54 @@ vn_status vn_buffer_describe(const vn_buffer *buffer, vn_buffer_desc *out) {
     VN_CALL1(buffer_describe(buffer, out), buffer, VN_KIND_BUFFER);
 }
 
+/* The Fix of a view that does not fit: the largest size at offset that would, or, where
+ * none would, the offsets that leave room. */
+static void view_fix(uint64_t offset, uint64_t len, char *buf, size_t cap) {
+    if (offset < len)
+        snprintf(buf, cap, "at offset %llu, pass nbytes of at most %llu", (unsigned long long)offset,
+                 (unsigned long long)(len - offset));
+    else if (len > 0)
+        snprintf(buf, cap, "pass an offset below %llu (the buffer's byte_len), and nbytes of at most byte_len - offset",
+                 (unsigned long long)len);
+    else
+        snprintf(buf, cap, "a buffer of 0 bytes has no range to view: pass the buffer itself");
+}
+
 vn_status vn_view_resolve(const vn_view *view, const char *what, vn_view *out) {
     vn_status st = vn_buffer_check(view->buffer, what);
     if (st != VN_OK) return st;
     const vn_buffer *b = view->buffer;
     uint64_t offset = view->offset, len = b->byte_len;
-    if (offset > len)
+    char fix[128];
+    if (view->to_end && view->size != 0)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "%s: a view at offset %llu starts past the end of buffer %llu, which has %llu bytes. Fix: keep "
-                       "offset + nbytes within the buffer's byte_len.", what, (unsigned long long)offset,
-                       (unsigned long long)b->identity, (unsigned long long)len);
-    if (view->size != UINT64_MAX && view->size > len - offset)
+                       "%s: a view of buffer %llu runs to its end (to_end) and also names a size of %llu bytes. "
+                       "Fix: pass size 0 with to_end, or clear to_end to give a size.", what,
+                       (unsigned long long)b->identity, (unsigned long long)view->size);
+    if (offset > len) {
+        view_fix(offset, len, fix, sizeof fix);
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "%s: a view at offset %llu starts past the end of buffer %llu, which has %llu bytes. Fix: %s.",
+                       what, (unsigned long long)offset, (unsigned long long)b->identity, (unsigned long long)len, fix);
+    }
+    if (!view->to_end && view->size > len - offset) {
+        view_fix(offset, len, fix, sizeof fix);
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
                        "%s: a view of %llu bytes at offset %llu runs past the end of buffer %llu, which has %llu "
-                       "bytes. Fix: keep offset + nbytes within the buffer's byte_len.", what,
-                       (unsigned long long)view->size, (unsigned long long)offset, (unsigned long long)b->identity,
-                       (unsigned long long)len);
-    if (view->size == 0)
+                       "bytes. Fix: %s.", what, (unsigned long long)view->size, (unsigned long long)offset,
+                       (unsigned long long)b->identity, (unsigned long long)len, fix);
+    }
+    if (!view->to_end && view->size == 0)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
                        "%s: a view of 0 bytes (at offset %llu of buffer %llu) has nothing to bind, copy or read. Fix: "
                        "pass nbytes >= 1.", what, (unsigned long long)offset, (unsigned long long)b->identity);
-    uint64_t size = view->size == UINT64_MAX ? len - offset : view->size;
     /* Any byte range: transfers handle partial words (transfer.c, readback.c); what a
      * binding needs beyond it (offset alignment, a storage size in whole words) is
      * checked where the view binds (bind.c). */
     out->buffer = view->buffer;
     out->offset = offset;
-    out->size = size;
+    out->size = view->to_end ? len - offset : view->size;
+    out->to_end = 0;
     return VN_OK;
 }
 
@@ -202,7 +236,7 @@ vn_status vn_view_acquire(const vn_view *view, const char *what, vn_view *out) {
     vn_object *held;
     vn_status st = vn_acquire(view->buffer, VN_KIND_BUFFER, what, &held);
     if (st != VN_OK) return st;
-    vn_view translated = {(vn_buffer *)held, view->offset, view->size};
+    vn_view translated = {(vn_buffer *)held, view->offset, view->size, view->to_end};
     st = vn_view_resolve(&translated, what, out);
     if (st != VN_OK) {
         vn_unacquire(held);

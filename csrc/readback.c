@@ -545,7 +545,7 @@ vn_status vn_view_read(const vn_view *view, void *dst, uint64_t capacity, vn_pen
 }
 
 vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity, vn_pending_read **pending) {
-    vn_view whole = {buffer, 0, UINT64_MAX};
+    vn_view whole = {buffer, 0, 0, 1};
     return vn_view_read(&whole, dst, capacity, pending);
 }
 
@@ -593,7 +593,7 @@ vn_status vn_view_read_async(const vn_view *view, vn_pending_read **out) {
 }
 
 vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
-    vn_view whole = {buffer, 0, UINT64_MAX};
+    vn_view whole = {buffer, 0, 0, 1};
     return vn_view_read_async(&whole, out);
 }
 

@@ -189,7 +189,7 @@ static vn_status dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms,
         st = vn_publish(st, &buf);
         if (st != VN_OK) break;
         made[n_made++] = buf;
-        vn_view whole = {buf, 0, UINT64_MAX};
+        vn_view whole = {buf, 0, 0, 1};
         if (b->kind == VN_BINDING_STORAGE_READ_WRITE) outs[n_out++] = whole;
         else ins[n_in++] = whole;
     }

@@ -437,7 +437,7 @@ static vn_status check_sequence_view(const vn_sequence *s, const vn_view *v, con
 static uint64_t extent(const vn_view *v) { return vn_view_extent(v); }
 
 /* A copy between resolved views whose buffers the call holds. */
-static vn_status sequence_copy(vn_sequence *s, const vn_view *src, const vn_view *dst, uint64_t nbytes,
+static vn_status sequence_copy(vn_sequence *s, const vn_view *src, const vn_view *dst, const uint64_t *count,
                                uint64_t src_offset, uint64_t dst_offset) {
     vn_status st = check_sequence_view(s, src, "copy source", VN_USAGE_COPY_SRC);
     if (st == VN_OK) st = check_sequence_view(s, dst, "copy destination", VN_USAGE_COPY_DST);
@@ -445,13 +445,14 @@ static vn_status sequence_copy(vn_sequence *s, const vn_view *src, const vn_view
     uint64_t src_len = extent(src), dst_len = extent(dst);
     if (src_offset > src_len || dst_offset > dst_len)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copy offsets %llu (source of %llu bytes) and %llu (destination of %llu "
-                       "bytes) must lie inside the buffers. Fix: pass smaller offsets.",
+                       "bytes) must lie inside the buffers. Fix: pass a src_offset of at most %llu and a dst_offset "
+                       "of at most %llu.",
                        (unsigned long long)src_offset, (unsigned long long)src_len,
-                       (unsigned long long)dst_offset, (unsigned long long)dst_len);
-    if (nbytes == UINT64_MAX) {
-        uint64_t a = src_len - src_offset, b = dst_len - dst_offset;
-        nbytes = a < b ? a : b;
-    }
+                       (unsigned long long)dst_offset, (unsigned long long)dst_len,
+                       (unsigned long long)src_len, (unsigned long long)dst_len);
+    uint64_t room_s = src_len - src_offset, room_d = dst_len - dst_offset;
+    uint64_t room = room_s < room_d ? room_s : room_d;
+    uint64_t nbytes = count == NULL ? room : *count;
     /* A step is one CopyBufferToBuffer, which moves whole words: the byte-exact copy,
      * which merges partial words with a dispatch of its own, is Device.copy. */
     if ((src->offset + src_offset) % 4 || (dst->offset + dst_offset) % 4 || nbytes % 4)
@@ -460,11 +461,13 @@ static vn_status sequence_copy(vn_sequence *s, const vn_view *src, const vn_view
                        "them to 4 bytes, or copy any byte range with Device.copy (queued now, not a step).",
                        (unsigned long long)nbytes, (unsigned long long)(src->offset + src_offset),
                        (unsigned long long)(dst->offset + dst_offset));
-    if (nbytes > src_len - src_offset || nbytes > dst_len - dst_offset)
+    if (nbytes > room)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copying %llu bytes runs past the source (%llu bytes from offset %llu) "
-                       "or the destination (%llu bytes from offset %llu). Fix: copy fewer bytes.",
+                       "or the destination (%llu bytes from offset %llu). Fix: copy at most %llu bytes, or pass "
+                       "nbytes=None for as much as fits.",
                        (unsigned long long)nbytes, (unsigned long long)src_len, (unsigned long long)src_offset,
-                       (unsigned long long)dst_len, (unsigned long long)dst_offset);
+                       (unsigned long long)dst_len, (unsigned long long)dst_offset,
+                       (unsigned long long)(room & ~(uint64_t)3));
     if (src->buffer == dst->buffer)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "a copy from buffer %llu to itself is not allowed by WebGPU (not even "
                        "between two views of it). Fix: copy through a second buffer.",
@@ -487,13 +490,13 @@ static vn_status sequence_copy(vn_sequence *s, const vn_view *src, const vn_view
     return st;
 }
 
-vn_status vn_sequence_copy(vn_sequence *s, const vn_view *src_view, const vn_view *dst_view, uint64_t nbytes,
+vn_status vn_sequence_copy(vn_sequence *s, const vn_view *src_view, const vn_view *dst_view, const uint64_t *nbytes,
                            uint64_t src_offset, uint64_t dst_offset) {
     vn_object *held;
     vn_status st = vn_acquire(s, VN_KIND_SEQUENCE, __func__, &held);
     if (st != VN_OK) return st;
     VN_REBIND_(s, held);
-    vn_view src, dst = {NULL, 0, 0};
+    vn_view src, dst = {NULL, 0, 0, 0};
     st = vn_view_acquire(src_view, "copy source", &src);
     if (st == VN_OK) st = vn_view_acquire(dst_view, "copy destination", &dst);
     if (st == VN_OK) st = sequence_copy(s, &src, &dst, nbytes, src_offset, dst_offset);

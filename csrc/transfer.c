@@ -339,13 +339,20 @@ static vn_status view_write(const vn_view *v, uint64_t offset, const void *data,
                        "buffer.write: buffer %llu has usage 0x%llx without COPY_DST. Fix: create it with "
                        "vn.BufferUsage.COPY_DST (the default usage has it).",
                        (unsigned long long)buffer->identity, (unsigned long long)buffer->usage);
-    bool whole_buffer = v->size == buffer->byte_len;
-    if (offset > v->size || nbytes > v->size - offset)
+    bool whole_buffer = v->offset == 0 && v->size == buffer->byte_len;
+    const char *range = whole_buffer ? "buffer" : "view";
+    if (offset > v->size)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.write of %llu bytes at offset %llu runs past the %s's %llu bytes. Fix: write at "
-                       "most %s - offset bytes.",
-                       (unsigned long long)nbytes, (unsigned long long)offset, whole_buffer ? "buffer" : "view",
-                       (unsigned long long)v->size, whole_buffer ? "byte_len" : "nbytes");
+                       "buffer.write of %llu bytes at offset %llu starts past the end of the %s's %llu bytes. Fix: "
+                       "write at an offset of at most %llu.",
+                       (unsigned long long)nbytes, (unsigned long long)offset, range, (unsigned long long)v->size,
+                       (unsigned long long)v->size);
+    if (nbytes > v->size - offset)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
+                       "buffer.write of %llu bytes at offset %llu runs past the end of the %s's %llu bytes. Fix: "
+                       "write at most %llu bytes at that offset.",
+                       (unsigned long long)nbytes, (unsigned long long)offset, range, (unsigned long long)v->size,
+                       (unsigned long long)(v->size - offset));
     if (nbytes == 0) return VN_OK;
     if (data == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "buffer.write: data is NULL. Fix: pass the bytes to write.");
     const uint8_t *bytes = data;
@@ -433,31 +440,34 @@ vn_status vn_view_write(const vn_view *view, uint64_t offset, const void *data, 
 }
 
 vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes) {
-    vn_view whole = {buffer, 0, UINT64_MAX};
+    vn_view whole = {buffer, 0, 0, 1};
     return vn_view_write(&whole, offset, data, nbytes);
 }
 
 /* ---- copies --------------------------------------------------------------------- */
 
 /* The rules of a copy between resolved views (buffers held): offsets inside the views,
- * nbytes (UINT64_MAX: as much as fits) inside both, COPY_SRC on the source, COPY_DST on
+ * *nbytes (nbytes NULL: as much as fits) inside both, COPY_SRC on the source, COPY_DST on
  * the destination, and COPY_SRC there too where a partial word is merged. *n gets the
  * byte count, *s0 and *d0 the absolute offsets. */
-static vn_status copy_check(const vn_view *src, const vn_view *dst, uint64_t nbytes, uint64_t src_offset,
+static vn_status copy_check(const vn_view *src, const vn_view *dst, const uint64_t *nbytes, uint64_t src_offset,
                             uint64_t dst_offset, uint64_t *n, uint64_t *s0, uint64_t *d0) {
     if (src_offset > src->size || dst_offset > dst->size)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copy offsets %llu (source of %llu bytes) and %llu (destination of %llu "
-                       "bytes) must lie inside the source and the destination. Fix: pass smaller offsets.",
+                       "bytes) must lie inside the source and the destination. Fix: pass a src_offset of at most %llu "
+                       "and a dst_offset of at most %llu.",
                        (unsigned long long)src_offset, (unsigned long long)src->size,
-                       (unsigned long long)dst_offset, (unsigned long long)dst->size);
+                       (unsigned long long)dst_offset, (unsigned long long)dst->size,
+                       (unsigned long long)src->size, (unsigned long long)dst->size);
     uint64_t room_s = src->size - src_offset, room_d = dst->size - dst_offset;
-    if (nbytes == UINT64_MAX) nbytes = room_s < room_d ? room_s : room_d;
-    if (nbytes > room_s || nbytes > room_d)
+    uint64_t room = room_s < room_d ? room_s : room_d;
+    uint64_t count = nbytes == NULL ? room : *nbytes;
+    if (count > room)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copying %llu bytes runs past the source (%llu bytes from offset %llu) "
-                       "or the destination (%llu bytes from offset %llu). Fix: copy at most %llu bytes.",
-                       (unsigned long long)nbytes, (unsigned long long)src->size, (unsigned long long)src_offset,
-                       (unsigned long long)dst->size, (unsigned long long)dst_offset,
-                       (unsigned long long)(room_s < room_d ? room_s : room_d));
+                       "or the destination (%llu bytes from offset %llu). Fix: copy at most %llu bytes, or pass "
+                       "nbytes=None for as much as fits.",
+                       (unsigned long long)count, (unsigned long long)src->size, (unsigned long long)src_offset,
+                       (unsigned long long)dst->size, (unsigned long long)dst_offset, (unsigned long long)room);
     if (!(src->buffer->usage & VN_USAGE_COPY_SRC))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copy source (buffer %llu) has usage 0x%llx without COPY_SRC. Fix: create "
                        "it with vn.BufferUsage.COPY_SRC (the default usage has it).",
@@ -466,13 +476,13 @@ static vn_status copy_check(const vn_view *src, const vn_view *dst, uint64_t nby
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copy destination (buffer %llu) has usage 0x%llx without COPY_DST. Fix: "
                        "create it with vn.BufferUsage.COPY_DST (the default usage has it).",
                        (unsigned long long)dst->buffer->identity, (unsigned long long)dst->buffer->usage);
-    uint64_t d = dst->offset + dst_offset, e = d + nbytes;
-    bool partial = nbytes > 0 && (d % 4 != 0 || (e % 4 != 0 && e != dst->buffer->byte_len));
+    uint64_t d = dst->offset + dst_offset, e = d + count;
+    bool partial = count > 0 && (d % 4 != 0 || (e % 4 != 0 && e != dst->buffer->byte_len));
     if (partial) {
-        vn_status st = need_copy_src(dst->buffer, "a copy", d, nbytes);
+        vn_status st = need_copy_src(dst->buffer, "a copy", d, count);
         if (st != VN_OK) return st;
     }
-    *n = nbytes;
+    *n = count;
     *s0 = src->offset + src_offset;
     *d0 = d;
     return VN_OK;
@@ -501,7 +511,7 @@ static vn_status shifted_chunks(const vn_buffer *src, const vn_buffer *dst, uint
  * CopyBufferToBuffer and only a partial head and tail go through T; otherwise (and
  * within one buffer, which CopyBufferToBuffer refuses) every word goes through T, in
  * memmove order. */
-static vn_status copy_views(const vn_view *src, const vn_view *dst, uint64_t nbytes, uint64_t src_offset,
+static vn_status copy_views(const vn_view *src, const vn_view *dst, const uint64_t *nbytes, uint64_t src_offset,
                             uint64_t dst_offset) {
     vn_buffer *sb = src->buffer, *db = dst->buffer;
     vn_device *dev = db->device;
@@ -546,9 +556,9 @@ static vn_status copy_views(const vn_view *src, const vn_view *dst, uint64_t nby
     return st;
 }
 
-static vn_status device_copy(vn_device *dev, const vn_view *src_view, const vn_view *dst_view, uint64_t nbytes,
+static vn_status device_copy(vn_device *dev, const vn_view *src_view, const vn_view *dst_view, const uint64_t *nbytes,
                              uint64_t src_offset, uint64_t dst_offset, int check_only, uint64_t *resolved) {
-    vn_view src, dst = {NULL, 0, 0};
+    vn_view src, dst = {NULL, 0, 0, 0};
     vn_status st = vn_device_check(dev, "Device.copy");
     if (st == VN_OK) st = vn_view_acquire(src_view, "copy source", &src);
     if (st != VN_OK) return st;
@@ -568,12 +578,12 @@ static vn_status device_copy(vn_device *dev, const vn_view *src_view, const vn_v
     return st;
 }
 
-vn_status vn_device_copy(vn_device *device, const vn_view *src, const vn_view *dst, uint64_t nbytes,
+vn_status vn_device_copy(vn_device *device, const vn_view *src, const vn_view *dst, const uint64_t *nbytes,
                          uint64_t src_offset, uint64_t dst_offset) {
     VN_CALL1(device_copy(device, src, dst, nbytes, src_offset, dst_offset, 0, NULL), device, VN_KIND_DEVICE);
 }
 
-vn_status vn_device_copy_check(vn_device *device, const vn_view *src, const vn_view *dst, uint64_t nbytes,
+vn_status vn_device_copy_check(vn_device *device, const vn_view *src, const vn_view *dst, const uint64_t *nbytes,
                                uint64_t src_offset, uint64_t dst_offset, uint64_t *resolved) {
     if (resolved == NULL) return vn_null_out("vn_device_copy_check", "resolved");
     VN_CALL1(device_copy(device, src, dst, nbytes, src_offset, dst_offset, 1, resolved), device, VN_KIND_DEVICE);

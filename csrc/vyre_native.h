@@ -251,19 +251,25 @@ vn_status vn_buffer_create(vn_device *device, uint64_t byte_len, uint64_t usage,
                            const void *data, vn_buffer **out);
 vn_status vn_buffer_describe(const vn_buffer *buffer, vn_buffer_desc *out);
 /* A byte range of a buffer: what binds, copies, clears and reads take wherever they
- * take a buffer. size UINT64_MAX means "to the end of the buffer", so a whole buffer is
- * {buffer, 0, UINT64_MAX}. Every function that takes one checks it (vn_view_check's
- * rules) and holds a reference on the buffer for the call; what it records keeps one. */
+ * take a buffer. Either size bytes from offset (to_end 0: size is a count like any
+ * other, checked as given, at least 1), or, with to_end set, everything from offset to
+ * the end of the buffer (size must then be 0): a whole buffer is {buffer, 0, 0, 1}. "To
+ * the end" is the flag alone; no value of size means it, so a caller's size is never
+ * taken for another. Every function that takes one checks it (vn_view_check's rules) and
+ * holds a reference on the buffer for the call; what it records keeps one. */
 typedef struct vn_view {
     vn_buffer *buffer;
     uint64_t offset;
     uint64_t size;
+    uint32_t to_end;
 } vn_view;
 
-/* The rules of a view, checked wherever one is taken: a live buffer; offset + size within
- * byte_len (else VN_ERROR_INVALID_ARGUMENT naming both); an explicit size of at least 1.
- * Any byte offset and size: writes, reads and copies are byte-exact. *resolved gets offset
- * and the size in bytes (UINT64_MAX resolved), resolved may be NULL. Binding a view also
+/* The rules of a view, checked wherever one is taken: a live buffer; offset within
+ * byte_len, and offset + size too (else VN_ERROR_INVALID_ARGUMENT naming both); a size of
+ * at least 1 unless to_end (a to_end view of an empty rest is empty), and of 0 with it.
+ * Any byte offset and size: writes, reads and copies are byte-exact. *resolved gets the
+ * offset and the size in bytes, to_end 0 (the rest resolved to its size); resolved may
+ * be NULL. Binding a view also
  * needs the device's min_storage_buffer_offset_alignment /
  * min_uniform_buffer_offset_alignment, and a storage binding a size in whole 4-byte words
  * unless the view ends the buffer (see vn_dispatch_args). */
@@ -290,19 +296,20 @@ vn_status vn_view_read(const vn_view *view, void *dst, uint64_t capacity, vn_pen
 vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes);
 vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity, vn_pending_read **pending);
 void vn_buffer_release(vn_buffer *buffer);
-/* Queue a copy of nbytes (UINT64_MAX: as much as fits from the offsets) from src_offset
- * into the src view to dst_offset into the dst view, both buffers of `device`, at any byte
- * range, ordered on the queue as a submit is; no other byte of dst changes. Where both
+/* Queue a copy of *nbytes (nbytes NULL: as much as fits from the offsets; any count, 0
+ * and UINT64_MAX included, is checked as the count it is) from src_offset into the src
+ * view to dst_offset into the dst view, both buffers of `device`, at any byte range,
+ * ordered on the queue as a submit is; no other byte of dst changes. Where both
  * sit at the same offset within their words the whole words are one GPU copy and a
  * partial head or tail word is merged by a tiny dispatch; otherwise (or within one
  * buffer, where overlapping ranges copy as memmove does) every word goes through a
  * temporary buffer and that dispatch, 4 MiB at a time. A merged word needs COPY_SRC on
  * dst. VN_PENDING as vn_view_write. */
-vn_status vn_device_copy(vn_device *device, const vn_view *src, const vn_view *dst, uint64_t nbytes,
+vn_status vn_device_copy(vn_device *device, const vn_view *src, const vn_view *dst, const uint64_t *nbytes,
                          uint64_t src_offset, uint64_t dst_offset);
 /* vn_device_copy's checks alone, for a copy between two devices through the host (src
  * or dst belongs to `device`): *resolved gets the byte count. */
-vn_status vn_device_copy_check(vn_device *device, const vn_view *src, const vn_view *dst, uint64_t nbytes,
+vn_status vn_device_copy_check(vn_device *device, const vn_view *src, const vn_view *dst, const uint64_t *nbytes,
                                uint64_t src_offset, uint64_t dst_offset, uint64_t *resolved);
 
 /* ---- shaders and pipelines (csrc/pipeline.c) ------------------------------ */
@@ -627,11 +634,11 @@ vn_status vn_sequence_create(vn_device *device, vn_sequence **out);
  * vn_dispatch_record), set right before its dispatch: per-step values with no buffer
  * and no bind-group change. */
 vn_status vn_sequence_add(vn_sequence *sequence, vn_pipeline *pipeline, const vn_dispatch_args *args);
-/* Append a GPU copy of nbytes (UINT64_MAX: as much as fits from the offsets) from
+/* Append a GPU copy of *nbytes (nbytes NULL: as much as fits from the offsets) from
  * src_offset into the src view to dst_offset into the dst view: whole words (both
  * offsets, counted in their buffers, and nbytes multiples of 4); any other byte range is
  * vn_device_copy's. */
-vn_status vn_sequence_copy(vn_sequence *sequence, const vn_view *src, const vn_view *dst, uint64_t nbytes,
+vn_status vn_sequence_copy(vn_sequence *sequence, const vn_view *src, const vn_view *dst, const uint64_t *nbytes,
                            uint64_t src_offset, uint64_t dst_offset);
 /* Append a clear of the view's bytes to zero. */
 vn_status vn_sequence_clear(vn_sequence *sequence, const vn_view *buffer);

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from support.kernels import INC_U32
 
 import vyre_native as vn
 
@@ -66,15 +67,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 """
 
 # A read-only binding and a writable one: out[i] = inp[i] + 1.
-READ_AND_WRITABLE = """
-@group(0) @binding(0) var<storage, read> inp: array<u32>;
-@group(0) @binding(1) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x;
-    if (i < arrayLength(&out)) { out[i] = inp[i] + 1u; }
-}
-"""
+READ_AND_WRITABLE = INC_U32
 
 # A uniform and a writable binding: out[i] = u[0].x + i.
 UNIFORM_AND_WRITABLE = """

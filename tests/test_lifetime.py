@@ -70,8 +70,8 @@ _KEPT: list[Any] = []  # what the C structs _args makes point into
 
 
 def _args(inputs: list[Any], outputs: list[Any]) -> Any:
-    """A positional vn_dispatch_args of whole buffers (views {ptr, 0, UINT64_MAX}), one workgroup."""
-    views = ffi.new("vn_view[]", [(p, 0, 2**64 - 1) for p in inputs + outputs])
+    """A positional vn_dispatch_args of whole buffers (views {ptr, 0, 0, to_end=1}), one workgroup."""
+    views = ffi.new("vn_view[]", [(p, 0, 0, 1) for p in inputs + outputs])
     _KEPT.append(views)
     return ffi.new(
         "vn_dispatch_args *",

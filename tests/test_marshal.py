@@ -668,7 +668,7 @@ LAYERS = [
     ["_handles"],
     ["_marshal", "_log"],
     ["_lib"],
-    ["reflect", "debug"],
+    ["reflect"],
     ["zero_workgroup"],
     ["submission", "readback"],
     ["buffer"],
@@ -676,7 +676,7 @@ LAYERS = [
     ["pipeline"],
     ["sequence"],
     ["device"],
-    ["interop", "worker"],
+    ["interop", "worker", "debug"],  # debug.queued_write_bytes takes a Device
     ["__init__"],
     ["bench"],
     ["__main__"],

@@ -161,3 +161,19 @@ def test_each_module_of_reflect_imports_only_the_modules_before_it() -> None:
         inside = {dep for dep in edges[module] if dep == "reflect" or dep.startswith("reflect.")}
         assert inside <= set(REFLECT_LAYERS[:i]), f"{module} imports {sorted(inside)}"
     assert set(REFLECT_LAYERS) == {m for m in edges if m == "reflect" or m.startswith("reflect.")}
+
+
+def test_vn_debug_exposes_its_functions_and_nothing_else() -> None:
+    """vn.debug is a debugging surface, not a way to the C library: its public names are
+    its __all__, each a plain function (it once imported cffi's ``lib``, so ``vn.debug.lib``
+    handed any caller every C entry point, test control included, and raw pointers)."""
+    import inspect
+
+    import vyre_native as vn
+
+    public = {name for name in dir(vn.debug) if not name.startswith("_")}
+    assert public == set(vn.debug.__all__), f"public names beyond __all__: {sorted(public - set(vn.debug.__all__))}"
+    for name in public:
+        assert inspect.isfunction(getattr(vn.debug, name)), f"vn.debug.{name} is not a function"
+    for raw in ("lib", "ffi"):
+        assert not hasattr(vn.debug, raw)

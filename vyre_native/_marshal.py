@@ -35,9 +35,11 @@ __all__ = [
     "U32_MAX",
     "U64_MAX",
     "new_array",
+    "to_array",
     "to_bool",
     "to_choice",
     "to_constants",
+    "to_count",
     "to_destination",
     "to_dims",
     "to_dtype",
@@ -359,25 +361,26 @@ def to_ptr(handle: Any, cls: type[Handle] | tuple[type[Handle], ...], what: str)
     raise wrong_type(what, handle, _class_names(cls), f"pass {_class_names(cls)}.")
 
 
-# ---- buffers and views: the C vn_view {buffer, offset, size} --------------------------------------
+# ---- buffers and views: the C vn_view {buffer, offset, size, to_end} ------------------------------
 #
-# A Buffer is the view {buffer, 0, UINT64_MAX} ("to the end"); a BufferView carries the offset
-# and size it was made with. The buffer and view classes are passed in, since this module sits
-# below the modules that define them. Whether a view fits what it is passed to (its range,
-# alignment, usage, device) is C's check.
+# A Buffer is the view {buffer, 0, 0, to_end=1}: "to the end" is the flag alone, never a size
+# value, so every size a caller gives is checked by C as the size it is (2**64 - 1 included).
+# A BufferView carries the offset and size it was made with. The buffer and view classes are
+# passed in, since this module sits below the modules that define them. Whether a view fits
+# what it is passed to (its range, alignment, usage, device) is C's check.
 
-View = tuple[Any, int, int]
+View = tuple[Any, int, int, int]
 
 
 def to_view(value: Any, what: str, buffer_cls: type[Handle], view_cls: type[Any]) -> View:
-    """The C view (pointer, offset, size) of a live Buffer or BufferView."""
+    """The C view (pointer, offset, size, to_end) of a live Buffer or BufferView."""
     if type(value) is buffer_cls:
         ptr = value._ptr
         if ptr is not None:
-            return ptr, 0, U64_MAX
+            return ptr, 0, 0, 1
     elif type(value) is view_cls:
-        return to_ptr(value.buffer, buffer_cls, f"{what} (a view of it)"), value.offset, value.nbytes
-    return to_ptr(value, buffer_cls, what), 0, U64_MAX
+        return to_ptr(value.buffer, buffer_cls, f"{what} (a view of it)"), value.offset, value.nbytes, 0
+    return to_ptr(value, buffer_cls, what), 0, 0, 1
 
 
 def to_views(values: Any, what: str, buffer_cls: type[Handle], view_cls: type[Any]) -> list[View]:
@@ -387,12 +390,21 @@ def to_views(values: Any, what: str, buffer_cls: type[Handle], view_cls: type[An
     object mid-call)."""
     if type(values) is list or type(values) is tuple:
         fast = [
-            (h._ptr, 0, U64_MAX) if type(h) is buffer_cls and h._ptr is not None else None for h in values
+            (h._ptr, 0, 0, 1) if type(h) is buffer_cls and h._ptr is not None else None for h in values
         ]
         if None not in fast:
             return fast  # type: ignore[return-value]  # no None in it
     items = to_list(values, what, f"a list of vn.{buffer_cls._kind} or vn.BufferView")
     return [to_view(h, f"{what}[{i}]", buffer_cls, view_cls) for i, h in enumerate(items)]
+
+
+def to_count(value: Any, what: str) -> Any:
+    """A byte count for C's ``const uint64_t *``: None ("as many as fit") is NULL, and any
+    int a ``uint64_t`` holds is that count, 2**64 - 1 included (C checks it as it is: no
+    value stands for "everything")."""
+    if value is None:
+        return ffi.NULL
+    return ffi.new("uint64_t *", to_u64(value, what))
 
 
 def to_named(value: Any, what: str) -> list[tuple[bytes, Any]]:
@@ -530,8 +542,14 @@ def new_array(dtype: Any, shape: Any, nbytes: int, what: str) -> NDArray[Any]:
     return np.empty(dims, dtype=dt)
 
 
-def to_dtype(dtype: Any, what: str) -> np.dtype[Any]:
-    """A numpy dtype of plain data: fixed-size bytes (no Python objects, not empty)."""
+def to_dtype(dtype: Any, what: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
+    """A numpy dtype of plain data (fixed-size bytes: no Python objects, not empty), as
+    ``(item dtype, item shape)``. A subarray dtype is its items: ``'(2,)>u4'`` is
+    ``('>u4', (2,))`` (a subarray of subarrays its axes outermost first), as numpy itself makes an array of it (``numpy.empty(8, '(2,)>u4')``
+    has shape (8, 2) and dtype >u4), so every path (a read, a Worker's output, its byte
+    order swap) handles an array of plain items, never a subarray dtype, which numpy's
+    ``astype`` would broadcast into a repeated extra axis. Any other dtype (structured
+    ones and ``datetime64`` included) is its item with shape ``()``."""
     try:
         dt: np.dtype[Any] = np.dtype(dtype)
     except TypeError as err:
@@ -543,14 +561,25 @@ def to_dtype(dtype: Any, what: str) -> np.dtype[Any]:
             f"{what}: dtype {dt} holds {'Python objects' if dt.hasobject else 'nothing'}, not data. "
             "Fix: pass a numeric or plain structured dtype, e.g. numpy.float32."
         )
-    # Any other dtype is fixed-size plain bytes (datetime64 included), on every path.
-    return dt
+    # A subarray of subarrays is one level at a time: ('(2,)u4', (3,)) is u4 with axes (3, 2).
+    inner: tuple[int, ...] = ()
+    while dt.subdtype is not None:
+        dt, axes = dt.subdtype
+        inner += tuple(axes)
+    return dt, inner
 
 
 def to_dims(shape: Any, what: str) -> tuple[int, ...]:
     """The dimensions of a numpy shape: an int, or an iterable of ints, each >= 0."""
     seq = (shape,) if not isinstance(shape, Iterable) else tuple(shape)
     return tuple(to_int(d, f"{what} shape[{i}]", 0, I64_MAX, "a non-negative size") for i, d in enumerate(seq))
+
+
+def to_array(dtype: Any, shape: Any, what: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
+    """The numpy dtype and dimensions of an array of ``dtype`` and ``shape`` (a subarray
+    dtype's item shape appended, see ``to_dtype``), checked against what numpy can make."""
+    dt, inner = to_dtype(dtype, what)
+    return dt, _numpy_shape(dt, to_dims(shape, what) + inner, what)
 
 
 def to_layout(dtype: Any, shape: Any, nbytes: int, what: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
@@ -560,29 +589,25 @@ def to_layout(dtype: Any, shape: Any, nbytes: int, what: str) -> tuple[np.dtype[
         raise WrongTypeError(
             f"{what}: shape={_shown(shape)} was given without a dtype. Fix: pass dtype too, e.g. dtype=numpy.float32."
         )
-    dt = to_dtype(dtype, what)
+    dt, inner = to_dtype(dtype, what)
+    item = dt.itemsize * math.prod(inner)  # one item of the dtype as given
     if shape is None:
-        if nbytes % dt.itemsize:
+        if nbytes % item:
             raise InvalidArgumentError(
-                f"{what}: {nbytes} bytes are not a whole number of {dt} items ({dt.itemsize} bytes each). "
+                f"{what}: {nbytes} bytes are not a whole number of {np.dtype(dtype)} items ({item} bytes each). "
                 "Fix: pass a dtype whose size divides the byte length."
             )
-        dims: tuple[int, ...] = (nbytes // dt.itemsize,)
+        dims: tuple[int, ...] = (nbytes // item,)
     else:
         dims = to_dims(shape, what)
         count = math.prod(dims)
-        if count * dt.itemsize != nbytes:
+        if count * item != nbytes:
             raise InvalidArgumentError(
-                f"{what}: shape {dims} of {dt} is {count * dt.itemsize} bytes, but the data is {nbytes} bytes. "
-                f"Fix: pass a shape of {nbytes // dt.itemsize if nbytes % dt.itemsize == 0 else 'a matching'} "
+                f"{what}: shape {dims} of {np.dtype(dtype)} is {count * item} bytes, but the data is {nbytes} bytes. "
+                f"Fix: pass a shape of {nbytes // item if nbytes % item == 0 else 'a matching'} "
                 "items in all, or shape=None for a 1-D array."
             )
-    if dt.subdtype is not None:
-        # A subarray item is its items: numpy.empty() makes that shape, and a view of
-        # bytes must be given it, so both reads return one array.
-        dt, inner = dt.subdtype
-        dims += inner
-    return dt, _numpy_shape(dt, dims, what)
+    return dt, _numpy_shape(dt, dims + inner, what)
 
 
 def _numpy_shape(dt: np.dtype[Any], dims: tuple[int, ...], what: str) -> tuple[int, ...]:

@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from ._handles import Handle, not_picklable
 from ._lib import call_waiting, check, ffi, lib, read_sliced
-from ._marshal import U64_MAX, new_array, to_destination, to_readable, to_u64, to_view
+from ._marshal import new_array, to_count, to_destination, to_readable, to_u64, to_view
 from ._typing import DTypeLike, ShapeLike
 from .errors import WrongTypeError
 from .readback import PendingRead, complete, layout, read_async, read_view_async, start, want_copy
@@ -177,7 +177,7 @@ class Buffer(_Reads, Handle):
         """
         view = ffi.new(
             "vn_view *",
-            (self._live(), to_u64(offset, "Buffer.view offset"), to_u64(nbytes, "Buffer.view nbytes")),
+            (self._live(), to_u64(offset, "Buffer.view offset"), to_u64(nbytes, "Buffer.view nbytes"), 0),
         )
         resolved = ffi.new("vn_view *")
         check(lib.vn_view_check(view, resolved))
@@ -283,11 +283,12 @@ def copy_args(
     src: Bindable, dst: Bindable, nbytes: int | None, src_offset: int, dst_offset: int
 ) -> tuple[Any, Any, int, int, int]:
     """A copy's arguments as its C call takes them (``Device.copy``, ``Sequence.copy``): the
-    two ``vn_view *``, the size (``U64_MAX``: as much as fits from the offsets), the offsets."""
+    two ``vn_view *``, the size (a ``uint64_t *``; NULL for None, as much as fits from the
+    offsets), the offsets."""
     return (
         ffi.new("vn_view *", to_view(src, "copy src", Buffer, BufferView)),
         ffi.new("vn_view *", to_view(dst, "copy dst", Buffer, BufferView)),
-        U64_MAX if nbytes is None else to_u64(nbytes, "copy nbytes"),
+        to_count(nbytes, "copy nbytes"),
         to_u64(src_offset, "copy src_offset"),
         to_u64(dst_offset, "copy dst_offset"),
     )

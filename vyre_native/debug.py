@@ -1,14 +1,20 @@
-"""Introspection for tests and leak hunting: counts of live native objects."""
+"""Introspection for tests and leak hunting: counts of live native objects.
 
-from __future__ import annotations
+Functions only: the cffi library and its types stay private here (``_lib``, ``_ffi``),
+so ``vn.debug`` hands no caller the C entry points (test control among them) or raw
+pointers; what it imports is private too. No ``from __future__ import annotations``
+either: it would leave a public ``annotations`` name behind.
+"""
 
-from ._lib import ffi, lib
-from ._marshal import to_seconds, wrong_type
-from .device import Device
+from ._lib import ffi as _ffi
+from ._lib import lib as _lib
+from ._marshal import to_seconds as _to_seconds
+from ._marshal import wrong_type as _wrong_type
+from .device import Device as _Device
 
 __all__ = ["fill_wgsl", "live_objects", "queued_write_bytes"]
 
-_FIELDS = tuple(name for name, _ in ffi.typeof("vn_live_counts").fields)
+_FIELDS = tuple(name for name, _ in _ffi.typeof("vn_live_counts").fields)
 
 
 def live_objects(wait: float = 10.0) -> dict[str, int]:
@@ -23,13 +29,13 @@ def live_objects(wait: float = 10.0) -> dict[str, int]:
     work first, so that a leak test sees the device go.
     """
     # None, "no limit" elsewhere, is refused: a device lost for good is never freed.
-    seconds = to_seconds(wait, "live_objects wait", unlimited=False)
-    counts = ffi.new("vn_live_counts *")
-    lib.vn_debug_live_counts(counts, seconds)
+    seconds = _to_seconds(wait, "live_objects wait", unlimited=False)
+    counts = _ffi.new("vn_live_counts *")
+    _lib.vn_debug_live_counts(counts, seconds)
     return {name: int(getattr(counts, name)) for name in _FIELDS}
 
 
-def queued_write_bytes(device: Device) -> int:
+def queued_write_bytes(device: _Device) -> int:
     """Bytes of ``Buffer.write`` queued on ``device`` and not yet sent to the GPU by a
     submit; wgpu holds a staging copy of each until that submit's work completes.
 
@@ -38,9 +44,9 @@ def queued_write_bytes(device: Device) -> int:
     busy a write that would bring it to 128 MiB first waits for the queue. So after any
     write it is under 128 MiB, or that one write's own size. One C call.
     """
-    if not isinstance(device, Device):
-        raise wrong_type("queued_write_bytes device", device, "a vn.Device", "pass the Device the writes went to.")
-    return int(lib.vn_debug_queued_write_bytes(device._live()))
+    if not isinstance(device, _Device):
+        raise _wrong_type("queued_write_bytes device", device, "a vn.Device", "pass the Device the writes went to.")
+    return int(_lib.vn_debug_queued_write_bytes(device._live()))
 
 
 def fill_wgsl() -> str:
@@ -50,4 +56,4 @@ def fill_wgsl() -> str:
     (``array<vec4<u32>>`` at ``@binding(1)``, for sizes that are multiples of 16), both
     ``@workgroup_size(256)``; the benchmarks' raw-C floor dispatches the same kernel.
     """
-    return str(ffi.string(lib.vn_debug_fill_wgsl()).decode("ascii"))
+    return str(_ffi.string(_lib.vn_debug_fill_wgsl()).decode("ascii"))

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._marshal import new_array, to_dims, to_dtype, to_list, to_workgroups, wrong_type
+from ._marshal import new_array, to_array, to_dtype, to_list, to_workgroups, wrong_type
 from .buffer import Buffer
 from .device import Device
 from .errors import InvalidArgumentError, ReentryError, WrongTypeError
@@ -98,18 +98,19 @@ def _input(value: Any, what: str) -> NDArray[Any]:
         a = np.ascontiguousarray(value)
     except (TypeError, ValueError) as err:
         raise wrong_type(what, value, f"an array ({err})", "pass a numpy array, or what numpy.asarray takes.") from None
-    little = to_dtype(a.dtype, what).newbyteorder("<")
+    little = to_dtype(a.dtype, what)[0].newbyteorder("<")  # an array's dtype is never a subarray
     return a if little == a.dtype else a.astype(little)
 
 
 def _output(spec: Any, what: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
-    """An output's ``(dtype, shape)``: a dtype of plain data and a numpy shape."""
+    """An output's ``(dtype, shape)``: a dtype of plain items and the array's whole shape (a
+    subarray dtype's item shape appended: ``('(2,)>u4', (8,))`` is ``('>u4', (8, 2))``)."""
     pair = to_list(spec, what, "a (dtype, shape) pair")
     if len(pair) != 2:
         raise WrongTypeError(
             f"{what}={spec!r:.80} has {len(pair)} items, not two (dtype, shape). Fix: pass e.g. ('f4', (1024,))."
         )
-    return to_dtype(pair[0], what), to_dims(pair[1], what)
+    return to_array(pair[0], pair[1], what)
 
 
 class Worker:
@@ -169,7 +170,9 @@ class Worker:
         replay (one C call for up to 256 launches) and read each output back into a new
         array (one copy each). Arrays are data in WGSL's byte order, little-endian: a
         big-endian input is swapped on the way in, and a big-endian output dtype gets the
-        values, not the GPU's bytes reinterpreted. An output of no elements is an empty array.
+        values, not the GPU's bytes reinterpreted (a structured one field by field). A
+        subarray output dtype is its items, as numpy makes an array of it: ``('(2,)>u4',
+        (8,))`` is shape (8, 2) of '>u4'. An output of no elements is an empty array.
         """
         name = _name(name, "Worker.run name")
         arrays = [_input(a, f"Worker.run inputs[{i}]") for i, a in enumerate(to_list(inputs, "Worker.run inputs"))]

@@ -50,6 +50,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 """
 
+# out[i] = inp[i] + 1 (u32): a read-only binding and a writable one.
+INC_U32 = """
+@group(0) @binding(0) var<storage, read> inp: array<u32>;
+@group(0) @binding(1) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    let i = g.x;
+    if (i < arrayLength(&out)) { out[i] = inp[i] + 1u; }
+}
+"""
+
 # acc[i] += 1 for every element (an in/out state, compiled with preserve=["acc"]): the
 # number of launches that ran is readable afterwards.
 COUNTER = """
