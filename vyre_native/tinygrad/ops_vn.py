@@ -86,6 +86,28 @@ class VNRenderer(WGSLRenderer):
         # tinygrad compiles in worker processes: the limits travel with the renderer
         return _rebuild_renderer, (self.target, dict(self.limits))
 
+    def render_kernel(self, function_name: str, kernel: list[str], bufs: list[Any], uops: list[UOp],
+                      prefix: Any = None) -> str:  # fmt: skip
+        # tinygrad's WGSL declares every buffer read_write; which ones the kernel writes is
+        # known only here (each buf's `mutable`). VNProgram reads this first line (see
+        # _WRITES) to tell a buffer it may bind through a snapshot from one it must not.
+        source = super().render_kernel(function_name, kernel, bufs, uops, prefix)
+        written = " ".join(str(i + 1) for i, (_, (_, mutable)) in enumerate(bufs) if mutable)
+        return f"{_WRITES}{written}\n{source}"
+
+
+#: the first line VNRenderer gives a kernel: the bindings it writes, space-separated
+_WRITES = "// vn: writes bindings "
+
+
+def _written_bindings(source: str) -> set[int] | None:
+    """The bindings a kernel from VNRenderer writes; None when the source does not say
+    (then every read_write binding counts as written)."""
+    first, _, _ = source.partition("\n")
+    if not first.startswith(_WRITES):
+        return None
+    return {int(n) for n in first[len(_WRITES):].split()}
+
 
 def _rebuild_renderer(target: Any, limits: dict[str, Any]) -> VNRenderer:
     return _renderer_for(limits)(target)
@@ -232,22 +254,58 @@ class VNProgram:
         # tinygrad's WGSL binds INFINITY at 0, then the buffers, then one uniform per
         # variable; the entry point takes a handle only for the bindings it uses.
         self.slots = [(b.binding, b.is_output) for b in self.pipeline.bindings]
-        self.recordings: OrderedDict[tuple[Any, ...], vn.Recording] = OrderedDict()
+        written = _written_bindings(obj.lib.decode())
+        self.read_only = set() if written is None else {b for b, out in self.slots if out and b not in written}
+        self.recordings: OrderedDict[tuple[Any, ...], tuple[vn.Recording | vn.Sequence, list[vn.Buffer]]] = (
+            OrderedDict()
+        )
 
     def handles(
         self, bufs: tuple[VNBuf, ...], uniforms: SequenceABC[vn.Buffer | vn.BufferView]
-    ) -> tuple[list[Any], list[Any]]:
-        """(inputs, outputs) in vn's positional order for these buffers and variable uniforms."""
+    ) -> tuple[list[Any], list[Any], list[tuple[Any, vn.Buffer]]]:
+        """(inputs, outputs, snapshots) in vn's positional order for these buffers and
+        variable uniforms. tinygrad declares every buffer read_write, and WebGPU forbids
+        writable bindings whose ranges overlap (``buf[4:8].assign(buf[0:4].contiguous())``
+        binds the whole buffer and a view of it). A buffer the kernel only reads that
+        overlaps another binding is bound as a snapshot instead: ``(view, scratch)`` pairs,
+        each copied before the dispatch. Two overlapping buffers the kernel writes stay as
+        they are: that is a race, and vn's BindingError says so."""
         inputs: list[Any] = []
         outputs: list[Any] = []
+        snapshots: list[tuple[Any, vn.Buffer]] = []
+        shared = self._overlapping(bufs)
         for binding, is_output in self.slots:
             if binding == 0:
                 inputs.append(self.dev.infinity)
             elif binding <= len(bufs):
-                (outputs if is_output else inputs).append(bufs[binding - 1].bound())
+                view = bufs[binding - 1].bound()
+                if binding in shared:
+                    scratch = self.dev.vn.alloc(view.nbytes if isinstance(view, vn.BufferView) else view.byte_len)
+                    snapshots.append((view, scratch))
+                    view = scratch
+                (outputs if is_output else inputs).append(view)
             else:
                 inputs.append(uniforms[binding - 1 - len(bufs)])
-        return inputs, outputs
+        return inputs, outputs, snapshots
+
+    def _overlapping(self, bufs: tuple[VNBuf, ...]) -> set[int]:
+        """The read-only buffer bindings whose bytes overlap another binding's (the common
+        case, no two bindings of one allocation, costs one set per call)."""
+        if not self.read_only or len({b.buffer.allocation_identity for b in bufs}) == len(bufs):
+            return set()
+        spans = {}
+        for binding, _ in self.slots:
+            if 1 <= binding <= len(bufs):
+                b = bufs[binding - 1]
+                view = b.bound()
+                start, size = (b.offset, view.nbytes) if isinstance(view, vn.BufferView) else (0, view.byte_len)
+                spans[binding] = (b.buffer.allocation_identity, start, start + size)
+        return {
+            b for b in self.read_only if b in spans and any(
+                o != b and spans[o][0] == spans[b][0] and spans[o][1] < spans[b][2] and spans[b][1] < spans[o][2]
+                for o in spans
+            )
+        }  # fmt: skip
 
     def __call__(
         self,
@@ -261,16 +319,23 @@ class VNProgram:
         uniforms = [self.dev.uniform(v) for v in vals]
         workgroups = tuple(int(g) for g in global_size)
         key = (tuple(b.key for b in bufs), tuple(u.allocation_identity for u in uniforms), workgroups)
-        rec = self.recordings.get(key)
-        if rec is None:
-            inputs, outputs = self.handles(bufs, uniforms)
-            rec = self.pipeline.record(inputs, outputs, workgroups=workgroups, clear_outputs=False)
-            self.recordings[key] = rec
+        entry = self.recordings.get(key)
+        if entry is None:
+            inputs, outputs, snapshots = self.handles(bufs, uniforms)
+            work: vn.Recording | vn.Sequence
+            if snapshots:  # the copies and the dispatch in one submit
+                work = self.dev.vn.sequence()
+                for view, scratch in snapshots:
+                    work.copy(view, scratch)
+                work.add(self.pipeline, inputs, outputs, workgroups=workgroups, clear_outputs=False)
+            else:
+                work = self.pipeline.record(inputs, outputs, workgroups=workgroups, clear_outputs=False)
+            entry = self.recordings[key] = (work, [scratch for _, scratch in snapshots])
             if len(self.recordings) > _RECORDINGS_PER_PROGRAM:
                 self.recordings.popitem(last=False)
         else:
             self.recordings.move_to_end(key)
-        return self.dev.run(rec, wait)
+        return self.dev.run(entry[0], wait)
 
 
 # ---------------------------------------------------------------- the JIT as one replay
@@ -318,7 +383,9 @@ class VNGraph(GraphRunner):
         seq = self.dev.vn.sequence()
         for j, (prog, step_bufs, uniforms, workgroups) in enumerate(self.steps):
             these = tuple(placed.get((j, p), b) for p, b in enumerate(step_bufs))
-            inputs, outputs = prog.handles(these, uniforms)
+            inputs, outputs, snapshots = prog.handles(these, uniforms)
+            for view, scratch in snapshots:  # the sequence holds its scratch buffers
+                seq.copy(view, scratch)
             seq.add(prog.pipeline, inputs, outputs, workgroups=dims.get(j, workgroups), clear_outputs=False)
         return seq
 
