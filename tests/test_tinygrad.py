@@ -313,6 +313,28 @@ def test_a_jit_assigning_a_slice_from_the_same_buffer_computes_right_every_call(
     assert _graphs(), "the JIT did not replay a VN graph"
 
 
+def test_vn_is_in_tinygrads_lists_of_devices() -> None:
+    assert "VN" in Device._devices
+    assert "VN" in list(Device.get_available_devices())
+
+
+def test_vn_1_is_a_device_of_its_own_on_an_adapter_of_vns_type(tg: VNDevice) -> None:
+    second = Device[f"{VN}:1"]
+    assert isinstance(second, VNDevice) and second.vn is not tg.vn
+    assert second.vn.info["adapter_type"] == tg.vn.info["adapter_type"]
+    same_type = [a for a in vn.enumerate_adapters() if a["adapter_type"] == tg.vn.info["adapter_type"]]
+    if len(same_type) == 1:  # one adapter of the type: the second device is on it too
+        assert second.vn.info["name"] == tg.vn.info["name"]
+    a = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal((Tensor(a, device=f"{VN}:1").to(VN) * 2).numpy(), a * 2)
+
+
+def test_a_tensor_sharded_over_vn_and_vn_1_computes_right() -> None:
+    a = np.arange(64, dtype=np.float32).reshape(8, 8)
+    s = Tensor(a).shard((VN, f"{VN}:1"), axis=0)
+    np.testing.assert_allclose(((s @ s.T) + 1).numpy(), a @ a.T + 1)
+
+
 # ---------------------------------------------------------------- JIT and memory planner
 
 

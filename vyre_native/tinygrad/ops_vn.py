@@ -425,13 +425,34 @@ def _device(name: str) -> Compiled:
     return Device[name]
 
 
+def _adapter_of(index: int) -> int | None:
+    """The ``vn.Device(adapter=...)`` index of ``VN:index`` (None: vn's default).
+
+    ``VN`` (``VN:0``) is vn's default adapter (the GPU a scheduler assigned, else the
+    default). ``VN:n`` is the n-th after it, cycling, among the adapters of its type
+    (``adapter_type``: discrete GPUs on a GPU host, the CPU adapter on lavapipe): on a host
+    of two GPUs ``VN:1`` is the other GPU, on a host of one it is a second device on the
+    same one, as ``CPU:1`` and ``WEBGPU:1`` are second devices of one adapter. So tinygrad's
+    multi-device code (sharding, ``needs_second_gpu`` tests) runs on any host."""
+    if index == 0:
+        return None
+    first = cast(VNDevice, _device("VN")).vn.info
+    listing = vn.enumerate_adapters()
+    same = [i for i, a in enumerate(listing) if a["adapter_type"] == first["adapter_type"]]
+    here = next((k for k, i in enumerate(same) if first["uuid"] and listing[i]["uuid"] == first["uuid"]), None)
+    if here is None:  # no identity to match: the first of its name
+        here = next((k for k, i in enumerate(same) if listing[i]["name"] == first["name"]), 0)
+    return same[(here + index) % len(same)] if same else None
+
+
 class VNDevice(Compiled):
-    """tinygrad's ``VN`` device: ``VN`` is vn's default adapter, ``VN:i`` the i-th of
-    ``vn.enumerate_adapters()``."""
+    """tinygrad's ``VN`` device: ``VN`` is vn's default adapter, ``VN:n`` the n-th adapter
+    after it of its type, cycling (``_adapter_of``)."""
 
     def __init__(self, device: str) -> None:
-        index = int(device.split(":")[1]) if ":" in device else None
-        self.vn = vn.Device() if index is None else vn.Device(adapter=index)
+        index = int(device.split(":")[1]) if ":" in device else 0
+        adapter = _adapter_of(index)
+        self.vn = vn.Device() if adapter is None else vn.Device(adapter=adapter)
         limits = self.vn.limits
         # tinygrad keys its buffers-per-kernel limit by device name; register ours
         rangeify.DEVICE_MAX_BUFS["VN"] = min(
@@ -475,3 +496,19 @@ class VNDevice(Compiled):
 
     def synchronize(self) -> None:
         self.vn.wait_idle()
+
+
+def _list_the_device() -> None:
+    """``VN`` in tinygrad's lists of devices: ``Device._devices`` (read off the files of
+    tinygrad/runtime, where this module is not) and ``ALL_DEVICES``, which
+    ``Device.get_available_devices()`` walks. Appended last, so tinygrad's choice of a
+    default device with no ``DEV`` set is VN only where no device of its own opens."""
+    import tinygrad.device as tinygrad_device
+
+    if "VN" not in tinygrad_device.Device._devices:
+        tinygrad_device.Device._devices.append("VN")
+    if "VN" not in tinygrad_device.ALL_DEVICES:
+        tinygrad_device.ALL_DEVICES.append("VN")
+
+
+_list_the_device()
