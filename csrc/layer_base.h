@@ -80,8 +80,10 @@ vn_status vn_fail_prefixed(vn_status code, const char *prefix);
  * written as U+2400 (SYMBOL FOR NULL). */
 void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap);
 
-/* Whether a test switch (vn_test_control, test_control.c) is set; off in production. */
+/* Whether a test switch (vn_test_control, test_control.c) is set, and its value; off
+ * (0) in production. */
 bool vn_test_switch_on(vn_test_switch which);
+int vn_test_switch_value(vn_test_switch which);
 
 /* ---- live-object counters (debug.c) ---------------------------------------- */
 
