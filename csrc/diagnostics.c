@@ -15,6 +15,7 @@
 #include "layer_resources.h"
 
 enum { SHOWN_LINE_MAX = 160 }; /* bytes of a long source line shown around the column */
+#define NUL_SHOWN "\xe2\x90\x80" /* U+2400 SYMBOL FOR NULL, in UTF-8 */
 
 vn_status vn_immediates_unsupported(const vn_device *device, const char *what, const char *shown) {
     bool offered = wgpu.AdapterHasFeature(device->adapter, (WGPUFeatureName)WGPUNativeFeature_Immediates);
@@ -128,8 +129,19 @@ static void excerpt(const char *text, size_t n, uint32_t column, uint32_t run, c
         to = from + SHOWN_LINE_MAX < n ? from + SHOWN_LINE_MAX : n;
         while (to < n && utf8_continuation(text[to])) to++;
     }
-    size_t used = (size_t)snprintf(out, cap, "%s%.*s%s\n%s", from > 0 ? "..." : "", (int)(to - from), text + from,
-                                   to < n ? "..." : "", from > 0 ? "   " : "");
+    /* The line byte for byte, but a NUL (legal in a comment) shown as U+2400 (one
+     * character, as the NUL is: the caret's column holds), which C strings cannot cut. */
+    size_t used = (size_t)snprintf(out, cap, "%s", from > 0 ? "..." : "");
+    for (size_t i = from; i < to && used + 4 < cap; i++) {
+        if (text[i] == '\0') {
+            memcpy(out + used, NUL_SHOWN, 3);
+            used += 3;
+        } else {
+            out[used++] = text[i];
+        }
+    }
+    if (used < cap) used += (size_t)snprintf(out + used, cap - used, "%s\n%s", to < n ? "..." : "", from > 0 ? "   " : "");
+    if (used >= cap) used = cap - 1;
     for (size_t i = from; i < at && used + 1 < cap; i++) {
         if (utf8_continuation(text[i])) continue;
         out[used++] = text[i] == '\t' ? '\t' : ' ';
@@ -325,7 +337,7 @@ vn_status vn_shader_point(const char *wgsl, size_t wgsl_len, const char *entry, 
     const char *src_line = NULL;
     size_t src_n = 0;
     place_of(wgsl, wgsl_len, at, n, &line, &column, &run, &src_line, &src_n);
-    char shown[2 * SHOWN_LINE_MAX + 300];
+    char shown[4 * SHOWN_LINE_MAX + 300]; /* a NUL shown takes 3 bytes */
     excerpt(src_line, src_n, column, run, "", shown, sizeof shown);
     vn_status st = vn_fail(code, "%s at line %u, column %u (wgsl:%u:%u)\n%s\nFix: %s", msg, line, column, line, column,
                            shown, fix + strlen(". Fix: "));
@@ -475,7 +487,7 @@ vn_status vn_shader_diagnose(vn_device *device, const char *wgsl, size_t wgsl_le
     }
     char label[200] = "";
     if (marker != NULL) run = caret_run(marker, naga_column, label, sizeof label); /* naga's excerpt: its column */
-    char shown[2 * SHOWN_LINE_MAX + 300];
+    char shown[4 * SHOWN_LINE_MAX + 300]; /* a NUL shown takes 3 bytes */
     excerpt(src_line, src_n, column, run, label, shown, sizeof shown);
 
     char what[900];

@@ -275,14 +275,32 @@ vn_status vn_fail_prefixed(vn_status code, const char *prefix) {
 void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap) {
     if (cap == 0) return;
     size_t len = 0;
-    if (view.data != NULL) len = view.length == WGPU_STRLEN ? strlen(view.data) : view.length;
-    if (len < cap) {
-        if (len > 0) memcpy(buf, view.data, len);
-        buf[len] = '\0';
-        return;
+    const char *data = view.data;
+    if (data != NULL) len = view.length == WGPU_STRLEN ? strlen(data) : view.length;
+    /* A NUL inside (naga quotes the source line, and a WGSL comment may hold one) as
+     * U+2400, one character as the NUL is, so that nothing after it is cut off. */
+    char *spelled = NULL;
+    if (len > 0 && len < SIZE_MAX / 3 && memchr(data, '\0', len) != NULL && (spelled = malloc(3 * len)) != NULL) {
+        size_t k = 0;
+        for (size_t i = 0; i < len; i++) {
+            if (data[i] != '\0') {
+                spelled[k++] = data[i];
+            } else {
+                memcpy(spelled + k, "\xe2\x90\x80", 3);
+                k += 3;
+            }
+        }
+        data = spelled;
+        len = k;
     }
-    /* Too long (a wgpu message naming a long label): its middle goes, not its end. */
-    vn_format(buf, cap, "%.*s", len > INT_MAX ? INT_MAX : (int)len, view.data);
+    if (len < cap) {
+        if (len > 0) memcpy(buf, data, len);
+        buf[len] = '\0';
+    } else {
+        /* Too long (a wgpu message naming a long label): its middle goes, not its end. */
+        vn_format(buf, cap, "%.*s", len > INT_MAX ? INT_MAX : (int)len, data);
+    }
+    free(spelled);
 }
 
 vn_status vn_null_out(const char *fn, const char *what) {

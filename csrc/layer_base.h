@@ -76,11 +76,14 @@ vn_status vn_null_out(const char *fn, const char *what);
 /* Put `prefix` before this thread's last message (keeping its position) and return
  * `code`: "pipeline `main`: " before what a shared helper reported. */
 vn_status vn_fail_prefixed(vn_status code, const char *prefix);
-/* wgpu's WGPUStringView as a C string into buf (always terminated). */
+/* wgpu's WGPUStringView as a C string into buf (always terminated), a NUL inside it
+ * written as U+2400 (SYMBOL FOR NULL). */
 void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap);
 
-/* Whether a test switch (vn_test_control, test_control.c) is set; off in production. */
+/* Whether a test switch (vn_test_control, test_control.c) is set, and its value; off
+ * (0) in production. */
 bool vn_test_switch_on(vn_test_switch which);
+int vn_test_switch_value(vn_test_switch which);
 
 /* ---- live-object counters (debug.c) ---------------------------------------- */
 

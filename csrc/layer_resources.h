@@ -35,6 +35,11 @@ vn_status vn_immediates_unsupported(const vn_device *device, const char *what, c
  * break left out). The one count of lines every message about a place in the WGSL uses. */
 void vn_wgsl_place(const char *src, size_t n, size_t at, unsigned long long *line, unsigned long long *column,
                    size_t *line_start, size_t *line_len);
+/* The stack vn_shader_create compiles `len` bytes of WGSL on: enough for the deepest
+ * recursion naga makes over any source of that length that vn_wgsl_check_size and
+ * vn_wgsl_check_nesting accept (VN_WGSL_STACK_BASE_KIB + VN_WGSL_STACK_BYTES_PER_BYTE a
+ * byte; the header has the measured figures). */
+size_t vn_wgsl_compile_stack(size_t len);
 
 /* ---- buffers (buffer.c) ----------------------------------------------------- */
 

@@ -14,6 +14,55 @@ static void shader_destroy(vn_object *object) {
     vn_live_add(VN_LIVE_SHADER, -1);
 }
 
+/* One compile on a stack of its own (vn_wgsl_compile_stack): the scopes around it are
+ * pushed and popped there too, as wgpu-native may keep them per thread, and what they
+ * caught comes back in the record (the error slot is per thread). */
+typedef struct compile_job {
+    vn_device *device;
+    WGPUStringView code;
+    uint32_t checks;
+    WGPUShaderModule module;
+    vn_status st;
+    uint32_t line, column;
+    char message[2048];
+} compile_job;
+
+static void compile_there(void *arg) {
+    compile_job *job = arg;
+    vn_scope_begin(job->device);
+    /* Labelled "wgsl": naga then shows positions as wgsl:<line>:<column>. */
+    job->module = vn_wgsl_module(job->device, job->code, "wgsl", job->checks);
+    job->st = vn_scope_end(job->device, "compiling WGSL", VN_ERROR_SHADER, "correct the WGSL as the message says.");
+    if (job->st != VN_OK) {
+        snprintf(job->message, sizeof job->message, "%s", vn_last_error());
+        vn_last_error_position(&job->line, &job->column);
+    }
+}
+
+/* The shader module of the WGSL, made by wgpu-native on a thread whose stack is large
+ * enough for any source vn_wgsl_check_size and vn_wgsl_check_nesting accept: naga
+ * recurses once per link of a chain of declarations (and per nesting level), and on the
+ * caller's stack a long chain crashes the process (wgsl_depth.c has the figures). Errors
+ * as vn_scope_end reports them, on this thread. */
+static vn_status compile_on_own_stack(vn_device *device, const char *wgsl, size_t wgsl_len, uint32_t checks,
+                                      WGPUShaderModule *module) {
+    compile_job job = {device, {wgsl, wgsl_len}, checks, NULL, VN_OK, 0, 0, ""};
+    int kib = vn_test_switch_value(VN_TEST_COMPILE_STACK_KIB);
+    size_t stack = kib > 0 ? (size_t)kib * 1024u : vn_wgsl_compile_stack(wgsl_len);
+    char why[256] = "";
+    if (vn_run_on_new_stack(stack, compile_there, &job, why, sizeof why) != 0)
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "compiling %zu bytes of WGSL needs a thread with a stack of %zu bytes "
+                       "(reserved address space, committed only as used), and the system refused it: %s. Fix: "
+                       "compile a smaller module, or allow more virtual memory (ulimit -v, vm.overcommit_memory).",
+                       wgsl_len, stack, why);
+    *module = job.module;
+    if (job.st != VN_OK) {
+        vn_fail(job.st, "%s", job.message);
+        if (job.line != 0) vn_set_error_position(job.line, job.column);
+    }
+    return job.st;
+}
+
 static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_len, uint32_t checks,
                                vn_shader **out) {
     vn_status st = vn_device_check(device, "compiling WGSL");
@@ -26,8 +75,10 @@ static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_
                        "vn_shader_create: runtime checks 0x%x have bits outside VN_CHECKS_ALL (0x%x). Fix: pass "
                        "VN_CHECK_BOUNDS and VN_CHECK_LOOPS bits only.",
                        (unsigned)checks, (unsigned)VN_CHECKS_ALL);
-    /* Nesting past naga's stack would crash the process inside it (wgsl_depth.c). */
-    st = vn_wgsl_check_nesting(wgsl, wgsl_len, VN_WGSL_MAX_NESTING_DEPTH);
+    /* Nesting, or a source, past the stack the compile gets would crash the process
+     * inside naga (wgsl_depth.c). */
+    st = vn_wgsl_check_size(wgsl, wgsl_len);
+    if (st == VN_OK) st = vn_wgsl_check_nesting(wgsl, wgsl_len, VN_WGSL_MAX_NESTING_DEPTH);
     if (st != VN_OK) return st;
     vn_shader *sh = calloc(1, sizeof *sh);
     /* The text is kept for the pipeline's errors, which name places in it (diagnostics.c). */
@@ -40,10 +91,7 @@ static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_
     kept[wgsl_len] = '\0';
     sh->wgsl = kept;
     sh->wgsl_len = wgsl_len;
-    vn_scope_begin(device);
-    /* Labelled "wgsl": naga then shows positions as wgsl:<line>:<column>. */
-    sh->module = vn_wgsl_module(device, (WGPUStringView){wgsl, wgsl_len}, "wgsl", checks);
-    st = vn_scope_end(device, "compiling WGSL", VN_ERROR_SHADER, "correct the WGSL as the message says.");
+    st = compile_on_own_stack(device, wgsl, wgsl_len, checks, &sh->module);
     if (st == VN_ERROR_SHADER) st = vn_shader_diagnose(device, wgsl, wgsl_len, st);
     if (st == VN_OK && sh->module == NULL)
         st = vn_fail(VN_ERROR_SHADER, "compiling WGSL returned no module. Fix: check the WGSL source.");

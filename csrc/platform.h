@@ -1,6 +1,7 @@
 /* platform.h - the operating-system services the C layer uses, behind one small API:
  * loading a shared library, reading a file, locks, run-once, thread-local storage, a monotonic clock,
- * sleeping and yielding, and a hook run in the child after fork(). platform_posix.c implements it over POSIX, platform_win32.c
+ * sleeping and yielding, a function run on a thread of a given stack size, and a hook run in the
+ * child after fork(). platform_posix.c implements it over POSIX, platform_win32.c
  * over Win32; each compiles to nothing on the other platform. No other file includes
  * a system threading or loader header (pthread.h is here only for its types on POSIX).
  *
@@ -118,6 +119,16 @@ void vn_sleep_ns(uint64_t ns);
 void vn_yield(void);
 
 static inline double vn_monotonic_seconds(void) { return (double)vn_monotonic_ns() * 1e-9; }
+
+/* ---- threads -------------------------------------------------------------------- */
+
+/* Run fn(arg) on a new thread whose stack reserves at least `stack_bytes`, with every
+ * asynchronous signal blocked there (they go to the caller's threads, as before), and
+ * wait for it to return. A reservation is address space: only the pages the thread
+ * touches are ever committed. 0 when fn ran; otherwise no thread was made (the system
+ * refused a stack that large, or threads) and err has the system's reason (always
+ * terminated). */
+int vn_run_on_new_stack(size_t stack_bytes, void (*fn)(void *), void *arg, char *err, size_t cap);
 
 /* ---- processes ------------------------------------------------------------------ */
 

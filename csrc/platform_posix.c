@@ -9,7 +9,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -124,6 +126,47 @@ void vn_sleep_ns(uint64_t ns) {
 }
 
 void vn_yield(void) { sched_yield(); }
+
+typedef struct stack_run {
+    void (*fn)(void *);
+    void *arg;
+} stack_run;
+
+static void *run_there(void *p) {
+    stack_run *run = p;
+    run->fn(run->arg);
+    return NULL;
+}
+
+int vn_run_on_new_stack(size_t stack_bytes, void (*fn)(void *), void *arg, char *err, size_t cap) {
+    long page = sysconf(_SC_PAGESIZE);
+    size_t unit = page > 0 ? (size_t)page : 4096u;
+    if (stack_bytes < (size_t)PTHREAD_STACK_MIN) stack_bytes = (size_t)PTHREAD_STACK_MIN;
+    if (stack_bytes > SIZE_MAX - unit) {
+        snprintf(err, cap, "a stack of %zu bytes does not fit the address space", stack_bytes);
+        return -1;
+    }
+    stack_bytes = (stack_bytes + unit - 1) / unit * unit; /* macOS wants whole pages */
+    pthread_attr_t attr;
+    int rc = pthread_attr_init(&attr);
+    if (rc == 0) {
+        rc = pthread_attr_setstacksize(&attr, stack_bytes);
+        if (rc == 0) {
+            /* The new thread inherits the creator's mask: all blocked there, restored here. */
+            sigset_t all, old;
+            sigfillset(&all);
+            pthread_sigmask(SIG_SETMASK, &all, &old);
+            stack_run run = {fn, arg};
+            pthread_t thread;
+            rc = pthread_create(&thread, &attr, run_there, &run);
+            pthread_sigmask(SIG_SETMASK, &old, NULL);
+            if (rc == 0) pthread_join(thread, NULL);
+        }
+        pthread_attr_destroy(&attr);
+    }
+    if (rc != 0) snprintf(err, cap, "%s", strerror(rc));
+    return rc == 0 ? 0 : -1;
+}
 
 void vn_at_fork_child(void (*fn)(void)) { pthread_atfork(NULL, NULL, fn); }
 

@@ -199,6 +199,31 @@ void vn_sleep_ns(uint64_t ns) {
 void vn_yield(void) { SwitchToThread(); }
 
 /* No fork() on Windows: a child process never inherits this one's objects. */
+typedef struct stack_run {
+    void (*fn)(void *);
+    void *arg;
+} stack_run;
+
+static DWORD WINAPI run_there(LPVOID p) {
+    stack_run *run = p;
+    run->fn(run->arg);
+    return 0;
+}
+
+int vn_run_on_new_stack(size_t stack_bytes, void (*fn)(void *), void *arg, char *err, size_t cap) {
+    /* A reservation, not a commit (the flag): the pages are committed as the stack grows.
+     * Windows has no asynchronous signals to block; Ctrl-C runs on a thread of its own. */
+    stack_run run = {fn, arg};
+    HANDLE thread = CreateThread(NULL, stack_bytes, run_there, &run, STACK_SIZE_PARAM_IS_A_RESERVATION, NULL);
+    if (thread == NULL) {
+        describe_error(GetLastError(), err, cap);
+        return -1;
+    }
+    WaitForSingleObject(thread, INFINITE);
+    CloseHandle(thread);
+    return 0;
+}
+
 void vn_at_fork_child(void (*fn)(void)) { (void)fn; }
 void vn_exit_before_earlier_handlers(void) {}
 

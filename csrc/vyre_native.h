@@ -353,11 +353,37 @@ enum {
     VN_WGSL_OPERATORS_PER_LEVEL = 6,
     VN_WGSL_ELSE_IFS_PER_LEVEL = 2
 };
+/* How long a source vn_shader_create compiles, and the stack it compiles it on. naga also
+ * recurses once per link of a chain of declarations each naming the next (const,
+ * override, alias, struct members, fn calls): 296 bytes of stack a link, every kind
+ * alike (its dependency walk), against about 3 KiB a nesting level; on an 8 MiB stack
+ * some 28,000 links killed the process, nesting or not. So vn_shader_create has
+ * wgpu-native make the module on a thread of its own whose stack reserves
+ * VN_WGSL_STACK_BASE_KIB (the 8 MiB a main thread has, which holds nesting at
+ * VN_WGSL_MAX_NESTING_DEPTH, under 0.9 MiB, many times over) plus
+ * VN_WGSL_STACK_BYTES_PER_BYTE for each byte of the source: a link is at least 10 bytes
+ * (`alias a=b;`), so a chain needs at most 29.6 bytes of stack a byte (21 at the 14 bytes
+ * a link takes past 3,400 names), and 64 leaves a margin of 2 (for other targets'
+ * frames, and shapes not measured whose recursion costs as much a byte). A chain whose
+ * last link nests deep needs the larger of the two, not their sum. The reservation is
+ * address space, committed only as naga touches it; at the largest source,
+ * VN_WGSL_MAX_SOURCE_BYTES (longer is VN_ERROR_SHADER at the first byte past it), it is
+ * 264 MiB. Measured by bisection of the stack size in child processes against
+ * wgpu-native 29.0.1.1 on x86-64 (lavapipe). */
+enum {
+    VN_WGSL_MAX_SOURCE_BYTES = 4 << 20,
+    VN_WGSL_STACK_BASE_KIB = 8192,
+    VN_WGSL_STACK_BYTES_PER_BYTE = 64
+};
 /* VN_OK when the `len` bytes of UTF-8 WGSL at `wgsl` nest at most `max_depth` levels;
  * else VN_ERROR_SHADER naming the line and column where the count passes it
  * (vn_last_error_position has them too). Linear in len, no recursion; the check
  * vn_shader_create makes with VN_WGSL_MAX_NESTING_DEPTH, here for any limit. */
 vn_status vn_wgsl_check_nesting(const char *wgsl, size_t len, uint32_t max_depth);
+/* VN_ERROR_SHADER, at the line and column of the first byte past the limit
+ * (vn_last_error_position), for a source longer than VN_WGSL_MAX_SOURCE_BYTES; else
+ * VN_OK. The other check vn_shader_create makes before compiling. */
+vn_status vn_wgsl_check_size(const char *wgsl, size_t len);
 
 typedef enum vn_binding_kind {
     VN_BINDING_STORAGE_READ = 0,
@@ -768,13 +794,19 @@ const char *vn_debug_fill_wgsl(void);
  * VN_TEST_REFUSE_NEW_INSTANCES 1: every new instance vn_device_create and
  * vn_enumerate_adapters make offers no adapter, as a driver does that refuses new
  * instances after a number of them (NVIDIA's on the H200 machine: 30 a process); the
- * reserve instance (instances.c) must take over. */
+ * reserve instance (instances.c) must take over.
+ * VN_TEST_COMPILE_STACK_KIB n > 0: vn_shader_create compiles on a stack of n KiB, not
+ * vn_wgsl_compile_stack's (to measure how much stack each shape of WGSL needs; too
+ * small a stack crashes the process, so only a child process should set it); 0: the
+ * computed size. */
 typedef enum vn_test_switch {
     VN_TEST_SPLIT_SUBMITS_EVERYWHERE = 1,
     VN_TEST_REFUSE_NEW_INSTANCES = 2,
+    VN_TEST_COMPILE_STACK_KIB = 3,
 } vn_test_switch;
-/* Set switch `which` to `value` (0 or 1) and return its value before; -1 for a switch
- * that does not exist (vn_last_error says why). */
+/* Set switch `which` to `value` (0 or 1; any value >= 0 for VN_TEST_COMPILE_STACK_KIB)
+ * and return its value before; -1 for a switch or value that does not exist
+ * (vn_last_error says why). */
 int vn_test_control(vn_test_switch which, int value);
 
 /* VN_CDEF_END */

@@ -1,4 +1,10 @@
-/* wgsl_depth.c - refusing WGSL nested deeper than wgpu-native's compiler survives.
+/* wgsl_depth.c - refusing WGSL nested deeper than wgpu-native's compiler survives, or
+ * longer than vyre_native compiles, and the stack a compile of a source gets.
+ *
+ * Nesting is bounded here; chains of declarations (each naming the next) are not: naga's
+ * dependency walk recurses once per link whatever the kind, so their stack grows with
+ * the source, and vn_shader_create gives the compile a stack of vn_wgsl_compile_stack
+ * bytes for it (the figures are in vyre_native.h, beside VN_WGSL_STACK_BYTES_PER_BYTE).
  *
  * naga (wgpu-native's WGSL compiler) recurses once per nesting level and, deep enough,
  * overflows its stack: SIGSEGV, the process gone, no error to catch. So every shader
@@ -402,6 +408,26 @@ static vn_status walk(const text *t, const unsigned char *marks, uint32_t max_de
         cur = next;
     }
     free(levels);
+    return st;
+}
+
+size_t vn_wgsl_compile_stack(size_t len) {
+    if (len > VN_WGSL_MAX_SOURCE_BYTES) len = VN_WGSL_MAX_SOURCE_BYTES; /* refused before: no compile */
+    return (size_t)VN_WGSL_STACK_BASE_KIB * 1024u + len * (size_t)VN_WGSL_STACK_BYTES_PER_BYTE;
+}
+
+vn_status vn_wgsl_check_size(const char *wgsl, size_t len) {
+    if (len <= VN_WGSL_MAX_SOURCE_BYTES) return VN_OK;
+    unsigned long long line, column;
+    vn_wgsl_place(wgsl, len, VN_WGSL_MAX_SOURCE_BYTES, &line, &column, NULL, NULL);
+    vn_status st = vn_fail(VN_ERROR_SHADER,
+                           "line %llu, column %llu: the WGSL is %zu bytes long, past the %d bytes vyre_native compiles "
+                           "(it gives wgpu-native's compiler, which recurses once per link of a chain of declarations, "
+                           "a stack sized to the source, and bounds that stack). Fix: split the module into several "
+                           "smaller ones.",
+                           line, column, len, VN_WGSL_MAX_SOURCE_BYTES);
+    vn_set_error_position(line > UINT32_MAX ? UINT32_MAX : (uint32_t)line,
+                          column > UINT32_MAX ? UINT32_MAX : (uint32_t)column);
     return st;
 }
 

@@ -8,8 +8,9 @@ in the blanked text is its offset in the text as written (line breaks normalised
 its line and column are the ones the author sees.
 
 Text from a caller reaches the tokenizer only through ``_prepare``, which asks C first
-(``vn_wgsl_check_nesting``, csrc/wgsl_depth.c: the rule ``vn_shader_create`` applies), so
-nothing nested deeper than ``MAX_NESTING_DEPTH`` is read here.
+(``vn_wgsl_check_size``, ``vn_wgsl_check_nesting``, csrc/wgsl_depth.c: the rules
+``vn_shader_create`` applies), so nothing longer than ``VN_WGSL_MAX_SOURCE_BYTES`` or
+nested deeper than ``MAX_NESTING_DEPTH`` is read here.
 
 Errors found here and in the rest of reflection are worded as the compiler's
 (csrc/diagnostics.c): what happened "at line L, column C (wgsl:L:C)", the source line
@@ -263,11 +264,14 @@ def tokenize(src: str) -> list[_Tok]:
 
 
 def _prepare(src: str) -> _Source:
-    """``src`` read into tokens, once C has checked its nesting (``vn_wgsl_check_nesting``,
-    the rule vn_shader_create applies): deep nesting is refused with C's ShaderError, its
+    """``src`` read into tokens, once C has checked its length and nesting
+    (``vn_wgsl_check_size``, ``vn_wgsl_check_nesting``: the rules vn_shader_create
+    applies): a source too long or nested too deep is refused with C's ShaderError, its
     line and column, before reflection reads it (compile() reflects before C compiles)."""
     data = src.encode("utf-8", "surrogatepass")
-    status = lib.vn_wgsl_check_nesting(data, len(data), MAX_NESTING_DEPTH)
+    status = lib.vn_wgsl_check_size(data, len(data))
+    if status == lib.VN_OK:
+        status = lib.vn_wgsl_check_nesting(data, len(data), MAX_NESTING_DEPTH)
     if status != lib.VN_OK:
         line, column = ffi.new("uint32_t *"), ffi.new("uint32_t *")
         placed = lib.vn_last_error_position(line, column)
