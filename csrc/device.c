@@ -92,6 +92,22 @@ static vn_status refused_in_fork_child(const char *adapter, const char *why) {
                    adapter, why[0] ? why : "no reason given");
 }
 
+/* The adapter refused a device for another reason. A GPU driver bounds the devices
+ * (contexts) one process may hold, so the message counts this process's: past that
+ * bound the refusal is the count's, not the driver's version. */
+static vn_status refused(const char *adapter, const char *why) {
+    long long alive = (long long)vn_live_count(VN_LIVE_DEVICE) - 1; /* the one refused counts until freed */
+    return vn_fail(VN_ERROR_INTERNAL,
+                   "adapter '%s' refused to create a device: %s. This process holds %lld other vn.Device%s now "
+                   "(wgpu-py's devices not counted), and GPU drivers bound how many devices one process may hold. "
+                   "Fix: %s",
+                   adapter, why[0] ? why : "no reason given", alive, alive == 1 ? "" : "s",
+                   alive > 0 ? "close the devices this process no longer uses (Device.close(), or a with block) "
+                               "or share one Device among the code that uses the GPU; if few are alive, update "
+                               "the GPU driver."
+                             : "update the GPU driver.");
+}
+
 static vn_status device_create(vn_power_preference power_preference, int32_t adapter_index, const char *backend,
                                const char *required_features, vn_device **out) {
     vn_status st = vn_require_library();
@@ -239,8 +255,7 @@ static vn_status finish_device(vn_device *dev, const char *required_features, WG
     if (dreq.status != WGPURequestDeviceStatus_Success || dreq.device == NULL) {
         vn_status st = atomic_load(&vn_fork_generation) > 0
                            ? refused_in_fork_child(dev->info.name, dreq.message)
-                           : vn_fail(VN_ERROR_INTERNAL, "adapter '%s' refused to create a device: %s. Fix: update "
-                                     "the GPU driver.", dev->info.name, dreq.message);
+                           : refused(dev->info.name, dreq.message);
         vn_device_unref(dev);
         return st;
     }
