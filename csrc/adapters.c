@@ -77,7 +77,7 @@ void vn_release_adapters(WGPUAdapter *adapters, size_t count, WGPUAdapter keep) 
     free(adapters);
 }
 
-vn_status vn_enumerate_adapters(const char *backend, vn_device_info *out, size_t capacity, size_t *count) {
+static vn_status enumerate_adapters(const char *backend, vn_device_info *out, size_t capacity, size_t *count) {
     vn_status st = vn_require_library();
     if (st != VN_OK) return st;
     if (count == NULL || (capacity > 0 && out == NULL))
@@ -98,6 +98,14 @@ vn_status vn_enumerate_adapters(const char *backend, vn_device_info *out, size_t
         vn_release_adapters(adapters, n, NULL);
     }
     wgpu.InstanceRelease(instance);
+    return st;
+}
+
+vn_status vn_enumerate_adapters(const char *backend, vn_device_info *out, size_t capacity, size_t *count) {
+    vn_exit_guard_enter(); /* instances start the driver: not while the process exits */
+    vn_status st = enumerate_adapters(backend, out, capacity, count);
+    vn_exit_guard_leave();
+    vn_exit_guard_arm();
     return st;
 }
 

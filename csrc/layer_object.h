@@ -63,6 +63,20 @@ typedef struct vn_object {
 /* Bumped in the child process after every fork() (the handler is registered when the
  * first object is made). A plain load, no system call. */
 extern atomic_uint vn_fork_generation;
+
+/* The process's exit against calls that start the GPU driver (device creation, adapter
+ * listing: instances, vkCreateDevice). exit() runs the driver's exit handlers while
+ * daemon threads may still be inside such a call (Python has finalized; their C code
+ * runs on), and the driver crashes under them (the H200: free(): invalid pointer,
+ * SIGSEGV, or a hang, in 6 of 6 exits while 4 threads made devices). Each such call is
+ * bracketed by vn_exit_guard_enter / vn_exit_guard_leave; vn_exit_guard_arm, called
+ * after a call has loaded the driver, registers (once) a handler that runs before the
+ * driver's: it marks the process exiting and waits (up to 10 s) for the calls in flight.
+ * A call that starts once the process is exiting never returns: no Python is left to
+ * return to, and going on would race the driver's teardown. */
+void vn_exit_guard_enter(void);
+void vn_exit_guard_leave(void);
+void vn_exit_guard_arm(void);
 /* True when the object was made before a fork() and this process is the child. */
 static inline bool vn_inherited(const vn_object *object) {
     return object->generation != atomic_load_explicit(&vn_fork_generation, memory_order_relaxed);

@@ -26,6 +26,30 @@ static void on_fork_child(void) {
     if (vn_live_count(VN_LIVE_DEVICE) > 0) vn_exit_before_earlier_handlers();
 }
 
+/* ---- exit() (layer_object.h: vn_exit_guard_*) ------------------------------------ */
+
+static atomic_int exiting, driver_calls;
+
+void vn_exit_guard_enter(void) {
+    atomic_fetch_add(&driver_calls, 1);
+    if (atomic_load(&exiting)) { /* seq_cst: either this sees the flag or the handler sees the count */
+        atomic_fetch_sub(&driver_calls, 1);
+        for (;;) vn_sleep_ns(1000000000ull);
+    }
+}
+
+void vn_exit_guard_leave(void) { atomic_fetch_sub(&driver_calls, 1); }
+
+static void on_exit_wait_for_driver_calls(void) {
+    atomic_store(&exiting, 1);
+    for (int waited_ms = 0; atomic_load(&driver_calls) > 0 && waited_ms < 10000; waited_ms++) vn_sleep_ns(1000000);
+}
+
+static vn_once exit_once = VN_ONCE_INIT;
+static void exit_init(void) { vn_at_exit(on_exit_wait_for_driver_calls); }
+
+void vn_exit_guard_arm(void) { vn_once_run(&exit_once, exit_init); }
+
 static vn_once fork_once = VN_ONCE_INIT;
 static void fork_init(void) { vn_at_fork_child(on_fork_child); }
 

@@ -135,6 +135,8 @@ int vn_run_on_new_stack(size_t stack_bytes, void (*fn)(void *), void *arg, char 
 /* Run fn in the child process right after every fork() (pthread_atfork's child
  * handler), before fork() returns there. Windows has no fork: nothing to register. */
 void vn_at_fork_child(void (*fn)(void));
+/* Run fn when the process exits (atexit), before the handlers registered earlier. */
+void vn_at_exit(void (*fn)(void));
 /* From now on, exit() ends the process (with its status, stdio flushed) right after the
  * exit handlers registered later than this call: those registered earlier never run.
  * For a fork() child, where the earlier ones are GPU drivers' teardown of the parent's

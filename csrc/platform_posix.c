@@ -170,6 +170,8 @@ int vn_run_on_new_stack(size_t stack_bytes, void (*fn)(void *), void *arg, char 
 
 void vn_at_fork_child(void (*fn)(void)) { pthread_atfork(NULL, NULL, fn); }
 
+void vn_at_exit(void (*fn)(void)) { atexit(fn); }
+
 #if defined(__GLIBC__)
 static void end_now(int status, void *arg) {
     (void)arg;

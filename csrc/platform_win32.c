@@ -225,6 +225,7 @@ int vn_run_on_new_stack(size_t stack_bytes, void (*fn)(void *), void *arg, char 
 }
 
 void vn_at_fork_child(void (*fn)(void)) { (void)fn; }
+void vn_at_exit(void (*fn)(void)) { atexit(fn); }
 void vn_exit_before_earlier_handlers(void) {}
 
 #else
