@@ -137,8 +137,8 @@ def test_a_worker_call_nested_in_one_on_the_same_thread_is_refused() -> None:
     # what a signal handler or a finalizer would make: waiting for the outer call's turn
     # would wait for ever
     w = vn.worker.Worker(kernels={"double": DOUBLE})
-    with w._turn:
-        typed(lambda: w.run("double", [np.ones(N, np.float32)], SPEC, GROUPS), vn.ReentryError, "signal handler", "Fix:")
+    with w._turn("Worker.run()"):
+        typed(lambda: w.run("double", [np.ones(N, np.float32)], SPEC, GROUPS), vn.ReentryError, "Worker.run()", "Fix:")
     (out,) = w.run("double", [np.ones(N, np.float32)], SPEC, GROUPS)
     np.testing.assert_array_equal(out, 2)
 

@@ -17,9 +17,6 @@ See docs/guide/scaling.md for the pattern and what it costs.
 from __future__ import annotations
 
 import math
-import os
-import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -28,9 +25,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._marshal import new_array, to_dims, to_dtype, to_list, to_workgroups, wrong_type
+from ._turn import Turn
 from .buffer import Buffer
 from .device import Device
-from .errors import InvalidArgumentError, ReentryError, WrongTypeError
+from .errors import InvalidArgumentError, WrongTypeError
 from .pipeline import Pipeline
 from .replay import Recording
 
@@ -40,49 +38,10 @@ MAX_RECORDINGS = 32
 _OutputSpec = tuple[Any, Sequence[int]]
 
 
-class _Turn:
-    """A Worker's lock: one run or compile at a time, and a nested one on the thread that
-    holds it (a signal handler's, a finalizer's) refused with ReentryError rather than
-    waiting for ever."""
-
-    __slots__ = ("__weakref__", "_lock", "_owner")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._owner: int | None = None
-        _TURNS.add(self)
-
-    def _forget(self) -> None:
-        """In a forked child: the thread that held the lock is not there to let it go
-        (the child's calls on the worker raise ForkedError; they must not wait)."""
-        self._lock = threading.Lock()
-        self._owner = None
-
-    def __enter__(self) -> None:
-        if self._owner == threading.get_ident():
-            raise ReentryError(
-                "a Worker call from a signal handler or a finalizer while this thread is inside another call of the "
-                "same Worker, whose buffers that call is using. Fix: make the call outside the handler (set a flag "
-                "there and act on it after), or use another Worker."
-            )
-        self._lock.acquire()
-        self._owner = threading.get_ident()
-
-    def __exit__(self, *exc: object) -> None:
-        self._owner = None
-        self._lock.release()
-
-
-_TURNS: weakref.WeakSet[_Turn] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for turn in list(_TURNS):
-        turn._forget()
-
-
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+# What a Worker call nested in another on one thread (a signal handler's, a finalizer's)
+# is refused with: the outer call has the Worker's turn (see _turn.py).
+_INSIDE = "another call of the same Worker (run or compile), whose buffers and kernels that call is using"
+_FIX = ", or use another Worker"
 
 
 def _name(name: Any, what: str) -> str:
@@ -134,7 +93,7 @@ class Worker:
         self.device = Device(adapter=adapter, backend=backend)
         self._kernels: dict[str, Pipeline] = {}
         self._runs: OrderedDict[tuple[Any, ...], tuple[Recording, list[Buffer], list[Buffer]]] = OrderedDict()
-        self._turn = _Turn()  # one run or compile at a time: runs of one key share buffers
+        self._turn = Turn(_INSIDE, _FIX)  # one run or compile at a time: runs of one key share buffers
         if kernels is not None and not isinstance(kernels, Mapping):
             raise wrong_type("Worker kernels", kernels, "a mapping", "pass a dict of names to WGSL, e.g. {'scale': WGSL}.")
         for name, wgsl in (kernels or {}).items():
@@ -148,7 +107,7 @@ class Worker:
         """Compile ``wgsl`` as kernel ``name`` (replacing one of that name); its binding names."""
         name = _name(name, "Worker.compile name")
         prog = self.device.compile(wgsl, entry_point=entry_point)
-        with self._turn:
+        with self._turn("Worker.compile()"):
             self._kernels[name] = prog
             self._runs = OrderedDict((k, v) for k, v in self._runs.items() if k[0] != name)
         return [b.name for b in prog.bindings]
@@ -181,7 +140,7 @@ class Worker:
             tuple((d.str, s) for d, s in specs),
             groups,
         )
-        with self._turn:
+        with self._turn("Worker.run()"):
             entry = self._runs.get(key)
             if entry is None:
                 if name not in self._kernels:
