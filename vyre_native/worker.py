@@ -16,9 +16,11 @@ See docs/guide/scaling.md for the pattern and what it costs.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 import numpy as np
@@ -28,7 +30,7 @@ from ._marshal import new_array, to_dims, to_dtype, to_list, to_workgroups, wron
 from ._turn import Turn
 from .buffer import Buffer
 from .device import Device
-from .errors import InvalidArgumentError, WrongTypeError
+from .errors import InternalError, InvalidArgumentError, VyreError, WrongTypeError
 from .pipeline import Pipeline
 from .replay import Recording
 
@@ -174,6 +176,14 @@ def _read(buf: Buffer, dtype: np.dtype[Any], shape: tuple[int, ...]) -> NDArray[
 
 # -- a plain process: the Worker as its state -------------------------------------------
 
+#: What a message may call: the Worker's public methods, by the name the message gives.
+#: Nothing else of the Worker (its other attributes, ``__setattr__``, ``__init__``, private
+#: names) is reachable from a message: no name from the wire is looked up with getattr.
+_SERVED: dict[str, Callable[..., Any]] = {"compile": Worker.compile, "info": Worker.info, "run": Worker.run}
+
+#: What a receive or a send raises when the other end has closed or left.
+_GONE = (EOFError, OSError)  # BrokenPipeError and ConnectionResetError are OSErrors
+
 
 def serve(
     connection: Any,
@@ -183,36 +193,127 @@ def serve(
 ) -> None:
     """Be a worker process: make a ``Worker`` here, then answer each ``(method, args)``
     received on ``connection`` (a ``multiprocessing`` Connection) with ``("ok", result)``,
-    or ``("error", exception)`` for one the call raised, until ``None`` or the other end
-    closes. The target of a ``multiprocessing`` process of the ``spawn`` start method (a
-    forked child cannot use a device its parent made)::
+    or ``("error", exception)``, until ``None`` or the other end closes. The target of a
+    ``multiprocessing`` process of the ``spawn`` start method (a forked child cannot use a
+    device its parent made)::
 
         ctx = multiprocessing.get_context("spawn")
         mine, theirs = ctx.Pipe()
         ctx.Process(target=vn.worker.serve, args=(theirs, {"scale": WGSL}), daemon=True).start()
         mine.send(("run", ("scale", [x], [("f4", x.shape)], (len(x) // 64, 1, 1))))
         status, value = mine.recv()
+
+    ``method`` is ``"run"``, ``"compile"`` or ``"info"`` and ``args`` a tuple of that
+    method's arguments. Whatever else arrives is answered with a vyre_native error and a
+    Fix, and serving goes on: another name (``InvalidArgumentError``), arguments that do
+    not fit the method, a message of another shape, bytes that are not a pickle, and a
+    result that does not pickle (``WrongTypeError``); an error a call raised is sent as
+    it is when it is vyre_native's and pickles, else as an ``InternalError`` naming it.
+    A peer gone (closed, or left during a reply) ends the loop quietly.
+
+    What it trusts: messages are pickles, and unpickling runs code the sender chose, so
+    only the process that made the pipe (the parent) may hold its other end; never hand
+    that end to a process you would not let run code here (see docs/guide/scaling.md).
     """
     try:
         worker = Worker(kernels, adapter, backend)
-        connection.send(("ok", worker.info()))  # ready: the device exists
     except Exception as err:  # noqa: BLE001 - sent to the parent, which raises it
-        connection.send(("error", err))
+        _answer(connection, "error", _sendable(err, "Worker()"))
+        return
+    if not _answer(connection, "ok", worker.info()):  # ready: the device exists
         return
     while True:
         try:
-            message = connection.recv()
-        except EOFError:
-            return
-        if message is None:
+            data = connection.recv_bytes()
+        except _GONE:
             return
         try:
-            if not isinstance(message, tuple) or len(message) != 2 or not isinstance(message[0], str):
-                raise WrongTypeError(
-                    f"serve: the message {message!r:.80} is not a (method name, args) pair. Fix: send e.g. "
-                    "(\"run\", (name, inputs, outputs, workgroups)), or None to end the worker."
-                )
-            method, args = message
-            connection.send(("ok", getattr(worker, method)(*args)))
-        except Exception as err:  # noqa: BLE001 - sent to the parent, which raises it
-            connection.send(("error", err))
+            message = ForkingPickler.loads(data)
+        except Exception as err:  # noqa: BLE001 - what a peer sends never ends the loop
+            refused = WrongTypeError(
+                f"serve: {len(data)} bytes received are not a message: unpickling them raised "
+                f"{type(err).__name__}: {str(err)[:200]}. Fix: send a (method name, args) pair with "
+                "Connection.send, or None to end the worker."
+            )
+            reply: tuple[str, Any] = ("error", refused)
+        else:
+            if message is None:
+                return
+            reply = _carry_out(worker, message)
+        if not _answer(connection, *reply):
+            return
+
+
+def _carry_out(worker: Worker, message: Any) -> tuple[str, Any]:
+    """``message`` called on ``worker`` through ``_SERVED``: ("ok", result) or ("error", a
+    vyre_native error)."""
+    method = "?"
+    try:
+        if not isinstance(message, tuple) or len(message) != 2 or not isinstance(message[0], str):
+            raise WrongTypeError(
+                f"serve: the message {message!r:.80} is not a (method name, args) pair. Fix: send e.g. "
+                '("run", (name, inputs, outputs, workgroups)), or None to end the worker.'
+            )
+        method, args = message
+        fn = _SERVED.get(method)
+        if fn is None:
+            raise InvalidArgumentError(
+                f"serve: no method {method!r:.80} (served: {', '.join(sorted(_SERVED))}); nothing else of the "
+                "Worker is reachable from a message. Fix: send one of those names."
+            )
+        if not isinstance(args, (tuple, list)):
+            raise WrongTypeError(
+                f"serve: the arguments of {method!r} are {type(args).__name__}, not a tuple. Fix: send "
+                f"({method!r}, (argument, ...)): the arguments of Worker.{method}{_params(fn)} in order."
+            )
+        try:
+            inspect.signature(fn).bind(worker, *args)
+        except TypeError as err:
+            raise WrongTypeError(
+                f"serve: {len(args)} arguments do not fit Worker.{method}{_params(fn)} ({err}). Fix: send "
+                f"({method!r}, (argument, ...)) with its arguments in that order."
+            ) from None
+        return "ok", fn(worker, *args)
+    except Exception as err:  # noqa: BLE001 - sent to the parent, which raises it
+        return "error", _sendable(err, f"Worker.{method}")
+
+
+def _params(fn: Callable[..., Any]) -> str:
+    """``fn``'s parameters after ``self``, as a signature: "(name, wgsl, entry_point='main')"."""
+    sig = inspect.signature(fn)
+    params = [q.replace(annotation=q.empty) for q in list(sig.parameters.values())[1:]]
+    return str(sig.replace(parameters=params, return_annotation=sig.empty))
+
+
+def _sendable(err: Exception, call: str) -> VyreError:
+    """``err`` as the error to send: itself when it is vyre_native's and pickles, else an
+    InternalError that names it (its class and message survive; the object may not)."""
+    if isinstance(err, VyreError):
+        try:
+            ForkingPickler.dumps(err)
+            return err
+        except Exception:  # noqa: BLE001, S110 - replaced below
+            pass
+    return InternalError(
+        f"serve: {call} raised {type(err).__name__}: {str(err)[:300]}. Fix: this is a vyre_native bug "
+        "when the call's arguments were right: report it with the message and the arguments."
+    )
+
+
+def _answer(connection: Any, status: str, value: Any) -> bool:
+    """Send ``(status, value)``; False when the peer is gone. A value that does not pickle
+    (a result of a type pickle refuses) is answered with a WrongTypeError saying so."""
+    try:
+        data = ForkingPickler.dumps((status, value))
+    except Exception as err:  # noqa: BLE001 - the reply is replaced, not lost
+        refused = WrongTypeError(
+            f"serve: the {'result' if status == 'ok' else 'error'} of the call, a {type(value).__name__}, "
+            f"does not pickle ({type(err).__name__}: {str(err)[:200]}). Fix: return numpy arrays, "
+            "lists, numbers and strings from what the worker runs."
+        )
+        data = ForkingPickler.dumps(("error", refused))
+    try:
+        connection.send_bytes(data)
+    except _GONE:
+        return False
+    return True
