@@ -167,3 +167,23 @@ def test_interop_from_a_handler_inside_wgpu_pys_own_type_parse_does_not_wait_on_
     assert res["exported"]["ok"], res["exported"]
     assert res["adopted"]["ok"], res["adopted"]
     assert res["again"]["ok"], res["again"]
+
+
+# ---- calls that take no turn: the nested call works --------------------------------------
+
+
+def test_a_copy_from_a_handler_inside_a_copy_works_and_is_no_reentry_error() -> None:
+    # Device.copy takes no turn (its C call holds no lock on return): a handler's copy
+    # inside another runs as if alone. A ReentryError that spoke of a Worker was seen
+    # for it on the H200; a ReentryError names the call that was made, and none comes here.
+    res = _child("""
+    dev = vn.Device()
+    a, b = dev.upload(np.arange(64, dtype=np.uint32)), dev.upload(np.arange(64, 128, dtype=np.uint32))
+    x, y = dev.alloc(256), dev.alloc(256)
+    reenter("vn_device_copy", lambda: dev.copy(b, y))
+    dev.copy(a, x)
+    nested = done_reentering()
+    report({"nested": nested, "x": x.read(np.uint32).tolist(), "y": y.read(np.uint32).tolist()})
+    """)
+    assert res["nested"]["ok"], res["nested"]
+    assert res["x"] == list(range(64)) and res["y"] == list(range(64, 128))

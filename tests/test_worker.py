@@ -7,6 +7,7 @@ through ``vn.worker.serve`` over multiprocessing pipes, which pickle as Ray does
 from __future__ import annotations
 
 import multiprocessing
+import pickle
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -88,7 +89,7 @@ BAD_RUNS: dict[str, tuple[tuple[Any, ...], type[vn.VyreError], str]] = {
 def test_a_malformed_run_is_a_typed_error_naming_the_argument(case: str) -> None:
     w = vn.worker.Worker(kernels={"double": DOUBLE})
     args, cls, shown = BAD_RUNS[case]
-    (x,) = w.run("double", [np.ones(N, np.float32)], SPEC, (16, 1, 1))  # its recording, cached
+    w.run("double", [np.ones(N, np.float32)], SPEC, (16, 1, 1))  # its recording, cached
     typed(lambda: w.run(*args), cls, shown, "Fix:")
 
 
@@ -137,8 +138,8 @@ def test_a_worker_call_nested_in_one_on_the_same_thread_is_refused() -> None:
     # what a signal handler or a finalizer would make: waiting for the outer call's turn
     # would wait for ever
     w = vn.worker.Worker(kernels={"double": DOUBLE})
-    with w._turn:
-        typed(lambda: w.run("double", [np.ones(N, np.float32)], SPEC, GROUPS), vn.ReentryError, "signal handler", "Fix:")
+    with w._turn("Worker.run()"):
+        typed(lambda: w.run("double", [np.ones(N, np.float32)], SPEC, GROUPS), vn.ReentryError, "Worker.run()", "Fix:")
     (out,) = w.run("double", [np.ones(N, np.float32)], SPEC, GROUPS)
     np.testing.assert_array_equal(out, 2)
 
@@ -206,3 +207,111 @@ def test_a_handle_sent_to_a_worker_process_is_vyre_natives_own_error(processes: 
             "vn.Buffer",
             "one vn.Device per worker",
         )
+
+
+def _still_serves(pipe: Any) -> None:
+    """The worker process answers, and its kernel computes what it did before."""
+    x = np.arange(N, dtype=np.float32)
+    (out,) = ask(pipe, "run", "double", [x], SPEC, GROUPS)
+    np.testing.assert_array_equal(out, 2 * x)
+    assert ask(pipe, "info")["name"] == vn.enumerate_adapters()[0]["name"]
+
+
+def _answer_to(pipe: Any, send: Any) -> Any:
+    send()
+    assert pipe.poll(120), "the worker process did not answer"
+    status, err = pipe.recv()
+    assert status == "error", err
+    return err
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        ("__setattr__", ("_kernels", {})),  # answered ok: the worker's kernels were gone after it
+        ("__init__", ({},)),
+        ("__delattr__", ("device",)),
+        ("_runs", ()),
+        ("_turn", ("Worker.run()",)),
+        ("device", ()),  # a non-callable attribute: a raw TypeError came back
+        ("__class__", ()),
+        ("nope", ()),  # a raw AttributeError came back
+    ],
+)
+def test_a_worker_process_calls_only_the_workers_public_methods(processes: list[Any], message: Any) -> None:
+    err = _answer_to(processes[1], lambda: processes[1].send(message))
+    assert isinstance(err, vn.InvalidArgumentError), err
+    said = str(err)
+    assert f"no method {message[0]!r}" in said and "compile, info, run" in said and "Fix:" in said, said
+    _still_serves(processes[1])
+
+
+@pytest.mark.parametrize(
+    ("message", "shown"),
+    [
+        (("run", ("double",)), "Worker.run(name, inputs, outputs, workgroups, repeat=1)"),
+        (("run", ("double", [], [], (1, 1, 1), 1, "extra")), "6 arguments"),
+        (("compile", ()), "Worker.compile(name, wgsl, entry_point='main')"),
+        (("info", (1,)), "Worker.info()"),
+        (("run", "double"), "not a tuple"),
+        (("run", {"name": "double"}), "are dict, not a tuple"),
+    ],
+)
+def test_a_worker_process_answers_arguments_that_do_not_fit_with_a_typed_error(
+    processes: list[Any], message: Any, shown: str
+) -> None:
+    # a raw TypeError came back
+    err = _answer_to(processes[1], lambda: processes[1].send(message))
+    assert isinstance(err, vn.WrongTypeError), err
+    assert shown in str(err) and "Fix:" in str(err), str(err)
+    _still_serves(processes[1])
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"not a pickle", b"", b"cno_such_module_of_vn\nthing\n.", pickle.dumps(("run", ()))[:-3]],
+    ids=["garbage", "empty", "unknown-module", "truncated"],
+)
+def test_a_worker_process_answers_bytes_that_are_not_a_message(processes: list[Any], data: bytes) -> None:
+    # the receive was outside the loop's try: the worker process died with a traceback
+    err = _answer_to(processes[1], lambda: processes[1].send_bytes(data))
+    assert isinstance(err, vn.WrongTypeError), err
+    assert f"{len(data)} bytes received are not a message" in str(err) and "Fix:" in str(err), str(err)
+    _still_serves(processes[1])
+
+
+def test_a_worker_process_whose_peer_leaves_during_a_reply_ends_quietly(capfd: pytest.CaptureFixture[str]) -> None:
+    # The reply (4 MiB) cannot be sent whole before the peer closes, since the peer never
+    # reads it: the send fails with a broken pipe, and the error sent after it failed too,
+    # the process dying of a double BrokenPipeError traceback.
+    ctx = multiprocessing.get_context("spawn")
+    mine, theirs = ctx.Pipe()
+    proc = ctx.Process(target=vn.worker.serve, args=(theirs, {"double": DOUBLE}), daemon=True)
+    proc.start()
+    theirs.close()
+    assert mine.poll(120), "the worker process did not start"
+    assert mine.recv()[0] == "ok"
+    big = 1 << 20
+    mine.send(("run", ("double", [np.ones(big, np.float32)], [("f4", (big,))], (big // 64, 1, 1))))
+    mine.close()
+    proc.join(120)
+    assert proc.exitcode == 0
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_reply_that_does_not_pickle_is_answered_with_a_typed_error() -> None:
+    mine, theirs = multiprocessing.Pipe()
+    assert vn.worker._answer(theirs, "ok", lambda: None)
+    status, err = mine.recv()
+    assert status == "error" and isinstance(err, vn.WrongTypeError), err
+    assert "a function, does not pickle" in str(err) and "Fix:" in str(err)
+    mine.close()
+    assert not vn.worker._answer(theirs, "ok", 1)  # the peer gone: False, nothing raised
+
+
+def test_an_error_that_is_not_vyre_natives_is_sent_as_an_internal_error_naming_it() -> None:
+    sent = vn.worker._sendable(MemoryError("numpy could not allocate 8 EiB"), "Worker.run")
+    assert isinstance(sent, vn.InternalError)
+    assert "Worker.run raised MemoryError: numpy could not allocate 8 EiB" in str(sent) and "Fix:" in str(sent)
+    same = vn.InvalidArgumentError("x. Fix: y")
+    assert vn.worker._sendable(same, "Worker.run") is same

@@ -39,18 +39,30 @@ package's ``__init__`` imports it.
 from __future__ import annotations
 
 import os
-import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
 
 from ._handles import new_slot, owned
 from ._lib import check, ffi, lib, library_path, load_library
+from ._turn import Turn
 from .buffer import Buffer
 from .device import Device
-from .errors import LibraryError, ReentryError, WrongTypeError
+from .errors import LibraryError, WrongTypeError
 
 _USABLE, _MAPPED, _DESTROYED = lib.VN_FOREIGN_USABLE, lib.VN_FOREIGN_MAPPED, lib.VN_FOREIGN_DESTROYED
+
+
+# What an interop call nested in another on one thread (a signal handler's, a finalizer's)
+# is refused with: the outer call holds the turn the nested one needs (see _turn.py).
+_INSIDE = (
+    "another interop call with wgpu-py (from_wgpu, to_wgpu, or wgpu-py's map, unmap or destroy of a shared "
+    "object), which has the turn this one needs"
+)
+
+
+def _interop_turn() -> Turn:
+    return Turn(_INSIDE)
 
 
 class _DeviceWatch:
@@ -60,17 +72,17 @@ class _DeviceWatch:
     ``destroy`` on it) and, weakly, in ``_devices``. ``native`` is a C reference of its
     own: the C device outlives its ``vn.Device`` handle while recordings, reads or a new
     handle (``from_wgpu`` again) still use it, and a destroy must reach it then too.
-    ``lock`` orders adopting it with wgpu-py's destroy: the watch is registered before
+    ``turn`` orders adopting it with wgpu-py's destroy: the watch is registered before
     the device is adopted, so a destroy either comes first (and adoption sees it) or
     waits for the adoption and reaches the new C device.
     """
 
-    __slots__ = ("__weakref__", "device", "lock", "native")
+    __slots__ = ("__weakref__", "device", "native", "turn")
 
     def __init__(self) -> None:
         self.native: Any = None  # None until adopted
         self.device: weakref.ref[Device] | None = None
-        self.lock = threading.RLock()  # entered through _entered
+        self.turn = _interop_turn()
 
 
 class _BufferWatch:
@@ -79,51 +91,34 @@ class _BufferWatch:
     Kept in the ``__dict__`` of each wgpu-py GPUBuffer of that handle (the adopted one,
     the ones ``to_wgpu`` made) and, weakly, in ``_buffers``: while any of them lives,
     the handle is alive (so its address names only it) and wgpu-py can map or destroy
-    it. ``lock`` orders this handle's adoption, map, unmap and destroy with their
-    reports, as ``_DeviceWatch.lock`` does for a device.
+    it. ``turn`` orders this handle's adoption, map, unmap and destroy with their
+    reports, as ``_DeviceWatch.turn`` does for a device.
     """
 
-    __slots__ = ("__weakref__", "device", "lock", "native", "wrappers")
+    __slots__ = ("__weakref__", "device", "native", "turn", "wrappers")
 
     def __init__(self) -> None:
         self.native: Any = None  # the C buffer (a reference of its own), None until adopted
         self.device: Any = None  # the C device it was adopted or made on
-        self.lock = threading.RLock()  # entered through _entered
+        self.turn = _interop_turn()
         self.wrappers: list[weakref.ref[Any]] = []
 
 
-# Registry lookup-and-insert happens under _lock, so concurrent from_wgpu / to_wgpu
-# calls on one object get one watch (and one vn.Device). The hooks only read it. Keys
-# are wgpu-py's handle cdata: cffi pointers hash and compare by address, whatever their
-# type, so a hook looks up the pointer it was passed without converting it.
-_lock = threading.RLock()  # entered through _entered
+# Registry lookup-and-insert happens in _registry's turn, so concurrent from_wgpu /
+# to_wgpu calls on one object get one watch (and one vn.Device). The hooks only read it.
+# Keys are wgpu-py's handle cdata: cffi pointers hash and compare by address, whatever
+# their type, so a hook looks up the pointer it was passed without converting it.
+_registry = _interop_turn()
 _devices: weakref.WeakValueDictionary[Any, _DeviceWatch] = weakref.WeakValueDictionary()
 _buffers: weakref.WeakValueDictionary[Any, _BufferWatch] = weakref.WeakValueDictionary()
 _hooked = False
 
 
-def _entered(lock: Any, call: str) -> Any:
-    """``lock`` (an RLock) for a ``with`` statement, or ReentryError when this thread holds
-    it already: a signal handler or a finalizer ran on it in the middle of an interop call
-    (or a wgpu-py hook) and made ``call``, which would work on that call's half-done state.
-    The lock is reentrant and its ``with`` is one C call (owner set as it is acquired), so
-    no point of the outer call leaves it held without its owner knowing: the nested call
-    either runs wholly before or after the locked part, or is refused; it never waits on
-    its own thread."""
-    if lock._is_owned():
-        raise ReentryError(
-            f"{call} was called on a thread that is inside another interop call with wgpu-py (from_wgpu, "
-            "to_wgpu, or wgpu-py's map, unmap or destroy of a shared object), which holds the lock this one "
-            "needs: a signal handler or a finalizer ran in the middle of it. Fix: make the call outside the "
-            "signal handler or finalizer (e.g. set a flag there and act on it once the handler returns)."
-        )
-    return lock
-
-
-def _wgpu_native() -> tuple[Any, Any]:
+def _wgpu_native(call: str) -> tuple[Any, Any]:
     """wgpu-py's ffi and _api modules, after checking it loaded our library file.
 
-    Installs the hooks on wgpu-py's library object the first time.
+    Installs the hooks on wgpu-py's library object the first time (in the registry's
+    turn: ``call``, the interop call being made, is what a nested one is told).
     """
     try:
         from wgpu.backends.wgpu_native import _api, _ffi
@@ -138,7 +133,7 @@ def _wgpu_native() -> tuple[Any, Any]:
         )
     global _hooked
     if not _hooked:
-        with _entered(_lock, "vyre_native's first interop call"):
+        with _registry(call):
             if not _hooked:
                 _wgpu_types.update({t: _ffi.ffi.typeof(t) for t in ("uintptr_t", "WGPUBuffer")})
                 _install_hooks(_api)
@@ -193,7 +188,7 @@ def _install_hooks(api: Any) -> None:
         watch = buffer_watch(buffer)
         if watch is None:
             return buffer_map(buffer, *args)
-        with _entered(watch.lock, "GPUBuffer.map_async() of a buffer shared with vyre_native"):
+        with watch.turn("GPUBuffer.map_async() of a buffer shared with vyre_native"):
             if watch.native is None:  # its adoption failed
                 return buffer_map(buffer, *args)
             # Mapped from now on: a pending map aborts a submit as a finished one does.
@@ -210,7 +205,7 @@ def _install_hooks(api: Any) -> None:
         watch = buffer_watch(buffer)
         if watch is None:
             return buffer_unmap(buffer)
-        with _entered(watch.lock, "GPUBuffer.unmap() of a buffer shared with vyre_native"):
+        with watch.turn("GPUBuffer.unmap() of a buffer shared with vyre_native"):
             result = buffer_unmap(buffer)
             if watch.native is not None:
                 lib.vn_buffer_set_foreign_state(watch.native, _USABLE)
@@ -220,7 +215,7 @@ def _install_hooks(api: Any) -> None:
         watch = buffer_watch(buffer)
         if watch is None:
             return buffer_destroy(buffer)
-        with _entered(watch.lock, "GPUBuffer.destroy() of a buffer shared with vyre_native"):
+        with watch.turn("GPUBuffer.destroy() of a buffer shared with vyre_native"):
             if watch.native is not None:
                 lib.vn_buffer_set_foreign_state(watch.native, _DESTROYED)
             return buffer_destroy(buffer)
@@ -229,7 +224,7 @@ def _install_hooks(api: Any) -> None:
         watch = _devices.get(device) if _devices else None
         if watch is None:
             return device_destroy(device)
-        with _entered(watch.lock, "GPUDevice.destroy() of a device shared with vyre_native"):
+        with watch.turn("GPUDevice.destroy() of a device shared with vyre_native"):
             if watch.native is None:
                 return device_destroy(device)
             # wgpuDeviceDestroy fires no lost callback, and a submit of ours racing it
@@ -256,24 +251,24 @@ def device_from_wgpu(gpu_device: Any) -> Device:
     any number of threads at once, so buffers adopted from it bind together.
     ``Buffer.to_wgpu()`` works for buffers of such a device.
     """
-    wffi, api = _wgpu_native()
+    wffi, api = _wgpu_native("Device.from_wgpu()")
     if not isinstance(gpu_device, api.GPUDevice) or gpu_device._internal is None:
         raise WrongTypeError(
             f"from_wgpu() takes a live wgpu.GPUDevice of the wgpu-native backend, got {type(gpu_device).__name__}. "
             "Fix: pass adapter.request_device_sync()."
         )
-    # Adopted before: found without the lock (a lookup of finished state), so this works
+    # Adopted before: found without a turn (a lookup of finished state), so this works
     # from a signal handler too, even inside another interop call on the same thread.
     watch = _devices.get(gpu_device._internal)
     existing = watch.device() if watch is not None and watch.device is not None else None
     if existing is not None and not existing.released:
         return existing
-    with _entered(_lock, "Device.from_wgpu()"):
+    with _registry("Device.from_wgpu()"):
         return _device_locked(wffi, api, gpu_device)[0]
 
 
 def _device_locked(wffi: Any, api: Any, gpu_device: Any) -> tuple[Device, _DeviceWatch]:
-    """The vn.Device of ``gpu_device`` and its watch; the caller holds ``_lock``."""
+    """The vn.Device of ``gpu_device`` and its watch; the caller has ``_registry``'s turn."""
     key = gpu_device._internal
     watch = _devices.get(key)
     if watch is None:
@@ -283,7 +278,7 @@ def _device_locked(wffi: Any, api: Any, gpu_device: Any) -> tuple[Device, _Devic
     existing = watch.device() if watch.device is not None else None
     if existing is not None and not existing.released:
         return existing, watch
-    with _entered(watch.lock, "Device.from_wgpu()"):
+    with watch.turn("Device.from_wgpu()"):
         if watch.native is None or _is_closed(watch.native):
             # First use, or its vn.Device was closed (and everything made on it with
             # it): a new C device, which the watch follows from now on.
@@ -317,7 +312,7 @@ def _device_locked(wffi: Any, api: Any, gpu_device: Any) -> tuple[Device, _Devic
 
 def _buffer_watch(key: Any) -> _BufferWatch:
     """The watch of buffer handle ``key``, registered (not yet adopted) if there is none;
-    under ``_lock``. The caller keeps it alive (``_attach``)."""
+    in ``_registry``'s turn. The caller keeps it alive (``_attach``)."""
     watch = _buffers.get(key)
     if watch is None:
         watch = _BufferWatch()
@@ -338,20 +333,20 @@ def buffer_from_wgpu(gpu_buffer: Any) -> Buffer:
     Adopting the same buffer again, or one that ``to_wgpu`` made, gives a handle on
     the same C buffer (same ``allocation_identity``).
     """
-    wffi, api = _wgpu_native()
+    wffi, api = _wgpu_native("Buffer.from_wgpu()")
     if not isinstance(gpu_buffer, api.GPUBuffer) or gpu_buffer._internal is None:
         raise WrongTypeError(
             f"Buffer.from_wgpu() takes a live wgpu.GPUBuffer, got {type(gpu_buffer).__name__}. "
             "Fix: pass device.create_buffer(...)."
         )
-    with _entered(_lock, "Buffer.from_wgpu()"):
+    with _registry("Buffer.from_wgpu()"):
         device, device_watch = _device_locked(wffi, api, gpu_buffer._device)
         key = gpu_buffer._internal
         # Registered before wgpu-py's map state is read: a map on another thread either
-        # set that state first, or finds the watch and waits for its lock.
+        # set that state first, or finds the watch and waits for its turn.
         watch = _buffer_watch(key)
         _attach(watch, gpu_buffer)
-        with _entered(watch.lock, "Buffer.from_wgpu()"):
+        with watch.turn("Buffer.from_wgpu()"):
             if watch.native is None or watch.device is not device_watch.native:
                 # First adoption, or the last one was on a device closed since.
                 out_own, out = new_slot("vn_buffer *")
@@ -367,7 +362,7 @@ def buffer_to_wgpu(buffer: Buffer) -> Any:
 
     While a wgpu-py object of this buffer lives, the same one is returned.
     """
-    wffi, api = _wgpu_native()
+    wffi, api = _wgpu_native("Buffer.to_wgpu()")
     gpu_device = getattr(buffer.device, "_wgpu_device", None)
     if gpu_device is None:
         raise WrongTypeError(
@@ -375,13 +370,13 @@ def buffer_to_wgpu(buffer: Buffer) -> Any:
             "Fix: create the device with vn.Device.from_wgpu(adapter.request_device_sync())."
         )
     native = buffer._live()
-    with _entered(_lock, "Buffer.to_wgpu()"):
+    with _registry("Buffer.to_wgpu()"):
         device_watch: _DeviceWatch = gpu_device.__dict__["_vn_watch"]  # set with _wgpu_device
         address = ffi.new("uintptr_t *")
         check(lib.vn_buffer_export(native, address))  # a new reference, for a new wgpu-py object
         internal = wffi.cast(_wgpu_types["WGPUBuffer"], address[0])
         watch = _buffer_watch(internal)
-        with _entered(watch.lock, "Buffer.to_wgpu()"):  # wgpu-py has no object of it before this returns one
+        with watch.turn("Buffer.to_wgpu()"):  # wgpu-py has no object of it before this returns one
             if watch.native is None or watch.device is not device_watch.native:
                 watch.native = _second_handle(lib.vn_buffer_retain_for_watch, native, "vn_buffer *")
                 watch.device = device_watch.native

@@ -16,21 +16,21 @@ See docs/guide/scaling.md for the pattern and what it costs.
 
 from __future__ import annotations
 
+import inspect
 import math
-import os
-import threading
-import weakref
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ._marshal import new_array, to_array, to_dtype, to_list, to_workgroups, wrong_type
+from ._turn import Turn
 from .buffer import Buffer
 from .device import Device
-from .errors import InvalidArgumentError, ReentryError, WrongTypeError
+from .errors import InternalError, InvalidArgumentError, VyreError, WrongTypeError
 from .pipeline import Pipeline
 from .replay import Recording
 
@@ -40,49 +40,10 @@ MAX_RECORDINGS = 32
 _OutputSpec = tuple[Any, Sequence[int]]
 
 
-class _Turn:
-    """A Worker's lock: one run or compile at a time, and a nested one on the thread that
-    holds it (a signal handler's, a finalizer's) refused with ReentryError rather than
-    waiting for ever."""
-
-    __slots__ = ("__weakref__", "_lock", "_owner")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._owner: int | None = None
-        _TURNS.add(self)
-
-    def _forget(self) -> None:
-        """In a forked child: the thread that held the lock is not there to let it go
-        (the child's calls on the worker raise ForkedError; they must not wait)."""
-        self._lock = threading.Lock()
-        self._owner = None
-
-    def __enter__(self) -> None:
-        if self._owner == threading.get_ident():
-            raise ReentryError(
-                "a Worker call from a signal handler or a finalizer while this thread is inside another call of the "
-                "same Worker, whose buffers that call is using. Fix: make the call outside the handler (set a flag "
-                "there and act on it after), or use another Worker."
-            )
-        self._lock.acquire()
-        self._owner = threading.get_ident()
-
-    def __exit__(self, *exc: object) -> None:
-        self._owner = None
-        self._lock.release()
-
-
-_TURNS: weakref.WeakSet[_Turn] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for turn in list(_TURNS):
-        turn._forget()
-
-
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+# What a Worker call nested in another on one thread (a signal handler's, a finalizer's)
+# is refused with: the outer call has the Worker's turn (see _turn.py).
+_INSIDE = "another call of the same Worker (run or compile), whose buffers and kernels that call is using"
+_FIX = ", or use another Worker"
 
 
 def _name(name: Any, what: str) -> str:
@@ -135,7 +96,7 @@ class Worker:
         self.device = Device(adapter=adapter, backend=backend)
         self._kernels: dict[str, Pipeline] = {}
         self._runs: OrderedDict[tuple[Any, ...], tuple[Recording, list[Buffer], list[Buffer]]] = OrderedDict()
-        self._turn = _Turn()  # one run or compile at a time: runs of one key share buffers
+        self._turn = Turn(_INSIDE, _FIX)  # one run or compile at a time: runs of one key share buffers
         if kernels is not None and not isinstance(kernels, Mapping):
             raise wrong_type("Worker kernels", kernels, "a mapping", "pass a dict of names to WGSL, e.g. {'scale': WGSL}.")
         for name, wgsl in (kernels or {}).items():
@@ -149,7 +110,7 @@ class Worker:
         """Compile ``wgsl`` as kernel ``name`` (replacing one of that name); its binding names."""
         name = _name(name, "Worker.compile name")
         prog = self.device.compile(wgsl, entry_point=entry_point)
-        with self._turn:
+        with self._turn("Worker.compile()"):
             self._kernels[name] = prog
             self._runs = OrderedDict((k, v) for k, v in self._runs.items() if k[0] != name)
         return [b.name for b in prog.bindings]
@@ -184,7 +145,7 @@ class Worker:
             tuple((d.str, s) for d, s in specs),
             groups,
         )
-        with self._turn:
+        with self._turn("Worker.run()"):
             entry = self._runs.get(key)
             if entry is None:
                 if name not in self._kernels:
@@ -218,6 +179,14 @@ def _read(buf: Buffer, dtype: np.dtype[Any], shape: tuple[int, ...]) -> NDArray[
 
 # -- a plain process: the Worker as its state -------------------------------------------
 
+#: What a message may call: the Worker's public methods, by the name the message gives.
+#: Nothing else of the Worker (its other attributes, ``__setattr__``, ``__init__``, private
+#: names) is reachable from a message: no name from the wire is looked up with getattr.
+_SERVED: dict[str, Callable[..., Any]] = {"compile": Worker.compile, "info": Worker.info, "run": Worker.run}
+
+#: What a receive or a send raises when the other end has closed or left.
+_GONE = (EOFError, OSError)  # BrokenPipeError and ConnectionResetError are OSErrors
+
 
 def serve(
     connection: Any,
@@ -227,36 +196,127 @@ def serve(
 ) -> None:
     """Be a worker process: make a ``Worker`` here, then answer each ``(method, args)``
     received on ``connection`` (a ``multiprocessing`` Connection) with ``("ok", result)``,
-    or ``("error", exception)`` for one the call raised, until ``None`` or the other end
-    closes. The target of a ``multiprocessing`` process of the ``spawn`` start method (a
-    forked child cannot use a device its parent made)::
+    or ``("error", exception)``, until ``None`` or the other end closes. The target of a
+    ``multiprocessing`` process of the ``spawn`` start method (a forked child cannot use a
+    device its parent made)::
 
         ctx = multiprocessing.get_context("spawn")
         mine, theirs = ctx.Pipe()
         ctx.Process(target=vn.worker.serve, args=(theirs, {"scale": WGSL}), daemon=True).start()
         mine.send(("run", ("scale", [x], [("f4", x.shape)], (len(x) // 64, 1, 1))))
         status, value = mine.recv()
+
+    ``method`` is ``"run"``, ``"compile"`` or ``"info"`` and ``args`` a tuple of that
+    method's arguments. Whatever else arrives is answered with a vyre_native error and a
+    Fix, and serving goes on: another name (``InvalidArgumentError``), arguments that do
+    not fit the method, a message of another shape, bytes that are not a pickle, and a
+    result that does not pickle (``WrongTypeError``); an error a call raised is sent as
+    it is when it is vyre_native's and pickles, else as an ``InternalError`` naming it.
+    A peer gone (closed, or left during a reply) ends the loop quietly.
+
+    What it trusts: messages are pickles, and unpickling runs code the sender chose, so
+    only the process that made the pipe (the parent) may hold its other end; never hand
+    that end to a process you would not let run code here (see docs/guide/scaling.md).
     """
     try:
         worker = Worker(kernels, adapter, backend)
-        connection.send(("ok", worker.info()))  # ready: the device exists
     except Exception as err:  # noqa: BLE001 - sent to the parent, which raises it
-        connection.send(("error", err))
+        _answer(connection, "error", _sendable(err, "Worker()"))
+        return
+    if not _answer(connection, "ok", worker.info()):  # ready: the device exists
         return
     while True:
         try:
-            message = connection.recv()
-        except EOFError:
-            return
-        if message is None:
+            data = connection.recv_bytes()
+        except _GONE:
             return
         try:
-            if not isinstance(message, tuple) or len(message) != 2 or not isinstance(message[0], str):
-                raise WrongTypeError(
-                    f"serve: the message {message!r:.80} is not a (method name, args) pair. Fix: send e.g. "
-                    "(\"run\", (name, inputs, outputs, workgroups)), or None to end the worker."
-                )
-            method, args = message
-            connection.send(("ok", getattr(worker, method)(*args)))
-        except Exception as err:  # noqa: BLE001 - sent to the parent, which raises it
-            connection.send(("error", err))
+            message = ForkingPickler.loads(data)
+        except Exception as err:  # noqa: BLE001 - what a peer sends never ends the loop
+            refused = WrongTypeError(
+                f"serve: {len(data)} bytes received are not a message: unpickling them raised "
+                f"{type(err).__name__}: {str(err)[:200]}. Fix: send a (method name, args) pair with "
+                "Connection.send, or None to end the worker."
+            )
+            reply: tuple[str, Any] = ("error", refused)
+        else:
+            if message is None:
+                return
+            reply = _carry_out(worker, message)
+        if not _answer(connection, *reply):
+            return
+
+
+def _carry_out(worker: Worker, message: Any) -> tuple[str, Any]:
+    """``message`` called on ``worker`` through ``_SERVED``: ("ok", result) or ("error", a
+    vyre_native error)."""
+    method = "?"
+    try:
+        if not isinstance(message, tuple) or len(message) != 2 or not isinstance(message[0], str):
+            raise WrongTypeError(
+                f"serve: the message {message!r:.80} is not a (method name, args) pair. Fix: send e.g. "
+                '("run", (name, inputs, outputs, workgroups)), or None to end the worker.'
+            )
+        method, args = message
+        fn = _SERVED.get(method)
+        if fn is None:
+            raise InvalidArgumentError(
+                f"serve: no method {method!r:.80} (served: {', '.join(sorted(_SERVED))}); nothing else of the "
+                "Worker is reachable from a message. Fix: send one of those names."
+            )
+        if not isinstance(args, (tuple, list)):
+            raise WrongTypeError(
+                f"serve: the arguments of {method!r} are {type(args).__name__}, not a tuple. Fix: send "
+                f"({method!r}, (argument, ...)): the arguments of Worker.{method}{_params(fn)} in order."
+            )
+        try:
+            inspect.signature(fn).bind(worker, *args)
+        except TypeError as err:
+            raise WrongTypeError(
+                f"serve: {len(args)} arguments do not fit Worker.{method}{_params(fn)} ({err}). Fix: send "
+                f"({method!r}, (argument, ...)) with its arguments in that order."
+            ) from None
+        return "ok", fn(worker, *args)
+    except Exception as err:  # noqa: BLE001 - sent to the parent, which raises it
+        return "error", _sendable(err, f"Worker.{method}")
+
+
+def _params(fn: Callable[..., Any]) -> str:
+    """``fn``'s parameters after ``self``, as a signature: "(name, wgsl, entry_point='main')"."""
+    sig = inspect.signature(fn)
+    params = [q.replace(annotation=q.empty) for q in list(sig.parameters.values())[1:]]
+    return str(sig.replace(parameters=params, return_annotation=sig.empty))
+
+
+def _sendable(err: Exception, call: str) -> VyreError:
+    """``err`` as the error to send: itself when it is vyre_native's and pickles, else an
+    InternalError that names it (its class and message survive; the object may not)."""
+    if isinstance(err, VyreError):
+        try:
+            ForkingPickler.dumps(err)
+            return err
+        except Exception:  # noqa: BLE001, S110 - replaced below
+            pass
+    return InternalError(
+        f"serve: {call} raised {type(err).__name__}: {str(err)[:300]}. Fix: this is a vyre_native bug "
+        "when the call's arguments were right: report it with the message and the arguments."
+    )
+
+
+def _answer(connection: Any, status: str, value: Any) -> bool:
+    """Send ``(status, value)``; False when the peer is gone. A value that does not pickle
+    (a result of a type pickle refuses) is answered with a WrongTypeError saying so."""
+    try:
+        data = ForkingPickler.dumps((status, value))
+    except Exception as err:  # noqa: BLE001 - the reply is replaced, not lost
+        refused = WrongTypeError(
+            f"serve: the {'result' if status == 'ok' else 'error'} of the call, a {type(value).__name__}, "
+            f"does not pickle ({type(err).__name__}: {str(err)[:200]}). Fix: return numpy arrays, "
+            "lists, numbers and strings from what the worker runs."
+        )
+        data = ForkingPickler.dumps(("error", refused))
+    try:
+        connection.send_bytes(data)
+    except _GONE:
+        return False
+    return True

@@ -52,12 +52,13 @@ def make() -> SimpleNamespace:
     ns.wdev = vn.Device.from_wgpu(ns.gdev)
     ns.shared = ns.wdev.upload(np.arange(4, dtype=np.float32))
     ns.gbuf = ns.gdev.create_buffer(size=64, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
-    # a Worker whose turn another thread holds across the fork (that thread is not in the child)
+    # a Worker's turn and interop's registry turn, which another thread has across the
+    # fork (that thread is not in the child)
     ns.worker = vn.worker.Worker({"double": DOUBLE})
     ns.worker_held, ns.worker_release = threading.Event(), threading.Event()
 
     def hold() -> None:
-        with ns.worker._turn:
+        with ns.worker._turn("Worker.run() on a thread"), vn.interop._registry("Buffer.from_wgpu() on a thread"):
             ns.worker_held.set()
             ns.worker_release.wait()
 
@@ -122,6 +123,7 @@ def use_inherited(ns: SimpleNamespace, child_report: Report) -> None:
         "immediates": (lambda: ns.imm.record([], [ns.o], immediates=np.uint32(3).tobytes()))
         if ns.imm
         else (lambda: ns.dev.alloc(4)),
+        # interop's registry turn held at the fork as well: these waited for ever
         "to_wgpu": lambda: ns.shared.to_wgpu(),
         "from_wgpu_buffer": lambda: vn.Buffer.from_wgpu(ns.gbuf),
         "from_wgpu_device_use": lambda: vn.Device.from_wgpu(ns.gdev).alloc(16),
