@@ -665,7 +665,7 @@ def test_a_borrowed_dispatch_made_in_c_holds_no_python_buffers(kit: Kit) -> None
 LAYERS = [
     ["_native", "_owner", "_version", "_typing"],
     ["errors"],
-    ["_handles"],
+    ["_handles", "_turn"],
     ["_marshal", "_log"],
     ["_lib"],
     ["reflect"],
