@@ -12,7 +12,8 @@
 # Each stage has its own time limit (VN_GPU_*_S) so one slow stage cannot eat the
 # others'; a stage's exit status goes to $OUT/summary.txt. VN_GPU_TEST_ARGS adds pytest
 # arguments to the tests stage (e.g. --ignore=... to leave files out), VN_GPU_BENCH_ARGS
-# to the bench stage (e.g. -k scaling for operation 18 alone).
+# to the bench stage (e.g. -k scaling for operation 18 alone). VN_GPU_FILES (names such as
+# "test_exit test_turns") runs those files alone in the files stage.
 # The wheels .gpu/ needs beyond prepare.sh's own: mypy mypy_extensions typing_extensions
 # pathspec librt ast_serialize hypothesis attrs sortedcontainers.
 set -uo pipefail
@@ -68,7 +69,8 @@ for stage in "${stages[@]}"; do
     files)  # each test file in a pytest process of its own: the whole suite, without what
             # one process accumulates over it (compare with the tests stage)
       mkdir -p "$OUT/files"; files_t0=$SECONDS
-      for f in "$ROOT"/tests/test_*.py; do
+      for f in ${VN_GPU_FILES:-"$ROOT"/tests/test_*.py}; do
+        case $f in /*) ;; *) f=$ROOT/tests/$f.py ;; esac  # VN_GPU_FILES names files: test_exit test_turns
         name=$(basename "$f" .py)
         if [ $((SECONDS - files_t0)) -gt "${VN_GPU_FILES_S:-400}" ]; then echo "files: $name not run (VN_GPU_FILES_S)" >> "$OUT/summary.txt"; continue; fi
         VN_TEST_RESOURCE_LOG=$OUT/files/resources.log run "files/$name" "${VN_GPU_FILE_S:-150}" \
