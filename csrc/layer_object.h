@@ -110,8 +110,6 @@ void vn_release_handle(const void *handle, vn_kind kind);
  * table is full), VN_ERROR_OUT_OF_MEMORY with the object released and *slot NULL. A NULL
  * slot, or a failed st, is left alone. */
 vn_status vn_publish(vn_status st, void *slot);
-/* A new id for `object`, taking a reference of its own (vn_*_retain_for_watch). */
-vn_status vn_publish_retained(vn_object *object, void *slot);
 
 /* Several handles at once: acquire handles[0..n) as kinds[0..n) into objects[0..n); on
  * failure none stays held. */

@@ -229,9 +229,6 @@ vn_status vn_match_names(const vn_pipeline *p, const char *const *names, size_t 
  * (all when NULL), or "none". */
 void vn_binding_list(const vn_pipeline *p, bool (*filter)(const vn_binding *), char *buf, size_t cap);
 
-/* True when encoding the bound dispatch clears at least one output. */
-static inline bool vn_bound_clears(const vn_bound *bound) { return bound->clear_count > 0; }
-
 void vn_bound_release(vn_bound *bound);
 /* Output `index` of a bound dispatch (`kind`: "dispatch", "recording", for the message),
  * or VN_ERROR_OUTPUT_INDEX naming the range. */

@@ -188,12 +188,6 @@ vn_status vn_publish(vn_status st, void *slot) {
     return issued;
 }
 
-vn_status vn_publish_retained(vn_object *object, void *slot) {
-    vn_retain(object);
-    memcpy(slot, &object, sizeof object);
-    return vn_publish(VN_OK, slot);
-}
-
 int64_t vn_debug_live_ids(void) { return atomic_load_explicit(&id_live, memory_order_relaxed); }
 
 /* The slot an id names, or NULL when no id was ever made of its bits (NULL, an even
