@@ -489,8 +489,6 @@ static vn_status take_immediates(const vn_pipeline *p, const void *immediates, s
     return VN_OK;
 }
 
-static bool cleared_output(const vn_binding *b) { return b->kind == VN_BINDING_STORAGE_READ_WRITE && !b->preserve; }
-
 static vn_status bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bound *out) {
     vn_status st = vn_device_check(p->device, "recording a dispatch");
     if (st != VN_OK) return st;
@@ -554,7 +552,7 @@ static vn_status bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bou
     /* Outputs start at zero unless they are preserved in/out state, or the caller keeps
      * them all (clear_outputs=False). */
     size_t clears = 0;
-    for (size_t i = 0; i < n && !a->keep_outputs; i++) clears += cleared_output(&p->bindings[i]);
+    for (size_t i = 0; i < n && !a->keep_outputs; i++) clears += vn_binding_cleared_output(&p->bindings[i]);
     out->clears = clears ? calloc(clears, sizeof *out->clears) : NULL;
     if (out->groups == NULL || (clears && out->clears == NULL)) {
         vn_bound_release(out);
@@ -569,7 +567,7 @@ static vn_status bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bou
         first += count;
     }
     for (size_t i = 0; i < n && st == VN_OK && clears > 0; i++) {
-        if (!cleared_output(&p->bindings[i])) continue;
+        if (!vn_binding_cleared_output(&p->bindings[i])) continue;
         st = vn_clear_plan(p->device, &views[i], &out->clears[out->clear_count]);
         if (st == VN_OK) out->clear_count++;
     }

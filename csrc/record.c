@@ -103,10 +103,8 @@ vn_status vn_dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
     VN_CALL1(dispatch_replay(d, submission_index), d, VN_KIND_DISPATCH);
 }
 
-/* A read_write binding that is not preserved: a borrowed dispatch allocates it. */
-static bool allocated_output(const vn_binding *b) { return b->kind == VN_BINDING_STORAGE_READ_WRITE && !b->preserve; }
-
-static bool host_binding(const vn_binding *b) { return !allocated_output(b); }
+/* A borrowed dispatch allocates each cleared output; the host passes every other binding. */
+static bool host_binding(const vn_binding *b) { return !vn_binding_cleared_output(b); }
 
 /* The counts a borrowed dispatch needs, checked before any buffer is made; host_of[i]
  * gets the host buffer of binding i (SIZE_MAX for an allocated output). */
@@ -118,10 +116,10 @@ static vn_status check_borrowed(const vn_pipeline *p, bool named, const char *co
                        "take. Fix: upload the buffers (device.upload) and use prerecord_persistent_dispatch(..., "
                        "immediates=...) or record(..., immediates=...).", p->label, p->immediate_size);
     size_t outputs = 0;
-    for (size_t i = 0; i < p->binding_count; i++) outputs += allocated_output(&p->bindings[i]);
+    for (size_t i = 0; i < p->binding_count; i++) outputs += vn_binding_cleared_output(&p->bindings[i]);
     char list[1024];
     if (output_sizes != NULL && output_size_count != outputs) {
-        vn_binding_list(p, allocated_output, list, sizeof list);
+        vn_binding_list(p, vn_binding_cleared_output, list, sizeof list);
         return vn_fail(VN_ERROR_BINDING, "output_sizes has %zu entries, but the pipeline has %zu output(s) (%s). Fix: "
                        "give one size per output, in order.", output_size_count, outputs, list);
     }
@@ -136,11 +134,11 @@ static vn_status check_borrowed(const vn_pipeline *p, bool named, const char *co
                        host_count, p->binding_count - outputs, list);
     } else {
         for (size_t i = 0, next = 0; i < p->binding_count; i++)
-            host_of[i] = allocated_output(&p->bindings[i]) ? SIZE_MAX : next++;
+            host_of[i] = vn_binding_cleared_output(&p->bindings[i]) ? SIZE_MAX : next++;
     }
     for (size_t i = 0; i < p->binding_count && output_sizes == NULL; i++) {
         const vn_binding *b = &p->bindings[i];
-        if (allocated_output(b) && b->min_size == 0)
+        if (vn_binding_cleared_output(b) && b->min_size == 0)
             return vn_fail(VN_ERROR_BINDING, "output @group(%u) @binding(%u) `%s` is a runtime-sized array, so its "
                            "size cannot be inferred. Fix: pass output_sizes=[...] with its size in bytes.",
                            b->group, b->binding, b->name);
@@ -177,7 +175,7 @@ static vn_status dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms,
     for (size_t i = 0; i < n && st == VN_OK; i++) {
         const vn_binding *b = &pipeline->bindings[i];
         vn_buffer *buf = NULL;
-        if (allocated_output(b)) {
+        if (vn_binding_cleared_output(b)) {
             uint64_t size = output_sizes != NULL ? output_sizes[next_size++] : b->min_size;
             st = vn_buffer_create_held(pipeline->device, size, VN_USAGE_DEFAULT, NULL, &buf);
         } else {
