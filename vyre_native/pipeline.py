@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ._handles import Handle, new_slot, owned
 from ._lib import check, ffi, lib
 from ._marshal import (
+    U64_MAX,
     to_bool,
     to_constants,
     to_indirect,
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
     from .device import Device
 
 _CACHE_FIELDS = tuple(name for name, _ in ffi.typeof("vn_cache_stats").fields)
-_U64_MAX = 0xFFFFFFFFFFFFFFFF
 _POSITIONAL, _NAMED = int(lib.VN_BIND_POSITIONAL), int(lib.VN_BIND_NAMED)
 _VIEWS = ffi.typeof("vn_view[]")
 _ARGS = ffi.typeof("vn_dispatch_args *")
@@ -274,8 +274,8 @@ class Pipeline(Handle):
                 "cache_capacity": 0,
                 # C checks both against the device's limits, overrides applied (a size past
                 # 64 bits saturates: it is far past any limit either way)
-                "workgroup_size": [min(d, _U64_MAX) for d in module.workgroup_size],
-                "workgroup_storage_size": min(module.workgroup_storage_size, _U64_MAX),
+                "workgroup_size": [min(d, U64_MAX) for d in module.workgroup_size],
+                "workgroup_storage_size": min(module.workgroup_storage_size, U64_MAX),
                 "immediate_size": module.immediate_size,
             },
         )
