@@ -11,11 +11,9 @@ AttributeError or a crash.
 
 from __future__ import annotations
 
-import ast
 import copy
 import math
 import os
-import pathlib
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -656,62 +654,6 @@ def test_a_borrowed_dispatch_made_in_c_holds_no_python_buffers(kit: Kit) -> None
     np.testing.assert_array_equal(np.frombuffer(rec.read_output(0), np.float32), np.arange(64) * 2)
     del rec
     assert vn.debug.live_objects()["buffers"] == before
-
-
-# ================================================================ layers
-
-# vyre_native's modules, lowest first. A module may import only modules of lower
-# rows at run time (imports under `if TYPE_CHECKING:` are annotations only).
-LAYERS = [
-    ["_native", "_owner", "_version", "_typing"],
-    ["errors"],
-    ["_handles", "_turn"],
-    ["_marshal", "_log"],
-    ["_lib"],
-    ["reflect"],
-    ["zero_workgroup"],
-    ["submission", "readback"],
-    ["buffer"],
-    ["dispatch", "replay"],
-    ["pipeline"],
-    ["sequence"],
-    ["device"],
-    ["interop", "worker", "debug"],  # debug.queued_write_bytes takes a Device
-    ["__init__"],
-    ["bench"],
-    ["__main__"],
-]
-
-
-def _runtime_imports(tree: ast.Module) -> set[str]:
-    """vyre_native modules a module imports when it runs (anywhere, functions included)."""
-    skip: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skip.update(id(n) for stmt in node.body for n in ast.walk(stmt))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if id(node) in skip or not isinstance(node, ast.ImportFrom) or node.level != 1:
-            continue
-        if node.module:
-            found.add(node.module.split(".")[0])
-        else:
-            found.update(alias.name for alias in node.names)
-    return found
-
-
-def test_no_module_imports_a_module_above_it() -> None:
-    rank = {name: i for i, row in enumerate(LAYERS) for name in row}
-    package = pathlib.Path(vn.__file__).parent
-    modules = sorted(p.stem for p in package.glob("*.py"))
-    assert set(modules) <= set(rank), f"place these in LAYERS: {set(modules) - set(rank)}"
-    upward = [
-        f"{name} imports {imported}"
-        for name in modules
-        for imported in sorted(_runtime_imports(ast.parse((package / f"{name}.py").read_text())))
-        if rank[imported] >= rank[name]
-    ]
-    assert not upward, upward
 
 
 # ================================================================ values at the edge of numpy and Python

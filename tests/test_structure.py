@@ -36,10 +36,12 @@ def load(name: str) -> ModuleType:
         sys.path.remove(str(SCRIPTS))
 
 
-@pytest.mark.parametrize(("script", "verdict"), [("c_deps.py", "no circles, layers in order"), ("py_deps.py", "no circles")])
-def test_no_circles(script: str, verdict: str) -> None:
+@pytest.mark.parametrize("script", ["c_deps.py", "py_deps.py"])
+def test_no_circles_and_layers_in_order(script: str) -> None:
     result = run([str(SCRIPTS / script), "-v"])
-    assert result.returncode == 0 and result.stdout.rstrip().endswith(verdict), result.stdout + result.stderr
+    assert result.returncode == 0 and result.stdout.rstrip().endswith("no circles, layers in order"), (
+        result.stdout + result.stderr
+    )
 
 
 def test_c_layers_are_the_headers_in_include_order() -> None:
@@ -149,6 +151,48 @@ def test_python_graph_names_the_modules_of_subpackages(tmp_path: pathlib.Path) -
         "sub.a": {"errors", "sub.b"},
         "sub.b": {"errors", "sub.a"},
     }
+
+
+def test_no_python_module_imports_a_module_of_its_row_or_above() -> None:
+    """scripts/py_deps.py's LAYERS, the one table of the Python layers, holds for the
+    package: every module placed, the compiled modules included, and no import upward."""
+    py_deps = load("py_deps")
+    edges = py_deps.graph(ROOT / "vyre_native", py_deps.COMPILED)
+    assert {"_native", "_owner"} <= set(edges["_handles"])  # the compiled modules are nodes
+    assert py_deps.layer_breaks(edges) == []
+
+
+def test_python_layer_check_finds_planted_breaks(tmp_path: pathlib.Path) -> None:
+    """A small package with one break of each kind: the check names each, and the
+    script exits 1 on it."""
+    py_deps = load("py_deps")
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("from . import top\n")
+    (package / "low.py").write_text("def f():\n    from .top import g\n")  # up, inside a function
+    (package / "mid.py").write_text("from ._compiled import lib\nfrom .low import f\n")
+    (package / "peer.py").write_text("import pkg.mid\n")  # its own row
+    (package / "top.py").write_text("from .sub.a import h\n")
+    (package / "stray.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "a.py").write_text("from .. import low\nfrom . import b\n")  # b: sub's own order
+    (package / "sub" / "b.py").write_text("")
+    (package / "base.py").write_text("from ._compiled import lib\n")  # the compiled module's own row
+    layers = [["_compiled", "base"], ["low"], ["mid", "peer"], ["sub"], ["top"], ["__init__"], ["gone"]]
+    edges = py_deps.graph(package, ("_compiled",))
+    assert py_deps.layer_breaks(edges, layers) == [
+        "stray is in no layer: place it in LAYERS (scripts/py_deps.py)",
+        "gone is in LAYERS but is no module of the package",
+        "base imports _compiled, of its own row (line 1)",
+        "low imports top, of a higher row (line 2)",
+        "peer imports mid, of its own row (line 1)",
+    ]
+    tree = tmp_path / "vyre_native"
+    shutil.copytree(ROOT / "vyre_native", tree, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd"))
+    (tree / "errors.py").write_text((tree / "errors.py").read_text() + "\nfrom . import device\n")
+    result = run([str(SCRIPTS / "py_deps.py"), str(tree)])
+    assert result.returncode == 1, result.stdout
+    assert "layer order: errors imports device, of a higher row" in result.stdout, result.stdout
 
 
 # vyre_native/reflect/, its modules in layer order: each imports only those before it
