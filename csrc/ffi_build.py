@@ -4,9 +4,11 @@
 is the text between the VN_CDEF markers of csrc/vyre_native.h, as-is: that header is
 the one place C signatures are written.
 
-``--wgpu-info``: print ``<resources dir>;<expected version as 0xMMmmppbb>`` of the
-installed ``wgpu`` package, whose headers the C layer compiles against and whose
-wgpu-native version the loader insists on at run time.
+``--wgpu-info``: print ``<resources dir>;<expected version as 0xMMmmppbb>;<requirement>``:
+the installed ``wgpu`` package's headers, which the C layer compiles against, and its
+wgpu-native version, which the loader insists on at run time; and the requirement
+pyproject.toml pins it by (``wgpu==X.Y.Z``), which the build compiles in as
+VN_WGPU_REQUIREMENT for every message that says what to install.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
 HEADER = HERE / "vyre_native.h"
+PYPROJECT = HERE.parent / "pyproject.toml"
 
 
 def cdef_text() -> str:
@@ -39,12 +42,33 @@ def emit(out: pathlib.Path) -> None:
     ffi.emit_c_code(str(out))
 
 
+def wgpu_requirement() -> str:
+    """The one pin of wgpu: pyproject.toml's runtime dependency on it, which its build
+    requirement must equal (the headers compiled against are the library loaded)."""
+    import tomllib
+
+    meta = tomllib.loads(PYPROJECT.read_text())
+
+    def pin(reqs: list[str], where: str) -> str:
+        found = [r for r in reqs if re.match(r"wgpu(?![\w.-])", r)]
+        if len(found) != 1 or not re.fullmatch(r"wgpu==\d+\.\d+\.\d+", found[0]):
+            raise SystemExit(f"{PYPROJECT}: {where} must hold one wgpu==X.Y.Z, not {found}")
+        return found[0]
+
+    runtime = pin(meta["project"]["dependencies"], "[project] dependencies")
+    build = pin(meta["build-system"]["requires"], "[build-system] requires")
+    if build != runtime:
+        raise SystemExit(f"{PYPROJECT}: the build requires {build}, the package {runtime}: make them one")
+    return runtime
+
+
 def wgpu_info() -> str:
+    requirement = wgpu_requirement()
     # Find the package without importing it: importing wgpu loads wgpu-native,
     # which a build machine need not be able to do.
     spec = importlib.util.find_spec("wgpu")
     if spec is None or spec.origin is None:
-        raise SystemExit("the wgpu package is not installed: pip install 'wgpu==0.32.*'")
+        raise SystemExit(f"the wgpu package is not installed: pip install '{requirement}'")
     root = pathlib.Path(spec.origin).parent
     resources = root / "resources"
     for name in ("webgpu.h", "wgpu.h"):
@@ -57,7 +81,7 @@ def wgpu_info() -> str:
     major, minor, patch, build = (int(g) for g in found.groups())
     # wgpuGetVersion packs the four parts one byte each.
     version = (major << 24) | (minor << 16) | (patch << 8) | build
-    return f"{resources.as_posix()};0x{version:08x}"
+    return f"{resources.as_posix()};0x{version:08x};{requirement}"
 
 
 def main() -> None:

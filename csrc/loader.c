@@ -11,6 +11,10 @@
 #ifndef VN_EXPECTED_WGPU_VERSION
 #error "VN_EXPECTED_WGPU_VERSION must be defined by the build (CMakeLists.txt)"
 #endif
+/* pyproject.toml's pin of wgpu, "wgpu==X.Y.Z" (csrc/ffi_build.py --wgpu-info). */
+#ifndef VN_WGPU_REQUIREMENT
+#error "VN_WGPU_REQUIREMENT must be defined by the build (CMakeLists.txt)"
+#endif
 
 struct vn_wgpu_table wgpu;
 
@@ -45,8 +49,8 @@ static void load_library(void) {
         if (size != UINT64_MAX) snprintf(sized, sizeof sized, " (%llu bytes)", (unsigned long long)size);
         vn_format(load_message, sizeof load_message,
                  "could not load wgpu-native from '%s'%s: %s. Fix: reinstall the pinned wgpu package (pip install "
-                 "--force-reinstall 'wgpu==0.32.*') or point WGPU_LIB_PATH at a complete copy of its wgpu_native "
-                 "library file.",
+                 "--force-reinstall '" VN_WGPU_REQUIREMENT "') or point WGPU_LIB_PATH at a complete copy of its "
+                 "wgpu_native library file.",
                  load_path, sized, why);
         return;
     }
@@ -56,7 +60,7 @@ static void load_library(void) {
     if (handle == NULL) {
         vn_format(load_message, sizeof load_message,
                  "could not load wgpu-native from '%s': %s. Fix: install the pinned wgpu package "
-                 "(pip install 'wgpu==0.32.*') or point WGPU_LIB_PATH at its wgpu_native library file.",
+                 "(pip install '" VN_WGPU_REQUIREMENT "') or point WGPU_LIB_PATH at its wgpu_native library file.",
                  load_path, why);
         return;
     }
@@ -65,8 +69,8 @@ static void load_library(void) {
     if (wgpu.name == NULL) {                                                                        \
         vn_format(load_message, sizeof load_message,                                                 \
                  "'%s' has no symbol wgpu" #name ": it is not the wgpu-native this package was "    \
-                 "built for. Fix: install the pinned wgpu package (pip install 'wgpu==0.32.*') "    \
-                 "or unset WGPU_LIB_PATH.",                                                         \
+                 "built for. Fix: install the pinned wgpu package (pip install '"                   \
+                 VN_WGPU_REQUIREMENT "') or unset WGPU_LIB_PATH.",                                  \
                  load_path);                                                                        \
         return;                                                                                     \
     }
@@ -80,7 +84,7 @@ static void load_library(void) {
         vn_format(load_message, sizeof load_message,
                  "wgpu-native at '%s' is version %s, but vyre_native was compiled against the "
                  "headers of %s, whose C ABI differs between releases. Fix: install the wgpu package "
-                 "this build pins (pip install 'wgpu==0.32.*'), or rebuild vyre_native against "
+                 "this build pins (pip install '" VN_WGPU_REQUIREMENT "'), or rebuild vyre_native against "
                  "the installed one.",
                  load_path, got, want);
         return;
@@ -104,3 +108,5 @@ vn_status vn_require_library(void) {
 uint32_t vn_library_version(void) { return loaded_version; }
 
 uint32_t vn_expected_version(void) { return VN_EXPECTED_WGPU_VERSION; }
+
+const char *vn_wgpu_requirement(void) { return VN_WGPU_REQUIREMENT; }

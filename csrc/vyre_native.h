@@ -110,6 +110,9 @@ vn_status vn_library_load(const char *path);
 uint32_t vn_library_version(void);
 /* The version the headers were compiled for, encoded as wgpuGetVersion encodes. */
 uint32_t vn_expected_version(void);
+/* The pip requirement of the wgpu package those headers came from, as pyproject.toml
+ * pins it ("wgpu==X.Y.Z"): what every message that says what to install names. */
+const char *vn_wgpu_requirement(void);
 
 /* ---- log (csrc/log.c) ------------------------------------------------------ */
 

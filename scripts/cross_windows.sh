@@ -9,7 +9,8 @@
 #   PYTHON=/path/to/venv/bin/python bash scripts/cross_windows.sh
 #
 # PYTHON is an interpreter with the pinned wgpu package installed: its headers
-# (webgpu.h, wgpu.h) and version are what the C compiles against. It is used as given:
+# (webgpu.h, wgpu.h) and version are what the C compiles against, and pyproject.toml's
+# pin the requirement its messages name (csrc/ffi_build.py --wgpu-info). It is used as given:
 # resolving a venv's python through its symlink would name the base interpreter,
 # which has no wgpu.
 #
@@ -47,8 +48,7 @@ if ! WGPU_INFO=$("$PYTHON" csrc/ffi_build.py --wgpu-info); then
   echo "cross_windows.sh: '$PYTHON' has no wgpu package. Fix: bash scripts/setup.sh, or set PYTHON" >&2
   exit 2
 fi
-WGPU_RESOURCES=${WGPU_INFO%%;*}
-WGPU_VERSION=${WGPU_INFO##*;}
+IFS=';' read -r WGPU_RESOURCES WGPU_VERSION WGPU_REQUIREMENT <<<"$WGPU_INFO"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vn-cross.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -62,7 +62,7 @@ compile() {
   local src n=0
   for src in csrc/*.c; do
     if "$cc" "$@" -Wall -Wextra -Werror -DVN_EXPECTED_WGPU_VERSION="$WGPU_VERSION" \
-        -Icsrc -I"$WGPU_RESOURCES" -c "$src" -o "$WORK/$label/$(basename "$src" .c).o"; then
+        -DVN_WGPU_REQUIREMENT="\"$WGPU_REQUIREMENT\"" -Icsrc -I"$WGPU_RESOURCES" -c "$src" -o "$WORK/$label/$(basename "$src" .c).o"; then
       n=$((n + 1))
     else
       echo "cross_windows.sh: FAILED [$label] $src" >&2
@@ -72,7 +72,7 @@ compile() {
   echo "cross_windows.sh: [$label] $n file(s) compiled cleanly"
 }
 
-echo "cross_windows.sh: wgpu headers $WGPU_RESOURCES (version $WGPU_VERSION); $($CROSS_CC --version | head -n1)"
+echo "cross_windows.sh: wgpu headers $WGPU_RESOURCES (version $WGPU_VERSION, $WGPU_REQUIREMENT); $($CROSS_CC --version | head -n1)"
 # Strict ISO C11 proves the Windows side needs no extension; gnu11 is what CMake
 # passes (CMAKE_C_EXTENSIONS). __USE_MINGW_ANSI_STDIO as CMakeLists.txt sets it.
 for std in c11 gnu11; do

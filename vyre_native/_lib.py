@@ -25,6 +25,7 @@ from .errors import LibraryError, raise_for
 
 __all__ = [
     "PENDING",
+    "WGPU_REQUIREMENT",
     "call_waiting",
     "check",
     "check_wait",
@@ -39,6 +40,11 @@ __all__ = [
 #: Not an error: a blocking C call waited one time slice (VN_WAIT_SLICE_MS) and the
 #: work is not done yet; calling it again keeps waiting.
 PENDING: int = lib.VN_PENDING
+
+#: The pip requirement of the wgpu package this build compiled against ("wgpu==X.Y.Z"):
+#: pyproject.toml's pin, compiled into the C layer, for every message that says what to
+#: install.
+WGPU_REQUIREMENT: str = ffi.string(lib.vn_wgpu_requirement()).decode()
 
 _LIB_NAMES = {
     "linux": "libwgpu_native-release.so",
@@ -117,7 +123,7 @@ def library_path() -> str:
     if spec is None or spec.origin is None:
         raise LibraryError(
             "the wgpu package is not installed, and it carries the wgpu-native library vyre_native runs on. "
-            "Fix: pip install 'wgpu==0.32.*', or set WGPU_LIB_PATH to a libwgpu_native file of that release."
+            f"Fix: pip install '{WGPU_REQUIREMENT}', or set WGPU_LIB_PATH to a libwgpu_native file of that release."
         )
     name = _LIB_NAMES.get(sys.platform, _LIB_NAMES["linux"])
     return str(pathlib.Path(spec.origin).parent / "resources" / name)

@@ -44,7 +44,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._handles import new_slot, owned
-from ._lib import check, ffi, lib, library_path, load_library
+from ._lib import WGPU_REQUIREMENT, check, ffi, lib, library_path, load_library
 from ._turn import Turn
 from .buffer import Buffer
 from .device import Device
@@ -123,7 +123,7 @@ def _wgpu_native(call: str) -> tuple[Any, Any]:
     try:
         from wgpu.backends.wgpu_native import _api, _ffi
     except ImportError as err:  # pragma: no cover - wgpu is a dependency
-        raise LibraryError(f"wgpu-py is not importable ({err}). Fix: pip install 'wgpu==0.32.*'.") from None
+        raise LibraryError(f"wgpu-py is not importable ({err}). Fix: pip install '{WGPU_REQUIREMENT}'.") from None
     load_library()
     ours, theirs = os.path.realpath(library_path()), os.path.realpath(_ffi.lib_path)
     if ours != theirs:
@@ -174,7 +174,7 @@ def _install_hooks(api: Any) -> None:
             raise LibraryError(
                 f"wgpu-py's library object (wgpu.backends.wgpu_native._api.libf) has no {name}, so vyre_native "
                 "cannot watch what wgpu-py does to shared buffers and devices. Fix: install the wgpu version "
-                "vyre_native pins (pip install 'wgpu==0.32.0')."
+                f"vyre_native pins (pip install '{WGPU_REQUIREMENT}')."
             )
         original[name] = fn
     buffer_map, buffer_unmap = original["wgpuBufferMapAsync"], original["wgpuBufferUnmap"]
