@@ -1,7 +1,7 @@
 /* Adapter and device features by name: WebGPU's spelling for the standard ones,
  * wgpu-py's for wgpu-native's own (so a name means the same thing in both
- * packages). Names are what users see (the CLI's `info`, and in time Device.features);
- * wgpu-native's numbers never leave C. */
+ * packages). Names are what users see (the CLI's `info`, Device.features,
+ * Device(required_features=...)); wgpu-native's numbers never leave C. */
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>

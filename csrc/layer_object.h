@@ -190,7 +190,7 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
  * wgpu callbacks take none of ranks 1-6, so none can wait on a lock its own thread
  * holds; the log callback takes only the leaf 7.
  *
- *   1. object locks: vn_sequence.lock, vn_submission.lock
+ *   1. object locks: vn_sequence.lock, vn_submission.lock, vn_pending_read.lock
  *   2. vn_device.submit_lock (the life lock; read by submits, which check their
  *      shared buffers under it, mapped-range reads, and pins and unpins of staging
  *      buffers; written by destroy, vn_device_destroy_shared, a destroy deferred to

@@ -402,7 +402,7 @@ typedef enum vn_binding_kind {
 const char *vn_binding_kind_name(vn_binding_kind kind);
 const char *vn_binding_kind_wgsl(vn_binding_kind kind);
 
-/* One buffer binding, as reflected from the WGSL (vyre_native/reflect.py). */
+/* One buffer binding, as reflected from the WGSL (vyre_native/reflect/). */
 typedef struct vn_binding_desc {
     uint32_t group;
     uint32_t binding;

@@ -1,13 +1,15 @@
 """The code's structure: no circle among the C files of csrc/ (file A depends on file B
 when A uses a function or global B defines) nor among the modules of vyre_native/
-(runtime imports), as scripts/c_deps.py and scripts/py_deps.py read them; and the C
-layers in order: each .c includes its own layer's header (platform.h, layer_base.h,
-layer_object.h, layer_device.h, layer_resources.h, layer_work.h, each including the one
-below) and uses nothing a file of a higher layer defines.
+(runtime imports), as scripts/c_deps.py and scripts/py_deps.py read them; the Python
+layers in order (py_deps.LAYERS); and the C layers in order: each .c includes its own
+layer's header (platform.h, layer_base.h, layer_object.h, layer_device.h,
+layer_resources.h, layer_work.h, each including the one below) and uses nothing a file
+of a higher layer defines.
 
 A circle means no file of it can be read, changed or tested without the others; the
-layers (DESIGN: loader and errors, device, resources, work; interop beside the
-resources) hold only while no file reaches up."""
+layers (docs/ARCHITECTURE.md draws them: base, objects, device, resources, work, with
+interop.c beside the resources; in Python, scripts/py_deps.py's LAYERS) hold only while
+no file reaches up."""
 
 from __future__ import annotations
 
