@@ -77,7 +77,7 @@ static void end_pass(WGPUComputePassEncoder *pass) {
  * clears), which end the open pass. */
 static bool step_ends_pass(const vn_step *st, const vn_timing *t) {
     switch (st->kind) {
-    case STEP_DISPATCH: return vn_bound_clears_outside(&st->bound, t);
+    case STEP_DISPATCH: return st->bound.clear_count > 0 && vn_bound_clears_outside(&st->bound, t);
     case STEP_CLEAR: return vn_clear_outside(&st->clear, t);
     default: return true;
     }
@@ -105,20 +105,25 @@ static uint32_t sequence_passes(const vn_sequence *s, uint32_t n, const vn_timin
 static void encode_steps(const vn_sequence *s, WGPUCommandEncoder enc, size_t first, size_t end, vn_timing *t) {
     WGPUComputePassEncoder pass = NULL;
     vn_pass_state state;
+    const bool splits = vn_timing_splits(t);
     for (size_t g = first; g < end; g++) {
         const vn_step *st = &s->steps[g % s->count];
         if (step_ends_pass(st, t)) end_pass(&pass);
         switch (st->kind) {
-        case STEP_DISPATCH:
-            vn_bound_encode_clears(&st->bound, enc, t);
+        case STEP_DISPATCH: {
+            /* A step added with clear_outputs=False (a graph's every step) has no clears:
+             * it skips the clears' walks, calls into encode.c, on this hot path. */
+            const bool clears = st->bound.clear_count > 0;
+            if (clears) vn_bound_encode_clears(&st->bound, enc, t);
             if (pass == NULL) {
                 pass = vn_begin_pass(enc, t);
                 memset(&state, 0, sizeof state);
             }
-            vn_bound_fill_in_pass(&st->bound, pass, &state, t);
+            if (clears) vn_bound_fill_in_pass(&st->bound, pass, &state, t);
             vn_bound_dispatch_in_pass(&st->bound, pass, &state);
-            if (vn_timing_splits(t)) end_pass(&pass);
+            if (splits) end_pass(&pass);
             break;
+        }
         case STEP_COPY:
             wgpu.CommandEncoderCopyBufferToBuffer(enc, st->src->buffer, st->src_offset, st->dst->buffer,
                                                   st->dst_offset, st->nbytes);
