@@ -36,6 +36,13 @@ struct vn_sequence {
      * succeeded): later replays may go in several submits (replay_in_submits). Any step
      * added clears it. Under lock. */
     bool encoded_whole;
+    /* Every buffer the steps use, each once, in the order the steps first use it: what
+     * each replay's submittable check walks (twice: before encoding and under the life
+     * lock) instead of every step's every binding. NULL until a replay builds it (or when
+     * building it ran out of memory: the check then walks the steps); any step added
+     * drops it. Under lock. */
+    vn_buffer **distinct;
+    size_t distinct_count;
 };
 
 /* ---- encoding ----------------------------------------------------------------- */
@@ -211,6 +218,7 @@ static vn_status recording_submittable(const void *r) {
 }
 static vn_status sequence_submittable(const void *what) {
     const vn_sequence *s = what;
+    if (s->distinct != NULL) return vn_buffers_submittable(s->distinct, s->distinct_count, "Sequence.replay()");
     vn_status st = VN_OK;
     for (size_t i = 0; i < s->count && st == VN_OK; i++) {
         const vn_step *step = &s->steps[i];
@@ -224,6 +232,69 @@ static vn_status sequence_submittable(const void *what) {
     }
     return st;
 }
+/* Where a buffer is first used among the steps' buffers (sequence_index_buffers). */
+typedef struct buffer_use {
+    vn_buffer *buffer;
+    size_t at;
+} buffer_use;
+
+static int by_identity_then_use(const void *a, const void *b) {
+    const buffer_use *x = a, *y = b;
+    if (x->buffer->identity != y->buffer->identity) return x->buffer->identity < y->buffer->identity ? -1 : 1;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+static int by_use(const void *a, const void *b) {
+    const buffer_use *x = a, *y = b;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+/* s->distinct from the steps, unless it is there (the caller holds s->lock). Its order is
+ * the order the steps first use each buffer, the order the walk over the steps checks
+ * them in, so a refusal names the same buffer either way. Out of memory it stays NULL. */
+static void sequence_index_buffers(vn_sequence *s) {
+    if (s->distinct != NULL || s->count == 0) return;
+    size_t uses = 0;
+    for (size_t i = 0; i < s->count; i++) {
+        const vn_step *st = &s->steps[i];
+        uses += st->kind == STEP_DISPATCH ? st->bound.buffer_count + 1 : 2;
+    }
+    buffer_use *all = malloc(uses * sizeof *all);
+    if (all == NULL) return;
+    size_t n = 0;
+    for (size_t i = 0; i < s->count; i++) {
+        /* what sequence_submittable's walk checks, in its order */
+        const vn_step *st = &s->steps[i];
+        bool dispatch = st->kind == STEP_DISPATCH;
+        size_t len = dispatch ? st->bound.buffer_count : 0;
+        for (size_t j = 0; j < len; j++) {
+            if (st->bound.buffers[j] == NULL) continue;
+            all[n].buffer = st->bound.buffers[j];
+            all[n].at = n;
+            n++;
+        }
+        vn_buffer *const ends[2] = {dispatch ? st->bound.indirect : st->src, dispatch ? NULL : st->dst};
+        for (int j = 0; j < 2; j++) {
+            if (ends[j] == NULL) continue;
+            all[n].buffer = ends[j];
+            all[n].at = n;
+            n++;
+        }
+    }
+    qsort(all, n, sizeof *all, by_identity_then_use);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (kept == 0 || all[kept - 1].buffer != all[i].buffer) all[kept++] = all[i];
+    qsort(all, kept, sizeof *all, by_use);
+    vn_buffer **distinct = malloc((kept ? kept : 1) * sizeof *distinct);
+    if (distinct != NULL) {
+        for (size_t i = 0; i < kept; i++) distinct[i] = all[i].buffer;
+        s->distinct = distinct;
+        s->distinct_count = kept;
+    }
+    free(all);
+}
+
 static const encoder_job recording_job = {recording_passes_cb, encode_recording_cb, recording_submittable};
 static const encoder_job sequence_job = {sequence_passes_cb, encode_sequence_cb, sequence_submittable};
 
@@ -401,6 +472,9 @@ static vn_status push_step(vn_sequence *s, const vn_step *step) {
     }
     s->steps[s->count++] = *step;
     s->encoded_whole = false; /* the next replay checks the new steps in one piece */
+    free(s->distinct);         /* and indexes their buffers again */
+    s->distinct = NULL;
+    s->distinct_count = 0;
     return VN_OK;
 }
 
@@ -660,6 +734,7 @@ static vn_status sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timi
         vn_mutex_unlock(&s->lock);
         return st;
     }
+    sequence_index_buffers(s);
     if (replay_splits(s, n, timing)) {
         st = replay_in_submits(s, n, out);
     } else {
@@ -686,6 +761,7 @@ static void sequence_destroy(vn_object *object) {
         if (st->dst != NULL) vn_release(&st->dst->obj);
     }
     free(s->steps);
+    free(s->distinct);
     vn_mutex_destroy(&s->lock);
     vn_device_unref(s->device);
     free(s);
@@ -883,7 +959,10 @@ static vn_status submit_held(vn_device *device, const vn_work *work, size_t coun
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate the lock list of %zu sequences. Fix: free host "
                        "memory, or submit fewer sequences at once.", sequences);
     size_t locked = distinct_sequences(work, count, seqs);
-    for (size_t i = 0; i < locked; i++) vn_mutex_lock(&seqs[i]->lock);
+    for (size_t i = 0; i < locked; i++) {
+        vn_mutex_lock(&seqs[i]->lock);
+        sequence_index_buffers(seqs[i]);
+    }
     /* One item is what the caller built; several past one submit's bound go in parts,
      * as a replay(n) past it does, unless timed (one command buffer holds the queries). */
     uint64_t steps = 0;
