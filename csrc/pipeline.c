@@ -14,53 +14,76 @@ static void shader_destroy(vn_object *object) {
     vn_live_add(VN_LIVE_SHADER, -1);
 }
 
-/* One compile on a stack of its own (vn_wgsl_compile_stack): the scopes around it are
- * pushed and popped there too, as wgpu-native may keep them per thread, and what they
- * caught comes back in the record (the error slot is per thread). */
-typedef struct compile_job {
+/* wgpu calls inside one error scope, on a thread whose stack is large enough for any
+ * source vn_wgsl_check_size and vn_wgsl_check_nesting accept (vn_wgsl_compile_stack):
+ * naga recurses once per link of a chain of declarations (and per nesting level) when it
+ * compiles, and the driver walks the same chains (a chain of nested structs, one stack
+ * frame a link in lavapipe) when it creates the pipeline; on the caller's stack a long
+ * chain crashes the process (wgsl_depth.c has the figures). The scope is pushed and
+ * popped there too, as wgpu-native may keep scopes per thread, and what it caught comes
+ * back in the record (the error slot is per thread). */
+typedef struct scoped_job {
     vn_device *device;
-    WGPUStringView code;
-    uint32_t checks;
-    WGPUShaderModule module;
-    vn_status st;
+    void (*work)(void *arg);
+    void *arg;
+    const char *what, *fix;
+    vn_status kind, st;
     uint32_t line, column;
     char message[2048];
-} compile_job;
+} scoped_job;
 
-static void compile_there(void *arg) {
-    compile_job *job = arg;
+static void scoped_there(void *arg) {
+    scoped_job *job = arg;
     vn_scope_begin(job->device);
-    /* Labelled "wgsl": naga then shows positions as wgsl:<line>:<column>. */
-    job->module = vn_wgsl_module(job->device, job->code, "wgsl", job->checks);
-    job->st = vn_scope_end(job->device, "compiling WGSL", VN_ERROR_SHADER, "correct the WGSL as the message says.");
+    job->work(job->arg);
+    job->st = vn_scope_end(job->device, job->what, job->kind, job->fix);
     if (job->st != VN_OK) {
         snprintf(job->message, sizeof job->message, "%s", vn_last_error());
         vn_last_error_position(&job->line, &job->column);
     }
 }
 
-/* The shader module of the WGSL, made by wgpu-native on a thread whose stack is large
- * enough for any source vn_wgsl_check_size and vn_wgsl_check_nesting accept: naga
- * recurses once per link of a chain of declarations (and per nesting level), and on the
- * caller's stack a long chain crashes the process (wgsl_depth.c has the figures). Errors
- * as vn_scope_end reports them, on this thread. */
-static vn_status compile_on_own_stack(vn_device *device, const char *wgsl, size_t wgsl_len, uint32_t checks,
-                                      WGPUShaderModule *module) {
-    compile_job job = {device, {wgsl, wgsl_len}, checks, NULL, VN_OK, 0, 0, ""};
+/* `work(arg)` inside an error scope (vn_scope_end's what, kind and fix), on its own stack
+ * sized for wgsl_len bytes of WGSL; the scope's error, with its place, on this thread. */
+static vn_status scoped_on_own_stack(vn_device *device, size_t wgsl_len, const char *what, vn_status kind,
+                                     const char *fix, void (*work)(void *), void *arg) {
+    scoped_job job = {device, work, arg, what, fix, kind, VN_OK, 0, 0, ""};
     int kib = vn_test_switch_value(VN_TEST_COMPILE_STACK_KIB);
     size_t stack = kib > 0 ? (size_t)kib * 1024u : vn_wgsl_compile_stack(wgsl_len);
     char why[256] = "";
-    if (vn_run_on_new_stack(stack, compile_there, &job, why, sizeof why) != 0)
-        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "compiling %zu bytes of WGSL needs a thread with a stack of %zu bytes "
+    if (vn_run_on_new_stack(stack, scoped_there, &job, why, sizeof why) != 0)
+        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "%s from %zu bytes of WGSL needs a thread with a stack of %zu bytes "
                        "(reserved address space, committed only as used), and the system refused it: %s. Fix: "
                        "compile a smaller module, or allow more virtual memory (ulimit -v, vm.overcommit_memory).",
-                       wgsl_len, stack, why);
-    *module = job.module;
+                       what, wgsl_len, stack, why);
     if (job.st != VN_OK) {
         vn_fail(job.st, "%s", job.message);
         if (job.line != 0) vn_set_error_position(job.line, job.column);
     }
     return job.st;
+}
+
+typedef struct module_job {
+    vn_device *device;
+    WGPUStringView code;
+    uint32_t checks;
+    WGPUShaderModule module;
+} module_job;
+
+static void make_module(void *arg) {
+    module_job *job = arg;
+    /* Labelled "wgsl": naga then shows positions as wgsl:<line>:<column>. */
+    job->module = vn_wgsl_module(job->device, job->code, "wgsl", job->checks);
+}
+
+/* The shader module of the WGSL, made by wgpu-native on a stack of its own. */
+static vn_status compile_on_own_stack(vn_device *device, const char *wgsl, size_t wgsl_len, uint32_t checks,
+                                      WGPUShaderModule *module) {
+    module_job job = {device, {wgsl, wgsl_len}, checks, NULL};
+    vn_status st = scoped_on_own_stack(device, wgsl_len, "compiling WGSL", VN_ERROR_SHADER,
+                                       "correct the WGSL as the message says.", make_module, &job);
+    *module = job.module;
+    return st;
 }
 
 static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_len, uint32_t checks,
@@ -284,6 +307,39 @@ static vn_status create_layouts(vn_device *device, vn_pipeline *p, WGPUBindGroup
 
 static void pipeline_destroy(vn_object *object);
 
+typedef struct pipeline_job {
+    vn_device *device;
+    vn_shader *shader;
+    const vn_pipeline_desc *desc;
+    vn_pipeline *p;
+    WGPUBindGroupLayoutEntry *scratch;
+    WGPUConstantEntry *constants;
+} pipeline_job;
+
+/* The layouts and the compute pipeline (run on a stack of its own: scoped_on_own_stack). */
+static void make_pipeline(void *arg) {
+    pipeline_job *job = arg;
+    vn_device *device = job->device;
+    vn_pipeline *p = job->p;
+    create_layouts(device, p, job->scratch);
+    /* Labels are the entry point: wgpu's own messages then name the pipeline. */
+    WGPUPipelineLayoutDescriptor pld = WGPU_PIPELINE_LAYOUT_DESCRIPTOR_INIT;
+    pld.label = vn_sv(p->label);
+    pld.bindGroupLayoutCount = p->group_count;
+    pld.bindGroupLayouts = p->layouts;
+    pld.immediateSize = p->immediate_size;
+    WGPUPipelineLayout layout = wgpu.DeviceCreatePipelineLayout(device->device, &pld);
+    WGPUComputePipelineDescriptor cpd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
+    cpd.label = vn_sv(p->label);
+    cpd.layout = layout;
+    cpd.compute.module = job->shader->module;
+    cpd.compute.entryPoint = vn_sv(job->desc->entry_point);
+    cpd.compute.constantCount = job->desc->constant_count;
+    cpd.compute.constants = job->constants;
+    p->pipeline = wgpu.DeviceCreateComputePipeline(device->device, &cpd);
+    if (layout != NULL) wgpu.PipelineLayoutRelease(layout);
+}
+
 static vn_status pipeline_create(vn_device *device, vn_shader *shader, const vn_pipeline_desc *desc,
                                  vn_pipeline **out) {
     vn_status st = vn_device_check(device, "creating a pipeline");
@@ -335,27 +391,11 @@ static vn_status pipeline_create(vn_device *device, vn_shader *shader, const vn_
 
     char what[300];
     vn_format(what, sizeof what, "creating the compute pipeline for entry point `%s`", desc->entry_point);
-    vn_scope_begin(device);
-    create_layouts(device, p, scratch);
-    /* Labels are the entry point: wgpu's own messages then name the pipeline. */
-    WGPUPipelineLayoutDescriptor pld = WGPU_PIPELINE_LAYOUT_DESCRIPTOR_INIT;
-    pld.label = vn_sv(p->label);
-    pld.bindGroupLayoutCount = p->group_count;
-    pld.bindGroupLayouts = p->layouts;
-    pld.immediateSize = p->immediate_size;
-    WGPUPipelineLayout layout = wgpu.DeviceCreatePipelineLayout(device->device, &pld);
-    WGPUComputePipelineDescriptor cpd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
-    cpd.label = vn_sv(p->label);
-    cpd.layout = layout;
-    cpd.compute.module = shader->module;
-    cpd.compute.entryPoint = vn_sv(desc->entry_point);
-    cpd.compute.constantCount = desc->constant_count;
-    cpd.compute.constants = constants;
-    p->pipeline = wgpu.DeviceCreateComputePipeline(device->device, &cpd);
-    if (layout != NULL) wgpu.PipelineLayoutRelease(layout);
-    vn_status scope = vn_scope_end(device, what, VN_ERROR_SHADER,
-                                   "check that the entry point is a @compute function, that every override "
-                                   "constant has a value, and that the bindings match the shader.");
+    pipeline_job job = {device, shader, desc, p, scratch, constants};
+    vn_status scope = scoped_on_own_stack(device, shader->wgsl_len, what, VN_ERROR_SHADER,
+                                          "check that the entry point is a @compute function, that every override "
+                                          "constant has a value, and that the bindings match the shader.",
+                                          make_pipeline, &job);
     free(scratch);
     free(constants);
     /* naga's pipeline errors (override values, the entry point) name places in the WGSL. */

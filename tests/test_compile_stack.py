@@ -130,6 +130,26 @@ def test_a_chain_compiles_from_a_thread_with_a_small_stack() -> None:
     assert res == [{"ok": True}]
 
 
+def test_a_pipeline_of_a_used_struct_chain_is_made_from_a_thread_with_a_small_stack() -> None:
+    """Pipeline creation runs on the compile's own stack too: the driver walks a chain of
+    nested structs the entry point uses one frame a link (lavapipe: about 90 bytes), and
+    3,000 links made on a 256 KiB caller thread crashed the process in
+    vkCreateComputePipelines (SIGSEGV) before."""
+    res = run_child(
+        """
+        from support.chains import chain
+        threading.stack_size(256 * 1024)
+        dev = vn.Device()
+        out = []
+        t = threading.Thread(target=lambda: out.append(outcome(lambda: dev.compile(chain('struct', 3000)))))
+        t.start(); t.join()
+        report(out)
+        """,
+        timeout=300,
+    )
+    assert res == [{"ok": True}]
+
+
 def test_a_stack_the_system_refuses_is_an_out_of_memory_error() -> None:
     """A thread whose stack cannot be reserved (here a test-sized 2 TiB one, past any
     machine's memory under the default overcommit heuristic) is a typed error, no crash."""

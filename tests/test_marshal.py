@@ -795,3 +795,39 @@ def test_a_3000_character_feature_name_is_shown_by_its_start_and_end() -> None:
     name = "x" * 2999 + "Z"
     msg = typed(lambda: vn.Device(required_features=[name]), vn.InvalidArgumentError, "Fix: use the names")
     assert "xxx...xxx" in msg and "xZ' is not a WebGPU" in msg, msg  # not cut after 64 characters
+
+
+# ================================================================ what a refusal shows
+
+
+class _FailingRepr:
+    def __repr__(self) -> str:
+        raise ValueError("repr broke")
+
+
+def _deep_list(depth: int) -> list[object]:
+    deep: list[object] = []
+    for _ in range(depth):
+        deep = [deep]
+    return deep
+
+
+@pytest.mark.parametrize("value", [_FailingRepr(), _deep_list(100_000)], ids=["repr-raises", "nested-100000"])
+def test_a_refused_value_whose_repr_fails_is_named_by_its_type(device: vn.Device, value: object) -> None:
+    with pytest.raises(vn.WrongTypeError, match="whose repr raised .*Fix:"):
+        device.alloc(value)  # type: ignore[arg-type]
+    with pytest.raises(vn.WrongTypeError, match="whose repr raised .*Fix:"):
+        device.compile(value)  # type: ignore[arg-type]
+
+
+# ================================================================ list arguments are bounded
+
+
+def test_a_list_argument_past_the_bound_is_refused_before_it_is_walked(device: vn.Device, double) -> None:  # type: ignore[no-untyped-def]
+    huge = range(10**12)  # walked item by item, this would run for hours and keep every item
+    with pytest.raises(vn.InvalidArgumentError, match=r"1000000000000 items.*Fix:"):
+        device.submit(huge)  # type: ignore[arg-type]
+    with pytest.raises(vn.InvalidArgumentError, match=r"1000000000000 items.*Fix:"):
+        double.prerecord_borrowed_dispatch([b"\0" * 256], workgroups=(1, 1, 1), output_sizes=huge)
+    with pytest.raises(vn.InvalidArgumentError, match=r"1000000000000 items.*Fix:"):
+        double.record(huge, [], workgroups=(1, 1, 1))  # type: ignore[arg-type]

@@ -280,6 +280,17 @@ def test_a_worker_process_answers_bytes_that_are_not_a_message(processes: list[A
     _still_serves(processes[1])
 
 
+def test_a_worker_process_answers_a_message_too_deep_to_show_with_a_typed_error(processes: list[Any]) -> None:
+    # a 200,000-deep list pickles (protocol 4 builds it without recursion) and unpickles,
+    # but its repr recursed past the limit: the answer was an InternalError
+    depth = 200_000
+    data = b"\x80\x04" + b"]" * depth + b"a" * (depth - 1) + b"."
+    err = _answer_to(processes[1], lambda: processes[1].send_bytes(data))
+    assert isinstance(err, vn.WrongTypeError), err
+    assert "is not a (method name, args) pair" in str(err) and "Fix:" in str(err), str(err)
+    _still_serves(processes[1])
+
+
 def test_a_worker_process_whose_peer_leaves_during_a_reply_ends_quietly(capfd: pytest.CaptureFixture[str]) -> None:
     # The reply (4 MiB) cannot be sent whole before the peer closes, since the peer never
     # reads it: the send fails with a broken pipe, and the error sent after it failed too,
@@ -315,3 +326,9 @@ def test_an_error_that_is_not_vyre_natives_is_sent_as_an_internal_error_naming_i
     assert "Worker.run raised MemoryError: numpy could not allocate 8 EiB" in str(sent) and "Fix:" in str(sent)
     same = vn.InvalidArgumentError("x. Fix: y")
     assert vn.worker._sendable(same, "Worker.run") is same
+
+
+def test_a_worker_s_inputs_past_the_list_bound_are_refused_before_they_are_walked() -> None:
+    worker = vn.worker.Worker(kernels={"double": DOUBLE})
+    with pytest.raises(vn.InvalidArgumentError, match=r"1000000000000 items.*Fix:"):
+        worker.run("double", range(10**12), [("f4", (64,))], (1, 1, 1))  # type: ignore[arg-type]

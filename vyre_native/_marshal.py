@@ -75,8 +75,13 @@ _MAX_DIMS = 64 if int(np.__version__.split(".")[0]) >= 2 else 32
 
 
 def _shown(value: Any) -> str:
-    """``repr(value)``, cut short (a message names the value, it does not dump it)."""
-    text = repr(value)
+    """``repr(value)``, cut short (a message names the value, it does not dump it). A repr
+    that raises (a list nested past the recursion limit, a class whose ``__repr__`` fails)
+    is named by its type: the refusal being written must not fail itself."""
+    try:
+        text = repr(value)
+    except Exception as err:  # noqa: BLE001 - any failing repr; KeyboardInterrupt still goes through
+        return f"<a {type(value).__name__} whose repr raised {type(err).__name__}>"
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -334,13 +339,24 @@ def to_str_tuple(value: Any, what: str) -> tuple[str, ...]:
 # ---- sequences and handles --------------------------------------------------------------------
 
 
+#: the most items any list argument takes (inputs, outputs, output sizes, submit's work,
+#: a Worker's arrays): a Sequence is walked item by item after this, so its length is
+#: checked first (range(10**12) would otherwise be walked, and its items kept, for hours)
+MAX_LIST_ITEMS = 1 << 20
+
+
 def to_list(value: Any, what: str, wanted: str = "a list") -> Sequence[Any]:
-    """A list, a tuple or another Sequence; never text, bytes or a buffer (which are
-    sequences too, but are passed where one item is meant)."""
-    if type(value) is list or type(value) is tuple:
-        return value
-    if isinstance(value, (str, bytes, bytearray, memoryview, Handle)) or not isinstance(value, Sequence):
+    """A list, a tuple or another Sequence of at most MAX_LIST_ITEMS items; never text,
+    bytes or a buffer (which are sequences too, but are passed where one item is meant)."""
+    if type(value) is not list and type(value) is not tuple and (
+        isinstance(value, (str, bytes, bytearray, memoryview, Handle)) or not isinstance(value, Sequence)
+    ):
         raise wrong_type(what, value, wanted, f"pass {wanted}.")
+    if len(value) > MAX_LIST_ITEMS:
+        raise InvalidArgumentError(
+            f"{what} has {len(value)} items, more than any call takes ({MAX_LIST_ITEMS}). Fix: pass at most "
+            f"{MAX_LIST_ITEMS} items, splitting the work into several calls."
+        )
     return value
 
 

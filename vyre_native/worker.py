@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._marshal import new_array, to_array, to_dtype, to_list, to_workgroups, wrong_type
+from ._marshal import _shown, new_array, to_array, to_dtype, to_list, to_workgroups, wrong_type
 from ._turn import Turn
 from .buffer import Buffer
 from .device import Device
@@ -69,7 +69,7 @@ def _output(spec: Any, what: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
     pair = to_list(spec, what, "a (dtype, shape) pair")
     if len(pair) != 2:
         raise WrongTypeError(
-            f"{what}={spec!r:.80} has {len(pair)} items, not two (dtype, shape). Fix: pass e.g. ('f4', (1024,))."
+            f"{what}={_shown(spec)} has {len(pair)} items, not two (dtype, shape). Fix: pass e.g. ('f4', (1024,))."
         )
     return to_array(pair[0], pair[1], what)
 
@@ -254,14 +254,14 @@ def _carry_out(worker: Worker, message: Any) -> tuple[str, Any]:
     try:
         if not isinstance(message, tuple) or len(message) != 2 or not isinstance(message[0], str):
             raise WrongTypeError(
-                f"serve: the message {message!r:.80} is not a (method name, args) pair. Fix: send e.g. "
+                f"serve: the message {_shown(message)} is not a (method name, args) pair. Fix: send e.g. "
                 '("run", (name, inputs, outputs, workgroups)), or None to end the worker.'
             )
         method, args = message
         fn = _SERVED.get(method)
         if fn is None:
             raise InvalidArgumentError(
-                f"serve: no method {method!r:.80} (served: {', '.join(sorted(_SERVED))}); nothing else of the "
+                f"serve: no method {_shown(method)} (served: {', '.join(sorted(_SERVED))}); nothing else of the "
                 "Worker is reachable from a message. Fix: send one of those names."
             )
         if not isinstance(args, (tuple, list)):
