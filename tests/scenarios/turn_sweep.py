@@ -256,8 +256,8 @@ class InteropMap(Target):
 
     def check(self, value: Any) -> bool:
         if isinstance(value, vn.Buffer):
-            return value.allocation_identity == self.buf.allocation_identity
-        return value == "mapped and unmapped"
+            return bool(value.allocation_identity == self.buf.allocation_identity)
+        return bool(value == "mapped and unmapped")
 
 
 class InteropAdopt(InteropMap):
