@@ -5,10 +5,8 @@ before (free(): invalid pointer, SIGSEGV or a hang, 6 of 6); lavapipe survived i
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
+from support.child import run
 
 EXIT_WHILE_CREATING = """
 import sys, threading, time
@@ -31,8 +29,6 @@ print("main exits", flush=True)
 
 @pytest.mark.parametrize("after_s", [0.3, 0.6, 0.9])
 def test_exit_while_threads_create_devices_is_clean(after_s: float) -> None:
-    res = subprocess.run(
-        [sys.executable, "-c", EXIT_WHILE_CREATING, str(after_s)], capture_output=True, text=True, timeout=120
-    )
+    res = run(["-c", EXIT_WHILE_CREATING, str(after_s)], timeout=120)  # the tests' child: its path and folder
     assert res.returncode == 0, f"exit status {res.returncode}; stderr: {res.stderr[-2000:]}"
     assert "main exits" in res.stdout
