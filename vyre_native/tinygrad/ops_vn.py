@@ -177,6 +177,11 @@ class VNBuf:
             self._bound = self.buffer if whole else self.buffer.view(self.offset, end - self.offset)
         return self._bound
 
+    def bound_span(self) -> tuple[int, int]:
+        """(offset, bytes) in ``buffer`` of what ``bound()`` binds."""
+        view = self.bound()
+        return (self.offset, view.nbytes) if isinstance(view, vn.BufferView) else (0, view.byte_len)
+
     def __repr__(self) -> str:
         return f"VNBuf({self.buffer!r}, offset={self.offset}, nbytes={self.nbytes})"
 
@@ -240,6 +245,7 @@ class VNProgram:
 
     def __init__(self, dev: VNDevice, obj: TinyELF) -> None:
         self.dev, self.name = dev, obj.name
+        source = obj.lib.decode()
         try:
             # tinygrad's renderer writes counted loops only (`for` over a range whose end is
             # a constant or a JIT variable), so they end, and loop bounding is only cost: it
@@ -247,18 +253,18 @@ class VNProgram:
             # measurable there, and an index tinygrad gets wrong stays a wrong value, not a
             # write into another tensor. VN_LOOP_BOUNDING=1 turns loop bounding back on.
             self.pipeline = dev.vn.compile(
-                obj.lib.decode(), entry_point=obj.name, loop_bounding=LOOP_BOUNDING, bounds_checks=True
+                source, entry_point=obj.name, loop_bounding=LOOP_BOUNDING, bounds_checks=True
             )
         except vn.ShaderError as err:
             raise CompileError(str(err)) from err
         # tinygrad's WGSL binds INFINITY at 0, then the buffers, then one uniform per
         # variable; the entry point takes a handle only for the bindings it uses.
         self.slots = [(b.binding, b.is_output) for b in self.pipeline.bindings]
-        written = _written_bindings(obj.lib.decode())
+        written = _written_bindings(source)
         self.read_only = set() if written is None else {b for b, out in self.slots if out and b not in written}
-        self.recordings: OrderedDict[tuple[Any, ...], tuple[vn.Recording | vn.Sequence, list[vn.Buffer]]] = (
-            OrderedDict()
-        )
+        # a Recording, or a Sequence where a binding goes through a snapshot (which
+        # holds its scratch buffers, as every step holds what it binds)
+        self.recordings: OrderedDict[tuple[Any, ...], vn.Recording | vn.Sequence] = OrderedDict()
 
     def handles(
         self, bufs: tuple[VNBuf, ...], uniforms: SequenceABC[vn.Buffer | vn.BufferView]
@@ -280,7 +286,7 @@ class VNProgram:
             elif binding <= len(bufs):
                 view = bufs[binding - 1].bound()
                 if binding in shared:
-                    scratch = self.dev.vn.alloc(view.nbytes if isinstance(view, vn.BufferView) else view.byte_len)
+                    scratch = self.dev.vn.alloc(bufs[binding - 1].bound_span()[1])
                     snapshots.append((view, scratch))
                     view = scratch
                 (outputs if is_output else inputs).append(view)
@@ -297,8 +303,7 @@ class VNProgram:
         for binding, _ in self.slots:
             if 1 <= binding <= len(bufs):
                 b = bufs[binding - 1]
-                view = b.bound()
-                start, size = (b.offset, view.nbytes) if isinstance(view, vn.BufferView) else (0, view.byte_len)
+                start, size = b.bound_span()
                 spans[binding] = (b.buffer.allocation_identity, start, start + size)
         return {
             b for b in self.read_only if b in spans and any(
@@ -319,10 +324,9 @@ class VNProgram:
         uniforms = [self.dev.uniform(v) for v in vals]
         workgroups = tuple(int(g) for g in global_size)
         key = (tuple(b.key for b in bufs), tuple(u.allocation_identity for u in uniforms), workgroups)
-        entry = self.recordings.get(key)
-        if entry is None:
+        work = self.recordings.get(key)
+        if work is None:
             inputs, outputs, snapshots = self.handles(bufs, uniforms)
-            work: vn.Recording | vn.Sequence
             if snapshots:  # the copies and the dispatch in one submit
                 work = self.dev.vn.sequence()
                 for view, scratch in snapshots:
@@ -330,12 +334,12 @@ class VNProgram:
                 work.add(self.pipeline, inputs, outputs, workgroups=workgroups, clear_outputs=False)
             else:
                 work = self.pipeline.record(inputs, outputs, workgroups=workgroups, clear_outputs=False)
-            entry = self.recordings[key] = (work, [scratch for _, scratch in snapshots])
+            self.recordings[key] = work
             if len(self.recordings) > _RECORDINGS_PER_PROGRAM:
                 self.recordings.popitem(last=False)
         else:
             self.recordings.move_to_end(key)
-        return self.dev.run(entry[0], wait)
+        return self.dev.run(work, wait)
 
 
 # ---------------------------------------------------------------- the JIT as one replay
