@@ -178,14 +178,27 @@ def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = F
     """The report (what --json writes) from pytest-benchmark's JSON."""
     key = _STAT_KEYS[stat]
     cells: dict[str, dict[str, dict[str, Any]]] = {}
+    others: list[dict[str, Any]] = []
     for b in raw.get("benchmarks", []):
         info = b.get("extra_info") or {}
         op, way = info.get("operation"), info.get("way")
-        if not op or way not in WAYS:
-            continue
         per_op = info.get(key)
         if per_op is None and stat == "mean" and info.get("ops_per_round", 1) == 1:
             per_op = b["stats"]["mean"] * 1e9
+        if not op or way not in WAYS:
+            # Not one of the three ways (tinygrad's devices, a test without extra_info): a row
+            # of its own, so a summary of such a run is not an empty table.
+            if per_op is None and b["stats"].get(stat) is not None:
+                per_op = b["stats"][stat] * 1e9
+            others.append(
+                {
+                    "test": b.get("fullname") or b.get("name"),
+                    "way": way,
+                    "per_op_us": None if per_op is None else per_op / 1e3,
+                    "rounds": b["stats"].get("rounds"),
+                }
+            )
+            continue
         cells.setdefault(op, {})[way] = {
             "per_op_us": None if per_op is None else per_op / 1e3,
             "mean_us": None if info.get("per_op_ns") is None else info["per_op_ns"] / 1e3,
@@ -347,6 +360,7 @@ def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = F
         "machine": machine,
         "operations": rows,
         "targets": targets,
+        "other_benchmarks": others,
         "pytest_benchmark": raw if keep_samples else _without_samples(raw),
     }
 
@@ -530,6 +544,14 @@ def format_markdown(report: dict[str, Any], source: str | None = None) -> str:
         cells = [_us(us["vyre_native"]), _us(us["wgpu-py"]), _us(us["raw-C"])]
         cells += [_x(r["vn_over_c"]), _x(r["wgpu_py_over_vn"])]
         lines.append("| " + " | ".join([r["label"], *("" if c == "n/a" else c for c in cells)]) + " |")
+    others = report.get("other_benchmarks") or []
+    if others:
+        lines += ["", "Benchmarks outside the three ways:", ""]
+        lines += [f"| benchmark | way | {report['statistic']} µs | rounds |", "|---|---|---:|---:|"]
+        for o in others:
+            cell = _us(o["per_op_us"])
+            cell = "" if cell == "n/a" else cell
+            lines.append(f"| `{o['test']}` | {o['way'] or '-'} | {cell} | {o['rounds']} |")
     lines += [
         "",
         (
