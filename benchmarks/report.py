@@ -638,9 +638,9 @@ def draw_chart(report: dict[str, Any], path: pathlib.Path) -> str:
 # ---- the command ----------------------------------------------------------------------------------
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python benchmarks/report.py",
+        prog=prog,
         description="Run the benchmark suite (vyre_native vs wgpu-py vs raw C) and report it.",
         epilog="Arguments after `--` go to pytest (e.g. -- -k replay).",
     )
@@ -673,14 +673,15 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str]) -> int:
-    """The ``bench`` subcommand; returns the process exit status."""
+def main(argv: list[str], prog: str = "python benchmarks/report.py") -> int:
+    """The ``bench`` subcommand; returns the process exit status. ``prog`` is the command
+    as the user typed it, for the usage and the messages."""
     argv = list(argv)
     pytest_args: list[str] = []
     if "--" in argv:
         cut = argv.index("--")
         argv, pytest_args = argv[:cut], argv[cut + 1 :]
-    args = _parser().parse_args(argv)
+    args = _parser(prog).parse_args(argv)
     suite = pathlib.Path(args.suite).resolve() if args.suite else HERE
     status = 0
     source: dict[str, Any] = {}
@@ -690,7 +691,7 @@ def main(argv: list[str]) -> int:
             loaded = json.loads(pathlib.Path(args.from_json).read_text())
         except (OSError, ValueError) as err:
             print(
-                f"bench: cannot read {args.from_json}: {err}. Fix: pass a pytest-benchmark JSON or a report.",
+                f"{prog}: cannot read {args.from_json}: {err}. Fix: pass a pytest-benchmark JSON or a report.",
                 file=sys.stderr,
             )
             return 2
@@ -700,7 +701,7 @@ def main(argv: list[str]) -> int:
         missing = [m for m in ("pytest", "pytest_benchmark") if _find_spec(m) is None]
         if missing:
             print(
-                f"bench: {', '.join(missing)} not installed. Fix: pip install pytest pytest-benchmark "
+                f"{prog}: {', '.join(missing)} not installed. Fix: pip install pytest pytest-benchmark "
                 "(or pip install 'vyre_native[test]').",
                 file=sys.stderr,
             )
@@ -709,12 +710,12 @@ def main(argv: list[str]) -> int:
             raw_path = pathlib.Path(tmp) / "pytest-benchmark.json"
             rc = run_suite(suite, raw_path, args.quick, pytest_args)
             if not raw_path.exists():
-                print(f"bench: pytest exited with status {rc} and wrote no results.", file=sys.stderr)
+                print(f"{prog}: pytest exited with status {rc} and wrote no results.", file=sys.stderr)
                 return rc or 1
             raw = json.loads(raw_path.read_text())
         if rc != 0:
             print(
-                f"bench: pytest exited with status {rc}: some benchmarks failed; their cells read n/a.",
+                f"{prog}: pytest exited with status {rc}: some benchmarks failed; their cells read n/a.",
                 file=sys.stderr,
             )
             status = 1

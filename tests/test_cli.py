@@ -130,3 +130,20 @@ def test_bench_given_a_folder_that_is_no_suite_prints_its_usage_and_exits_two() 
     assert res.returncode == 2, res.stderr
     assert res.stderr.startswith("usage: python -m vyre_native bench"), res.stderr
     assert f"--suite {empty} is not the benchmarks/ folder" in res.stderr and "Fix:" in res.stderr
+
+
+def test_bench_help_names_the_command_as_typed() -> None:
+    # The report's parser named itself `python benchmarks/report.py` whatever was typed.
+    res = cli("bench", "--help")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("usage: python -m vyre_native bench "), res.stdout
+
+
+def test_the_console_script_names_itself() -> None:
+    code = (
+        "import sys\nsys.argv[0] = '/some/venv/bin/vyre-native'\n"
+        "from vyre_native.__main__ import entry\nentry()\n"
+    )
+    res = run(["-c", code, "bench", "--help"], timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("usage: vyre-native bench "), res.stdout
