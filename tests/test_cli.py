@@ -147,3 +147,12 @@ def test_the_console_script_names_itself() -> None:
     res = run(["-c", code, "bench", "--help"], timeout=300)
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("usage: vyre-native bench "), res.stdout
+
+
+def test_info_without_xdg_runtime_dir_prints_no_wayland_error() -> None:
+    # Mesa's device-select layer made libwayland print this once per adapter enumeration
+    # (10 lines for info) when XDG_RUNTIME_DIR was unset; the command line sets one.
+    for value in (None, "not-absolute"):
+        res = run(["-m", "vyre_native", "info"], timeout=300, env={"XDG_RUNTIME_DIR": value})
+        assert res.returncode == 0, res.stderr
+        assert "XDG_RUNTIME_DIR" not in res.stderr, res.stderr

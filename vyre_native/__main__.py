@@ -14,6 +14,7 @@ import argparse
 import os
 import signal
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -197,6 +198,7 @@ def main(argv: list[str], prog: str = "python -m vyre_native") -> int:
     is replaced, and a reader that closes the pipe ends it quietly. ``prog`` is the
     command as typed (``vyre-native`` from the console script), for usage and errors."""
     global _MICRO
+    _quiet_wayland()
     reconfigure = getattr(sys.stdout, "reconfigure", None)  # stderr already backslash-escapes
     if reconfigure is not None:
         reconfigure(errors="replace")
@@ -211,6 +213,17 @@ def main(argv: list[str], prog: str = "python -m vyre_native") -> int:
         os.close(devnull)
         return 128 + int(getattr(signal, "SIGPIPE", 13))
     return status
+
+
+def _quiet_wayland() -> None:
+    """Give libwayland an absolute XDG_RUNTIME_DIR where it has none. Mesa's Vulkan
+    device-select layer connects to Wayland in every instance's adapter enumeration, and
+    without one libwayland prints "error: XDG_RUNTIME_DIR is invalid or not set" each
+    time (10 lines for ``info``). The package leaves the environment alone (it is the
+    host's); this process is the command line's own. Adapters and their order do not
+    change: with no compositor at that path the layer finds none either way."""
+    if os.name == "posix" and not os.environ.get("XDG_RUNTIME_DIR", "").startswith("/"):
+        os.environ["XDG_RUNTIME_DIR"] = tempfile.gettempdir()
 
 
 def _run(argv: list[str], prog: str) -> int:
