@@ -15,5 +15,5 @@ if [ "$(cat .venv/.vn-docs 2>/dev/null)" != "$docs_id" ]; then
   "$VPY" -m pip install -q "${reqs[@]}"
   echo "$docs_id" > .venv/.vn-docs
 fi
-export NO_MKDOCS_2_WARNING=1  # Material's notice of its successor, not about this site
+export NO_MKDOCS_2_WARNING=1  # Material's notice of MkDocs 2.0; the pins and the plan: docs/ARCHITECTURE.md
 exec "$VPY" -m mkdocs build --strict --clean "$@"
