@@ -40,7 +40,10 @@ def section(path: str, name: str) -> str:
 def rendered(doc: str) -> str:
     """A page with its ``--8<-- "FILE:section"`` lines replaced by what they include."""
     return re.sub(
-        r'^--8<-- "([^":]+):([^"]+)"$', lambda m: section(m[1], m[2]), (ROOT / doc).read_text(), flags=re.M
+        r'^--8<-- "([^":]+):([^"]+)"$',
+        lambda m: section(m[1], m[2]),
+        (ROOT / doc).read_text(),
+        flags=re.MULTILINE,
     )
 
 

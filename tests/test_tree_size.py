@@ -21,9 +21,7 @@ LIMIT = 8 * 2**20
 def _tracked() -> list[pathlib.Path]:
     if shutil.which("git") is None:
         pytest.skip("git is not installed: the tracked files cannot be listed")
-    run = subprocess.run(
-        ["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, check=False
-    )
+    run = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, check=False)
     if run.returncode != 0:
         pytest.skip(f"{ROOT} is not a git checkout (an sdist or a copy): {run.stderr.decode().strip()}")
     return [ROOT / name for name in run.stdout.decode().split("\0") if name]
