@@ -1,7 +1,7 @@
 /* layer_base.h - layer 1 of the C layer, the one every file stands on: the wgpu-native
  * function table (loader.c, library_file.c), the thread's error slot and message
  * formatting (error.c), the log ring (log.c), the live-object counters (debug.c) and the
- * test switches (test_control.c). Uses nothing of the C layer but platform.h.
+ * test switches (switches.c). Uses nothing of the C layer but platform.h.
  *
  * The layers, lowest first, each header including the one below:
  *   platform.h         the operating system (platform_posix.c, platform_win32.c)
@@ -80,7 +80,7 @@ vn_status vn_fail_prefixed(vn_status code, const char *prefix);
  * written as U+2400 (SYMBOL FOR NULL). */
 void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap);
 
-/* Whether a test switch (vn_test_control, test_control.c) is set, and its value; off
+/* Whether a test switch (vn_test_control, switches.c) is set, and its value; off
  * (0) in production. */
 bool vn_test_switch_on(vn_test_switch which);
 int vn_test_switch_value(vn_test_switch which);

@@ -127,6 +127,8 @@ bool vn_request_wait(WGPUInstance instance, WGPUDevice device, atomic_int *state
 vn_status vn_error_status(WGPUErrorType type, const char *message, vn_status validation_code);
 /* True when a wgpu message says the device is lost ("Parent device is lost"). */
 bool vn_message_says_lost(const char *message);
+/* The rule above as VN_INTROSPECT_ERROR_STATUS shows it (introspect.c), for tests. */
+vn_status vn_debug_error_status(uint32_t wgpu_error_type, const char *message);
 
 /* ---- features (features.c) ----------------------------------------------------- */
 
@@ -291,6 +293,8 @@ void vn_device_free(vn_device *device);
 /* Free the devices released while busy whose work has finished, polling them up to
  * wait_s seconds; true when none is left waiting. */
 bool vn_devices_reap(double wait_s);
+/* The live-object counts (VN_INTROSPECT_LIVE_COUNTS, introspect.c), after reaping. */
+void vn_debug_live_counts(vn_live_counts *out, double wait_s);
 
 /* ---- the device itself (device.c) --------------------------------------------- */
 

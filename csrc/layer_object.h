@@ -203,4 +203,7 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
  *      inside any of the above; nothing is taken or called under it
  */
 
+/* Handle ids live now (VN_INTROSPECT_LIVE_IDS, introspect.c). */
+int64_t vn_debug_live_ids(void);
+
 #endif /* VN_LAYER_OBJECT_H */

@@ -220,7 +220,7 @@ vn_status vn_device_destroy(vn_device *device);
 void vn_device_close(vn_device *device);
 /* Drop the caller's reference. Never waits: the last reference to a device whose
  * submitted work is still running parks it, and the next vn_device_create (or
- * vn_debug_live_counts) frees it once that work is done. */
+ * VN_INTROSPECT_LIVE_COUNTS) frees it once that work is done. */
 void vn_device_release(vn_device *device);
 
 /* ---- buffers (csrc/buffer.c; their reads: csrc/readback.c) ---------------- */
@@ -749,7 +749,7 @@ void vn_pending_read_release(vn_pending_read *read);
  * with this. */
 void vn_handle_release(void *handle);
 
-/* ---- introspection (csrc/parking.c over csrc/debug.c's counts; csrc/fill.c) - */
+/* ---- introspection (csrc/introspect.c): for tests, leak hunts, benchmarks ------- */
 
 /* Live native objects of each kind, for leak tests. */
 typedef struct vn_live_counts {
@@ -767,27 +767,52 @@ typedef struct vn_live_counts {
     int64_t mappings;
 } vn_live_counts;
 
-/* Live objects by kind. Devices released while their work was still running are
- * finished first, waiting up to wait_s seconds for that work. */
-void vn_debug_live_counts(vn_live_counts *out, double wait_s);
-/* Handle ids live now (csrc/object.c): each creating call's result, each second handle
- * of vn_*_retain_for_watch, until its release. */
-int64_t vn_debug_live_ids(void);
-/* Bytes of buffer.write queued on the device and not yet sent by a submit (wgpu keeps a
- * staging copy of each until that submit's work completes); 0 for a handle that is no
- * live device. See csrc/transfer.c for the bound a write keeps it under. */
-uint64_t vn_debug_queued_write_bytes(const vn_device *device);
-/* The status a wgpu error of this WGPUErrorType and message maps to (for tests of the
- * mapping: "Not enough memory left" is VN_ERROR_OUT_OF_MEMORY whatever its type,
- * "Parent device is lost" VN_ERROR_DEVICE_LOST). */
-vn_status vn_debug_error_status(uint32_t wgpu_error_type, const char *message);
-/* The WGSL of the built-in zero fill (csrc/fill.c) that clears outputs inside the
- * compute pass: entry points fill_words (array<u32> at @binding(0)) and fill_quads
- * (array<vec4<u32>> at @binding(1), for sizes that are multiples of 16), both
- * @workgroup_size(256), one dispatch of min(ceil(elements / 256), 65535) workgroups.
- * For the benchmarks' raw-C floor, which dispatches the same kernel. */
-const char *vn_debug_fill_wgsl(void);
-/* ---- test control (csrc/test_control.c): for the project's tests, not the API ---- */
+/* What vn_introspect reads: the fields of vn_introspection each one takes and fills.
+ * VN_INTROSPECT_LIVE_COUNTS (wait_s -> live): live objects by kind. Devices released
+ *   while their work was still running are finished first, waiting up to wait_s
+ *   seconds for that work.
+ * VN_INTROSPECT_LIVE_IDS (-> live_ids): handle ids live now (csrc/object.c): each
+ *   creating call's result, each second handle of vn_*_retain_for_watch, until its
+ *   release.
+ * VN_INTROSPECT_QUEUED_WRITE_BYTES (device -> queued_write_bytes): bytes of buffer.write
+ *   queued on the device and not yet sent by a submit (wgpu keeps a staging copy of each
+ *   until that submit's work completes); 0 for a handle that is no live device. See
+ *   csrc/transfer.c for the bound a write keeps it under.
+ * VN_INTROSPECT_ERROR_STATUS (wgpu_error_type, message -> status): the status a wgpu
+ *   error of this WGPUErrorType and message maps to (for tests of the mapping: "Not
+ *   enough memory left" is VN_ERROR_OUT_OF_MEMORY whatever its type, "Parent device is
+ *   lost" VN_ERROR_DEVICE_LOST; a NULL message is the empty one).
+ * VN_INTROSPECT_FILL_WGSL (-> fill_wgsl): the WGSL of the built-in zero fill
+ *   (csrc/fill.c) that clears outputs inside the compute pass: entry points fill_words
+ *   (array<u32> at @binding(0)) and fill_quads (array<vec4<u32>> at @binding(1), for
+ *   sizes that are multiples of 16), both @workgroup_size(256), one dispatch of
+ *   min(ceil(elements / 256), 65535) workgroups. For the benchmarks' raw-C floor, which
+ *   dispatches the same kernel. */
+typedef enum vn_introspect_op {
+    VN_INTROSPECT_LIVE_COUNTS = 1,
+    VN_INTROSPECT_LIVE_IDS = 2,
+    VN_INTROSPECT_QUEUED_WRITE_BYTES = 3,
+    VN_INTROSPECT_ERROR_STATUS = 4,
+    VN_INTROSPECT_FILL_WGSL = 5,
+} vn_introspect_op;
+typedef struct vn_introspection {
+    /* what the op reads */
+    double wait_s;
+    const vn_device *device;
+    uint32_t wgpu_error_type;
+    const char *message;
+    /* what the op fills (the others are left as they were) */
+    vn_live_counts live;
+    int64_t live_ids;
+    uint64_t queued_write_bytes;
+    vn_status status;
+    const char *fill_wgsl;
+} vn_introspection;
+/* Read what `op` names into *io: VN_OK, or VN_ERROR_INVALID_ARGUMENT for an op that
+ * does not exist or a NULL io. The one door to what the C layer shows of its insides:
+ * read-only, beside the API (vyre_native.debug hands out its functions). */
+vn_status vn_introspect(vn_introspect_op op, vn_introspection *io);
+/* ---- test switches (csrc/switches.c): for the project's tests, not the API ----- */
 
 /* Behaviour a test needs that no real adapter shows on demand, as SQLite's
  * sqlite3_test_control is: one door, switches off (0) unless a test sets them.

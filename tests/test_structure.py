@@ -223,3 +223,20 @@ def test_vn_debug_exposes_its_functions_and_nothing_else() -> None:
         assert inspect.isfunction(getattr(vn.debug, name)), f"vn.debug.{name} is not a function"
     for raw in ("lib", "ffi"):
         assert not hasattr(vn.debug, raw)
+
+
+def test_introspection_is_one_door_beside_the_api_and_refuses_what_it_lacks() -> None:
+    """What C shows of its insides goes through vn_introspect alone (the five vn_debug_*
+    entry points it replaced were production API beside the test door), and a file that
+    is production code is not named as a test (tools drop test_* files from maps)."""
+    from support.errors import typed
+
+    import vyre_native as vn
+    from vyre_native._lib import ffi, introspect, lib
+
+    header = (ROOT / "csrc" / "vyre_native.h").read_text()
+    assert "vn_debug_" not in header
+    assert not [p.name for p in (ROOT / "csrc").glob("test_*")]
+    typed(lambda: introspect(99), vn.InvalidArgumentError, "vn_introspect", "no op 99")
+    assert lib.vn_introspect(lib.VN_INTROSPECT_LIVE_IDS, ffi.NULL) == lib.VN_ERROR_INVALID_ARGUMENT
+    assert introspect(lib.VN_INTROSPECT_LIVE_IDS).live_ids >= 0
