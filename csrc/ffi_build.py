@@ -1,8 +1,9 @@
 """Build helper called by CMakeLists.txt.
 
 ``--emit OUT.c``: write the cffi API-mode C source of ``vyre_native._native``. The cdef
-is the text between the VN_CDEF markers of csrc/vyre_native.h, as-is: that header is
-the one place C signatures are written.
+is the text between the VN_CDEF markers of csrc/vyre_native.h, as-is but for the X-macro
+tables it includes (csrc/status_codes.h), written out here as the C preprocessor writes
+them (cffi's cdef runs none): that header is the one place C signatures are written.
 
 ``--wgpu-info``: print ``<resources dir>;<expected version as 0xMMmmppbb>;<requirement>``:
 the installed ``wgpu`` package's headers, which the C layer compiles against, and its
@@ -24,12 +25,36 @@ HEADER = HERE / "vyre_native.h"
 PYPROJECT = HERE.parent / "pyproject.toml"
 
 
+# An X-macro table's use: `#define M(params) body`, `#include "table.h"`, `#undef M`.
+TABLE_USE = re.compile(r'^#define (\w+)\(([\w, ]*)\) (.*)\n#include "(\w+\.h)"\n#undef \1\n', re.M)
+
+
+def expand_tables(text: str) -> str:
+    """``text`` with each X-macro table's use replaced by the body once per row
+    ``M(args)`` of the table, its parameters replaced by the row's arguments, as the
+    preprocessor expands it: one table, for the C compiler and for cffi's cdef alike."""
+
+    def expand(use: re.Match[str]) -> str:
+        macro, params, body, table = use.groups()
+        names = [p.strip() for p in params.split(",")]
+        source = re.sub(r"/\*.*?\*/", " ", (HERE / table).read_text(), flags=re.S)
+        lines = []
+        for row in re.findall(rf"^\s*{macro}\(([^)]*)\)", source, re.M):
+            args = dict(zip(names, (a.strip() for a in row.split(",")), strict=True))
+            lines.append(re.sub(r"\b\w+\b", lambda word: args.get(word.group(0), word.group(0)), body))
+        if not lines:
+            raise SystemExit(f"{HERE / table}: no {macro}(...) rows")
+        return "\n".join(lines) + "\n"
+
+    return TABLE_USE.sub(expand, text)
+
+
 def cdef_text() -> str:
     text = HEADER.read_text()
     match = re.search(r"/\* VN_CDEF_BEGIN \*/(.*)/\* VN_CDEF_END \*/", text, re.DOTALL)
     if match is None:
         raise SystemExit(f"{HEADER}: VN_CDEF_BEGIN/VN_CDEF_END markers not found")
-    return match.group(1)
+    return expand_tables(match.group(1))
 
 
 def emit(out: pathlib.Path) -> None:

@@ -1,9 +1,11 @@
 /* vyre_native.h - the public C API of vyre_native.
  *
  * This is the only place C signatures are written for Python: the build reads the
- * text between the VN_CDEF markers into cffi's cdef as-is (csrc/ffi_build.py).
- * So that section holds nothing cffi cannot parse: no preprocessor lines, no
- * includes, only fixed-width integer types.
+ * text between the VN_CDEF markers into cffi's cdef (csrc/ffi_build.py), as-is but
+ * for the X-macro tables it includes, which ffi_build.py writes out as the preprocessor
+ * would (`#define M(...) ...`, `#include "table.h"`, `#undef M`: one table, written
+ * once, for C and for cffi). So that section holds nothing else cffi cannot parse: no
+ * other preprocessor lines or includes, only fixed-width integer types.
  *
  * Conventions (as SQLite's): every function that can fail returns a vn_status;
  * the message of the last failure on the calling thread is vn_last_error(), of the
@@ -39,32 +41,11 @@ extern "C" {
 
 /* VN_CDEF_BEGIN */
 
-/* Stable status codes: a code never changes meaning (vyre_native/errors.py maps them). */
+/* Stable status codes: their one table is csrc/status_codes.h. */
 typedef enum vn_status {
-    VN_OK = 0,
-    VN_ERROR_INVALID_ARGUMENT = 1,  /* a value out of range or malformed */
-    VN_ERROR_ALREADY_SUBMITTED = 2, /* a single-submit recording replayed twice */
-    VN_ERROR_BINDING = 3,           /* handles do not match the pipeline's bindings */
-    VN_ERROR_VALIDATION = 4,        /* wgpu-native reported a validation error */
-    VN_ERROR_SHADER = 5,            /* WGSL that does not compile */
-    VN_ERROR_OUT_OF_MEMORY = 6,     /* a GPU or host allocation failed */
-    VN_ERROR_OUTPUT_INDEX = 7,      /* an output index out of range */
-    VN_ERROR_RELEASED = 8,          /* a handle used after release or close */
-    VN_ERROR_DEVICE_LOST = 9,       /* the device was lost or destroyed */
-    VN_ERROR_LIBRARY = 10,          /* wgpu-native missing or of another version */
-    VN_ERROR_NOT_SUBMITTED = 11,    /* output read before the recording was replayed */
-    VN_ERROR_TIMEOUT = 12,          /* a wait ran past its timeout */
-    VN_ERROR_INTERNAL = 13,         /* an unexpected failure */
-    VN_ERROR_WRONG_TYPE = 14,       /* an argument of the wrong type */
-    VN_ERROR_UNSUPPORTED = 15,      /* the adapter lacks a feature the call needs */
-    VN_ERROR_FORKED = 16,           /* an object inherited across fork(): unusable in the child */
-    /* Not a failure: a blocking call waited one time slice (VN_WAIT_SLICE_MS) and the
-     * work is not done yet. Call it again (with the same arguments) to keep waiting;
-     * returning in between lets the caller notice a signal (Python: KeyboardInterrupt). */
-    VN_PENDING = 17,
-    VN_ERROR_REENTERED = 18,        /* a call made, from a signal handler or a finalizer, inside a
-                                     * call on the same thread that holds a lock it needs */
-    VN_ERROR_NOT_PICKLABLE = 19     /* a handle pickled (sent to another process) */
+#define VN_STATUS(name, value) name = value,
+#include "status_codes.h"
+#undef VN_STATUS
 } vn_status;
 
 /* Bounds of one call. */
