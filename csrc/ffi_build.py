@@ -2,8 +2,9 @@
 
 ``--emit OUT.c``: write the cffi API-mode C source of ``vyre_native._native``. The cdef
 is the text between the VN_CDEF markers of csrc/vyre_native.h, as-is but for the X-macro
-tables it includes (csrc/status_codes.h), written out here as the C preprocessor writes
-them (cffi's cdef runs none): that header is the one place C signatures are written.
+tables it includes (csrc/status_codes.h, csrc/object_kinds.h, csrc/usage_bits.h),
+written out here as the C preprocessor writes them (cffi's cdef runs none): that header
+is the one place C signatures are written, and each table the one place of its rows.
 
 ``--wgpu-info``: print ``<resources dir>;<expected version as 0xMMmmppbb>;<requirement>``:
 the installed ``wgpu`` package's headers, which the C layer compiles against, and its
@@ -25,26 +26,32 @@ HEADER = HERE / "vyre_native.h"
 PYPROJECT = HERE.parent / "pyproject.toml"
 
 
-# An X-macro table's use: `#define M(params) body`, `#include "table.h"`, `#undef M`.
-TABLE_USE = re.compile(r'^#define (\w+)\(([\w, ]*)\) (.*)\n#include "(\w+\.h)"\n#undef \1\n', re.M)
+# An X-macro table's use: `#define M(params) body` for each macro of its rows, then
+# `#include "table.h"`, then an `#undef` of each.
+TABLE_USE = re.compile(r'((?:^#define \w+\([\w, ]*\).*\n)+)#include "(\w+\.h)"\n(?:#undef \w+\n)+', re.M)
+MACRO = re.compile(r"^#define (\w+)\(([\w, ]*)\)(.*)$", re.M)
 
 
 def expand_tables(text: str) -> str:
-    """``text`` with each X-macro table's use replaced by the body once per row
-    ``M(args)`` of the table, its parameters replaced by the row's arguments, as the
-    preprocessor expands it: one table, for the C compiler and for cffi's cdef alike."""
+    """``text`` with each X-macro table's use replaced by its rows ``M(args)`` expanded,
+    as the preprocessor expands them (parameters replaced by the row's arguments, ``##``
+    pasted): one table, for the C compiler and for cffi's cdef alike."""
 
     def expand(use: re.Match[str]) -> str:
-        macro, params, body, table = use.groups()
-        names = [p.strip() for p in params.split(",")]
-        source = re.sub(r"/\*.*?\*/", " ", (HERE / table).read_text(), flags=re.S)
+        macros = {m[1]: ([p.strip() for p in m[2].split(",")], m[3].strip()) for m in MACRO.finditer(use[1])}
+        table = HERE / use[2]
+        source = re.sub(r"/\*.*?\*/", " ", table.read_text(), flags=re.S)
         lines = []
-        for row in re.findall(rf"^\s*{macro}\(([^)]*)\)", source, re.M):
+        for macro, row in re.findall(r"^\s*(\w+)\(([^)]*)\)", source, re.M):
+            if macro not in macros:
+                raise SystemExit(f"{table}: a row of {macro}, which the use in {HEADER.name} does not define")
+            names, body = macros[macro]
             args = dict(zip(names, (a.strip() for a in row.split(",")), strict=True))
-            lines.append(re.sub(r"\b\w+\b", lambda word: args.get(word.group(0), word.group(0)), body))
+            line = re.sub(r"\b\w+\b", lambda word: args.get(word.group(0), word.group(0)), body)
+            lines.append(re.sub(r"\s*##\s*", "", line))
         if not lines:
-            raise SystemExit(f"{HERE / table}: no {macro}(...) rows")
-        return "\n".join(lines) + "\n"
+            raise SystemExit(f"{table}: no rows")
+        return "".join(f"{line}\n" for line in lines if line)
 
     return TABLE_USE.sub(expand, text)
 

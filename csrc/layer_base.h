@@ -87,10 +87,14 @@ int vn_test_switch_value(vn_test_switch which);
 
 /* ---- live-object counters (debug.c) ---------------------------------------- */
 
+/* VN_LIVE_<name> for each kind of object_kinds.h. */
 enum vn_live_kind {
-    VN_LIVE_DEVICE, VN_LIVE_BUFFER, VN_LIVE_SHADER, VN_LIVE_PIPELINE, VN_LIVE_DISPATCH,
-    VN_LIVE_BIND_GROUP, VN_LIVE_STAGING, VN_LIVE_RECORDING, VN_LIVE_SEQUENCE, VN_LIVE_SUBMISSION,
-    VN_LIVE_PENDING_READ, VN_LIVE_MAPPING, VN_LIVE_KIND_COUNT
+#define VN_HANDLE_KIND(name, field, what) VN_LIVE_##name,
+#define VN_INNER_KIND(name, field) VN_LIVE_##name,
+#include "object_kinds.h"
+#undef VN_HANDLE_KIND
+#undef VN_INNER_KIND
+    VN_LIVE_KIND_COUNT
 };
 void vn_live_add(enum vn_live_kind kind, int64_t delta);
 int64_t vn_live_count(enum vn_live_kind kind);

@@ -215,16 +215,11 @@ static void slot_unpin(id_slot *slot) { atomic_fetch_sub_explicit(&slot->state, 
 /* The class a Python user knows the kind by. */
 static const char *kind_name(unsigned kind) {
     switch (kind) {
-    case VN_KIND_DEVICE: return "Device";
-    case VN_KIND_BUFFER: return "Buffer";
-    case VN_KIND_SHADER: return "shader module";
-    case VN_KIND_PIPELINE: return "Pipeline";
-    case VN_KIND_DISPATCH: return "PrerecordedDispatch";
-    case VN_KIND_RECORDING: return "Recording";
-    case VN_KIND_SEQUENCE: return "Sequence";
-    case VN_KIND_SUBMISSION: return "Submission";
-    case VN_KIND_PENDING_READ: return "PendingRead";
-    case VN_KIND_MAPPING: return "MappedStaging";
+#define VN_HANDLE_KIND(name, field, what) case VN_KIND_##name: return what;
+#define VN_INNER_KIND(name, field)
+#include "object_kinds.h"
+#undef VN_HANDLE_KIND
+#undef VN_INNER_KIND
     default: return "object";
     }
 }

@@ -206,18 +206,12 @@ void vn_device_release(vn_device *device);
 
 /* ---- buffers (csrc/buffer.c; their reads: csrc/readback.c) ---------------- */
 
-/* WGPUBufferUsage bits, mirrored by vyre_native.BufferUsage. */
+/* WGPUBufferUsage bits, their one table csrc/usage_bits.h; mirrored by
+ * vyre_native.BufferUsage. */
 typedef enum vn_buffer_usage {
-    VN_USAGE_MAP_READ = 0x1,
-    VN_USAGE_MAP_WRITE = 0x2,
-    VN_USAGE_COPY_SRC = 0x4,
-    VN_USAGE_COPY_DST = 0x8,
-    VN_USAGE_INDEX = 0x10,
-    VN_USAGE_VERTEX = 0x20,
-    VN_USAGE_UNIFORM = 0x40,
-    VN_USAGE_STORAGE = 0x80,
-    VN_USAGE_INDIRECT = 0x100,
-    VN_USAGE_QUERY_RESOLVE = 0x200,
+#define VN_USAGE(name, bit) VN_USAGE_##name = bit,
+#include "usage_bits.h"
+#undef VN_USAGE
     /* STORAGE|UNIFORM|INDIRECT|COPY_SRC|COPY_DST: serves as any binding, copies both ways */
     VN_USAGE_DEFAULT = 0x1cc
 } vn_buffer_usage;
@@ -732,20 +726,13 @@ void vn_handle_release(void *handle);
 
 /* ---- introspection (csrc/introspect.c): for tests, leak hunts, benchmarks ------- */
 
-/* Live native objects of each kind, for leak tests. */
+/* Live native objects of each kind of csrc/object_kinds.h, for leak tests. */
 typedef struct vn_live_counts {
-    int64_t devices;
-    int64_t buffers;
-    int64_t shaders;
-    int64_t pipelines;
-    int64_t dispatches;
-    int64_t bind_groups;
-    int64_t staging_buffers;
-    int64_t recordings;
-    int64_t sequences;
-    int64_t submissions;
-    int64_t pending_reads;
-    int64_t mappings;
+#define VN_HANDLE_KIND(name, field, what) int64_t field;
+#define VN_INNER_KIND(name, field) int64_t field;
+#include "object_kinds.h"
+#undef VN_HANDLE_KIND
+#undef VN_INNER_KIND
 } vn_live_counts;
 
 /* What vn_introspect reads: the fields of vn_introspection each one takes and fills.

@@ -9,6 +9,8 @@ import importlib
 import pathlib
 import re
 
+from support.tables import rows
+
 import vyre_native as vn
 from vyre_native import errors
 from vyre_native._lib import ffi, lib
@@ -20,8 +22,7 @@ NOT_ERRORS = {"VN_OK", "VN_PENDING"}
 
 def _table() -> dict[str, int]:
     """csrc/status_codes.h's rows, name -> value."""
-    text = re.sub(r"/\*.*?\*/", " ", (ROOT / "csrc" / "status_codes.h").read_text(), flags=re.S)
-    return {name: int(value) for name, value in re.findall(r"^VN_STATUS\((\w+), (\d+)\)", text, re.M)}
+    return {name: int(value) for name, value in rows("status_codes.h", "VN_STATUS")}
 
 
 def _classes() -> list[type[vn.VyreError]]:

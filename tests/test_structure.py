@@ -240,3 +240,23 @@ def test_introspection_is_one_door_beside_the_api_and_refuses_what_it_lacks() ->
     typed(lambda: introspect(99), vn.InvalidArgumentError, "vn_introspect", "no op 99")
     assert lib.vn_introspect(lib.VN_INTROSPECT_LIVE_IDS, ffi.NULL) == lib.VN_ERROR_INVALID_ARGUMENT
     assert introspect(lib.VN_INTROSPECT_LIVE_IDS).live_ids >= 0
+
+
+def test_live_counts_and_buffer_usages_are_their_tables_rows() -> None:
+    """vn_live_counts' fields and vn_buffer_usage's bits are written once, in
+    csrc/object_kinds.h and csrc/usage_bits.h; the compiled module (through cffi's cdef,
+    which csrc/ffi_build.py writes out of them) and the Python API follow them."""
+    from support.tables import rows
+
+    import vyre_native as vn
+    from vyre_native._lib import ffi, lib
+
+    fields = [row[1] for row in rows("object_kinds.h", "VN_HANDLE_KIND|VN_INNER_KIND")]
+    assert len(fields) == 12
+    assert [name for name, _ in ffi.typeof("vn_live_counts").fields] == fields
+    assert list(vn.debug.live_objects()) == fields
+    usages = rows("usage_bits.h", "VN_USAGE")
+    assert [(name, int(bit, 16)) for name, bit in usages] == [
+        (name, getattr(lib, f"VN_USAGE_{name}")) for name, _ in usages
+    ]
+    assert [m.name for m in vn.BufferUsage if m.name != "DEFAULT"] == [name for name, _ in usages]
