@@ -70,6 +70,9 @@ size_t vn_vformat(char *buf, size_t cap, const char *fmt, va_list args);
  * wrapped sum says a wrong value). */
 enum { VN_SUM_TEXT = 24 };
 const char *vn_sum_text(uint64_t a, uint64_t b, char buf[VN_SUM_TEXT]);
+/* VN_ERROR_OUT_OF_MEMORY "could not allocate <what> (<bytes> bytes). Fix: free host
+ * memory.": the one message for a host allocation that failed. */
+vn_status vn_fail_no_memory(const char *what, size_t bytes);
 /* VN_ERROR_INVALID_ARGUMENT "<fn>: <what> is NULL. Fix: pass a result pointer.": the one
  * message for an entry point's NULL out-parameter. */
 vn_status vn_null_out(const char *fn, const char *what);

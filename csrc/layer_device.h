@@ -149,8 +149,9 @@ vn_status vn_features_choose(WGPUAdapter adapter, const char *adapter_name, cons
 /* The wgpu backends a user-facing name selects (NULL: the primary ones), or
  * VN_ERROR_INVALID_ARGUMENT naming the choices. */
 vn_status vn_parse_backend(const char *name, WGPUInstanceBackend *out);
-/* A new instance of `backends` (NULL when wgpu refuses). */
-WGPUInstance vn_new_instance(WGPUInstanceBackend backends);
+/* A new instance of `backends` into *out; VN_ERROR_INTERNAL when wgpu makes none (*out
+ * NULL). */
+vn_status vn_new_instance(WGPUInstanceBackend backends, WGPUInstance *out);
 /* After *instance (new, of `backends`) looked for adapters: where it found one, make the
  * process's reserve instance of `backends`, once; where it found none and there is a
  * reserve, put the reserve (with a reference) in its place and return true: look again

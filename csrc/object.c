@@ -147,8 +147,7 @@ static vn_status slot_take(uint32_t *index) {
     if (atomic_load_explicit(at, memory_order_acquire) == NULL) {
         id_slot *page = calloc(ID_PAGE, sizeof *page);
         if (page == NULL)
-            return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a page of the handle table. Fix: free host "
-                           "memory.");
+            return vn_fail_no_memory("a page of the handle table", ID_PAGE * sizeof *page);
         id_slot *none = NULL;
         if (!atomic_compare_exchange_strong_explicit(at, &none, page, memory_order_acq_rel, memory_order_acquire))
             free(page); /* another thread made it first */

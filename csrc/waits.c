@@ -66,7 +66,7 @@ vn_status vn_wait(vn_device *device, atomic_int *flag, double limit_s, double *w
     if (flag == NULL) {
         /* All work so far: a fence of this call's own. */
         vn_fence *f = fence_create(device);
-        if (f == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a fence. Fix: free host memory.");
+        if (f == NULL) return vn_fail_no_memory("a fence", sizeof(vn_fence));
         vn_status st = vn_wait(device, &f->done, limit_s, waited_s);
         fence_unref(f);
         return st;

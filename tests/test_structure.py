@@ -260,3 +260,23 @@ def test_live_counts_and_buffer_usages_are_their_tables_rows() -> None:
         (name, getattr(lib, f"VN_USAGE_{name}")) for name, _ in usages
     ]
     assert [m.name for m in vn.BufferUsage if m.name != "DEFAULT"] == [name for name, _ in usages]
+
+
+# Files whose out-of-memory messages are still spelled inline: they were being rewritten
+# when vn_fail_no_memory came (issue 27); each conversion lowers its count here.
+_INLINE_OUT_OF_MEMORY = {"bind.c": 3, "fill.c": 1, "readback.c": 4, "record.c": 2, "replay.c": 2, "transfer.c": 3}
+
+
+def test_the_out_of_memory_message_is_written_once() -> None:
+    """A host allocation that failed is reported through vn_fail_no_memory (error.c),
+    which names what and how many bytes; only a message naming another value (a count of
+    entries) spells its own."""
+    import re
+
+    inline = {}
+    for path in sorted((ROOT / "csrc").glob("*.c")):
+        text = re.sub(r'"\s*\n\s*"', "", path.read_text())  # adjacent literals joined
+        found = len(re.findall(r'"could not allocate [^%"]*Fix: free host memory\.', text))
+        if found:
+            inline[path.name] = found
+    assert inline == _INLINE_OUT_OF_MEMORY
