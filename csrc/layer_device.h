@@ -188,8 +188,9 @@ vn_status vn_request_adapter(WGPUInstance instance, const WGPURequestAdapterOpti
 
 /* VN_OK, VN_ERROR_RELEASED (closed) or VN_ERROR_DEVICE_LOST, with a message naming `what`. */
 vn_status vn_device_check(const vn_device *device, const char *what);
-/* The device is lost (wgpu said so in an error or a callback): later calls fail with
- * VN_ERROR_DEVICE_LOST. Takes no lock, so a callback may call it. */
+/* The device is lost (wgpu said so in an error or a callback, or it was destroyed:
+ * vn_device_mark_destroyed): later calls fail with VN_ERROR_DEVICE_LOST naming the first
+ * reason given. The one place the mark is made. Takes no lock, so a callback may call it. */
 void vn_device_note_lost(vn_device *device, const char *reason);
 
 /* ---- the life lock (life_lock.c) ------------------------------------------------------ */

@@ -259,7 +259,9 @@ def test_live_counts_and_buffer_usages_are_their_tables_rows() -> None:
     assert [(name, int(bit, 16)) for name, bit in usages] == [
         (name, getattr(lib, f"VN_USAGE_{name}")) for name, _ in usages
     ]
-    assert [m.name for m in vn.BufferUsage if m.name != "DEFAULT"] == [name for name, _ in usages]
+    assert [(m.name, m.value) for m in vn.BufferUsage if m.name != "DEFAULT"] == [
+        (name, int(bit, 16)) for name, bit in usages
+    ]
 
 
 # Files whose out-of-memory messages are still spelled inline: they were being rewritten
