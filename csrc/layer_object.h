@@ -38,18 +38,15 @@
  * parent's thread held is on a slot issued before it, which a release in the child
  * only marks stale (never waiting for the pin, never reusing the slot). */
 
+/* "vn" + 0 when destroyed, then VN_KIND_<name> for each handle kind of object_kinds.h,
+ * "vn" + 1, + 2, ... in its order. */
 typedef enum vn_kind {
-    VN_KIND_DEAD = 0x766e0000,      /* "vn" + 0: destroyed */
-    VN_KIND_DEVICE = 0x766e0001,
-    VN_KIND_BUFFER = 0x766e0002,
-    VN_KIND_SHADER = 0x766e0003,
-    VN_KIND_PIPELINE = 0x766e0004,
-    VN_KIND_DISPATCH = 0x766e0005,
-    VN_KIND_RECORDING = 0x766e0006,
-    VN_KIND_SEQUENCE = 0x766e0007,
-    VN_KIND_SUBMISSION = 0x766e0008,
-    VN_KIND_PENDING_READ = 0x766e0009,
-    VN_KIND_MAPPING = 0x766e000a
+    VN_KIND_DEAD = 0x766e0000,
+#define VN_HANDLE_KIND(name, field, what) VN_KIND_##name,
+#define VN_INNER_KIND(name, field)
+#include "object_kinds.h"
+#undef VN_HANDLE_KIND
+#undef VN_INNER_KIND
 } vn_kind;
 
 typedef struct vn_object {
@@ -202,5 +199,8 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
  *   7. the log ring's lock (log.c): taken by wgpu's log callback on any thread,
  *      inside any of the above; nothing is taken or called under it
  */
+
+/* Handle ids live now (VN_INTROSPECT_LIVE_IDS, introspect.c). */
+int64_t vn_debug_live_ids(void);
 
 #endif /* VN_LAYER_OBJECT_H */

@@ -147,8 +147,7 @@ static vn_status slot_take(uint32_t *index) {
     if (atomic_load_explicit(at, memory_order_acquire) == NULL) {
         id_slot *page = calloc(ID_PAGE, sizeof *page);
         if (page == NULL)
-            return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a page of the handle table. Fix: free host "
-                           "memory.");
+            return vn_fail_no_memory("a page of the handle table", ID_PAGE * sizeof *page);
         id_slot *none = NULL;
         if (!atomic_compare_exchange_strong_explicit(at, &none, page, memory_order_acq_rel, memory_order_acquire))
             free(page); /* another thread made it first */
@@ -215,16 +214,11 @@ static void slot_unpin(id_slot *slot) { atomic_fetch_sub_explicit(&slot->state, 
 /* The class a Python user knows the kind by. */
 static const char *kind_name(unsigned kind) {
     switch (kind) {
-    case VN_KIND_DEVICE: return "Device";
-    case VN_KIND_BUFFER: return "Buffer";
-    case VN_KIND_SHADER: return "shader module";
-    case VN_KIND_PIPELINE: return "Pipeline";
-    case VN_KIND_DISPATCH: return "PrerecordedDispatch";
-    case VN_KIND_RECORDING: return "Recording";
-    case VN_KIND_SEQUENCE: return "Sequence";
-    case VN_KIND_SUBMISSION: return "Submission";
-    case VN_KIND_PENDING_READ: return "PendingRead";
-    case VN_KIND_MAPPING: return "MappedStaging";
+#define VN_HANDLE_KIND(name, field, what) case VN_KIND_##name: return what;
+#define VN_INNER_KIND(name, field)
+#include "object_kinds.h"
+#undef VN_HANDLE_KIND
+#undef VN_INNER_KIND
     default: return "object";
     }
 }

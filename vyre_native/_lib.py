@@ -31,6 +31,7 @@ __all__ = [
     "check_wait",
     "done_flag",
     "ffi",
+    "introspect",
     "lib",
     "library_path",
     "load_library",
@@ -112,6 +113,16 @@ def read_sliced(read: Callable[[Any], int], dst: Any, capacity: int) -> None:
         # now, not at collection: the read's staging is reused. These are the owner's
         # only references (``started`` is a plain pointer), so it is released here.
         del started, pending, own
+
+
+def introspect(op: int, **inputs: Any) -> Any:
+    """One call of C's introspection door, ``vn_introspect(op, io)``: ``inputs`` set the
+    fields of the ``vn_introspection`` the op reads (text as bytes, kept alive for the
+    call); returns it, filled. ``vn.debug``'s functions and the tests read C through it."""
+    kept = {name: ffi.new("char[]", value) if isinstance(value, bytes) else value for name, value in inputs.items()}
+    io = ffi.new("vn_introspection *", kept)
+    check(lib.vn_introspect(op, io))
+    return io
 
 
 def library_path() -> str:

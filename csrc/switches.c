@@ -1,6 +1,6 @@
-/* test_control.c - the one door for test-only behaviour (vn_test_control, the public
- * header's last section): switches the production paths read, off unless a test sets
- * them. Lock-free, so a fork() child never waits on a parent's lock here. */
+/* switches.c - the test switches (vn_test_control, the public header's last section):
+ * the one door for test-only behaviour, switches the production paths read, off unless a
+ * test sets them. Lock-free, so a fork() child never waits on a parent's lock here. */
 #include "layer_base.h"
 
 static atomic_int switches[VN_TEST_COMPILE_STACK_KIB + 1];
