@@ -61,16 +61,20 @@ typedef struct vn_object {
  * first object is made). A plain load, no system call. */
 extern atomic_uint vn_fork_generation;
 
-/* The process's exit against calls that start the GPU driver (device creation, adapter
- * listing: instances, vkCreateDevice). exit() runs the driver's exit handlers while
- * daemon threads may still be inside such a call (Python has finalized; their C code
- * runs on), and the driver crashes under them (the H200: free(): invalid pointer,
- * SIGSEGV, or a hang, in 6 of 6 exits while 4 threads made devices). Each such call is
- * bracketed by vn_exit_guard_enter / vn_exit_guard_leave; vn_exit_guard_arm, called
- * after a call has loaded the driver, registers (once) a handler that runs before the
- * driver's: it marks the process exiting and waits (up to 10 s) for the calls in flight.
- * A call that starts once the process is exiting never returns: no Python is left to
- * return to, and going on would race the driver's teardown. */
+/* The process's exit against calls into the GPU driver. exit() runs the driver's exit
+ * handlers while daemon threads may still be inside a call (Python has finalized; their
+ * C code runs on), and the driver crashes under them: on the H200 free(): invalid
+ * pointer, double free in vkDestroyDevice (a daemon thread's Device.close()), SIGSEGV or
+ * a hang, in most exits while 4 threads made, closed and listed devices. So every entry
+ * point (VN_CALL*, every release, device creation, adapter listing) is bracketed by
+ * vn_exit_guard_enter / vn_exit_guard_leave, and the exit first marks the process exiting
+ * and waits (up to 10 s) for the calls in flight: vn_process_exiting, which Python's
+ * atexit calls (before any C exit handler: the driver registers its own when it loads,
+ * during the process's first device) and, for a process that never ran it, a C exit
+ * handler armed after the first call that loaded the driver. From then on a call on any
+ * other thread never returns (no Python is left for it to return to, and going on would
+ * race the driver's teardown); the exiting thread's own calls go on, as Python's
+ * finalizers release objects there. */
 void vn_exit_guard_enter(void);
 void vn_exit_guard_leave(void);
 void vn_exit_guard_arm(void);
@@ -127,12 +131,16 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
 #define VN_CALL1_(call, h1, k1, result)                                                  \
     do {                                                                                 \
         vn_object *vn_call_o_;                                                           \
+        vn_exit_guard_enter();                                                           \
         vn_status vn_call_st_ = vn_acquire((h1), (k1), __func__, &vn_call_o_);            \
-        if (vn_call_st_ != VN_OK) return vn_call_st_;                                     \
-        VN_REBIND_(h1, vn_call_o_);                                                      \
-        vn_call_st_ = (call);                                                            \
-        vn_release(vn_call_o_);                                                          \
-        return (result);                                                                 \
+        if (vn_call_st_ == VN_OK) {                                                      \
+            VN_REBIND_(h1, vn_call_o_);                                                  \
+            vn_call_st_ = (call);                                                        \
+            vn_release(vn_call_o_);                                                      \
+            vn_call_st_ = (result);                                                      \
+        }                                                                                \
+        vn_exit_guard_leave();                                                           \
+        return vn_call_st_;                                                              \
     } while (0)
 #define VN_CALL1_OUT(call, slot, h1, k1) VN_CALL1_(call, h1, k1, vn_publish(vn_call_st_, (slot)))
 /* Without a slot: call's status as it is, with no vn_publish call. */
@@ -140,14 +148,18 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
 #define VN_CALL2_OUT(call, slot, h1, k1, h2, k2)                                         \
     do {                                                                                 \
         vn_object *vn_call_o_[2];                                                        \
+        vn_exit_guard_enter();                                                           \
         vn_status vn_call_st_ = vn_acquire_all((const void *const[]){(h1), (h2)},         \
                                                (const vn_kind[]){(k1), (k2)}, 2, __func__, vn_call_o_); \
-        if (vn_call_st_ != VN_OK) return vn_call_st_;                                     \
-        VN_REBIND_(h1, vn_call_o_[0]);                                                   \
-        VN_REBIND_(h2, vn_call_o_[1]);                                                   \
-        vn_call_st_ = (call);                                                            \
-        vn_unacquire_all(vn_call_o_, 2);                                                 \
-        return vn_publish(vn_call_st_, (slot));                                          \
+        if (vn_call_st_ == VN_OK) {                                                      \
+            VN_REBIND_(h1, vn_call_o_[0]);                                               \
+            VN_REBIND_(h2, vn_call_o_[1]);                                               \
+            vn_call_st_ = (call);                                                        \
+            vn_unacquire_all(vn_call_o_, 2);                                             \
+            vn_call_st_ = vn_publish(vn_call_st_, (slot));                               \
+        }                                                                                \
+        vn_exit_guard_leave();                                                           \
+        return vn_call_st_;                                                              \
     } while (0)
 #define VN_CALL2(call, h1, k1, h2, k2) VN_CALL2_OUT(call, NULL, h1, k1, h2, k2)
 

@@ -87,6 +87,11 @@ int vn_last_error_position(uint32_t *line, uint32_t *column);
 /* Load wgpu-native from `path` once per process and check its version against
  * the headers compiled in. Later calls with any path return the first result. */
 vn_status vn_library_load(const char *path);
+/* The process is exiting (Python's atexit calls it, before any C exit handler runs):
+ * from now on a call that would start the GPU driver (device creation, adapter listing)
+ * never returns, and this waits up to 10 s for those in flight, so that the driver's own
+ * exit handlers never run under one (csrc/object.c). */
+void vn_process_exiting(void);
 /* wgpuGetVersion() of the loaded library, 0 when none is loaded. */
 uint32_t vn_library_version(void);
 /* The version the headers were compiled for, encoded as wgpuGetVersion encodes. */

@@ -9,6 +9,7 @@ as wgpu-py honours it.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import pathlib
@@ -150,6 +151,9 @@ def load_library() -> Any:
         if not _loaded:
             path = library_path()
             check(lib.vn_library_load(to_path(path, "WGPU_LIB_PATH")))
+            # Before the driver's C exit handlers, which crash under a device creation
+            # in flight on another thread (csrc/layer_object.h, the exit guard).
+            atexit.register(lib.vn_process_exiting)
             _log.start()
             _loaded = True
     return lib
