@@ -41,6 +41,16 @@
 #define VN_PRINTF_LIKE(fmt, first)
 #endif
 
+/* A static function inlined wherever it is called, so that a constant argument (the
+ * pass walk's `encode`, replay.c) specialises each caller's copy of it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define VN_ALWAYS_INLINE inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define VN_ALWAYS_INLINE __forceinline
+#else
+#define VN_ALWAYS_INLINE inline
+#endif
+
 /* ---- dynamic loading ---------------------------------------------------------- */
 
 /* Any function pointer type converts to and from this one without a warning. */

@@ -47,117 +47,160 @@ struct vn_sequence {
 
 /* ---- encoding ----------------------------------------------------------------- */
 
-/* With nothing to clear outside a pass, all n launches share one pass: each is its
- * fills (if it clears) and its dispatch; state is set only when it changes. */
-static bool recording_shares_pass(const vn_recording *r, const vn_timing *t) {
-    return !vn_timing_splits(t) && !vn_bound_clears_outside(&r->bound, t);
+/* One walk over what a replay or batch encodes decides where its compute passes begin
+ * and end, and serves both ends of a timed encode: walked without an encoder (`encode`
+ * false) it only counts the passes it would begin, which sizes the timestamp query set;
+ * walked with one it encodes them. A count that drifted from the encode would leave
+ * vn_begin_pass writing no timestamps for the passes past it, so there is no second
+ * walk to drift. The `encode` argument is a constant at each call (count_* and
+ * encode_* below), so each is compiled as its own specialised walk: the hot path pays
+ * no test for it. */
+typedef struct pass_walk {
+    WGPUCommandEncoder enc;      /* NULL when counting */
+    WGPUComputePassEncoder pass; /* the open pass, when encoding */
+    bool open;                   /* a pass is open, when counting (encoding: pass != NULL) */
+    bool splits;                 /* vn_timing_splits(t), read once */
+    uint64_t begun;              /* passes begun so far */
+    /* Apart from the walk, which the compiler then keeps in registers: its address
+     * goes to encode.c's calls. */
+    vn_pass_state *state;
+    vn_timing *t;
+} pass_walk;
+
+static VN_ALWAYS_INLINE void walk_begin(pass_walk *w, vn_timing *t, WGPUCommandEncoder enc, vn_pass_state *state) {
+    w->enc = enc;
+    w->pass = NULL;
+    w->open = false;
+    w->splits = vn_timing_splits(t);
+    w->begun = 0;
+    w->state = state;
+    w->t = t;
 }
 
-static uint32_t recording_passes(const vn_recording *r, uint32_t n, const vn_timing *t) {
-    return recording_shares_pass(r, t) ? 1 : n;
+static VN_ALWAYS_INLINE bool walk_is_open(const pass_walk *w, const bool encode) { return encode ? w->pass != NULL : w->open; }
+
+static VN_ALWAYS_INLINE void walk_open(pass_walk *w, const bool encode) {
+    if (walk_is_open(w, encode)) return;
+    w->begun++;
+    if (encode) {
+        w->pass = vn_begin_pass(w->enc, w->t);
+        memset(w->state, 0, sizeof *w->state);
+    } else {
+        w->open = true;
+    }
+}
+
+/* Commands outside a compute pass (copies, clear_buffer clears) end the open one. */
+static VN_ALWAYS_INLINE void walk_close(pass_walk *w, const bool encode) {
+    if (!walk_is_open(w, encode)) return;
+    if (encode) {
+        wgpu.ComputePassEncoderEnd(w->pass);
+        wgpu.ComputePassEncoderRelease(w->pass);
+        w->pass = NULL;
+    } else {
+        w->open = false;
+    }
+}
+
+/* A dispatch: its clear_buffer clears before the pass, its fills inside it, then the
+ * dispatch; per-dispatch timing gives it a pass of its own. Consecutive dispatches
+ * with nothing outside a pass between them share one. */
+static VN_ALWAYS_INLINE void walk_dispatch(pass_walk *w, const vn_bound *b, const bool encode) {
+    /* A step added with clear_outputs=False (a graph's every step) has no clears: it
+     * skips the clears' walks, calls into encode.c, on this hot path. */
+    if (b->clear_count > 0) {
+        if (vn_bound_clears_outside(b, w->t)) {
+            walk_close(w, encode);
+            if (encode) vn_bound_encode_clears(b, w->enc, w->t);
+        }
+        walk_open(w, encode);
+        if (encode) vn_bound_fill_in_pass(b, w->pass, w->state, w->t);
+    } else {
+        walk_open(w, encode);
+    }
+    if (encode) vn_bound_dispatch_in_pass(b, w->pass, w->state);
+    if (w->splits) walk_close(w, encode);
+}
+
+static VN_ALWAYS_INLINE void walk_step(pass_walk *w, const vn_step *st, const bool encode) {
+    /* Dispatches first: tested first, on the hot path. */
+    if (st->kind == STEP_DISPATCH) {
+        walk_dispatch(w, &st->bound, encode);
+    } else if (st->kind == STEP_COPY) {
+        walk_close(w, encode);
+        if (encode)
+            wgpu.CommandEncoderCopyBufferToBuffer(w->enc, st->src->buffer, st->src_offset, st->dst->buffer,
+                                                  st->dst_offset, st->nbytes);
+    } else if (vn_clear_outside(&st->clear, w->t)) {
+        walk_close(w, encode);
+        if (encode) vn_clear_encode_outside(&st->clear, w->enc);
+    } else {
+        walk_open(w, encode);
+        if (encode) vn_clear_fill_in_pass(&st->clear, w->pass, w->state);
+    }
+}
+
+/* n launches of the recording: with nothing to clear outside a pass they share one
+ * (each its fills and its dispatch); otherwise each is its clears, then its pass. */
+static VN_ALWAYS_INLINE void walk_recording(pass_walk *w, const vn_recording *r, uint32_t n, const bool encode) {
+    for (uint32_t i = 0; i < n; i++) walk_dispatch(w, &r->bound, encode);
+    walk_close(w, encode);
+}
+
+/* Steps [first, end) of launches of the sequence, counted across launches (step i of
+ * launch r is r * count + i). */
+static VN_ALWAYS_INLINE void walk_steps(pass_walk *w, const vn_sequence *s, size_t first, size_t end, const bool encode) {
+    /* Each launch's run of steps as one pointer loop: one compare a step. */
+    const size_t count = s->count;
+    size_t i = first % count;
+    for (size_t g = first; g < end; i = 0) {
+        size_t run = count - i < end - g ? count - i : end - g;
+        for (const vn_step *st = s->steps + i, *stop = st + run; st < stop; st++) walk_step(w, st, encode);
+        g += run;
+    }
+    walk_close(w, encode);
+}
+
+static uint32_t clamp_passes(uint64_t passes) { return passes > UINT32_MAX ? UINT32_MAX : (uint32_t)passes; }
+
+static uint32_t recording_passes(const vn_recording *r, uint32_t n, vn_timing *t) {
+    pass_walk w;
+    vn_pass_state state;
+    walk_begin(&w, t, NULL, &state);
+    walk_recording(&w, r, n, false);
+    return clamp_passes(w.begun);
 }
 
 static void encode_recording(const vn_recording *r, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
-    if (recording_shares_pass(r, t)) {
-        WGPUComputePassEncoder pass = vn_begin_pass(enc, t);
-        vn_pass_state state;
-        memset(&state, 0, sizeof state);
-        for (uint32_t i = 0; i < n; i++) {
-            vn_bound_fill_in_pass(&r->bound, pass, &state, t);
-            vn_bound_dispatch_in_pass(&r->bound, pass, &state);
-        }
-        wgpu.ComputePassEncoderEnd(pass);
-        wgpu.ComputePassEncoderRelease(pass);
-        return;
-    }
-    for (uint32_t i = 0; i < n; i++) vn_bound_encode(&r->bound, enc, t);
-}
-
-static void end_pass(WGPUComputePassEncoder *pass) {
-    if (*pass == NULL) return;
-    wgpu.ComputePassEncoderEnd(*pass);
-    wgpu.ComputePassEncoderRelease(*pass);
-    *pass = NULL;
-}
-
-/* True when the step encodes commands outside a compute pass (copies, clear_buffer
- * clears), which end the open pass. */
-static bool step_ends_pass(const vn_step *st, const vn_timing *t) {
-    switch (st->kind) {
-    case STEP_DISPATCH: return st->bound.clear_count > 0 && vn_bound_clears_outside(&st->bound, t);
-    case STEP_CLEAR: return vn_clear_outside(&st->clear, t);
-    default: return true;
-    }
-}
-
-/* The passes encode_sequence opens: the same walk without encoding, so a timed
- * replay can size its query set before it starts. */
-static uint32_t sequence_passes(const vn_sequence *s, uint32_t n, const vn_timing *t) {
-    uint64_t passes = 0;
-    bool open = false;
-    for (uint32_t rep = 0; rep < n; rep++) {
-        for (size_t i = 0; i < s->count; i++) {
-            const vn_step *st = &s->steps[i];
-            if (step_ends_pass(st, t)) open = false;
-            if (st->kind == STEP_COPY || (st->kind == STEP_CLEAR && vn_clear_outside(&st->clear, t))) continue;
-            if (!open) passes++;
-            open = !vn_timing_splits(t);
-        }
-    }
-    return passes > UINT32_MAX ? UINT32_MAX : (uint32_t)passes;
-}
-
-/* Steps [first, end) of n launches of the sequence, counted across launches (step i of
- * launch r is r * count + i). */
-static void encode_steps(const vn_sequence *s, WGPUCommandEncoder enc, size_t first, size_t end, vn_timing *t) {
-    WGPUComputePassEncoder pass = NULL;
+    pass_walk w;
     vn_pass_state state;
-    const bool splits = vn_timing_splits(t);
-    for (size_t g = first; g < end; g++) {
-        const vn_step *st = &s->steps[g % s->count];
-        if (step_ends_pass(st, t)) end_pass(&pass);
-        switch (st->kind) {
-        case STEP_DISPATCH: {
-            /* A step added with clear_outputs=False (a graph's every step) has no clears:
-             * it skips the clears' walks, calls into encode.c, on this hot path. */
-            const bool clears = st->bound.clear_count > 0;
-            if (clears) vn_bound_encode_clears(&st->bound, enc, t);
-            if (pass == NULL) {
-                pass = vn_begin_pass(enc, t);
-                memset(&state, 0, sizeof state);
-            }
-            if (clears) vn_bound_fill_in_pass(&st->bound, pass, &state, t);
-            vn_bound_dispatch_in_pass(&st->bound, pass, &state);
-            if (splits) end_pass(&pass);
-            break;
-        }
-        case STEP_COPY:
-            wgpu.CommandEncoderCopyBufferToBuffer(enc, st->src->buffer, st->src_offset, st->dst->buffer,
-                                                  st->dst_offset, st->nbytes);
-            break;
-        case STEP_CLEAR:
-            if (vn_clear_outside(&st->clear, t)) {
-                vn_clear_encode_outside(&st->clear, enc);
-                break;
-            }
-            if (pass == NULL) {
-                pass = vn_begin_pass(enc, t);
-                memset(&state, 0, sizeof state);
-            }
-            vn_clear_fill_in_pass(&st->clear, pass, &state);
-            break;
-        }
-    }
-    end_pass(&pass);
+    walk_begin(&w, t, enc, &state);
+    walk_recording(&w, r, n, true);
+}
+
+static uint32_t sequence_passes(const vn_sequence *s, uint32_t n, vn_timing *t) {
+    pass_walk w;
+    vn_pass_state state;
+    walk_begin(&w, t, NULL, &state);
+    walk_steps(&w, s, 0, (size_t)n * s->count, false);
+    return clamp_passes(w.begun);
+}
+
+static void encode_steps(const vn_sequence *s, WGPUCommandEncoder enc, size_t first, size_t end, vn_timing *t) {
+    pass_walk w;
+    vn_pass_state state;
+    walk_begin(&w, t, enc, &state);
+    walk_steps(&w, s, first, end, true);
 }
 
 static void encode_sequence(const vn_sequence *s, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
     encode_steps(s, enc, 0, (size_t)n * s->count, t);
 }
 
-/* What one encode covers: how many passes it opens (for timing) and how to encode it. */
+/* What one encode covers: how many passes it begins (for timing: the same walk as its
+ * encode, counting) and how to encode it. */
 typedef struct encoder_job {
-    uint32_t (*passes)(const void *what, uint32_t n, const vn_timing *t);
+    uint32_t (*passes)(const void *what, uint32_t n, vn_timing *t);
     void (*encode)(const void *what, WGPUCommandEncoder enc, uint32_t n, vn_timing *t);
     /* VN_OK when no buffer it uses is mapped or destroyed by wgpu-py (submitting one
      * would abort the process); checked under the life lock, right before the submit. */
@@ -198,6 +241,14 @@ static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const
     vn_timing_resolve(&timing, enc);
     WGPUCommandBuffer cb;
     st = finish_encoding(dev, label, enc, &cb);
+    if (st == VN_OK && timing.next_pass != timing.passes) {
+        /* The count and the encode are one walk; should they ever differ, the timestamps
+         * past the count would be missing: refuse rather than report wrong times. */
+        wgpu.CommandBufferRelease(cb);
+        st = vn_fail(VN_ERROR_INTERNAL, "%s began %u compute passes where its count said %u, so its timestamps "
+                     "would be wrong. Fix: report this as a vyre_native bug; replay without timing meanwhile.",
+                     label, timing.next_pass, timing.passes);
+    }
     if (st != VN_OK) {
         vn_timing_release(&timing);
         return st;
@@ -205,11 +256,11 @@ static vn_status encode_and_submit(vn_device *dev, const encoder_job *job, const
     return vn_submit_tracked(dev, cb, label, &timing, &guard, out);
 }
 
-static uint32_t recording_passes_cb(const void *r, uint32_t n, const vn_timing *t) { return recording_passes(r, n, t); }
+static uint32_t recording_passes_cb(const void *r, uint32_t n, vn_timing *t) { return recording_passes(r, n, t); }
 static void encode_recording_cb(const void *r, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
     encode_recording(r, enc, n, t);
 }
-static uint32_t sequence_passes_cb(const void *s, uint32_t n, const vn_timing *t) { return sequence_passes(s, n, t); }
+static uint32_t sequence_passes_cb(const void *s, uint32_t n, vn_timing *t) { return sequence_passes(s, n, t); }
 static void encode_sequence_cb(const void *s, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
     encode_sequence(s, enc, n, t);
 }
@@ -349,12 +400,43 @@ static vn_status check_count(uint32_t n, size_t steps, const char *what) {
     return VN_OK;
 }
 
-uint32_t vn_replay_split(uint32_t n, size_t steps, vn_timing_mode timing) {
-    /* A launch longer than the bound is one part: its size is the sequence the caller built. */
-    uint32_t fit = steps <= 1 ? VN_MAX_LAUNCHES_PER_SUBMIT
+/* ---- work in several submits: one rule, one loop -------------------------------------
+ *
+ * Work of `total` steps (launches, for replay(n)) goes in parts: the first of `first`
+ * steps, each next twice the one before where the rule grows, none above `most`; the
+ * last takes what is left once that is less than twice the next part's size and no
+ * more than `most`. Three callers follow it: vn_replay_split (Python's replay(n) loop,
+ * which waits between parts in slices), replay_in_submits and submit_in_parts (the C
+ * loop below, submit_parts). */
+typedef struct parts_rule {
+    uint64_t first, most;
+    bool grows;
+} parts_rule;
+
+/* Where the part that starts at `first`, of `size` steps by the rule, ends. */
+static uint64_t part_end(const parts_rule *rule, uint64_t total, uint64_t first, uint64_t size) {
+    uint64_t left = total - first;
+    return left < 2 * size && left <= rule->most ? total : first + size;
+}
+
+static uint64_t next_part_size(const parts_rule *rule, uint64_t size) {
+    return rule->grows && size <= rule->most / 2 ? 2 * size : rule->most < size ? rule->most : size;
+}
+
+/* replay(n) past one submit: parts of as many launches as one submit holds; a launch
+ * longer than the bound is one part (its size is the sequence the caller built). */
+static parts_rule launches_rule(size_t steps) {
+    uint64_t fit = steps <= 1 ? VN_MAX_LAUNCHES_PER_SUBMIT
                    : steps >= VN_MAX_LAUNCHES_PER_SUBMIT ? 1
-                                                         : (uint32_t)(VN_MAX_LAUNCHES_PER_SUBMIT / steps);
-    return n <= fit || timing != VN_TIMING_NONE ? n : fit;
+                                                         : VN_MAX_LAUNCHES_PER_SUBMIT / steps;
+    parts_rule rule = {fit, fit, false};
+    return rule;
+}
+
+uint32_t vn_replay_split(uint32_t n, size_t steps, vn_timing_mode timing) {
+    if (timing != VN_TIMING_NONE || n == 0) return n; /* timed: one command buffer holds the queries */
+    parts_rule rule = launches_rule(steps);
+    return (uint32_t)part_end(&rule, n, 0, rule.first);
 }
 
 static vn_status recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing, vn_submission **out) {
@@ -679,46 +761,90 @@ static vn_status parts_failed(vn_status st, uint64_t first, uint64_t total, cons
     return vn_fail_prefixed(st, prefix);
 }
 
+/* What a submit in parts encodes: the next `steps` steps of its work, in order, into
+ * enc (the work keeps its own cursor). */
+typedef struct parts_job {
+    const char *label, *what; /* the encoders' label; "replay" or "submit", for parts_failed */
+    const vn_submit_guard *guard;
+    parts_rule rule;
+    /* Keep at most VN_MAX_SUBMITS_IN_FLIGHT parts running, waiting (in C, vn_fence_wait_held)
+     * for the part before last before encoding the next: each holds encoder memory until
+     * the GPU has run it. Without it every part is queued at once. */
+    bool bounded;
+    void (*encode_next)(void *work, WGPUCommandEncoder enc, uint64_t steps);
+    void *work;
+} parts_job;
+
+/* The one loop that submits work in parts, as one unit: the life lock's write side is
+ * held across every part, so no other thread's submit, queued write or readback, nor
+ * wgpu-py's map or destroy of a shared buffer, nor destroy(), lands between two of them,
+ * or between the guard's check and the last part. Its checks come before anything is
+ * encoded. The last part is the one tracked: the queue runs in order, so its completion
+ * is the whole work's. Should a later part fail (the device lost meanwhile), the error
+ * says how many steps went before it. */
+static vn_status submit_parts(vn_device *dev, const parts_job *job, uint64_t total, vn_submission **out) {
+    vn_status st = vn_submit_begin_exclusive(dev, job->label, job->guard);
+    if (st != VN_OK) return st;
+    /* Part p's fence is in_flight[p % VN_MAX_SUBMITS_IN_FLIGHT] until that slot's next part. */
+    vn_fence *in_flight[VN_MAX_SUBMITS_IN_FLIGHT] = {NULL};
+    uint64_t first = 0, size = job->rule.first;
+    for (unsigned part = 0; first < total; part++) {
+        uint64_t end = part_end(&job->rule, total, first, size);
+        vn_fence **slot = &in_flight[part % VN_MAX_SUBMITS_IN_FLIGHT];
+        if (*slot != NULL) {
+            st = vn_fence_wait_held(dev, *slot);
+            vn_fence_release(*slot);
+            *slot = NULL;
+            if (st != VN_OK) break;
+        }
+        WGPUCommandEncoder enc = vn_encode_begin(dev, job->label);
+        job->encode_next(job->work, enc, end - first);
+        WGPUCommandBuffer cb;
+        st = finish_part(dev, job->label, enc, &cb);
+        if (st != VN_OK) break;
+        if (end == total) {
+            st = vn_submit_tracked_locked(dev, cb, NULL, out);
+            if (st != VN_OK) break;
+        } else {
+            vn_submit_locked(dev, cb);
+            if (job->bounded) *slot = vn_fence_create(dev);
+        }
+        first = end;
+        size = next_part_size(&job->rule, size);
+    }
+    for (int i = 0; i < VN_MAX_SUBMITS_IN_FLIGHT; i++) vn_fence_release(in_flight[i]);
+    vn_submit_end_exclusive(dev);
+    return parts_failed(st, first, total, job->what);
+}
+
 static bool replay_splits(const vn_sequence *s, uint32_t n, vn_timing_mode timing) {
     return timing == VN_TIMING_NONE && s->encoded_whole && (uint64_t)n * s->count >= VN_SPLIT_MIN_STEPS &&
            (!s->device->serial_submits || vn_test_switch_on(VN_TEST_SPLIT_SUBMITS_EVERYWHERE));
 }
 
-static vn_status replay_in_submits(vn_sequence *s, uint32_t n, vn_submission **out) {
-    static const char label[] = "replaying a sequence";
-    vn_device *dev = s->device;
-    const vn_submit_guard guard = {sequence_submittable, s};
-    /* The write side across every part: no other thread's submit or queued write can
-     * land between two parts (the replay stays one unit, as one command buffer is), and
-     * neither wgpu-py's map or destroy of a shared buffer nor destroy() can come between
-     * the guard's check and the last part. Its checks come before anything is encoded.
-     * No vn_submit_ready: a device whose submits wait splits only in tests. */
-    vn_status st = vn_submit_begin_exclusive(dev, label, &guard);
-    if (st != VN_OK) return st;
+/* A sequence's replay in parts: where the next part starts, counted across launches. */
+typedef struct steps_cursor {
+    const vn_sequence *s;
+    uint64_t next;
+} steps_cursor;
+
+static void encode_next_steps(void *work, WGPUCommandEncoder enc, uint64_t steps) {
+    steps_cursor *c = work;
     vn_timing none;
     memset(&none, 0, sizeof none);
-    const size_t total = (size_t)n * s->count;
-    size_t first = 0, size = VN_SPLIT_FIRST_STEPS;
-    while (first < total) {
-        size_t end = total - first < 2 * size ? total : first + size;
-        WGPUCommandEncoder enc = vn_encode_begin(dev, label);
-        encode_steps(s, enc, first, end, &none);
-        WGPUCommandBuffer cb;
-        st = finish_part(dev, label, enc, &cb);
-        if (st != VN_OK) break;
-        if (end == total) {
-            /* The last part is the one tracked: the queue runs in order, so its
-             * completion is the whole replay's. */
-            st = vn_submit_tracked_locked(dev, cb, NULL, out);
-            if (st != VN_OK) break;
-        } else {
-            vn_submit_locked(dev, cb);
-        }
-        first = end;
-        size *= 2;
-    }
-    vn_submit_end_exclusive(dev);
-    return parts_failed(st, first, total, "replay");
+    encode_steps(c->s, enc, (size_t)c->next, (size_t)(c->next + steps), &none);
+    c->next += steps;
+}
+
+/* No vn_submit_ready: a device whose submits wait splits only in tests. Parts double
+ * from VN_SPLIT_FIRST_STEPS, all queued at once (the whole is at most one submit's
+ * bound, or one launch the caller built). */
+static vn_status replay_in_submits(vn_sequence *s, uint32_t n, vn_submission **out) {
+    const vn_submit_guard guard = {sequence_submittable, s};
+    steps_cursor cursor = {s, 0};
+    const parts_job job = {"replaying a sequence", "replay", &guard, {VN_SPLIT_FIRST_STEPS, UINT64_MAX, true},
+                           false, encode_next_steps, &cursor};
+    return submit_parts(s->device, &job, (uint64_t)n * s->count, out);
 }
 
 static vn_status sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, vn_submission **out) {
@@ -775,23 +901,29 @@ typedef struct batch {
     size_t count;
 } batch;
 
-static uint32_t batch_passes(const void *what, uint32_t n, const vn_timing *t) {
-    const batch *b = what;
+/* Every item once, in order, each in passes of its own. */
+static VN_ALWAYS_INLINE void walk_batch(pass_walk *w, const batch *b, const bool encode) {
+    for (size_t i = 0; i < b->count; i++) {
+        if (b->work[i].recording != NULL) walk_recording(w, b->work[i].recording, 1, encode);
+        else walk_steps(w, b->work[i].sequence, 0, b->work[i].sequence->count, encode);
+    }
+}
+
+static uint32_t batch_passes(const void *what, uint32_t n, vn_timing *t) {
     (void)n;
-    uint64_t passes = 0;
-    for (size_t i = 0; i < b->count; i++)
-        passes += b->work[i].recording != NULL ? recording_passes(b->work[i].recording, 1, t)
-                                               : sequence_passes(b->work[i].sequence, 1, t);
-    return passes > UINT32_MAX ? UINT32_MAX : (uint32_t)passes;
+    pass_walk w;
+    vn_pass_state state;
+    walk_begin(&w, t, NULL, &state);
+    walk_batch(&w, what, false);
+    return clamp_passes(w.begun);
 }
 
 static void encode_batch(const void *what, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
-    const batch *b = what;
     (void)n;
-    for (size_t i = 0; i < b->count; i++) {
-        if (b->work[i].recording != NULL) encode_recording(b->work[i].recording, enc, 1, t);
-        else encode_sequence(b->work[i].sequence, enc, 1, t);
-    }
+    pass_walk w;
+    vn_pass_state state;
+    walk_begin(&w, t, enc, &state);
+    walk_batch(&w, what, true);
 }
 
 static vn_status batch_submittable(const void *what) {
@@ -807,25 +939,26 @@ static const encoder_job batch_job = {batch_passes, encode_batch, batch_submitta
 
 /* ---- batched submits in several parts ----------------------------------------------- */
 
-/* Where the next part of a batch starts: step `step` of item `item` (a recording is one
- * step, a sequence its length). */
-typedef struct batch_cursor {
-    size_t item;
-    size_t step;
-} batch_cursor;
-
 static size_t item_steps(const vn_work *w) { return w->recording != NULL ? 1 : w->sequence->count; }
 
-/* The next `steps` steps of the batch from *c on, in order, into enc; advances *c. A part
+/* The next `steps` steps of the batch from the cursor on, in order, into enc. A part
  * may begin or end inside a sequence: its steps are encoded as one replay of it would
  * encode them (encode_steps), a new pass at the part's start. */
-static void encode_batch_part(const batch *b, WGPUCommandEncoder enc, batch_cursor *c, size_t steps, vn_timing *t) {
-    while (c->item < b->count) {
-        const vn_work *w = &b->work[c->item];
-        size_t len = item_steps(w), take = len - c->step < steps ? len - c->step : steps;
+typedef struct batch_cursor {
+    const batch *b;
+    size_t item, step; /* where the next part starts: step `step` of item `item` */
+} batch_cursor;
+
+static void encode_next_batch_steps(void *work, WGPUCommandEncoder enc, uint64_t steps) {
+    batch_cursor *c = work;
+    vn_timing none;
+    memset(&none, 0, sizeof none);
+    while (c->item < c->b->count) {
+        const vn_work *w = &c->b->work[c->item];
+        size_t len = item_steps(w), take = len - c->step < steps ? len - c->step : (size_t)steps;
         if (take > 0) {
-            if (w->recording != NULL) encode_recording(w->recording, enc, 1, t);
-            else encode_steps(w->sequence, enc, c->step, c->step + take, t);
+            if (w->recording != NULL) encode_recording(w->recording, enc, 1, &none);
+            else encode_steps(w->sequence, enc, c->step, c->step + take, &none);
         }
         c->step += take;
         steps -= take;
@@ -837,54 +970,20 @@ static void encode_batch_part(const batch *b, WGPUCommandEncoder enc, batch_curs
 }
 
 /* A batch of more than VN_MAX_LAUNCHES_PER_SUBMIT steps, as a replay(n) past the bound
- * goes: parts of at most that many steps, in order, at most VN_MAX_SUBMITS_IN_FLIGHT of
- * them in flight (each
- * keeps its encoder memory until the GPU has run it, so the part before last is waited
- * for before the next is encoded), and as one unit, as replay_in_submits runs: the life
- * lock's write side is held across every part, so no other thread's submit, queued write
- * or readback, nor wgpu-py's map or destroy of a shared buffer, nor destroy(), lands
- * between two of them. Its checks come before anything is encoded. The last part is the
- * one tracked: the queue runs in order, so its completion is the whole batch's. */
+ * goes: parts of at most that many steps, at most VN_MAX_SUBMITS_IN_FLIGHT of them
+ * running (submit_parts waits, in C, for the part before last). */
 static vn_status submit_in_parts(vn_device *dev, const batch *b, uint64_t total, vn_submission **out) {
     static const char label[] = "device.submit";
     const vn_submit_guard guard = {batch_submittable, b};
     vn_status st = vn_device_check(dev, label);
     if (st == VN_OK) st = vn_submit_guard_check(&guard);
     if (st == VN_OK) st = vn_submit_ready(dev); /* VN_PENDING: nothing encoded, call again */
-    if (st == VN_OK) st = vn_submit_begin_exclusive(dev, label, &guard);
     if (st != VN_OK) return st;
-    vn_timing none;
-    memset(&none, 0, sizeof none);
-    /* Part p's fence is in_flight[p % VN_MAX_SUBMITS_IN_FLIGHT] until that slot's next part. */
-    vn_fence *in_flight[VN_MAX_SUBMITS_IN_FLIGHT] = {NULL};
-    batch_cursor cursor = {0, 0};
-    uint64_t first = 0;
-    for (unsigned part = 0; first < total; part++) {
-        uint64_t size = total - first < VN_MAX_LAUNCHES_PER_SUBMIT ? total - first : VN_MAX_LAUNCHES_PER_SUBMIT;
-        vn_fence **slot = &in_flight[part % VN_MAX_SUBMITS_IN_FLIGHT];
-        if (*slot != NULL) {
-            st = vn_fence_wait_held(dev, *slot);
-            vn_fence_release(*slot);
-            *slot = NULL;
-            if (st != VN_OK) break;
-        }
-        WGPUCommandEncoder enc = vn_encode_begin(dev, label);
-        encode_batch_part(b, enc, &cursor, (size_t)size, &none);
-        WGPUCommandBuffer cb;
-        st = finish_part(dev, label, enc, &cb);
-        if (st != VN_OK) break;
-        if (first + size == total) {
-            st = vn_submit_tracked_locked(dev, cb, NULL, out);
-            if (st != VN_OK) break;
-        } else {
-            vn_submit_locked(dev, cb);
-            *slot = vn_fence_create(dev);
-        }
-        first += size;
-    }
-    for (int i = 0; i < VN_MAX_SUBMITS_IN_FLIGHT; i++) vn_fence_release(in_flight[i]);
-    vn_submit_end_exclusive(dev);
-    return parts_failed(st, first, total, "submit");
+    batch_cursor cursor = {b, 0, 0};
+    const parts_job job = {label, "submit", &guard,
+                           {VN_MAX_LAUNCHES_PER_SUBMIT, VN_MAX_LAUNCHES_PER_SUBMIT, false}, true,
+                           encode_next_batch_steps, &cursor};
+    return submit_parts(dev, &job, total, out);
 }
 
 /* Lock order for a batch: its sequences' locks, each once, in ascending object id

@@ -18,9 +18,16 @@
  * it returns, so a release on another thread never frees it mid-call
  * (docs/LOCKING.md). No function aborts the process on bad input.
  *
- * Waits: no function blocks longer than one time slice (VN_WAIT_SLICE_MS). A call
- * whose work is not done by then returns VN_PENDING and is called again, so the caller
- * can run its signal handlers in between (Python's Ctrl-C).
+ * Waits: a call that waits for the GPU waits one time slice (VN_WAIT_SLICE_MS) at most.
+ * A call whose work is not done by then returns VN_PENDING and is called again, so the
+ * caller can run its signal handlers in between (Python's Ctrl-C). One call waits
+ * inside C instead: vn_device_submit of a batch that goes in parts waits, between
+ * parts, for the GPU to run the part before last (at most VN_MAX_LAUNCHES_PER_SUBMIT
+ * steps each time), holding the device's life lock for writing, so it returns, and a
+ * signal is seen, once its last part is submitted or the device is lost; meanwhile
+ * every call that takes that lock (a submit, write or read of the device, on any
+ * thread) waits for it too. A replay(n) past one submit is the caller's loop of calls
+ * (vn_replay_split), each of which returns, and so stays interruptible.
  *
  * fork(): objects belong to the process that made them. In a child after fork(), every
  * call on an inherited object fails with VN_ERROR_FORKED, and releasing one only
@@ -632,8 +639,9 @@ vn_status vn_recording_create(vn_pipeline *pipeline, const vn_dispatch_args *arg
  * work, and submitting now would block inside the driver; call again. The same holds
  * for every replay, submit and read on such a device. */
 vn_status vn_recording_replay(vn_recording *recording, uint32_t n, vn_timing_mode timing, vn_submission **out);
-/* The one rule for splitting replay(n) of work of `steps` steps a launch into submits:
- * returns the launches per part (n itself when one submit holds them all, or when timed: the
+/* The rule for splitting replay(n) of work of `steps` steps a launch into submits (the
+ * parts rule a long sequence replay and vn_device_submit in parts follow too): returns
+ * the launches per part (n itself when one submit holds them all, or when timed: the
  * timestamp queries must span one command buffer, and vn_*_replay refuses a timed n past
  * the bound), the last part what is left; at most VN_MAX_SUBMITS_IN_FLIGHT parts
  * running, so the caller waits for the oldest before the next part
@@ -693,8 +701,9 @@ typedef struct vn_work {
 /* Encode every item once, in order, into one command buffer; one queue submit. More
  * than one item of more than VN_MAX_LAUNCHES_PER_SUBMIT steps in all (a recording is one
  * step, a sequence its length): submits of at most that many steps each, in order, at
- * most two in flight (the call waits, inside C, for the GPU to run all but the last two),
- * run as one unit: no other submit, write or readback of the device lands between them.
+ * most VN_MAX_SUBMITS_IN_FLIGHT in flight (the call waits, inside C and not in time
+ * slices, for the GPU to run all but the last two: see "Waits" above), run as one unit:
+ * no other submit, write or readback of the device lands between them.
  * Timed, such a batch is VN_ERROR_INVALID_ARGUMENT (its queries span one command buffer). */
 vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
                            vn_submission **out);
