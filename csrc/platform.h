@@ -42,7 +42,7 @@
 #endif
 
 /* A static function inlined wherever it is called, so that a constant argument (the
- * pass walk's `encode`, replay.c) specialises each caller's copy of it. */
+ * pass walk's `encode`, encode.c) specialises each caller's copy of it. */
 #if defined(__GNUC__) || defined(__clang__)
 #define VN_ALWAYS_INLINE inline __attribute__((always_inline))
 #elif defined(_MSC_VER)

@@ -622,7 +622,7 @@ int vn_submission_done(vn_submission *submission);
 vn_status vn_submission_wait(vn_submission *submission, double timeout_s, double *waited_s);
 void vn_submission_release(vn_submission *submission);
 
-/* ---- replayable recordings and sequences (csrc/replay.c) --------------------- */
+/* ---- replayable recordings and sequences (csrc/recording.c, sequence.c, batch.c) */
 
 typedef struct vn_recording vn_recording;
 typedef struct vn_sequence vn_sequence;
