@@ -108,6 +108,20 @@ void vn_rwlock_read_unlock(vn_rwlock *l);
 void vn_rwlock_write_lock(vn_rwlock *l);
 void vn_rwlock_write_unlock(vn_rwlock *l);
 
+/* The lock-order check (layer_object.h, "lock order", ranks the locks): with
+ * VN_LOCK_RANK_CHECK defined, `lock` (a vn_mutex or vn_rwlock, initialised) gets `rank`
+ * and `name` for the messages, and every lock and unlock on this thread is checked
+ * against the ranks it holds; destroying the lock forgets it. Without, nothing. */
+#ifdef VN_LOCK_RANK_CHECK
+void vn_lock_rank_set(const void *lock, int rank, const char *name);
+#else
+static inline void vn_lock_rank_set(const void *lock, int rank, const char *name) {
+    (void)lock;
+    (void)rank;
+    (void)name;
+}
+#endif
+
 /* A condition variable used with a vn_mutex. vn_cond_wait_ns waits at most about `ns`
  * nanoseconds (spurious wake-ups happen: callers re-check their condition). */
 void vn_cond_init(vn_cond *c);

@@ -102,6 +102,7 @@ static vn_status sequence_create(vn_device *device, vn_sequence **out) {
     if (s == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a sequence. Fix: free host memory.");
     vn_object_init(&s->obj, VN_KIND_SEQUENCE, sequence_destroy);
     vn_mutex_init(&s->lock);
+    vn_lock_rank_set(&s->lock, VN_LOCK_OBJECT, "vn_sequence.lock");
     vn_device_retain(device);
     s->device = device;
     vn_live_add(VN_LIVE_SEQUENCE, 1);
@@ -292,9 +293,12 @@ size_t vn_sequence_length(const vn_sequence *s) {
     vn_object *held;
     if (vn_acquire(s, VN_KIND_SEQUENCE, __func__, &held) != VN_OK) return 0;
     vn_sequence *seq = (vn_sequence *)held;
+    const bool out_of_order = vn_test_switch_on(VN_TEST_BREAK_LOCK_ORDER); /* the check's test */
+    if (out_of_order) vn_mutex_lock(&seq->device->pipelines_lock);
     vn_mutex_lock(&seq->lock); /* an add on another thread may be growing it */
     size_t n = seq->count;
     vn_mutex_unlock(&seq->lock);
+    if (out_of_order) vn_mutex_unlock(&seq->device->pipelines_lock);
     vn_unacquire(held);
     return n;
 }

@@ -810,11 +810,16 @@ const char *vn_debug_fill_wgsl(void);
  * VN_TEST_COMPILE_STACK_KIB n > 0: vn_shader_create compiles on a stack of n KiB, not
  * vn_wgsl_compile_stack's (to measure how much stack each shape of WGSL needs; too
  * small a stack crashes the process, so only a child process should set it); 0: the
- * computed size. */
+ * computed size.
+ * VN_TEST_BREAK_LOCK_ORDER 1: vn_sequence_length takes the sequence's lock (rank 1)
+ * under its device's pipelines lock (rank 4), against the lock order, so the lock-order
+ * check must abort the process (only a child process should set it); refused, -1 with
+ * VN_ERROR_UNSUPPORTED, in a build without the check (VN_LOCK_RANK_CHECK). */
 typedef enum vn_test_switch {
     VN_TEST_SPLIT_SUBMITS_EVERYWHERE = 1,
     VN_TEST_REFUSE_NEW_INSTANCES = 2,
     VN_TEST_COMPILE_STACK_KIB = 3,
+    VN_TEST_BREAK_LOCK_ORDER = 4,
 } vn_test_switch;
 /* Set switch `which` to `value` (0 or 1; any value >= 0 for VN_TEST_COMPILE_STACK_KIB)
  * and return its value before; -1 for a switch or value that does not exist
