@@ -26,6 +26,7 @@ vn_status vn_bind_cache_init(vn_bind_cache *cache, uint32_t capacity) {
                        capacity);
     cache->capacity = capacity;
     vn_mutex_init(&cache->lock);
+    vn_lock_rank_set(&cache->lock, VN_LOCK_BIND_CACHE, "vn_bind_cache.lock");
     return VN_OK;
 }
 

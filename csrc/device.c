@@ -33,6 +33,9 @@ void vn_device_init_locks(vn_device *dev) {
     vn_mutex_init(&dev->scope_lock);
     vn_rwlock_init(&dev->submit_lock);
     vn_mutex_init(&dev->pipelines_lock);
+    vn_lock_rank_set(&dev->scope_lock, VN_LOCK_SCOPE, "vn_device.scope_lock");
+    vn_lock_rank_set(&dev->submit_lock, VN_LOCK_LIFE, "vn_device.submit_lock");
+    vn_lock_rank_set(&dev->pipelines_lock, VN_LOCK_PIPELINES, "vn_device.pipelines_lock");
     vn_live_add(VN_LIVE_DEVICE, 1);
 }
 

@@ -6,7 +6,9 @@
  * inside one compute pass or, where a clear must be a clear_buffer (a transfer command,
  * which ends the pass), around it, with the pass's timestamp writes. What the bound
  * dispatch binds and clears is decided before, by bind.c and fill.c; this file only
- * writes it, and is on every replay's hot path. */
+ * writes it, and is on every replay's hot path. And the pass walk: where the passes of
+ * a recording's, sequence's or batch's encode begin and end, one walk that both counts
+ * them (for timing) and encodes them. */
 #include <string.h>
 
 #include "layer_work.h"
@@ -136,4 +138,178 @@ void vn_bound_encode(const vn_bound *bound, WGPUCommandEncoder encoder, vn_timin
     vn_bound_dispatch_in_pass(bound, pass, &state);
     wgpu.ComputePassEncoderEnd(pass);
     wgpu.ComputePassEncoderRelease(pass);
+}
+
+/* ---- the pass walk (layer_work.h) -------------------------------------------- */
+
+/* One walk over what a replay or batch encodes decides where its compute passes begin
+ * and end, and serves both ends of a timed encode: walked without an encoder (`encode`
+ * false) it only counts the passes it would begin, which sizes the timestamp query set;
+ * walked with one it encodes them. A count that drifted from the encode would leave
+ * vn_begin_pass writing no timestamps for the passes past it, so there is no second
+ * walk to drift. The `encode` argument is a constant at each call (*_passes and
+ * *_encode below), so each is compiled as its own specialised walk: the hot path pays
+ * no test for it. */
+typedef struct pass_walk {
+    WGPUCommandEncoder enc;      /* NULL when counting */
+    WGPUComputePassEncoder pass; /* the open pass, when encoding */
+    bool open;                   /* a pass is open, when counting (encoding: pass != NULL) */
+    bool splits;                 /* vn_timing_splits(t), read once */
+    uint64_t begun;              /* passes begun so far */
+    /* Apart from the walk, which the compiler then keeps in registers: its address
+     * goes to encode.c's calls. */
+    vn_pass_state *state;
+    vn_timing *t;
+} pass_walk;
+
+static VN_ALWAYS_INLINE void walk_begin(pass_walk *w, vn_timing *t, WGPUCommandEncoder enc, vn_pass_state *state) {
+    w->enc = enc;
+    w->pass = NULL;
+    w->open = false;
+    w->splits = vn_timing_splits(t);
+    w->begun = 0;
+    w->state = state;
+    w->t = t;
+}
+
+static VN_ALWAYS_INLINE bool walk_is_open(const pass_walk *w, const bool encode) { return encode ? w->pass != NULL : w->open; }
+
+static VN_ALWAYS_INLINE void walk_open(pass_walk *w, const bool encode) {
+    if (walk_is_open(w, encode)) return;
+    w->begun++;
+    if (encode) {
+        w->pass = vn_begin_pass(w->enc, w->t);
+        memset(w->state, 0, sizeof *w->state);
+    } else {
+        w->open = true;
+    }
+}
+
+/* Commands outside a compute pass (copies, clear_buffer clears) end the open one. */
+static VN_ALWAYS_INLINE void walk_close(pass_walk *w, const bool encode) {
+    if (!walk_is_open(w, encode)) return;
+    if (encode) {
+        wgpu.ComputePassEncoderEnd(w->pass);
+        wgpu.ComputePassEncoderRelease(w->pass);
+        w->pass = NULL;
+    } else {
+        w->open = false;
+    }
+}
+
+/* A dispatch: its clear_buffer clears before the pass, its fills inside it, then the
+ * dispatch; per-dispatch timing gives it a pass of its own. Consecutive dispatches
+ * with nothing outside a pass between them share one. */
+static VN_ALWAYS_INLINE void walk_dispatch(pass_walk *w, const vn_bound *b, const bool encode) {
+    /* A step added with clear_outputs=False (a graph's every step) has no clears: it
+     * skips the clears' walks, calls into encode.c, on this hot path. */
+    if (b->clear_count > 0) {
+        if (vn_bound_clears_outside(b, w->t)) {
+            walk_close(w, encode);
+            if (encode) vn_bound_encode_clears(b, w->enc, w->t);
+        }
+        walk_open(w, encode);
+        if (encode) vn_bound_fill_in_pass(b, w->pass, w->state, w->t);
+    } else {
+        walk_open(w, encode);
+    }
+    if (encode) vn_bound_dispatch_in_pass(b, w->pass, w->state);
+    if (w->splits) walk_close(w, encode);
+}
+
+static VN_ALWAYS_INLINE void walk_step(pass_walk *w, const vn_step *st, const bool encode) {
+    /* Dispatches first: tested first, on the hot path. */
+    if (st->kind == VN_STEP_DISPATCH) {
+        walk_dispatch(w, &st->bound, encode);
+    } else if (st->kind == VN_STEP_COPY) {
+        walk_close(w, encode);
+        if (encode)
+            wgpu.CommandEncoderCopyBufferToBuffer(w->enc, st->src->buffer, st->src_offset, st->dst->buffer,
+                                                  st->dst_offset, st->nbytes);
+    } else if (vn_clear_outside(&st->clear, w->t)) {
+        walk_close(w, encode);
+        if (encode) vn_clear_encode_outside(&st->clear, w->enc);
+    } else {
+        walk_open(w, encode);
+        if (encode) vn_clear_fill_in_pass(&st->clear, w->pass, w->state);
+    }
+}
+
+static VN_ALWAYS_INLINE void walk_recording(pass_walk *w, const vn_recording *r, uint32_t n, const bool encode) {
+    for (uint32_t i = 0; i < n; i++) walk_dispatch(w, &r->bound, encode);
+    walk_close(w, encode);
+}
+
+static VN_ALWAYS_INLINE void walk_steps(pass_walk *w, const vn_sequence *s, size_t first, size_t end, const bool encode) {
+    /* Each launch's run of steps as one pointer loop: one compare a step. */
+    const size_t count = s->count;
+    size_t i = first % count;
+    for (size_t g = first; g < end; i = 0) {
+        size_t run = count - i < end - g ? count - i : end - g;
+        for (const vn_step *st = s->steps + i, *stop = st + run; st < stop; st++) walk_step(w, st, encode);
+        g += run;
+    }
+    walk_close(w, encode);
+}
+
+/* What one walk covers: n launches of a recording, steps [first, end) of a sequence, or
+ * a batch's `count` items. */
+typedef struct walk_what {
+    const vn_recording *recording;
+    const vn_sequence *sequence;
+    const vn_work *work;
+    size_t first, end; /* the recording's launches [0, end); a batch's items [0, end) */
+} walk_what;
+
+static VN_ALWAYS_INLINE void walk_batch(pass_walk *w, const vn_work *work, size_t count, const bool encode) {
+    for (size_t i = 0; i < count; i++) {
+        if (work[i].recording != NULL) walk_recording(w, work[i].recording, 1, encode);
+        else walk_steps(w, work[i].sequence, 0, work[i].sequence->count, encode);
+    }
+}
+
+static VN_ALWAYS_INLINE void walk(pass_walk *w, const walk_what *x, const bool encode) {
+    if (x->recording != NULL) walk_recording(w, x->recording, (uint32_t)x->end, encode);
+    else if (x->sequence != NULL) walk_steps(w, x->sequence, x->first, x->end, encode);
+    else walk_batch(w, x->work, x->end, encode);
+}
+
+/* The walk counting (no encoder; the passes, clamped to a uint32_t), and encoding. */
+static uint32_t count_passes(const walk_what *x, vn_timing *t) {
+    pass_walk w;
+    vn_pass_state state;
+    walk_begin(&w, t, NULL, &state);
+    walk(&w, x, false);
+    return w.begun > UINT32_MAX ? UINT32_MAX : (uint32_t)w.begun;
+}
+
+static void encode_passes(const walk_what *x, WGPUCommandEncoder enc, vn_timing *t) {
+    pass_walk w;
+    vn_pass_state state;
+    walk_begin(&w, t, enc, &state);
+    walk(&w, x, true);
+}
+
+uint32_t vn_recording_passes(const vn_recording *r, uint32_t n, vn_timing *t) {
+    return count_passes(&(walk_what){.recording = r, .end = n}, t);
+}
+
+void vn_recording_encode(const vn_recording *r, WGPUCommandEncoder enc, uint32_t n, vn_timing *t) {
+    encode_passes(&(walk_what){.recording = r, .end = n}, enc, t);
+}
+
+uint32_t vn_sequence_passes(const vn_sequence *s, uint32_t n, vn_timing *t) {
+    return count_passes(&(walk_what){.sequence = s, .end = (size_t)n * s->count}, t);
+}
+
+void vn_steps_encode(const vn_sequence *s, WGPUCommandEncoder enc, size_t first, size_t end, vn_timing *t) {
+    encode_passes(&(walk_what){.sequence = s, .first = first, .end = end}, enc, t);
+}
+
+uint32_t vn_batch_passes(const vn_work *work, size_t count, vn_timing *t) {
+    return count_passes(&(walk_what){.work = work, .end = count}, t);
+}
+
+void vn_batch_encode(const vn_work *work, size_t count, WGPUCommandEncoder enc, vn_timing *t) {
+    encode_passes(&(walk_what){.work = work, .end = count}, enc, t);
 }

@@ -191,26 +191,34 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
 
 /* ---- lock order --------------------------------------------------------------
  *
- * Every lock of the C layer, outermost first. A thread holding one may take only
- * locks further down the list; two locks of one rank are never held together,
+ * The one statement of the C layer's lock order (docs/LOCKING.md says what each lock is
+ * held for, and points here). Every lock by rank, outermost first: a thread holding one
+ * may take only locks of a higher rank; two locks of one rank are never held together,
  * except object locks, which an operation over several objects takes in ascending
- * object id with each object once (vn_device_submit). No lock is held when a call
- * returns to Python, and none across vn_release (a destroy takes its owner's locks).
- * wgpu callbacks take none of ranks 1-6, so none can wait on a lock its own thread
- * holds; the log callback takes only the leaf 7.
+ * object id with each object once (batch.c). No lock is held when a call returns to
+ * Python, and none across vn_release (a destroy takes its owner's locks). wgpu
+ * callbacks take none of ranks 1-6, so none can wait on a lock its own thread holds;
+ * the log callback takes only the leaf, 7.
  *
- *   1. object locks: vn_sequence.lock, vn_submission.lock, vn_pending_read.lock
- *   2. vn_device.submit_lock (the life lock; read by submits, which check their
- *      shared buffers under it, mapped-range reads, and pins and unpins of staging
- *      buffers; written by destroy, vn_device_destroy_shared, a destroy deferred to
- *      the last unpin, and vn_buffer_set_foreign_state)
- *   3. vn_device.scope_lock (error scopes: push, work, pop)
- *   4. vn_device.pipelines_lock (the device's pipeline list)
- *   5. vn_bind_cache.lock (one pipeline's bind groups, or the device's zero-fill ones)
- *   6. vn_readback.lock (readback.c: the device's staging ring and abandoned reads)
- *   7. the log ring's lock (log.c): taken by wgpu's log callback on any thread,
- *      inside any of the above; nothing is taken or called under it
- */
+ * Built with VN_LOCK_RANK_CHECK (scripts/asan.sh's build is), each lock is given its
+ * rank where it is initialised (vn_lock_rank_set) and taking a lock of a rank lower
+ * than or equal to one the thread holds (object locks apart) aborts, naming both. */
+typedef enum vn_lock_rank {
+    VN_LOCK_OBJECT = 1,     /* object locks: vn_sequence.lock, vn_submission.lock, vn_pending_read.lock */
+    VN_LOCK_LIFE = 2,       /* vn_device.submit_lock (the life lock; read by submits, which check
+                             * their shared buffers under it, mapped-range reads, and pins and
+                             * unpins of staging buffers; written by destroy, vn_device_destroy_shared,
+                             * a destroy deferred to the last unpin, vn_buffer_set_foreign_state,
+                             * and work submitted in parts, vn_submit_parts) */
+    VN_LOCK_SCOPE = 3,      /* vn_device.scope_lock (error scopes: push, work, pop) */
+    VN_LOCK_PIPELINES = 4,  /* vn_device.pipelines_lock (the device's pipeline list) */
+    VN_LOCK_BIND_CACHE = 5, /* vn_bind_cache.lock (one pipeline's bind groups, or the device's
+                             * zero-fill ones) */
+    VN_LOCK_READBACK = 6,   /* vn_readback.lock (readback.c: the staging ring and abandoned reads) */
+    VN_LOCK_LOG = 7         /* the log ring's lock (log.c, below this layer, so unranked by the
+                             * check): taken by wgpu's log callback on any thread, inside any of
+                             * the above; nothing is taken or called under it */
+} vn_lock_rank;
 
 /* Handle ids live now (VN_INTROSPECT_LIVE_IDS, introspect.c). */
 int64_t vn_debug_live_ids(void);

@@ -1,7 +1,9 @@
 /* layer_work.h - layer 5, the top: turning resources into GPU work. Encoding a dispatch and
- * its clears into a pass (encode.c), GPU timing (timing.c), readback (readback.c),
- * submissions (submission.c), pre-recorded dispatches (record.c), recordings, sequences
- * and their replay (replay.c), writes and copies (transfer.c). */
+ * its clears into a pass, and the pass walk of every replay (encode.c), GPU timing
+ * (timing.c), readback (readback.c), submissions (submission.c), pre-recorded dispatches
+ * (record.c), recordings (recording.c), sequences (sequence.c), batches of them
+ * (batch.c), submitting those whole or in parts (submit.c), writes and copies
+ * (transfer.c). */
 #ifndef VN_LAYER_WORK_H
 #define VN_LAYER_WORK_H
 
@@ -132,5 +134,120 @@ void vn_clear_fill_in_pass(const vn_clear *clear, WGPUComputePassEncoder pass, v
 /* Buffer.write bytes queued and not yet submitted (VN_INTROSPECT_QUEUED_WRITE_BYTES,
  * transfer.c). */
 uint64_t vn_debug_queued_write_bytes(const vn_device *device);
+
+/* ---- recordings, sequences and batches: what they hold -------------------------------
+ *
+ * A recording (recording.c) is one resolved dispatch, a sequence (sequence.c) steps of
+ * dispatches, copies and clears, a batch (batch.c) items of both; encode.c's pass walk
+ * encodes all three, submit.c submits them in one command buffer or in parts. */
+
+struct vn_recording {
+    vn_object obj; /* VN_KIND_RECORDING */
+    vn_bound bound;
+};
+
+typedef enum vn_step_kind { VN_STEP_DISPATCH, VN_STEP_COPY, VN_STEP_CLEAR } vn_step_kind;
+
+typedef struct vn_step {
+    vn_step_kind kind;
+    vn_bound bound;      /* VN_STEP_DISPATCH: its clears are none when added with keep_outputs */
+    vn_buffer *src, *dst; /* VN_STEP_COPY (src, dst), VN_STEP_CLEAR (dst); referenced */
+    /* VN_STEP_COPY: nbytes from src_offset to dst_offset; VN_STEP_CLEAR: nbytes from dst_offset */
+    uint64_t nbytes, src_offset, dst_offset;
+    vn_clear clear;       /* VN_STEP_CLEAR: a fill in the pass, or clear_buffer */
+} vn_step;
+
+struct vn_sequence {
+    vn_object obj; /* VN_KIND_SEQUENCE; obj.id orders its lock among others' (batch.c) */
+    vn_device *device;
+    vn_mutex lock; /* add/copy/clear against a replay on another thread */
+    vn_step *steps;
+    size_t count, capacity;
+    /* These steps have been encoded cleanly in one command buffer (a replay of them
+     * succeeded): later replays may go in several submits (sequence.c, replay_in_submits). Any step
+     * added clears it. Under lock. */
+    bool encoded_whole;
+    /* Every buffer the steps use, each once, in the order the steps first use it: what
+     * each replay's submittable check walks (twice: before encoding and under the life
+     * lock) instead of every step's every binding. NULL until a replay builds it (or when
+     * building it ran out of memory: the check then walks the steps); any step added
+     * drops it. Under lock. */
+    vn_buffer **distinct;
+    size_t distinct_count;
+};
+
+
+/* ---- the pass walk (encode.c) -----------------------------------------------------
+ *
+ * One walk decides where the compute passes of a recording's, sequence's or batch's
+ * encode begin and end. Each *_passes is that walk counting the passes it would begin,
+ * without an encoder (timing sizes its query set by it), each *_encode the same walk
+ * encoding: there is no second walk to drift from the first. */
+uint32_t vn_recording_passes(const vn_recording *recording, uint32_t n, vn_timing *timing);
+/* n launches: with nothing to clear outside a pass they share one (each its fills and
+ * its dispatch); otherwise each is its clears, then its pass. */
+void vn_recording_encode(const vn_recording *recording, WGPUCommandEncoder encoder, uint32_t n, vn_timing *timing);
+uint32_t vn_sequence_passes(const vn_sequence *sequence, uint32_t n, vn_timing *timing);
+/* Steps [first, end) of launches of the sequence, counted across launches (step i of
+ * launch r is r * count + i): consecutive dispatches share a pass; copies and
+ * clear_buffer clears end it. */
+void vn_steps_encode(const vn_sequence *sequence, WGPUCommandEncoder encoder, size_t first, size_t end,
+                     vn_timing *timing);
+/* Every item once, in order, each in passes of its own. */
+uint32_t vn_batch_passes(const vn_work *work, size_t count, vn_timing *timing);
+void vn_batch_encode(const vn_work *work, size_t count, WGPUCommandEncoder encoder, vn_timing *timing);
+
+/* ---- submitting recordings, sequences and batches (submit.c) ----------------------- */
+
+/* What one encode covers: how many passes it begins (for timing: the pass walk,
+ * counting) and how to encode it. */
+typedef struct vn_encode_job {
+    uint32_t (*passes)(const void *what, uint32_t n, vn_timing *timing);
+    void (*encode)(const void *what, WGPUCommandEncoder encoder, uint32_t n, vn_timing *timing);
+    /* VN_OK when no buffer it uses is mapped or destroyed by wgpu-py (submitting one
+     * would abort the process); checked under the life lock, right before the submit. */
+    vn_status (*submittable)(const void *what);
+} vn_encode_job;
+
+/* n launches of `what` in one command buffer: encoded inside error scopes (timed as
+ * `mode` asks), then submitted only when it finished cleanly; *out the submission. */
+vn_status vn_encode_and_submit(vn_device *device, const vn_encode_job *job, const void *what, uint32_t n,
+                               vn_timing_mode mode, const char *label, vn_submission **out);
+/* VN_OK when n launches of `steps` steps each fit one command buffer (VN_MAX_LAUNCHES_PER_SUBMIT
+ * steps, or one launch of any length); else why not, naming `what` ("Recording", "Sequence"). */
+vn_status vn_replay_count_check(uint32_t n, size_t steps, const char *what);
+
+/* How work of `total` steps goes in parts (submit.c says the rule once). */
+typedef struct vn_parts_rule {
+    uint64_t first, most;
+    bool grows;
+} vn_parts_rule;
+
+/* What a submit in parts encodes: the next `steps` steps of its work, in order, into
+ * the encoder (the work keeps its own cursor). */
+typedef struct vn_parts_job {
+    const char *label, *what; /* the encoders' label; "replay" or "submit", for the error */
+    const vn_submit_guard *guard;
+    vn_parts_rule rule;
+    /* Keep at most VN_MAX_SUBMITS_IN_FLIGHT parts running, waiting (in C, vn_fence_wait_held)
+     * for the part before last before encoding the next: each holds encoder memory until
+     * the GPU has run it. Without it every part is queued at once. */
+    bool bounded;
+    void (*encode_next)(void *work, WGPUCommandEncoder encoder, uint64_t steps);
+    void *work;
+} vn_parts_job;
+
+/* The one loop that submits work in parts, as one unit (see submit.c); *out tracks the
+ * last part. */
+vn_status vn_submit_parts(vn_device *device, const vn_parts_job *job, uint64_t total, vn_submission **out);
+
+/* ---- what a batch needs of recordings and sequences (recording.c, sequence.c) ------- */
+
+/* vn_encode_job.submittable of a recording, of a sequence (s->lock held). */
+vn_status vn_recording_submittable(const void *recording);
+vn_status vn_sequence_submittable(const void *sequence);
+/* The sequence's distinct buffers, indexed for vn_sequence_submittable unless they are
+ * (s->lock held; out of memory they stay unindexed, and the check walks the steps). */
+void vn_sequence_index_buffers(vn_sequence *sequence);
 
 #endif /* VN_LAYER_WORK_H */

@@ -41,6 +41,16 @@
 #define VN_PRINTF_LIKE(fmt, first)
 #endif
 
+/* A static function inlined wherever it is called, so that a constant argument (the
+ * pass walk's `encode`, encode.c) specialises each caller's copy of it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define VN_ALWAYS_INLINE inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define VN_ALWAYS_INLINE __forceinline
+#else
+#define VN_ALWAYS_INLINE inline
+#endif
+
 /* ---- dynamic loading ---------------------------------------------------------- */
 
 /* Any function pointer type converts to and from this one without a warning. */
@@ -97,6 +107,20 @@ void vn_rwlock_read_lock(vn_rwlock *l);
 void vn_rwlock_read_unlock(vn_rwlock *l);
 void vn_rwlock_write_lock(vn_rwlock *l);
 void vn_rwlock_write_unlock(vn_rwlock *l);
+
+/* The lock-order check (layer_object.h, "lock order", ranks the locks): with
+ * VN_LOCK_RANK_CHECK defined, `lock` (a vn_mutex or vn_rwlock, initialised) gets `rank`
+ * and `name` for the messages, and every lock and unlock on this thread is checked
+ * against the ranks it holds; destroying the lock forgets it. Without, nothing. */
+#ifdef VN_LOCK_RANK_CHECK
+void vn_lock_rank_set(const void *lock, int rank, const char *name);
+#else
+static inline void vn_lock_rank_set(const void *lock, int rank, const char *name) {
+    (void)lock;
+    (void)rank;
+    (void)name;
+}
+#endif
 
 /* A condition variable used with a vn_mutex. vn_cond_wait_ns waits at most about `ns`
  * nanoseconds (spurious wake-ups happen: callers re-check their condition). */

@@ -13,6 +13,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,17 +86,137 @@ void vn_file_close(vn_file *file) {
     free(file);
 }
 
+#ifdef VN_LOCK_RANK_CHECK
+/* The lock-order check (platform.h, vn_lock_rank_set): a table from each ranked lock's
+ * address to its rank and name, and on each thread the ranked locks it holds. A debug
+ * build's: every lock and unlock looks its lock up, under the table's own lock. */
+enum { RANKED_MAX = 1 << 14, HELD_MAX = 64 };
+typedef struct ranked_lock {
+    const void *lock; /* NULL: a free slot; TOMBSTONE: a forgotten one */
+    int rank;
+    const char *name;
+} ranked_lock;
+static ranked_lock ranked[RANKED_MAX];
+static pthread_mutex_t ranked_lock_table = PTHREAD_MUTEX_INITIALIZER;
+static const char TOMBSTONE_MARK;
+#define TOMBSTONE ((const void *)&TOMBSTONE_MARK)
+static _Thread_local ranked_lock held[HELD_MAX];
+static _Thread_local int held_count;
+
+static size_t ranked_slot(const void *lock) { return ((uintptr_t)lock >> 4) * 2654435761u % RANKED_MAX; }
+
+/* The entry of `lock`, or NULL (unranked); called with the table locked. */
+static ranked_lock *ranked_find(const void *lock) {
+    for (size_t i = ranked_slot(lock), n = 0; n < RANKED_MAX; i = (i + 1) % RANKED_MAX, n++) {
+        if (ranked[i].lock == lock) return &ranked[i];
+        if (ranked[i].lock == NULL) return NULL;
+    }
+    return NULL;
+}
+
+/* A child of fork() inherits the table's lock as another thread may hold it: held
+ * across the fork instead, and released on both sides. */
+static void table_lock(void) { pthread_mutex_lock(&ranked_lock_table); }
+static void table_unlock(void) { pthread_mutex_unlock(&ranked_lock_table); }
+static pthread_once_t ranked_once = PTHREAD_ONCE_INIT;
+static void ranked_init(void) { pthread_atfork(table_lock, table_unlock, table_unlock); }
+
+void vn_lock_rank_set(const void *lock, int rank, const char *name) {
+    pthread_once(&ranked_once, ranked_init);
+    pthread_mutex_lock(&ranked_lock_table);
+    ranked_lock *found = ranked_find(lock);
+    for (size_t i = ranked_slot(lock), n = 0; found == NULL && n < RANKED_MAX; i = (i + 1) % RANKED_MAX, n++)
+        if (ranked[i].lock == NULL || ranked[i].lock == TOMBSTONE) found = &ranked[i];
+    if (found == NULL) {
+        fprintf(stderr, "vyre_native lock-order check: more than %d ranked locks at once\n", RANKED_MAX);
+        abort();
+    }
+    found->lock = lock;
+    found->rank = rank;
+    found->name = name;
+    pthread_mutex_unlock(&ranked_lock_table);
+}
+
+static void rank_forget(const void *lock) {
+    pthread_mutex_lock(&ranked_lock_table);
+    ranked_lock *found = ranked_find(lock);
+    if (found != NULL) found->lock = TOMBSTONE;
+    pthread_mutex_unlock(&ranked_lock_table);
+}
+
+/* Before taking `lock`: abort if this thread holds a lock it must not be taken under. */
+static void rank_take(const void *lock) {
+    pthread_mutex_lock(&ranked_lock_table);
+    ranked_lock *found = ranked_find(lock);
+    ranked_lock entry = found != NULL ? *found : (ranked_lock){NULL, 0, NULL};
+    pthread_mutex_unlock(&ranked_lock_table);
+    if (entry.lock == NULL) return;
+    for (int i = 0; i < held_count; i++) {
+        const ranked_lock *h = &held[i];
+        int objects = h->rank == 1 && entry.rank == 1; /* VN_LOCK_OBJECT: ordered by object id */
+        if (entry.rank < h->rank || (entry.rank == h->rank && !(objects && h->lock != lock))) {
+            fprintf(stderr, "vyre_native lock-order check: taking %s (rank %d, %p) while holding %s (rank %d, %p); "
+                    "the order is layer_object.h's vn_lock_rank\n", entry.name, entry.rank, lock, h->name, h->rank,
+                    h->lock);
+            abort();
+        }
+    }
+    if (held_count == HELD_MAX) {
+        fprintf(stderr, "vyre_native lock-order check: more than %d locks held on one thread\n", HELD_MAX);
+        abort();
+    }
+    held[held_count++] = entry;
+}
+
+static void rank_drop(const void *lock) {
+    for (int i = held_count; i-- > 0;) {
+        if (held[i].lock != lock) continue;
+        memmove(&held[i], &held[i + 1], (size_t)(held_count - i - 1) * sizeof held[0]);
+        held_count--;
+        return;
+    }
+}
+#else
+static void rank_forget(const void *lock) { (void)lock; }
+static void rank_take(const void *lock) { (void)lock; }
+static void rank_drop(const void *lock) { (void)lock; }
+#endif
+
 void vn_mutex_init(vn_mutex *m) { pthread_mutex_init(m, NULL); }
-void vn_mutex_destroy(vn_mutex *m) { pthread_mutex_destroy(m); }
-void vn_mutex_lock(vn_mutex *m) { pthread_mutex_lock(m); }
-void vn_mutex_unlock(vn_mutex *m) { pthread_mutex_unlock(m); }
+void vn_mutex_destroy(vn_mutex *m) {
+    rank_forget(m);
+    pthread_mutex_destroy(m);
+}
+void vn_mutex_lock(vn_mutex *m) {
+    rank_take(m);
+    pthread_mutex_lock(m);
+}
+void vn_mutex_unlock(vn_mutex *m) {
+    pthread_mutex_unlock(m);
+    rank_drop(m);
+}
 
 void vn_rwlock_init(vn_rwlock *l) { pthread_rwlock_init(l, NULL); }
-void vn_rwlock_destroy(vn_rwlock *l) { pthread_rwlock_destroy(l); }
-void vn_rwlock_read_lock(vn_rwlock *l) { pthread_rwlock_rdlock(l); }
-void vn_rwlock_read_unlock(vn_rwlock *l) { pthread_rwlock_unlock(l); }
-void vn_rwlock_write_lock(vn_rwlock *l) { pthread_rwlock_wrlock(l); }
-void vn_rwlock_write_unlock(vn_rwlock *l) { pthread_rwlock_unlock(l); }
+void vn_rwlock_destroy(vn_rwlock *l) {
+    rank_forget(l);
+    pthread_rwlock_destroy(l);
+}
+void vn_rwlock_read_lock(vn_rwlock *l) {
+    rank_take(l);
+    pthread_rwlock_rdlock(l);
+}
+void vn_rwlock_read_unlock(vn_rwlock *l) {
+    pthread_rwlock_unlock(l);
+    rank_drop(l);
+}
+void vn_rwlock_write_lock(vn_rwlock *l) {
+    rank_take(l);
+    pthread_rwlock_wrlock(l);
+}
+void vn_rwlock_write_unlock(vn_rwlock *l) {
+    pthread_rwlock_unlock(l);
+    rank_drop(l);
+}
 
 void vn_once_run(vn_once *once, void (*fn)(void)) { pthread_once(once, fn); }
 

@@ -82,6 +82,7 @@ vn_status vn_submit_tracked_locked(vn_device *dev, WGPUCommandBuffer cb, vn_timi
     }
     if (timing != NULL) s->timing = *timing; /* the submission owns the query resources now */
     vn_mutex_init(&s->lock);
+    vn_lock_rank_set(&s->lock, VN_LOCK_OBJECT, "vn_submission.lock");
     vn_object_init(&s->obj, VN_KIND_SUBMISSION, submission_destroy);
     atomic_init(&s->record_refs, 2);
     vn_device_retain(dev);

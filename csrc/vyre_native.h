@@ -20,9 +20,16 @@
  * it returns, so a release on another thread never frees it mid-call
  * (docs/LOCKING.md). No function aborts the process on bad input.
  *
- * Waits: no function blocks longer than one time slice (VN_WAIT_SLICE_MS). A call
- * whose work is not done by then returns VN_PENDING and is called again, so the caller
- * can run its signal handlers in between (Python's Ctrl-C).
+ * Waits: a call that waits for the GPU waits one time slice (VN_WAIT_SLICE_MS) at most.
+ * A call whose work is not done by then returns VN_PENDING and is called again, so the
+ * caller can run its signal handlers in between (Python's Ctrl-C). One call waits
+ * inside C instead: vn_device_submit of a batch that goes in parts waits, between
+ * parts, for the GPU to run the part before last (at most VN_MAX_LAUNCHES_PER_SUBMIT
+ * steps each time), holding the device's life lock for writing, so it returns, and a
+ * signal is seen, once its last part is submitted or the device is lost; meanwhile
+ * every call that takes that lock (a submit, write or read of the device, on any
+ * thread) waits for it too. A replay(n) past one submit is the caller's loop of calls
+ * (vn_replay_split), each of which returns, and so stays interruptible.
  *
  * fork(): objects belong to the process that made them. In a child after fork(), every
  * call on an inherited object fails with VN_ERROR_FORKED, and releasing one only
@@ -595,7 +602,7 @@ int vn_submission_done(vn_submission *submission);
 vn_status vn_submission_wait(vn_submission *submission, double timeout_s, double *waited_s);
 void vn_submission_release(vn_submission *submission);
 
-/* ---- replayable recordings and sequences (csrc/replay.c) --------------------- */
+/* ---- replayable recordings and sequences (csrc/recording.c, sequence.c, batch.c) */
 
 typedef struct vn_recording vn_recording;
 typedef struct vn_sequence vn_sequence;
@@ -612,8 +619,9 @@ vn_status vn_recording_create(vn_pipeline *pipeline, const vn_dispatch_args *arg
  * work, and submitting now would block inside the driver; call again. The same holds
  * for every replay, submit and read on such a device. */
 vn_status vn_recording_replay(vn_recording *recording, uint32_t n, vn_timing_mode timing, vn_submission **out);
-/* The one rule for splitting replay(n) of work of `steps` steps a launch into submits:
- * returns the launches per part (n itself when one submit holds them all, or when timed: the
+/* The rule for splitting replay(n) of work of `steps` steps a launch into submits (the
+ * parts rule a long sequence replay and vn_device_submit in parts follow too): returns
+ * the launches per part (n itself when one submit holds them all, or when timed: the
  * timestamp queries must span one command buffer, and vn_*_replay refuses a timed n past
  * the bound), the last part what is left; at most VN_MAX_SUBMITS_IN_FLIGHT parts
  * running, so the caller waits for the oldest before the next part
@@ -673,8 +681,9 @@ typedef struct vn_work {
 /* Encode every item once, in order, into one command buffer; one queue submit. More
  * than one item of more than VN_MAX_LAUNCHES_PER_SUBMIT steps in all (a recording is one
  * step, a sequence its length): submits of at most that many steps each, in order, at
- * most two in flight (the call waits, inside C, for the GPU to run all but the last two),
- * run as one unit: no other submit, write or readback of the device lands between them.
+ * most VN_MAX_SUBMITS_IN_FLIGHT in flight (the call waits, inside C and not in time
+ * slices, for the GPU to run all but the last two: see "Waits" above), run as one unit:
+ * no other submit, write or readback of the device lands between them.
  * Timed, such a batch is VN_ERROR_INVALID_ARGUMENT (its queries span one command buffer). */
 vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
                            vn_submission **out);
@@ -799,11 +808,16 @@ vn_status vn_introspect(vn_introspect_op op, vn_introspection *io);
  * VN_TEST_COMPILE_STACK_KIB n > 0: vn_shader_create compiles on a stack of n KiB, not
  * vn_wgsl_compile_stack's (to measure how much stack each shape of WGSL needs; too
  * small a stack crashes the process, so only a child process should set it); 0: the
- * computed size. */
+ * computed size.
+ * VN_TEST_BREAK_LOCK_ORDER 1: vn_sequence_length takes the sequence's lock (rank 1)
+ * under its device's pipelines lock (rank 4), against the lock order, so the lock-order
+ * check must abort the process (only a child process should set it); refused, -1 with
+ * VN_ERROR_UNSUPPORTED, in a build without the check (VN_LOCK_RANK_CHECK). */
 typedef enum vn_test_switch {
     VN_TEST_SPLIT_SUBMITS_EVERYWHERE = 1,
     VN_TEST_REFUSE_NEW_INSTANCES = 2,
     VN_TEST_COMPILE_STACK_KIB = 3,
+    VN_TEST_BREAK_LOCK_ORDER = 4,
 } vn_test_switch;
 /* Set switch `which` to `value` (0 or 1; any value >= 0 for VN_TEST_COMPILE_STACK_KIB)
  * and return its value before; -1 for a switch or value that does not exist

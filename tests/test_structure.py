@@ -60,7 +60,7 @@ def test_c_layers_are_the_headers_in_include_order() -> None:
     assert layer["object.c"] == ["layer_object.h"]
     assert layer["device.c"] == ["layer_device.h"]
     assert layer["bind.c"] == layer["fill.c"] == layer["buffer.c"] == ["layer_resources.h"]
-    assert layer["encode.c"] == layer["replay.c"] == layer["readback.c"] == ["layer_work.h"]
+    assert layer["encode.c"] == layer["sequence.c"] == layer["readback.c"] == ["layer_work.h"]
     assert layer["platform_posix.c"] == ["platform.h"]
 
 
@@ -105,8 +105,8 @@ def test_c_graph_sees_the_known_edges() -> None:
     assert edges["record.c"]["bind.c"] >= {"vn_bound_resolve"}  # a call
     assert "vn_bound_encode" in edges["record.c"]["encode.c"]
     assert "vn_buffer_submittable" in edges["readback.c"]["buffer.c"]  # a function's address
-    assert "wgpu" in edges["replay.c"]["loader.c"]  # a global
-    assert "vn_acquire_all" in edges["replay.c"]["object.c"]  # through a macro (VN_CALL2)
+    assert "wgpu" in edges["submit.c"]["loader.c"]  # a global
+    assert "vn_acquire_all" in edges["sequence.c"]["object.c"]  # through a macro (VN_CALL2)
     assert edges["parking.c"]["object.c"] == {"vn_fork_generation"}  # only through an inline (vn_inherited)
     assert "vn_mutex_lock" in edges["scopes.c"]["platform_*.c"]
     # A circle is reported, and exits 1.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from support.child import run_scenario
@@ -84,6 +86,61 @@ def test_per_dispatch_timing_beyond_the_query_limit_raises(device: vn.Device, co
     for _ in range(2048):
         seq.add(pipeline, [], [acc], clear_outputs=False)
     assert len(seq.replay(timing="dispatch").dispatch_times_ns or []) == 2048
+
+
+# ---- the passes counted are the passes encoded --------------------------------------------
+
+# A timed encode sizes its query set by counting the passes it will begin; a count that
+# differed from the encode would leave passes without timestamps (C refuses such an
+# encode as an InternalError). Each piece of work below changes pass at another kind of
+# boundary, on lavapipe: a copy step; a clear step filled inside the pass (a buffer of
+# at most 16 KiB) or cleared by clear_buffer outside it (larger); a dispatch whose
+# clear is a fill or a clear_buffer; a recording sharing one pass or not; a batch; each
+# replayed twice, so the last step of one launch meets the first of the next.
+SMALL, LARGE = 4 * 1024, 64 * 1024
+
+
+def _boundary_work(device: vn.Device, kind: str) -> tuple[Any, int]:
+    """Work whose steps change pass at boundary `kind`, and the dispatches it launches."""
+    counting = device.compile(COUNTER)  # its output is cleared before each dispatch
+    kept = device.compile(COUNTER, preserve=["acc"])
+    small, large, other = device.alloc(SMALL), device.alloc(LARGE), device.alloc(LARGE)
+    grid = {"workgroups": (LARGE // 4 // 64, 1, 1)}
+    seq = device.sequence()
+    if kind == "copy":
+        seq.add(kept, [], [large], **grid).copy(large, other).add(kept, [], [other], **grid)
+        return lambda t: seq.replay(2, timing=t), 4
+    if kind in ("fill step", "clear_buffer step"):
+        cleared = small if kind == "fill step" else large
+        seq.add(kept, [], [large], **grid).clear(cleared).add(kept, [], [large], **grid).clear(cleared)
+        return lambda t: seq.replay(2, timing=t), 4
+    if kind in ("filled output", "clear_buffer output"):
+        out = small if kind == "filled output" else large
+        seq.add(counting, [], [out], **grid).add(kept, [], [large], **grid).add(counting, [], [out], **grid)
+        return lambda t: seq.replay(2, timing=t), 6
+    if kind in ("recording sharing a pass", "recording with clear_buffer"):
+        rec = counting.record([], [small if kind == "recording sharing a pass" else large], **grid)
+        return lambda t: rec.replay(3, timing=t), 3
+    assert kind == "batch"
+    seq.add(kept, [], [large], **grid).clear(small).copy(large, other).add(counting, [], [large], **grid)
+    rec = counting.record([], [large], **grid)
+    return lambda t: device.submit([rec, seq, rec, seq], timing=t), 6
+
+
+BOUNDARIES = ["copy", "fill step", "clear_buffer step", "filled output", "clear_buffer output",
+              "recording sharing a pass", "recording with clear_buffer", "batch"]
+
+
+@pytest.mark.parametrize("kind", BOUNDARIES)
+def test_every_pass_a_timed_encode_begins_has_its_timestamps(device: vn.Device, kind: str) -> None:
+    require_timestamps(device)
+    run, dispatches = _boundary_work(device, kind)
+    # timing="dispatch": one pass a dispatch, each timed (a pass past the count reads 0)
+    times = run("dispatch").dispatch_times_ns
+    assert times is not None and len(times) == dispatches and all(t > 0 for t in times), times
+    # timing=True: the last pass counted is the last begun, which writes the end
+    total = run(True).gpu_time_ns
+    assert total is not None and total > 0
 
 
 # ---- timing=True times the same work ---------------------------------------------------------
