@@ -744,14 +744,23 @@ def test_sequence_copy_of_a_buffer_from_another_device_raises_binding_error(
 # ================================================================ Device.submit
 
 
-def test_submit_returns_one_submission_and_applies_work_in_list_order(
-    device: vn.Device, acc_prog: vn.Pipeline, dbl_inplace_prog: vn.Pipeline
-) -> None:
+@pytest.fixture()
+def order_work(device: vn.Device, acc_prog: vn.Pipeline, dbl_inplace_prog: vn.Pipeline) -> tuple:
+    """(start, acc, snap, inc, seq, dbl): three pieces of work on one u32 buffer `acc`
+    (holding `start`) whose order shows: inc adds 1, seq copies acc into `snap`, dbl
+    doubles it."""
     start = np.arange(256, dtype=np.uint32)
     acc, snap = device.upload(start), device.alloc(start.nbytes)
     inc = acc_prog.record([], [acc], workgroups=groups(start.size))
     seq = device.sequence().copy(acc, snap)
     dbl = dbl_inplace_prog.record([], [acc], workgroups=groups(start.size))
+    return start, acc, snap, inc, seq, dbl
+
+
+def test_submit_returns_one_submission_and_applies_work_in_list_order(
+    device: vn.Device, order_work: tuple
+) -> None:
+    start, acc, snap, inc, seq, dbl = order_work
     sub = device.submit([inc, seq, dbl])
     assert isinstance(sub, vn.Submission)
     sub.wait()
@@ -760,14 +769,8 @@ def test_submit_returns_one_submission_and_applies_work_in_list_order(
     np.testing.assert_array_equal(u32(acc.read()), (start + 1) * 2)
 
 
-def test_submit_in_the_other_order_gives_the_other_result(
-    device: vn.Device, acc_prog: vn.Pipeline, dbl_inplace_prog: vn.Pipeline
-) -> None:
-    start = np.arange(256, dtype=np.uint32)
-    acc, snap = device.upload(start), device.alloc(start.nbytes)
-    inc = acc_prog.record([], [acc], workgroups=groups(start.size))
-    seq = device.sequence().copy(acc, snap)
-    dbl = dbl_inplace_prog.record([], [acc], workgroups=groups(start.size))
+def test_submit_in_the_other_order_gives_the_other_result(device: vn.Device, order_work: tuple) -> None:
+    start, acc, snap, inc, seq, dbl = order_work
     device.submit([dbl, seq, inc]).wait()
     np.testing.assert_array_equal(u32(snap.read()), start * 2)
     np.testing.assert_array_equal(u32(acc.read()), start * 2 + 1)
