@@ -275,22 +275,23 @@ def test_later_replays_have_larger_submission_indices(device: vn.Device, acc_pro
     assert first.done and second.done
 
 
-def test_replay_n_gives_n_increments_of_a_preserved_accumulator(
-    device: vn.Device, acc_prog: vn.Pipeline
-) -> None:
+@pytest.fixture()
+def counting(device: vn.Device, acc_prog: vn.Pipeline) -> tuple[np.ndarray, vn.Recording]:
+    """(start, rec): rec adds 1 to each of 1000 u32 (a preserved accumulator) holding `start`."""
     start = np.arange(1000, dtype=np.uint32)
-    acc = device.upload(start)
-    rec = acc_prog.record([], [acc], workgroups=groups(start.size))
+    return start, acc_prog.record([], [device.upload(start)], workgroups=groups(start.size))
+
+
+def test_replay_n_gives_n_increments_of_a_preserved_accumulator(counting: tuple[np.ndarray, vn.Recording]) -> None:
+    start, rec = counting
     rec.replay(7).wait()
     np.testing.assert_array_equal(u32(rec.read_output(0)), start + 7)
 
 
 def test_n_calls_of_replay_give_n_increments_of_a_preserved_accumulator(
-    device: vn.Device, acc_prog: vn.Pipeline
+    counting: tuple[np.ndarray, vn.Recording],
 ) -> None:
-    start = np.arange(1000, dtype=np.uint32)
-    acc = device.upload(start)
-    rec = acc_prog.record([], [acc], workgroups=groups(start.size))
+    start, rec = counting
     for _ in range(7):
         rec.replay()
     np.testing.assert_array_equal(u32(rec.read_output(0)), start + 7)
