@@ -115,7 +115,9 @@ def test_a_read_of_a_view_at_any_byte_offset_and_size_returns_exactly_its_bytes(
         assert view.read_async().result() == want.tobytes(), (offset, n)
 
 
-def test_read_into_of_a_view_at_any_byte_offset_fills_exactly_its_bytes(uploaded: tuple[np.ndarray, vn.Buffer]) -> None:
+def test_read_into_of_a_view_at_any_byte_offset_fills_exactly_its_bytes(
+    uploaded: tuple[np.ndarray, vn.Buffer],
+) -> None:
     model, buf = uploaded
     for offset, n in nonempty_ranges(model.size):
         out = np.full(n + 2, 0xEE, np.uint8)

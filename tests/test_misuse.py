@@ -549,7 +549,9 @@ def test_second_replay_raises_already_submitted(device, double, io) -> None:
     misuse(device, lambda: rec.replay(), vn.AlreadySubmittedError, f"submission {index}")
 
 
-def reads_of_output_refused(device: vn.Device, rec: vn.PrerecordedDispatch | vn.Recording, index: int) -> None:
+def reads_of_output_refused(
+    device: vn.Device, rec: vn.PrerecordedDispatch | vn.Recording, index: int
+) -> None:
     """Both reads of output `index` of a replayed one-output recording are refused, naming it."""
     misuse(device, lambda: rec.read_output(index), vn.OutputIndexError, f"index {index}", "1 output")
     misuse(device, lambda: rec.read_output_into(index, bytearray()), IndexError, f"index {index}")

@@ -282,7 +282,9 @@ def counting(device: vn.Device, acc_prog: vn.Pipeline) -> tuple[np.ndarray, vn.R
     return start, acc_prog.record([], [device.upload(start)], workgroups=groups(start.size))
 
 
-def test_replay_n_gives_n_increments_of_a_preserved_accumulator(counting: tuple[np.ndarray, vn.Recording]) -> None:
+def test_replay_n_gives_n_increments_of_a_preserved_accumulator(
+    counting: tuple[np.ndarray, vn.Recording],
+) -> None:
     start, rec = counting
     rec.replay(7).wait()
     np.testing.assert_array_equal(u32(rec.read_output(0)), start + 7)

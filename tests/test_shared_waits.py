@@ -131,7 +131,8 @@ def test_result_result_into_and_zero_copy_from_three_threads_each_get_the_data()
 
 def test_threads_and_tasks_mixed_on_one_read_each_get_its_data() -> None:
     _race("""
-    got = on_threads([pending.result, lambda: asyncio.run(awaited_by(3)), lambda: pending.result(np.uint32, copy=False)])
+    tasks = lambda: asyncio.run(awaited_by(3))
+    got = on_threads([pending.result, tasks, lambda: pending.result(np.uint32, copy=False)])
     got = [got[0], *(got[1] if isinstance(got[1], list) else [got[1]]), got[2]]
 """)
 
