@@ -14,23 +14,11 @@ import time
 import numpy as np
 import pytest
 from support.child import run_child
-from support.kernels import COUNTER, DOUBLE, SCALE
+from support.kernels import COUNTER, DOUBLE, DOUBLE_IN_PLACE, SCALE
 
 import vyre_native as vn
 
 # ---------------------------------------------------------------- shaders used here
-
-# acc[i] *= 2: in/out state when compiled with preserve=["acc"].
-DOUBLE_IN_PLACE = """
-@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < arrayLength(&acc)) { acc[i] = acc[i] * 2u; }
-}
-"""
-
 
 # out[i] += inp[i] * 2 on a non-preserved output: the result shows whether out was
 # cleared before the launch (in*2) or kept what an earlier launch left (k*in*2).

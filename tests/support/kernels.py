@@ -81,6 +81,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 """
 
+# acc[i] *= 2 for every element (u32; an in/out state, compiled with preserve=["acc"]).
+DOUBLE_IN_PLACE = """
+@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x < arrayLength(&acc)) { acc[gid.x] = acc[gid.x] * 2u; }
+}
+"""
+
 # state[i] += 1.0 for every element (f32; an in/out state, compiled with
 # preserve=["state"]).
 COUNTER_F32 = """
