@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support.kernels import FILL_U32
 
 import vyre_native as vn
 
@@ -33,6 +34,17 @@ def ranges(length: int) -> list[tuple[int, int]]:
     inside = [(o, n) for o in OFFSETS for n in SIZES if o + n <= length]
     at_end = [(length - n, n) for n in SIZES]
     return inside + at_end
+
+
+def nonempty_ranges(length: int) -> list[tuple[int, int]]:
+    """ranges(length) less the empty ones (a view of 0 bytes has nothing to read)."""
+    return [(o, n) for o, n in ranges(length) if n]
+
+
+def copy_ranges(length: int, src_offset: int) -> list[tuple[int, int]]:
+    """Every (dst_offset, size) of ranges(length) whose source, `size` bytes from
+    `src_offset`, fits in `length` bytes too."""
+    return [(o, n) for o, n in ranges(length) if src_offset + n <= length]
 
 
 # ---------------------------------------------------------------- writes
@@ -84,15 +96,18 @@ def test_a_partial_word_write_without_copy_src_raises_naming_the_usage(device: v
 # ---------------------------------------------------------------- reads
 
 
-@pytest.mark.parametrize("length", LENGTHS)
+@pytest.fixture(params=LENGTHS, ids=str)
+def uploaded(request: pytest.FixtureRequest, device: vn.Device) -> tuple[np.ndarray, vn.Buffer]:
+    """A buffer of each length in LENGTHS holding random bytes, and its numpy model."""
+    model = rand(request.param, 3)
+    return model, device.upload(model)
+
+
 def test_a_read_of_a_view_at_any_byte_offset_and_size_returns_exactly_its_bytes(
-    device: vn.Device, length: int
+    uploaded: tuple[np.ndarray, vn.Buffer],
 ) -> None:
-    model = rand(length, 3)
-    buf = device.upload(model)
-    for offset, n in ranges(length):
-        if n == 0:
-            continue
+    model, buf = uploaded
+    for offset, n in nonempty_ranges(model.size):
         view = buf.view(offset, n)
         want = model[offset : offset + n]
         assert view.read() == want.tobytes(), (offset, n)
@@ -100,15 +115,11 @@ def test_a_read_of_a_view_at_any_byte_offset_and_size_returns_exactly_its_bytes(
         assert view.read_async().result() == want.tobytes(), (offset, n)
 
 
-@pytest.mark.parametrize("length", LENGTHS)
 def test_read_into_of_a_view_at_any_byte_offset_fills_exactly_its_bytes(
-    device: vn.Device, length: int
+    uploaded: tuple[np.ndarray, vn.Buffer],
 ) -> None:
-    model = rand(length, 4)
-    buf = device.upload(model)
-    for offset, n in ranges(length):
-        if n == 0:
-            continue
+    model, buf = uploaded
+    for offset, n in nonempty_ranges(model.size):
         out = np.full(n + 2, 0xEE, np.uint8)
         assert buf.view(offset, n).read_into(out) == n
         assert np.array_equal(out[:n], model[offset : offset + n]) and (out[n:] == 0xEE).all(), (offset, n)
@@ -126,9 +137,7 @@ def test_a_copy_between_buffers_at_any_byte_range_sets_exactly_its_bytes(
     src = device.upload(src_model)
     dst_model = rand(length, 6)
     dst = device.upload(dst_model)
-    for dst_offset, n in ranges(length):
-        if src_offset + n > length:
-            continue
+    for dst_offset, n in copy_ranges(length, src_offset):
         device.copy(src, dst, n, src_offset, dst_offset)
         dst_model[dst_offset : dst_offset + n] = src_model[src_offset : src_offset + n]
         assert np.array_equal(contents(dst), dst_model), (src_offset, dst_offset, n)
@@ -142,9 +151,7 @@ def test_a_copy_within_one_buffer_at_any_byte_range_copies_as_memmove(
     length = 19
     model = rand(length, 7)
     buf = device.upload(model)
-    for dst_offset, n in ranges(length):
-        if src_offset + n > length:
-            continue
+    for dst_offset, n in copy_ranges(length, src_offset):
         device.copy(buf, buf, n, src_offset, dst_offset)
         model[dst_offset : dst_offset + n] = model[src_offset : src_offset + n].copy()
         assert np.array_equal(contents(buf), model), (src_offset, dst_offset, n)
@@ -228,14 +235,6 @@ def test_a_copy_called_on_a_device_that_holds_neither_buffer_raises_binding_erro
 
 # ---------------------------------------------------------------- queue order
 
-FILL = """
-@group(0) @binding(0) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if (gid.x < arrayLength(&out)) { out[gid.x] = 0xa0b0c0d0u; }
-}
-"""
-
 INCREMENT = """
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
 @compute @workgroup_size(64)
@@ -247,7 +246,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 def test_an_unaligned_write_lands_after_a_queued_kernel_and_before_the_read(device: vn.Device) -> None:
     buf = device.upload(rand(1 << 16, 17))
-    fill = device.compile(FILL).record([], [buf], workgroups=(256, 1, 1), clear_outputs=False)
+    prog = device.compile(FILL_U32, constants={"value": 0xA0B0C0D0})
+    fill = prog.record([], [buf], workgroups=(256, 1, 1), clear_outputs=False)
     fill.replay(64)  # not waited for
     buf.write(b"\x01\x02\x03", offset=5)
     want = np.frombuffer(np.full(1 << 14, 0xA0B0C0D0, np.uint32).tobytes(), np.uint8).copy()

@@ -19,9 +19,11 @@ from support.child import run_scenario
 from support.errors import raised
 
 
+@functools.cache
 def _fork(child: str) -> dict[str, Any]:
     """Fork with every kind of object alive, run `child` (a function of
-    tests/scenarios/fork.py) in the fork's child; what both sides reported."""
+    tests/scenarios/fork.py) in the fork's child; what both sides reported (once per
+    child: several tests read one fork's reports)."""
     return run_scenario("fork", child, timeout=180)  # type: ignore[no-any-return]
 
 
@@ -30,13 +32,8 @@ def _exited(res: dict[str, Any]) -> None:
     assert res["status"] == 0, f"the forked child exited with wait status {res['status']}"
 
 
-@functools.cache
-def _only_exits() -> dict[str, Any]:
-    return _fork("only_exits")
-
-
 def test_forked_child_that_only_exits_exits() -> None:
-    res = _only_exits()
+    res = _fork("only_exits")
     _exited(res)
     assert res["child"] is not None and "pid" in res["child"], res
 
@@ -49,19 +46,14 @@ def test_forked_child_exit_keeps_its_exit_status() -> None:
 
 
 def test_parent_is_unaffected_by_a_forked_child() -> None:
-    res = _only_exits()
+    res = _fork("only_exits")
     assert res["parent"]["read"]
     assert res["parent"]["replay"]["ok"], res["parent"]["replay"]
     assert res["parent"]["pending"]
 
 
-@functools.cache
-def _use_inherited() -> dict[str, Any]:
-    return _fork("use_inherited")
-
-
 def test_forked_child_using_inherited_objects_gets_forked_error() -> None:
-    res = _use_inherited()
+    res = _fork("use_inherited")
     _exited(res)
     child = res["child"]
     assert child is not None, "the forked child reported nothing"
@@ -78,7 +70,7 @@ def test_forked_child_waiting_on_an_inherited_submission_gets_forked_error() -> 
     # Even one the parent saw complete before the fork: a wait is a call on an inherited
     # object, and every such call is refused (the handle check comes first, in C), so
     # the child never learns from one what the parent's GPU did.
-    child = _use_inherited()["child"]
+    child = _fork("use_inherited")["child"]
     for op in ("submission_wait", "submission_wait_timeout"):
         try:
             raised(child[op], "ForkedError", "fork", "vn.Device")
@@ -89,7 +81,7 @@ def test_forked_child_waiting_on_an_inherited_submission_gets_forked_error() -> 
 def test_forked_child_drops_inherited_objects_without_waiting() -> None:
     # A drop that waited would block for ever (the driver's threads are in the parent):
     # the child got past dropping everything, reported, and exited.
-    res = _use_inherited()
+    res = _fork("use_inherited")
     _exited(res)
     assert res["child"]["dropped"], res["child"]
     assert res["parent"]["read"] and res["parent"]["pending"]
@@ -99,7 +91,7 @@ def test_a_zero_copy_array_alive_at_fork_is_dropped_in_the_child_without_an_unma
     # The child forgets the inherited pin (no unmap, no count change); the parent's array
     # still reads its data, its pin goes when the parent drops it, and a read started
     # before the fork still completes zero-copy in the parent.
-    res = _use_inherited()
+    res = _fork("use_inherited")
     parent = res["parent"]
     assert res["child"]["mappings_after_drop"] == parent["mappings_at_fork"] == 1, res
     assert parent["zero_copy_array"] and parent["zero_copy_pin"], parent

@@ -11,18 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support.kernels import FILL_U32
 
 import vyre_native as vn
 
-# Every invocation marks its cell: the output counts the workgroups of 64 launched.
-MARK = """
-@group(0) @binding(0) var<storage, read_write> out: array<u32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if (gid.x < arrayLength(&out)) { out[gid.x] = 1u; }
-}
-"""
+# Every invocation marks its cell with 1: the output counts the workgroups of 64 launched.
+MARK = FILL_U32
 
 # One invocation computes the workgroup count for `n` items: ceil(n / 64), 1, 1.
 WRITE_COUNTS = """

@@ -40,6 +40,13 @@ def limit(device: vn.Device, name: str) -> int:
     return int(device.limits[name])
 
 
+def compile_refused(device: vn.Device, said: str, src: str, constants: dict[str, int] | None = None) -> None:
+    """compile(src, constants) raises ShaderError whose message matches `said` (a regex)
+    and goes on to a Fix."""
+    with pytest.raises(vn.ShaderError, match=rf"(?s){said}.*Fix:"):
+        device.compile(src, constants=constants)
+
+
 # ---------------------------------------------------------------- workgroup size
 
 
@@ -48,30 +55,27 @@ def test_override_driven_workgroup_size_over_the_invocation_limit_raises_shader_
 ) -> None:
     too_many = limit(device, "max_compute_invocations_per_workgroup") * 2
     src = OVERRIDE_SIZE.replace("@workgroup_size(wg)", "@workgroup_size(wg / 2, 2)")
-    with pytest.raises(
-        vn.ShaderError, match=rf"(?s){too_many} invocations.*max_compute_invocations_per_workgroup.*Fix:"
-    ):
-        device.compile(src, constants={"wg": too_many})
+    compile_refused(
+        device, rf"{too_many} invocations.*max_compute_invocations_per_workgroup", src, {"wg": too_many}
+    )
 
 
 def test_override_driven_workgroup_size_over_a_dimension_limit_raises_shader_error_at_compile(
     device: vn.Device,
 ) -> None:
     too_wide = limit(device, "max_compute_workgroup_size_x") + 1
-    with pytest.raises(vn.ShaderError, match=rf"(?s)x = {too_wide}.*max_compute_workgroup_size_x.*Fix:"):
-        device.compile(OVERRIDE_SIZE, constants={"wg": too_wide})
+    compile_refused(device, rf"x = {too_wide}.*max_compute_workgroup_size_x", OVERRIDE_SIZE, {"wg": too_wide})
 
 
 def test_override_default_over_the_limit_raises_shader_error_at_compile(device: vn.Device) -> None:
     too_wide = limit(device, "max_compute_workgroup_size_x") + 1
-    with pytest.raises(vn.ShaderError, match=rf"(?s){too_wide}.*Fix:"):
-        device.compile(OVERRIDE_SIZE.replace("= 64", f"= {too_wide}"))
+    compile_refused(device, str(too_wide), OVERRIDE_SIZE.replace("= 64", f"= {too_wide}"))
 
 
 def test_literal_workgroup_size_over_the_limit_raises_the_same_error(device: vn.Device) -> None:
     too_wide = limit(device, "max_compute_workgroup_size_x") + 1
-    with pytest.raises(vn.ShaderError, match=rf"(?s)x = {too_wide}.*max_compute_workgroup_size_x.*Fix:"):
-        device.compile(OVERRIDE_SIZE.replace("@workgroup_size(wg)", f"@workgroup_size({too_wide})"))
+    src = OVERRIDE_SIZE.replace("@workgroup_size(wg)", f"@workgroup_size({too_wide})")
+    compile_refused(device, rf"x = {too_wide}.*max_compute_workgroup_size_x", src)
 
 
 def test_override_driven_workgroup_size_at_the_limit_compiles_and_runs(device: vn.Device, run) -> None:
@@ -92,10 +96,8 @@ def test_override_driven_workgroup_memory_over_the_limit_raises_shader_error_at_
 ) -> None:
     words = limit(device, "max_compute_workgroup_storage_size") // 4 + 1
     used = -(-4 * words // 16) * 16  # WebGPU rounds each variable up to 16 bytes
-    with pytest.raises(
-        vn.ShaderError, match=rf"(?s){used} bytes of var<workgroup>.*max_compute_workgroup_storage_size.*Fix:"
-    ):
-        device.compile(OVERRIDE_MEMORY, constants={"n": words})
+    said = rf"{used} bytes of var<workgroup>.*max_compute_workgroup_storage_size"
+    compile_refused(device, said, OVERRIDE_MEMORY, {"n": words})
 
 
 def test_override_driven_workgroup_memory_of_a_quarter_gib_is_refused_before_the_gpu_runs_it(
@@ -107,8 +109,8 @@ def test_override_driven_workgroup_memory_of_a_quarter_gib_is_refused_before_the
 
 def test_literal_workgroup_memory_over_the_limit_raises_shader_error_at_compile(device: vn.Device) -> None:
     words = limit(device, "max_compute_workgroup_storage_size") // 4 + 4
-    with pytest.raises(vn.ShaderError, match=rf"(?s){4 * words} bytes of var<workgroup>.*Fix:"):
-        device.compile(OVERRIDE_MEMORY.replace("array<u32, n>", f"array<u32, {words}>"))
+    src = OVERRIDE_MEMORY.replace("array<u32, n>", f"array<u32, {words}>")
+    compile_refused(device, rf"{4 * words} bytes of var<workgroup>", src)
 
 
 def test_workgroup_memory_at_the_limit_compiles_and_runs(device: vn.Device, run) -> None:

@@ -549,13 +549,20 @@ def test_second_replay_raises_already_submitted(device, double, io) -> None:
     misuse(device, lambda: rec.replay(), vn.AlreadySubmittedError, f"submission {index}")
 
 
+def reads_of_output_refused(
+    device: vn.Device, rec: vn.PrerecordedDispatch | vn.Recording, index: int
+) -> None:
+    """Both reads of output `index` of a replayed one-output recording are refused, naming it."""
+    misuse(device, lambda: rec.read_output(index), vn.OutputIndexError, f"index {index}", "1 output")
+    misuse(device, lambda: rec.read_output_into(index, bytearray()), IndexError, f"index {index}")
+
+
 @pytest.mark.parametrize("index", [1, 7, -1, -2])
 def test_prerecorded_output_index_out_of_range_raises_output_index_error(device, double, io, index) -> None:
     a, o = io
     rec = double.prerecord_persistent_dispatch([a], [o])
     rec.replay()
-    misuse(device, lambda: rec.read_output(index), vn.OutputIndexError, f"index {index}", "1 output")
-    misuse(device, lambda: rec.read_output_into(index, bytearray()), IndexError, f"index {index}")
+    reads_of_output_refused(device, rec, index)
 
 
 @pytest.mark.parametrize("index", [1, -1])
@@ -563,8 +570,7 @@ def test_recording_output_index_out_of_range_raises_output_index_error(device, d
     a, o = io
     rec = double.record([a], [o])
     rec.replay()
-    misuse(device, lambda: rec.read_output(index), vn.OutputIndexError, f"index {index}", "1 output")
-    misuse(device, lambda: rec.read_output_into(index, bytearray()), IndexError, f"index {index}")
+    reads_of_output_refused(device, rec, index)
 
 
 def test_output_index_of_a_str_raises_type_error(device, double, io) -> None:
@@ -752,33 +758,25 @@ def test_destroy_twice_raises_device_lost_error_and_close_after_destroy_works() 
     raised(res["after_close"], vn.ReleasedError)
 
 
+# A child's opening: read_async queues a copy and a map of a staging buffer, then
+# destroy() destroys the device and that staging buffer under the pending read.
+PENDING_READ_THEN_DESTROY = """
+d = vn.Device()
+b = d.upload(np.arange(16, dtype=np.float32))
+pending = b.read_async()
+d.destroy()
+"""
+
+
 def test_pending_read_finished_after_destroy_raises_device_lost_error() -> None:
-    # read_async queues a copy and a map of a staging buffer; destroy() destroys that
-    # staging buffer; finishing the read must report the loss, not read a destroyed mapping.
-    res = run_child(
-        """
-        d = vn.Device()
-        b = d.upload(np.arange(16, dtype=np.float32))
-        pending = b.read_async()
-        d.destroy()
-        report({"result": outcome(pending.result)})
-        """
-    )
+    # Finishing the read must report the loss, not read a destroyed mapping.
+    res = run_child(PENDING_READ_THEN_DESTROY + 'report({"result": outcome(pending.result)})\n')
     raised(res["result"], vn.DeviceLostError)
 
 
 def test_pending_read_dropped_after_destroy_is_freed() -> None:
     res = run_child(
-        """
-        import gc
-        d = vn.Device()
-        b = d.upload(np.arange(16, dtype=np.float32))
-        pending = b.read_async()
-        d.destroy()
-        del pending
-        gc.collect()
-        report(vn.debug.live_objects())
-        """
+        PENDING_READ_THEN_DESTROY + "del pending\nimport gc\ngc.collect()\nreport(vn.debug.live_objects())\n"
     )
     assert res["pending_reads"] == 0
 

@@ -14,23 +14,11 @@ import time
 import numpy as np
 import pytest
 from support.child import run_child
-from support.kernels import COUNTER, DOUBLE, SCALE
+from support.kernels import COUNTER, DOUBLE, DOUBLE_IN_PLACE, SCALE
 
 import vyre_native as vn
 
 # ---------------------------------------------------------------- shaders used here
-
-# acc[i] *= 2: in/out state when compiled with preserve=["acc"].
-DOUBLE_IN_PLACE = """
-@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < arrayLength(&acc)) { acc[i] = acc[i] * 2u; }
-}
-"""
-
 
 # out[i] += inp[i] * 2 on a non-preserved output: the result shows whether out was
 # cleared before the launch (in*2) or kept what an earlier launch left (k*in*2).
@@ -275,22 +263,25 @@ def test_later_replays_have_larger_submission_indices(device: vn.Device, acc_pro
     assert first.done and second.done
 
 
-def test_replay_n_gives_n_increments_of_a_preserved_accumulator(
-    device: vn.Device, acc_prog: vn.Pipeline
-) -> None:
+@pytest.fixture()
+def counting(device: vn.Device, acc_prog: vn.Pipeline) -> tuple[np.ndarray, vn.Recording]:
+    """(start, rec): rec adds 1 to each of 1000 u32 (a preserved accumulator) holding `start`."""
     start = np.arange(1000, dtype=np.uint32)
-    acc = device.upload(start)
-    rec = acc_prog.record([], [acc], workgroups=groups(start.size))
+    return start, acc_prog.record([], [device.upload(start)], workgroups=groups(start.size))
+
+
+def test_replay_n_gives_n_increments_of_a_preserved_accumulator(
+    counting: tuple[np.ndarray, vn.Recording],
+) -> None:
+    start, rec = counting
     rec.replay(7).wait()
     np.testing.assert_array_equal(u32(rec.read_output(0)), start + 7)
 
 
 def test_n_calls_of_replay_give_n_increments_of_a_preserved_accumulator(
-    device: vn.Device, acc_prog: vn.Pipeline
+    counting: tuple[np.ndarray, vn.Recording],
 ) -> None:
-    start = np.arange(1000, dtype=np.uint32)
-    acc = device.upload(start)
-    rec = acc_prog.record([], [acc], workgroups=groups(start.size))
+    start, rec = counting
     for _ in range(7):
         rec.replay()
     np.testing.assert_array_equal(u32(rec.read_output(0)), start + 7)
@@ -744,14 +735,23 @@ def test_sequence_copy_of_a_buffer_from_another_device_raises_binding_error(
 # ================================================================ Device.submit
 
 
-def test_submit_returns_one_submission_and_applies_work_in_list_order(
-    device: vn.Device, acc_prog: vn.Pipeline, dbl_inplace_prog: vn.Pipeline
-) -> None:
+@pytest.fixture()
+def order_work(device: vn.Device, acc_prog: vn.Pipeline, dbl_inplace_prog: vn.Pipeline) -> tuple:
+    """(start, acc, snap, inc, seq, dbl): three pieces of work on one u32 buffer `acc`
+    (holding `start`) whose order shows: inc adds 1, seq copies acc into `snap`, dbl
+    doubles it."""
     start = np.arange(256, dtype=np.uint32)
     acc, snap = device.upload(start), device.alloc(start.nbytes)
     inc = acc_prog.record([], [acc], workgroups=groups(start.size))
     seq = device.sequence().copy(acc, snap)
     dbl = dbl_inplace_prog.record([], [acc], workgroups=groups(start.size))
+    return start, acc, snap, inc, seq, dbl
+
+
+def test_submit_returns_one_submission_and_applies_work_in_list_order(
+    device: vn.Device, order_work: tuple
+) -> None:
+    start, acc, snap, inc, seq, dbl = order_work
     sub = device.submit([inc, seq, dbl])
     assert isinstance(sub, vn.Submission)
     sub.wait()
@@ -760,14 +760,8 @@ def test_submit_returns_one_submission_and_applies_work_in_list_order(
     np.testing.assert_array_equal(u32(acc.read()), (start + 1) * 2)
 
 
-def test_submit_in_the_other_order_gives_the_other_result(
-    device: vn.Device, acc_prog: vn.Pipeline, dbl_inplace_prog: vn.Pipeline
-) -> None:
-    start = np.arange(256, dtype=np.uint32)
-    acc, snap = device.upload(start), device.alloc(start.nbytes)
-    inc = acc_prog.record([], [acc], workgroups=groups(start.size))
-    seq = device.sequence().copy(acc, snap)
-    dbl = dbl_inplace_prog.record([], [acc], workgroups=groups(start.size))
+def test_submit_in_the_other_order_gives_the_other_result(device: vn.Device, order_work: tuple) -> None:
+    start, acc, snap, inc, seq, dbl = order_work
     device.submit([dbl, seq, inc]).wait()
     np.testing.assert_array_equal(u32(snap.read()), start * 2)
     np.testing.assert_array_equal(u32(acc.read()), start * 2 + 1)

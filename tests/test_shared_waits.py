@@ -47,8 +47,8 @@ def on_threads(jobs: list[Callable[[], Any]]) -> list[Any]:
     return results
 
 
-# In the child: 60 rounds of one read raced by its waiters, each round's results compared
-# with the data, then the live counts against those before the rounds.
+# In the child: 60 rounds of one read raced by its waiters (the body: their results in
+# `got`), each round's results compared with the data, then the live counts against those before the rounds.
 _RACE = """
 import asyncio
 dev = vn.Device()
@@ -78,9 +78,15 @@ def same(got):
         return False
     return np.array_equal(np.frombuffer(bytes(got), np.uint32), host)
 
+async def awaited_by(k):  # `pending` awaited by k asyncio tasks at once: what each got
+    async def waiter():
+        return await pending
+    return await asyncio.gather(*[waiter() for _ in range(k)], return_exceptions=True)
+
 for round in range(60):
     pending = buf.read_async()
 {body}
+    bad += [repr(g)[:200] for g in got if not same(g)]
     del pending, got
 gc.collect()
 dev.wait_idle()
@@ -101,18 +107,12 @@ def _race(body: str) -> dict[str, Any]:
 def test_four_threads_calling_result_on_one_read_each_get_its_data() -> None:
     _race("""
     got = on_threads([pending.result] * 4)
-    bad += [repr(g)[:200] for g in got if not same(g)]
 """)
 
 
 def test_six_asyncio_tasks_awaiting_one_read_each_get_its_data() -> None:
     _race("""
-    async def waiter():
-        return await pending
-    async def main():
-        return await asyncio.gather(*[waiter() for _ in range(6)], return_exceptions=True)
-    got = asyncio.run(main())
-    bad += [repr(g)[:200] for g in got if not same(g)]
+    got = asyncio.run(awaited_by(6))
 """)
 
 
@@ -126,19 +126,14 @@ def test_result_result_into_and_zero_copy_from_three_threads_each_get_the_data()
         view = pending.result(copy=False)
         return bytes(view)
     got = on_threads([pending.result, into, zero_copy])
-    bad += [repr(g)[:200] for g in got if not same(g)]
 """)
 
 
 def test_threads_and_tasks_mixed_on_one_read_each_get_its_data() -> None:
     _race("""
-    async def waiter():
-        return await pending
-    async def main():
-        return await asyncio.gather(*[waiter() for _ in range(3)], return_exceptions=True)
-    got = on_threads([pending.result, lambda: asyncio.run(main()), lambda: pending.result(np.uint32, copy=False)])
+    tasks = lambda: asyncio.run(awaited_by(3))
+    got = on_threads([pending.result, tasks, lambda: pending.result(np.uint32, copy=False)])
     got = [got[0], *(got[1] if isinstance(got[1], list) else [got[1]]), got[2]]
-    bad += [repr(g)[:200] for g in got if not same(g)]
 """)
 
 

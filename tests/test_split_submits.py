@@ -281,24 +281,18 @@ def test_a_split_replay_runs_as_one_unit_beside_other_threads_replays_and_writes
 
 @pytest.mark.parametrize(("steps", "n"), [(1, 256), (1, 32), (2, 128), (32, 8), (255, 1), (256, 1), (257, 1)])
 def test_split_replays_at_the_step_bound_run_every_step_once(
-    device: vn.Device, split_everywhere: None, steps: int, n: int
+    device: vn.Device, kit: tuple[vn.Pipeline, vn.Pipeline], split_everywhere: None, steps: int, n: int
 ) -> None:
-    inc = device.compile(COUNTER, preserve=["acc"])
-    acc = device.alloc(4 * N)
-    seq = device.sequence()
-    for _ in range(steps):
-        seq.add(inc, [], [acc], workgroups=(1, 1, 1))
+    seq, acc = counting_sequence(device, kit, steps)
     seq.replay(n).wait()  # whole
     assert submits_of(seq, n) > 1
     assert (u32(acc) == 3 * steps * n).all()
 
 
-def test_a_replay_past_the_bound_is_refused_before_anything_is_submitted(device: vn.Device, split_everywhere: None) -> None:
-    inc = device.compile(COUNTER, preserve=["acc"])
-    acc = device.alloc(4 * N)
-    seq = device.sequence()
-    for _ in range(2):
-        seq.add(inc, [], [acc], workgroups=(1, 1, 1))
+def test_a_replay_past_the_bound_is_refused_before_anything_is_submitted(
+    device: vn.Device, kit: tuple[vn.Pipeline, vn.Pipeline], split_everywhere: None
+) -> None:
+    seq, acc = counting_sequence(device, kit, 2)
     seq.replay(128).wait()
     seq.replay(128).wait()  # split
     ptr = seq._live()
@@ -394,13 +388,11 @@ def test_ping_pong_with_and_without_clears(device: vn.Device, split_everywhere: 
 
 
 @pytest.mark.timestamps
-def test_timed_replays_after_split_ones_are_whole_and_timed(device: vn.Device, split_everywhere: None) -> None:
+def test_timed_replays_after_split_ones_are_whole_and_timed(
+    device: vn.Device, kit: tuple[vn.Pipeline, vn.Pipeline], split_everywhere: None
+) -> None:
     require_timestamps(device)
-    inc = device.compile(COUNTER, preserve=["acc"])
-    acc = device.alloc(4 * N)
-    seq = device.sequence()
-    for _ in range(40):
-        seq.add(inc, [], [acc], workgroups=(1, 1, 1))
+    seq, acc = counting_sequence(device, kit, 40)
     seq.replay().wait()
     assert submits_of(seq) > 1
     t = seq.replay(timing=True)
@@ -415,12 +407,10 @@ def test_timed_replays_after_split_ones_are_whole_and_timed(device: vn.Device, s
     assert (u32(acc) == 40 * 7).all()
 
 
-def test_live_objects_stay_flat_over_many_split_replays(device: vn.Device, split_everywhere: None) -> None:
-    inc = device.compile(COUNTER, preserve=["acc"])
-    acc = device.alloc(4 * N)
-    seq = device.sequence()
-    for _ in range(33):
-        seq.add(inc, [], [acc], workgroups=(1, 1, 1))
+def test_live_objects_stay_flat_over_many_split_replays(
+    device: vn.Device, kit: tuple[vn.Pipeline, vn.Pipeline], split_everywhere: None
+) -> None:
+    seq, acc = counting_sequence(device, kit, 33)
     seq.replay().wait()
     device.wait_idle()
     before = vn.debug.live_objects()

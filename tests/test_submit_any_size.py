@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from support.child import run_child
-from support.kernels import COUNTER
+from support.kernels import COUNTER, DOUBLE_IN_PLACE
 from support.markers import not_under_asan
 
 import vyre_native as vn
@@ -30,7 +30,7 @@ N = 64  # counters per buffer
 PER_SUBMIT = 256
 
 INC = COUNTER  # acc[i] += 1
-DBL = COUNTER.replace("acc[gid.x] + 1u", "acc[gid.x] * 2u")
+DBL = DOUBLE_IN_PLACE  # acc[i] *= 2
 
 
 class Kit:

@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 import types
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -163,10 +164,9 @@ def _trip_sigusr1() -> None: ...
 # ---- targets ------------------------------------------------------------------------
 
 
-class Target:
-    """outer(): the call swept; nested(): the call a handler or finalizer makes; each
-    returns a value ``check`` accepts. ``expect``: the class the outer call raises, if
-    it is one that raises in its turn."""
+class Target(ABC):
+    """A call swept, and the call made inside it. ``expect``: the class the outer call
+    raises, if it is one that raises in its turn."""
 
     expect: type[BaseException] | None = None
     nested_name = ""
@@ -174,14 +174,17 @@ class Target:
     def fresh(self) -> None:
         """Per step state, made outside the trace."""
 
+    @abstractmethod
     def outer(self) -> Any:
-        raise NotImplementedError
+        """The call swept; a value ``check`` accepts."""
 
+    @abstractmethod
     def nested(self) -> Any:
-        raise NotImplementedError
+        """The call a handler or finalizer makes inside it; a value ``check`` accepts."""
 
+    @abstractmethod
     def check(self, value: Any) -> bool:
-        raise NotImplementedError
+        """Whether `value` is what outer() or nested() should return."""
 
 
 N = 256

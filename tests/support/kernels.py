@@ -61,6 +61,16 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 }
 """
 
+# out[i] = value for every element; value an override constant, 1 unless compile() sets it.
+FILL_U32 = """
+override value: u32 = 1u;
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x < arrayLength(&out)) { out[gid.x] = value; }
+}
+"""
+
 # acc[i] += 1 for every element (an in/out state, compiled with preserve=["acc"]): the
 # number of launches that ran is readable afterwards.
 COUNTER = """
@@ -68,6 +78,15 @@ COUNTER = """
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if (gid.x < arrayLength(&acc)) { acc[gid.x] = acc[gid.x] + 1u; }
+}
+"""
+
+# acc[i] *= 2 for every element (u32; an in/out state, compiled with preserve=["acc"]).
+DOUBLE_IN_PLACE = """
+@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (gid.x < arrayLength(&acc)) { acc[gid.x] = acc[gid.x] * 2u; }
 }
 """
 
