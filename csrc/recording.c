@@ -26,7 +26,7 @@ static vn_status recording_create(vn_pipeline *pipeline, const vn_dispatch_args 
     if (out == NULL) return vn_null_out("vn_recording_create", "out");
     *out = NULL;
     vn_recording *r = calloc(1, sizeof *r);
-    if (r == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a recording. Fix: free host memory.");
+    if (r == NULL) return vn_fail_no_memory("a recording", sizeof *r);
     /* No trial encode here: wgpu-native 29 leaks the command buffer of an encode that
      * is finished but never submitted (about 90 KB each). Every replay encodes inside
      * error scopes and submits only what encoded cleanly, so an error the handle

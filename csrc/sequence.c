@@ -99,7 +99,7 @@ static vn_status sequence_create(vn_device *device, vn_sequence **out) {
     if (st != VN_OK) return st;
     if (out == NULL) return vn_null_out("vn_sequence_create", "out");
     vn_sequence *s = calloc(1, sizeof *s);
-    if (s == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a sequence. Fix: free host memory.");
+    if (s == NULL) return vn_fail_no_memory("a sequence", sizeof *s);
     vn_object_init(&s->obj, VN_KIND_SEQUENCE, sequence_destroy);
     vn_mutex_init(&s->lock);
     vn_lock_rank_set(&s->lock, VN_LOCK_OBJECT, "vn_sequence.lock");
