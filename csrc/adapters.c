@@ -102,9 +102,10 @@ static vn_status enumerate_adapters(const char *backend, vn_device_info *out, si
 }
 
 vn_status vn_enumerate_adapters(const char *backend, vn_device_info *out, size_t capacity, size_t *count) {
-    vn_exit_guard_enter(); /* instances start the driver: not while the process exits */
+    vn_fork_guard_arm(); /* before the driver starts: a fork waits for this call */
+    vn_call_guard_enter(); /* instances start the driver: not while the process exits */
     vn_status st = enumerate_adapters(backend, out, capacity, count);
-    vn_exit_guard_leave();
+    vn_call_guard_leave();
     vn_exit_guard_arm();
     return st;
 }

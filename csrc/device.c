@@ -274,9 +274,10 @@ static vn_status finish_device(vn_device *dev, const char *required_features, WG
 
 vn_status vn_device_create(vn_power_preference power_preference, int32_t adapter_index, const char *backend,
                            const char *required_features, vn_device **out) {
-    vn_exit_guard_enter();
+    vn_fork_guard_arm(); /* before the driver starts: a fork waits for this call */
+    vn_call_guard_enter();
     vn_status st = vn_publish(device_create(power_preference, adapter_index, backend, required_features, out), out);
-    vn_exit_guard_leave();
+    vn_call_guard_leave();
     vn_exit_guard_arm(); /* after the driver's own exit handlers, registered as it loaded */
     return st;
 }

@@ -61,23 +61,34 @@ typedef struct vn_object {
  * first object is made). A plain load, no system call. */
 extern atomic_uint vn_fork_generation;
 
-/* The process's exit against calls into the GPU driver. exit() runs the driver's exit
- * handlers while daemon threads may still be inside a call (Python has finalized; their
- * C code runs on), and the driver crashes under them: on the H200 free(): invalid
- * pointer, double free in vkDestroyDevice (a daemon thread's Device.close()), SIGSEGV or
- * a hang, in most exits while 4 threads made, closed and listed devices. So every entry
- * point (VN_CALL*, every release, device creation, adapter listing) is bracketed by
- * vn_exit_guard_enter / vn_exit_guard_leave, and the exit first marks the process exiting
- * and waits (up to 10 s) for the calls in flight: vn_process_exiting, which Python's
- * atexit calls (before any C exit handler: the driver registers its own when it loads,
- * during the process's first device) and, for a process that never ran it, a C exit
- * handler armed after the first call that loaded the driver. From then on a call on any
- * other thread never returns (no Python is left for it to return to, and going on would
- * race the driver's teardown); the exiting thread's own calls go on, as Python's
- * finalizers release objects there. */
-void vn_exit_guard_enter(void);
-void vn_exit_guard_leave(void);
+/* The call guard: exit() and fork() against calls in flight in other threads.
+ * - exit() runs the GPU driver's exit handlers while daemon threads may still be inside
+ *   a call (Python has finalized; their C code runs on), and the driver crashes under
+ *   them: on the H200 free(): invalid pointer, a double free in vkDestroyDevice (a
+ *   daemon thread's Device.close()), SIGSEGV or a hang, in most exits while 4 threads
+ *   made, closed and listed devices.
+ * - fork() copies the locks other threads hold inside the driver and the Vulkan loader
+ *   into the child, held for ever: the child's first vn.Device() then never returns (the
+ *   H200: inside vkCreateDevice while another thread copied between devices; lavapipe:
+ *   the loader's global mutex, while another thread made a device or listed adapters).
+ * So every entry point (VN_CALL*, every release, device creation, adapter listing) is
+ * bracketed by vn_call_guard_enter / vn_call_guard_leave, and both wait first for the
+ * calls in flight (up to 10 s; only the outermost call on a thread counts):
+ * - the exit, in vn_process_exiting, which Python's atexit calls (before any C exit
+ *   handler: the driver registers its own as it loads, during the process's first
+ *   device) and a C exit handler armed after the first call that loaded the driver
+ *   (vn_exit_guard_arm) calls again. From then on a call on any other thread never
+ *   returns (it has no Python left to return to, and going on would race the driver's
+ *   teardown); the exiting thread's own calls go on, as Python's finalizers release
+ *   objects there.
+ * - a fork, in its pthread_atfork prepare handler (vn_fork_guard_arm, before the first
+ *   call that starts the driver): a call that would start during it waits until fork()
+ *   has returned in the parent. A call longer than the wait (a compile of seconds) is
+ *   not waited for. */
+void vn_call_guard_enter(void);
+void vn_call_guard_leave(void);
 void vn_exit_guard_arm(void);
+void vn_fork_guard_arm(void);
 /* True when the object was made before a fork() and this process is the child. */
 static inline bool vn_inherited(const vn_object *object) {
     return object->generation != atomic_load_explicit(&vn_fork_generation, memory_order_relaxed);
@@ -131,7 +142,7 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
 #define VN_CALL1_(call, h1, k1, result)                                                  \
     do {                                                                                 \
         vn_object *vn_call_o_;                                                           \
-        vn_exit_guard_enter();                                                           \
+        vn_call_guard_enter();                                                           \
         vn_status vn_call_st_ = vn_acquire((h1), (k1), __func__, &vn_call_o_);            \
         if (vn_call_st_ == VN_OK) {                                                      \
             VN_REBIND_(h1, vn_call_o_);                                                  \
@@ -139,7 +150,7 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
             vn_release(vn_call_o_);                                                      \
             vn_call_st_ = (result);                                                      \
         }                                                                                \
-        vn_exit_guard_leave();                                                           \
+        vn_call_guard_leave();                                                           \
         return vn_call_st_;                                                              \
     } while (0)
 #define VN_CALL1_OUT(call, slot, h1, k1) VN_CALL1_(call, h1, k1, vn_publish(vn_call_st_, (slot)))
@@ -148,7 +159,7 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
 #define VN_CALL2_OUT(call, slot, h1, k1, h2, k2)                                         \
     do {                                                                                 \
         vn_object *vn_call_o_[2];                                                        \
-        vn_exit_guard_enter();                                                           \
+        vn_call_guard_enter();                                                           \
         vn_status vn_call_st_ = vn_acquire_all((const void *const[]){(h1), (h2)},         \
                                                (const vn_kind[]){(k1), (k2)}, 2, __func__, vn_call_o_); \
         if (vn_call_st_ == VN_OK) {                                                      \
@@ -158,7 +169,7 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
             vn_unacquire_all(vn_call_o_, 2);                                             \
             vn_call_st_ = vn_publish(vn_call_st_, (slot));                               \
         }                                                                                \
-        vn_exit_guard_leave();                                                           \
+        vn_call_guard_leave();                                                           \
         return vn_call_st_;                                                              \
     } while (0)
 #define VN_CALL2(call, h1, k1, h2, k2) VN_CALL2_OUT(call, NULL, h1, k1, h2, k2)

@@ -13,49 +13,66 @@ static atomic_ullong next_identity = 1;
 
 uint64_t vn_next_identity(void) { return atomic_fetch_add(&next_identity, 1); }
 
-/* ---- fork() -------------------------------------------------------------------- */
+/* ---- the call guard: exit() and fork() against calls in flight (layer_object.h) ---- */
 
 atomic_uint vn_fork_generation;
 
-static atomic_int exiting, driver_calls; /* the exit guard's, below */
-
-static void on_fork_child(void) {
-    atomic_fetch_add(&vn_fork_generation, 1);
-    /* The calls in flight were the parent's threads': none is in this process, and its
-     * exit must not wait 10 s for them. */
-    atomic_store(&driver_calls, 0);
-    /* With a device inherited, the GPU driver's own exit handlers (registered in the
-     * parent) tear down state whose threads stayed in the parent: lavapipe crashes in
-     * them, NVIDIA's wait. The child's exit ends before them; Python's own finalization
-     * (and so every finalizer) has run by then. */
-    if (vn_live_count(VN_LIVE_DEVICE) > 0) vn_exit_before_earlier_handlers();
-}
-
-/* ---- exit() (layer_object.h: vn_exit_guard_*) ------------------------------------ */
-
+/* Calls in flight (each thread's outermost bracketed call counts once); the process is
+ * exiting; a fork() is being prepared. */
+static atomic_int calls_in_flight, exiting, forking;
 /* Per thread: how deep in bracketed calls (only the outermost counts, so a nested call,
  * a signal handler's included, never waits on its own thread's count) and whether this
  * thread runs the exit (its calls go on: Python's finalizers release objects there). */
 static VN_THREAD_LOCAL unsigned guard_depth;
 static VN_THREAD_LOCAL bool exit_thread;
 
-void vn_exit_guard_enter(void) {
+void vn_call_guard_enter(void) {
     if (guard_depth++ > 0) return;
-    atomic_fetch_add(&driver_calls, 1);
-    if (atomic_load(&exiting) && !exit_thread) { /* seq_cst: this sees the flag or the exit sees the count */
-        atomic_fetch_sub(&driver_calls, 1);
-        for (;;) vn_sleep_ns(1000000000ull);
+    for (;;) {
+        atomic_fetch_add(&calls_in_flight, 1); /* seq_cst: this sees a flag or its setter sees the count */
+        if (atomic_load(&exiting) && !exit_thread) {
+            atomic_fetch_sub(&calls_in_flight, 1);
+            for (;;) vn_sleep_ns(1000000000ull);
+        }
+        if (!atomic_load(&forking)) return;
+        atomic_fetch_sub(&calls_in_flight, 1); /* the fork goes first */
+        while (atomic_load(&forking)) vn_sleep_ns(100000);
     }
 }
 
-void vn_exit_guard_leave(void) {
-    if (--guard_depth == 0) atomic_fetch_sub(&driver_calls, 1);
+void vn_call_guard_leave(void) {
+    if (--guard_depth == 0) atomic_fetch_sub(&calls_in_flight, 1);
+}
+
+/* Wait (up to 10 s) until the calls in flight are `own` (the caller's own, when it is
+ * inside one: a fork from a signal handler) or fewer. */
+static void wait_for_calls(int own) {
+    for (int waited = 0; atomic_load(&calls_in_flight) > own && waited < 100000; waited++) vn_sleep_ns(100000);
 }
 
 void vn_process_exiting(void) {
     exit_thread = true;
     atomic_store(&exiting, 1);
-    for (int waited_ms = 0; atomic_load(&driver_calls) > 0 && waited_ms < 10000; waited_ms++) vn_sleep_ns(1000000);
+    wait_for_calls(guard_depth > 0);
+}
+
+static void on_fork_prepare(void) {
+    atomic_store(&forking, 1);
+    wait_for_calls(guard_depth > 0);
+}
+
+static void on_fork_parent(void) { atomic_store(&forking, 0); }
+
+static void on_fork_child(void) {
+    atomic_fetch_add(&vn_fork_generation, 1);
+    /* The calls in flight, none by the fork's wait, were the parent's threads' anyway. */
+    atomic_store(&calls_in_flight, guard_depth > 0);
+    atomic_store(&forking, 0);
+    /* With a device inherited, the GPU driver's own exit handlers (registered in the
+     * parent) tear down state whose threads stayed in the parent: lavapipe crashes in
+     * them, NVIDIA's wait. The child's exit ends before them; Python's own finalization
+     * (and so every finalizer) has run by then. */
+    if (vn_live_count(VN_LIVE_DEVICE) > 0) vn_exit_before_earlier_handlers();
 }
 
 static vn_once exit_once = VN_ONCE_INIT;
@@ -64,10 +81,12 @@ static void exit_init(void) { vn_at_exit(vn_process_exiting); }
 void vn_exit_guard_arm(void) { vn_once_run(&exit_once, exit_init); }
 
 static vn_once fork_once = VN_ONCE_INIT;
-static void fork_init(void) { vn_at_fork_child(on_fork_child); }
+static void fork_init(void) { vn_at_fork(on_fork_prepare, on_fork_parent, on_fork_child); }
+
+void vn_fork_guard_arm(void) { vn_once_run(&fork_once, fork_init); }
 
 void vn_object_init(vn_object *object, vn_kind kind, void (*destroy)(vn_object *)) {
-    vn_once_run(&fork_once, fork_init);
+    vn_fork_guard_arm();
     atomic_init(&object->refs, 1);
     object->destroy = destroy;
     object->id = vn_next_identity();
@@ -317,9 +336,9 @@ static void release_handle(const void *handle, vn_kind kind) {
 /* Every release is a call into the driver (the last reference destroys the object): the
  * exit guard brackets it as it does every entry point (layer_object.h). */
 void vn_release_handle(const void *handle, vn_kind kind) {
-    vn_exit_guard_enter();
+    vn_call_guard_enter();
     release_handle(handle, kind);
-    vn_exit_guard_leave();
+    vn_call_guard_leave();
 }
 
 void vn_handle_release(void *handle) { vn_release_handle(handle, VN_KIND_DEAD); }

@@ -156,9 +156,10 @@ int vn_run_on_new_stack(size_t stack_bytes, void (*fn)(void *), void *arg, char 
 
 /* ---- processes ------------------------------------------------------------------ */
 
-/* Run fn in the child process right after every fork() (pthread_atfork's child
- * handler), before fork() returns there. Windows has no fork: nothing to register. */
-void vn_at_fork_child(void (*fn)(void));
+/* Around every fork() (pthread_atfork): prepare in the parent before it, parent in the
+ * parent after it, child in the child before fork() returns there. Windows has no fork:
+ * nothing to register. */
+void vn_at_fork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
 /* Run fn when the process exits (atexit), before the handlers registered earlier. */
 void vn_at_exit(void (*fn)(void));
 /* From now on, exit() ends the process (with its status, stdio flushed) right after the

@@ -290,7 +290,9 @@ int vn_run_on_new_stack(size_t stack_bytes, void (*fn)(void *), void *arg, char 
     return rc == 0 ? 0 : -1;
 }
 
-void vn_at_fork_child(void (*fn)(void)) { pthread_atfork(NULL, NULL, fn); }
+void vn_at_fork(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {
+    pthread_atfork(prepare, parent, child);
+}
 
 void vn_at_exit(void (*fn)(void)) { atexit(fn); }
 

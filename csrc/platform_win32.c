@@ -224,7 +224,9 @@ int vn_run_on_new_stack(size_t stack_bytes, void (*fn)(void *), void *arg, char 
     return 0;
 }
 
-void vn_at_fork_child(void (*fn)(void)) { (void)fn; }
+void vn_at_fork(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {
+    (void)prepare, (void)parent, (void)child;
+}
 void vn_at_exit(void (*fn)(void)) { atexit(fn); }
 void vn_exit_before_earlier_handlers(void) {}
 

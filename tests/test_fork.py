@@ -139,3 +139,53 @@ def test_multiprocessing_spawn_pool_workers_get_their_own_devices_beside_a_live_
     assert res["squares"] == [v * v for v in range(8)]
     assert res["own"] == [[0.0] * 4, [1.0] * 4]
     assert res["parent"] == [0.0, 1.0, 2.0, 3.0]
+
+
+FORK_DURING_DRIVER_CALLS = """
+import os, random, sys, threading, time
+import vyre_native as vn
+
+stop = False
+def busy(make):
+    while not stop:
+        try:
+            vn.Device().close() if make else vn.enumerate_adapters()
+        except vn.VyreError:
+            pass
+for make in (True, False):
+    threading.Thread(target=busy, args=(make,), daemon=True).start()
+rng = random.Random(1)
+for i in range(6):
+    time.sleep(rng.random() * 0.2)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            vn.Device().close()     # its own device: lavapipe gives one, NVIDIA refuses it
+        except vn.ForkedError:
+            pass
+        os._exit(0)
+    for _ in range(300):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            print("exit", status, flush=True)
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, 9); os.waitpid(pid, 0)
+        print("hang", flush=True)
+stop = True
+os._exit(0)
+"""
+
+
+def test_a_fork_while_other_threads_make_devices_and_list_adapters_leaves_the_child_working() -> None:
+    """fork() copies the locks other threads hold inside the driver and the Vulkan loader:
+    a child forked while another thread was inside vn.Device() or vn.enumerate_adapters()
+    waited for ever on the loader's mutex in its own vn.Device() (lavapipe: 2-4 of 6 forks
+    during devices, 6 of 6 during listings; the H200 inside vkCreateDevice). The fork now
+    waits for the calls in flight (layer_object.h, the call guard)."""
+    from support.child import run
+
+    res = run(["-c", FORK_DURING_DRIVER_CALLS], timeout=240)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split("\n")[:6] == ["exit 0"] * 6, res.stdout
