@@ -71,19 +71,20 @@ vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, const vn_view
                                pipeline->binding_count, pipeline->label, group, views, count, out);
 }
 
-vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindGroupLayout layout,
-                              const vn_binding *bindings, size_t binding_count, const char *owner, uint32_t group,
-                              const vn_view *views, uint32_t count, WGPUBindGroup *out) {
-    uint64_t stack_key[3 * 16];
-    uint64_t *key = count <= 16 ? stack_key : malloc(VN_KEY_WORDS * count * sizeof *key);
-    if (key == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a bind-group key. Fix: free host memory.");
+/* The key of `views` into `key` (3 words a view) and its hash. */
+static uint64_t make_key(uint32_t group, const vn_view *views, uint32_t count, uint64_t *key) {
     for (uint32_t i = 0; i < count; i++) {
         key[VN_KEY_WORDS * i] = views[i].buffer->identity;
         key[VN_KEY_WORDS * i + 1] = views[i].offset;
         key[VN_KEY_WORDS * i + 2] = vn_view_extent(&views[i]);
     }
-    uint64_t h = hash_key(group, key, VN_KEY_WORDS * count);
+    return hash_key(group, key, VN_KEY_WORDS * count);
+}
 
+/* A hit: *out gets a reference to the cached group (counted as a hit); a miss counts
+ * nothing and leaves *out alone. */
+static bool lookup(vn_bind_cache *cache, uint32_t group, const uint64_t *key, uint32_t count, uint64_t h,
+                   WGPUBindGroup *out) {
     vn_mutex_lock(&cache->lock);
     for (uint32_t i = 0; i < cache->count; i++) {
         vn_bind_cache_entry *e = &cache->entries[i];
@@ -95,10 +96,31 @@ vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindG
             vn_live_add(VN_LIVE_BIND_GROUP, 1);
             *out = e->bind_group;
             vn_mutex_unlock(&cache->lock);
-            if (key != stack_key) free(key);
-            return VN_OK;
+            return true;
         }
     }
+    vn_mutex_unlock(&cache->lock);
+    return false;
+}
+
+bool vn_bind_cache_lookup(vn_bind_cache *cache, uint32_t group, const vn_view *views, uint32_t count,
+                          WGPUBindGroup *out) {
+    uint64_t key[VN_KEY_WORDS * 16];
+    return count <= 16 && lookup(cache, group, key, count, make_key(group, views, count, key), out);
+}
+
+vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindGroupLayout layout,
+                              const vn_binding *bindings, size_t binding_count, const char *owner, uint32_t group,
+                              const vn_view *views, uint32_t count, WGPUBindGroup *out) {
+    uint64_t stack_key[3 * 16];
+    uint64_t *key = count <= 16 ? stack_key : malloc(VN_KEY_WORDS * count * sizeof *key);
+    if (key == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a bind-group key. Fix: free host memory.");
+    uint64_t h = make_key(group, views, count, key);
+    if (lookup(cache, group, key, count, h, out)) {
+        if (key != stack_key) free(key);
+        return VN_OK;
+    }
+    vn_mutex_lock(&cache->lock);
     cache->misses++;
     vn_mutex_unlock(&cache->lock);
 

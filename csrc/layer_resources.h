@@ -160,6 +160,7 @@ struct vn_pipeline {
     uint64_t indirect_offset;
     uint32_t immediate_size;    /* bytes of var<immediate> data each dispatch takes, 0: none */
     char *label;                /* the entry point: wgpu's label, and what messages call it */
+    char *record_what;          /* "recording a dispatch of pipeline `<label>`", made once */
     vn_bind_cache cache;
     struct vn_pipeline *next, *prev; /* device->pipelines, under pipelines_lock */
 };
@@ -180,6 +181,11 @@ vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, const vn_view
 vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindGroupLayout layout,
                               const vn_binding *bindings, size_t binding_count, const char *owner, uint32_t group,
                               const vn_view *views, uint32_t count, WGPUBindGroup *out);
+/* The cached group alone, no scope needed: true (and *out a reference) on a hit, false
+ * on a miss (nothing made, nothing counted: a fetch after it counts the miss). Keys of
+ * more than 16 views always miss here. */
+bool vn_bind_cache_lookup(vn_bind_cache *cache, uint32_t group, const vn_view *views, uint32_t count,
+                          WGPUBindGroup *out);
 /* Drop every cached bind group that binds the buffer of `identity` (on its release). */
 void vn_bind_cache_forget(vn_bind_cache *cache, uint64_t identity);
 void vn_device_forget_buffer(vn_device *device, uint64_t identity);
@@ -247,6 +253,10 @@ vn_status vn_bound_output(const vn_bound *bound, int64_t index, const char *kind
  * the binding limit) and is no larger than the device's fill limit, else clear_buffer.
  * Runs inside vn_scope_begin/end (it may make the fill pipelines and a bind group). */
 vn_status vn_clear_plan(vn_device *device, const vn_view *view, vn_clear *out);
+/* The same plan where it needs nothing made (no scope needed): true when *out is
+ * planned (a clear_buffer, or a fill whose pipelines and bind group exist), false
+ * (and *out empty) when vn_clear_plan must make something. */
+bool vn_clear_plan_cached(vn_device *device, const vn_view *view, vn_clear *out);
 void vn_clear_release(vn_clear *clear);
 
 /* On a buffer's release: drop the fill bind group naming it. */
