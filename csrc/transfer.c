@@ -21,9 +21,10 @@
  * and COPY_SRC where a partial word is read back in. A partial word whose other bytes
  * all lie past byte_len (the allocation's padding) needs no merge: it is written whole.
  * One exception, for speed: a copy whose bytes shift within their words, between two
- * buffers that both have STORAGE usage, writes its whole destination words with one
- * dispatch of SHIFT_WGSL binding both (16 B an invocation, each word read and written
- * once, as a CopyBufferToBuffer moves it); only its partial head and tail go through T.
+ * buffers that both have STORAGE usage, writes its whole 16-byte destination quads with
+ * one dispatch of SHIFT_WGSL binding both (one vec4 an invocation, each word read and
+ * written once, as a CopyBufferToBuffer moves it); only the under-16 bytes before and
+ * after them go through T.
  *
  * Per device, made on first use under the scope lock and kept until the device is
  * freed: one shader module, its layout and pipeline. */
@@ -72,35 +73,36 @@ static const char MERGE_WGSL[] =
     "    }\n"
     "}\n";
 
-/* The whole destination words of a copy whose bytes shift within their words, where both
- * buffers can be bound as storage: each invocation sets 4 destination words (16 B) from
- * 5 source words, shifted; a grid-stride loop. p: the first source byte (from the start
- * of src's binding; never a multiple of 4 here), the first destination word (of dst's
- * binding), the count of words. Every word read holds a source byte of the copy, so the
- * bound source range holds them all. */
+/* The whole 16-byte quads of a copy whose bytes shift within their words, where both
+ * buffers can be bound as storage: each invocation stores one vec4 of destination words
+ * made from 5 source words, shifted; a grid-stride loop. p: the first source byte (from
+ * the start of src's binding; never a multiple of 4 here), the first destination quad
+ * (of dst's binding), the count of quads. Every word read holds a source byte of the
+ * copy, so the bound source range holds them all. */
 static const char SHIFT_WGSL[] =
     "@group(0) @binding(0) var<storage, read> src: array<u32>;\n"
-    "@group(0) @binding(1) var<storage, read_write> dst: array<u32>;\n"
+    "@group(0) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;\n"
     "@group(0) @binding(2) var<uniform> p: vec4<u32>;\n"
     "\n"
     "@compute @workgroup_size(256)\n"
     "fn shift(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {\n"
     "    let s = (p.x & 3u) * 8u;\n"
+    "    let r = 32u - s;\n"
     "    let w0 = p.x >> 2u;\n"
-    "    let n = p.z;\n"
-    "    for (var i = id.x; i < (n + 3u) / 4u; i += groups.x * 256u) {\n"
-    "        let j = i * 4u;\n"
-    "        var a = src[w0 + j];\n"
-    "        for (var k = 0u; k < 4u && j + k < n; k++) {\n"
-    "            let b = src[w0 + j + k + 1u];\n"
-    "            dst[p.y + j + k] = (a >> s) | (b << (32u - s));\n"
-    "            a = b;\n"
-    "        }\n"
+    "    for (var i = id.x; i < p.z; i += groups.x * 256u) {\n"
+    "        let w = w0 + i * 4u;\n"
+    "        let a0 = src[w];\n"
+    "        let a1 = src[w + 1u];\n"
+    "        let a2 = src[w + 2u];\n"
+    "        let a3 = src[w + 3u];\n"
+    "        let a4 = src[w + 4u];\n"
+    "        dst[p.y + i] = vec4<u32>((a0 >> s) | (a1 << r), (a1 >> s) | (a2 << r), (a2 >> s) | (a3 << r),\n"
+    "                                 (a3 >> s) | (a4 << r));\n"
     "    }\n"
     "}\n";
 
 enum { WORKGROUP_SIZE = 64, HEADER = 16 };
-enum { SHIFT_WORKGROUP_SIZE = 256, SHIFT_WORDS_PER_INVOCATION = 4 };
+enum { SHIFT_WORKGROUP_SIZE = 256, QUAD = 16 };
 
 /* A copy whose source and destination sit at different offsets within their words goes
  * through T in chunks of at most this many destination bytes, so T stays small. */
@@ -178,7 +180,7 @@ static vn_status transfer_get(vn_device *dev, struct vn_transfer **out) {
         se[i].visibility = WGPUShaderStage_Compute;
         se[i].buffer.type = i == 0 ? WGPUBufferBindingType_ReadOnlyStorage
                                    : i == 1 ? WGPUBufferBindingType_Storage : WGPUBufferBindingType_Uniform;
-        se[i].buffer.minBindingSize = i == 2 ? 16 : 4;
+        se[i].buffer.minBindingSize = i == 0 ? 4 : 16;
     }
     x->shift_pipeline = make_pipeline(dev, x->shift_module, se, 3, "vyre_native shifted copy", "shift", &x->shift_layout);
     if (x->pipeline == NULL || x->shift_pipeline == NULL) {
@@ -247,7 +249,7 @@ typedef struct words_copy {
     uint64_t src_bind, dst_bind; /* the bindings' offsets (shift only) */
 } words_copy;
 
-/* Whether the shifted whole words [m0, m0 + n) of dst, from src's bytes at s, can take
+/* Whether the shifted whole quads [m0, m0 + n) of dst (16-aligned), from src's bytes at s, can take
  * the shift kernel: both buffers distinct and with STORAGE usage, and each range,
  * bound from an offset the device allows, within the binding limit (and u32 indexes). */
 static bool shift_fits(const vn_device *dev, const vn_buffer *sb, const vn_buffer *db, uint64_t s, uint64_t m0,
@@ -257,7 +259,7 @@ static bool shift_fits(const vn_device *dev, const vn_buffer *sb, const vn_buffe
     if (limit > UINT32_MAX) limit = UINT32_MAX & ~(uint64_t)3;
     if (sb == db || n == 0 || !(sb->usage & VN_USAGE_STORAGE) || !(db->usage & VN_USAGE_STORAGE)) return false;
     w->src_bind = s - s % align;
-    w->dst_bind = m0 - m0 % align;
+    w->dst_bind = m0 - m0 % (align > QUAD ? align : QUAD); /* both powers of 2 */
     uint64_t src_size = ((s - w->src_bind) / 4 + n / 4 + 1) * 4, dst_size = m0 + n - w->dst_bind;
     return src_size <= limit && dst_size <= limit;
 }
@@ -277,14 +279,14 @@ static void encode_words(vn_device *dev, WGPUCommandEncoder enc, WGPUBuffer dst,
         wgpu.CommandEncoderCopyBufferToBuffer(enc, w->src, w->src_at, dst, w->dst_at, w->n);
         return;
     }
-    uint64_t words = w->n / 4, first = w->src_at - w->src_bind;
-    uint32_t p[4] = {(uint32_t)first, (uint32_t)((w->dst_at - w->dst_bind) / 4), (uint32_t)words, 0};
+    uint64_t words = w->n / 4, quads = w->n / QUAD, first = w->src_at - w->src_bind;
+    uint32_t p[4] = {(uint32_t)first, (uint32_t)((w->dst_at - w->dst_bind) / QUAD), (uint32_t)quads, 0};
     WGPUBufferDescriptor desc = WGPU_BUFFER_DESCRIPTOR_INIT;
     desc.label = vn_sv("vyre_native shifted copy");
     desc.usage = WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst;
     desc.size = sizeof p;
     made->params = wgpu.DeviceCreateBuffer(dev->device, &desc);
-    if (made->params == NULL) return; /* the bind group below then fails in the scope */
+    if (made->params == NULL) return; /* wgpu reported why to the scope */
     wgpu.QueueWriteBuffer(dev->queue, made->params, 0, p, sizeof p);
     WGPUBindGroupEntry be[3];
     for (int i = 0; i < 3; i++) be[i] = (WGPUBindGroupEntry)WGPU_BIND_GROUP_ENTRY_INIT;
@@ -308,8 +310,7 @@ static void encode_words(vn_device *dev, WGPUCommandEncoder enc, WGPUBuffer dst,
     WGPUComputePassEncoder pass = wgpu.CommandEncoderBeginComputePass(enc, NULL);
     wgpu.ComputePassEncoderSetPipeline(pass, w->shift->shift_pipeline);
     wgpu.ComputePassEncoderSetBindGroup(pass, 0, made->group, 0, NULL);
-    uint64_t per_group = (uint64_t)SHIFT_WORKGROUP_SIZE * SHIFT_WORDS_PER_INVOCATION;
-    uint64_t groups = (words + per_group - 1) / per_group;
+    uint64_t groups = (quads + SHIFT_WORKGROUP_SIZE - 1) / SHIFT_WORKGROUP_SIZE;
     wgpu.ComputePassEncoderDispatchWorkgroups(pass, groups < w->shift->max_groups ? (uint32_t)groups
                                                                                   : w->shift->max_groups, 1, 1);
     wgpu.ComputePassEncoderEnd(pass);
@@ -643,13 +644,15 @@ static vn_status shifted_chunks(const vn_buffer *src, const vn_buffer *dst, uint
     return VN_OK;
 }
 
-/* A shifted copy's whole destination words [m0, m1) for the shift kernel, and its partial
- * head and tail as chunks c (*count of them); n 0 when the kernel cannot take them. */
+/* A shifted copy's whole destination quads [m0, m1) (16-byte aligned) for the shift
+ * kernel, and the bytes before and after them (under 16 each) as chunks c (*count of
+ * them); n 0 when the kernel cannot take them. */
 static words_copy shifted_words(const vn_device *dev, const vn_buffer *sb, const vn_buffer *db, uint64_t s0,
                                 uint64_t d0, uint64_t d1, const struct vn_transfer *x, chunk *c, size_t *count) {
     words_copy w = {NULL, 0, 0, 0, NULL, 0, 0};
-    uint64_t m0 = d0 % 4 == 0 ? d0 : (round_up4(d0) < d1 ? round_up4(d0) : d1);
-    uint64_t m1 = (d1 & ~(uint64_t)3) > m0 ? d1 & ~(uint64_t)3 : m0;
+    uint64_t up = (d0 + QUAD - 1) & ~(uint64_t)(QUAD - 1);
+    uint64_t m0 = up < d1 ? up : d1;
+    uint64_t m1 = (d1 & ~(uint64_t)(QUAD - 1)) > m0 ? d1 & ~(uint64_t)(QUAD - 1) : m0;
     *count = 0;
     if (!shift_fits(dev, sb, db, s0 + (m0 - d0), m0, m1 - m0, &w)) return (words_copy){NULL, 0, 0, 0, NULL, 0, 0};
     w.src = sb->buffer;

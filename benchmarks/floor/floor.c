@@ -131,6 +131,13 @@ typedef struct floor_ctx {
         WGPUQuerySet queries;
         WGPUBuffer resolve, ticks;           /* QUERY_RESOLVE|COPY_SRC, MAP_READ|COPY_DST */
     } fill;
+    struct floor_copy {           /* floor_copy: the aligned copy and the shifted copy's kernel */
+        uint64_t bytes;
+        WGPUBuffer src, dst;                 /* bytes + 8 each, STORAGE|COPY_SRC|COPY_DST */
+        WGPUComputePipeline shift;
+        WGPUBindGroup group;
+        uint32_t workgroups;
+    } copy;
     atomic_int error;
     char error_message[1536];
     char adapter_name[256];
@@ -378,6 +385,10 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
 void floor_destroy(floor_ctx *c) {
     if (c == NULL) return;
     if (c->device != NULL) W.DevicePoll(c->device, 1, NULL);
+    if (c->copy.group != NULL) W.BindGroupRelease(c->copy.group);
+    if (c->copy.shift != NULL) W.ComputePipelineRelease(c->copy.shift);
+    if (c->copy.src != NULL) W.BufferRelease(c->copy.src);
+    if (c->copy.dst != NULL) W.BufferRelease(c->copy.dst);
     for (int k = 0; k < 2; k++) {
         if (c->read_src[k]) W.BufferRelease(c->read_src[k]);
         if (c->staging[k]) W.BufferRelease(c->staging[k]);
@@ -875,6 +886,101 @@ int64_t floor_write(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n,
             W.QueueWriteBuffer(c->queue, c->read_src[1], 0, host, (size_t)nbytes);
             W.QueueSubmitForIndex(c->queue, 0, NULL);
             drain(c);
+        });
+    }
+    return checked(c, total);
+}
+
+/* ---- copies ------------------------------------------------------------------------- */
+
+/* The floor of a copy whose bytes shift within their words (1 -> 2: three bytes), which
+ * no CopyBufferToBuffer does: the best kernel of that shape, with nothing per call but
+ * its dispatch (pipeline and bind group made once, the shift a constant): each
+ * invocation stores one vec4 of destination words made from five source words. */
+static const char SHIFT_FLOOR_WGSL[] =
+    "@group(0) @binding(0) var<storage, read> src: array<u32>;\n"
+    "@group(0) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;\n"
+    "const S: u32 = 24u;\n"
+    "@compute @workgroup_size(256)\n"
+    "fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g: vec3<u32>) {\n"
+    "    for (var i = id.x; i < arrayLength(&dst); i += g.x * 256u) {\n"
+    "        let w = i * 4u;\n"
+    "        let a0 = src[w]; let a1 = src[w + 1u]; let a2 = src[w + 2u]; let a3 = src[w + 3u];\n"
+    "        let a4 = src[w + 4u];\n"
+    "        dst[i] = vec4<u32>((a0 >> S) | (a1 << (32u - S)), (a1 >> S) | (a2 << (32u - S)),\n"
+    "                           (a2 >> S) | (a3 << (32u - S)), (a3 >> S) | (a4 << (32u - S)));\n"
+    "    }\n"
+    "}\n";
+
+static int copy_setup(floor_ctx *c, uint64_t bytes) {
+    struct floor_copy *k = &c->copy;
+    if (k->bytes == bytes) return 0;
+    if (k->bytes != 0) {
+        fail("floor_copy: set up for %llu bytes, asked for %llu", (unsigned long long)k->bytes,
+             (unsigned long long)bytes);
+        return -1;
+    }
+    WGPUBufferUsage usage = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+    k->src = make_buffer(c, bytes + 8, usage);
+    k->dst = make_buffer(c, bytes + 8, usage);
+    WGPUShaderSourceWGSL src = WGPU_SHADER_SOURCE_WGSL_INIT;
+    src.code = sv(SHIFT_FLOOR_WGSL);
+    WGPUShaderModuleDescriptor smd = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
+    smd.nextInChain = &src.chain;
+    WGPUShaderModule module = W.DeviceCreateShaderModule(c->device, &smd);
+    WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
+    pd.compute.module = module;
+    pd.compute.entryPoint = sv("main");
+    k->shift = W.DeviceCreateComputePipeline(c->device, &pd);
+    W.ShaderModuleRelease(module);
+    if (k->shift == NULL) {
+        fail("floor_copy: no shift pipeline");
+        return -1;
+    }
+    WGPUBindGroupEntry e[2] = {WGPU_BIND_GROUP_ENTRY_INIT, WGPU_BIND_GROUP_ENTRY_INIT};
+    e[0].binding = 0;
+    e[0].buffer = k->src;
+    e[0].size = bytes + 8;
+    e[1].binding = 1;
+    e[1].buffer = k->dst;
+    e[1].size = bytes;
+    WGPUBindGroupDescriptor d = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
+    d.layout = W.ComputePipelineGetBindGroupLayout(k->shift, 0);
+    d.entryCount = 2;
+    d.entries = e;
+    k->group = W.DeviceCreateBindGroup(c->device, &d);
+    W.BindGroupLayoutRelease(d.layout);
+    uint64_t groups = (bytes / 16 + 255) / 256, cap = c->max_groups_per_dim < 65535 ? c->max_groups_per_dim : 65535;
+    k->workgroups = (uint32_t)(groups < cap ? groups : cap);
+    k->bytes = bytes;
+    return checked(c, 0) < 0 ? -1 : 0;
+}
+
+/* 19. copy `bytes` between two buffers and wait for it (a blocking poll): shifted 0,
+ * one CopyBufferToBuffer of whole words (what Device.copy at offsets 0 -> 0 does);
+ * shifted 1, the kernel above over the same bytes (the floor of a copy 1 -> 2). */
+int64_t floor_copy(floor_ctx *c, int shifted, uint64_t bytes, uint64_t n, int64_t *samples) {
+    if (copy_setup(c, bytes) < 0) return -1;
+    struct floor_copy *k = &c->copy;
+    int64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        TIMED(i, {
+            WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
+            if (shifted) {
+                WGPUComputePassEncoder pass = W.CommandEncoderBeginComputePass(enc, NULL);
+                W.ComputePassEncoderSetPipeline(pass, k->shift);
+                W.ComputePassEncoderSetBindGroup(pass, 0, k->group, 0, NULL);
+                W.ComputePassEncoderDispatchWorkgroups(pass, k->workgroups, 1, 1);
+                W.ComputePassEncoderEnd(pass);
+                W.ComputePassEncoderRelease(pass);
+            } else {
+                W.CommandEncoderCopyBufferToBuffer(enc, k->src, 0, k->dst, 0, bytes);
+            }
+            WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
+            W.CommandEncoderRelease(enc);
+            WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
+            W.CommandBufferRelease(cb);
+            W.DevicePoll(c->device, 1, &idx);
         });
     }
     return checked(c, total);
