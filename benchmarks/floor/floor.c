@@ -893,6 +893,22 @@ int64_t floor_write(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n,
 
 /* ---- copies ------------------------------------------------------------------------- */
 
+/* `wgsl`'s entry point "main" as a compute pipeline with an automatic layout (the shader
+ * module released: the pipeline holds what it needs); NULL when none was made. */
+static WGPUComputePipeline compile_main(floor_ctx *c, const char *wgsl) {
+    WGPUShaderSourceWGSL src = WGPU_SHADER_SOURCE_WGSL_INIT;
+    src.code = sv(wgsl);
+    WGPUShaderModuleDescriptor smd = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
+    smd.nextInChain = &src.chain;
+    WGPUShaderModule module = W.DeviceCreateShaderModule(c->device, &smd);
+    WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
+    pd.compute.module = module;
+    pd.compute.entryPoint = sv("main");
+    WGPUComputePipeline pipeline = W.DeviceCreateComputePipeline(c->device, &pd);
+    W.ShaderModuleRelease(module);
+    return pipeline;
+}
+
 /* The floor of a copy whose bytes shift within their words (1 -> 2: three bytes), which
  * no CopyBufferToBuffer does: the best kernel of that shape, with nothing per call but
  * its dispatch (pipeline and bind group made once, the shift a constant): each
@@ -923,16 +939,7 @@ static int copy_setup(floor_ctx *c, uint64_t bytes) {
     WGPUBufferUsage usage = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
     k->src = make_buffer(c, bytes + 8, usage);
     k->dst = make_buffer(c, bytes + 8, usage);
-    WGPUShaderSourceWGSL src = WGPU_SHADER_SOURCE_WGSL_INIT;
-    src.code = sv(SHIFT_FLOOR_WGSL);
-    WGPUShaderModuleDescriptor smd = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
-    smd.nextInChain = &src.chain;
-    WGPUShaderModule module = W.DeviceCreateShaderModule(c->device, &smd);
-    WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
-    pd.compute.module = module;
-    pd.compute.entryPoint = sv("main");
-    k->shift = W.DeviceCreateComputePipeline(c->device, &pd);
-    W.ShaderModuleRelease(module);
+    k->shift = compile_main(c, SHIFT_FLOOR_WGSL);
     if (k->shift == NULL) {
         fail("floor_copy: no shift pipeline");
         return -1;
@@ -989,25 +996,16 @@ int64_t floor_copy(floor_ctx *c, int shifted, uint64_t bytes, uint64_t n, int64_
 /* ---- compile ------------------------------------------------------------------------ */
 
 /* 15. compile `wgsl` into a shader module and a compute pipeline with an automatic
- * layout, then release both: what dev.compile and wgpu-py's create_shader_module +
+ * layout (compile_main), then release both: what dev.compile and wgpu-py's create_shader_module +
  * create_compute_pipeline cost (the caller varies the source so no cache answers). */
 int64_t floor_compile(floor_ctx *c, const char *wgsl, uint64_t n, int64_t *samples) {
     int64_t total = 0;
     int rc = 0;
     for (uint64_t i = 0; i < n && rc == 0; i++) {
         TIMED(i, {
-            WGPUShaderSourceWGSL src = WGPU_SHADER_SOURCE_WGSL_INIT;
-            src.code = sv(wgsl);
-            WGPUShaderModuleDescriptor smd = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
-            smd.nextInChain = &src.chain;
-            WGPUShaderModule module = W.DeviceCreateShaderModule(c->device, &smd);
-            WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
-            pd.compute.module = module;
-            pd.compute.entryPoint = sv("main");
-            WGPUComputePipeline pipeline = W.DeviceCreateComputePipeline(c->device, &pd);
+            WGPUComputePipeline pipeline = compile_main(c, wgsl);
             if (pipeline == NULL) rc = (fail("floor_compile: no pipeline"), -1);
             else W.ComputePipelineRelease(pipeline);
-            W.ShaderModuleRelease(module);
         });
     }
     return rc < 0 ? -1 : checked(c, total);
