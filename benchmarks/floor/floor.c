@@ -632,9 +632,24 @@ static int map_after(floor_ctx *c, WGPUBuffer staging, uint64_t nbytes, WGPUSubm
     return 0;
 }
 
+/* The float32 sum of `nbytes` at p, eight partial sums (as a vectorised reduction adds):
+ * the sum rows' floor of reading every byte once more. */
+static volatile float sum_sink;
+static void sum_f32(const void *p, uint64_t nbytes) {
+    const float *f = p;
+    uint64_t n = nbytes / 4;
+    float acc[8] = {0};
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += f[i + k];
+    for (; i < n; i++) acc[0] += f[i];
+    sum_sink = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
 /* Copy src to the staging buffer, submit, map, wait, memcpy to dst (none when dst is
- * NULL: the floor of a zero-copy read, whose mapped pointer is the result), unmap. */
-static int readback(floor_ctx *c, WGPUBuffer src, WGPUBuffer staging, uint64_t nbytes, void *dst) {
+ * NULL: the floor of a zero-copy read, whose mapped pointer is the result), with `sum`
+ * the float32 sum of what was read (dst, or the mapped range), unmap. */
+static int readback(floor_ctx *c, WGPUBuffer src, WGPUBuffer staging, uint64_t nbytes, void *dst, int sum) {
     WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
     W.CommandEncoderCopyBufferToBuffer(enc, src, 0, staging, 0, nbytes);
     WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
@@ -649,6 +664,7 @@ static int readback(floor_ctx *c, WGPUBuffer src, WGPUBuffer staging, uint64_t n
         return -1;
     }
     if (dst != NULL) memcpy(dst, p, (size_t)nbytes);
+    if (sum) sum_f32(dst != NULL ? dst : p, nbytes);
     W.BufferUnmap(staging);
     return 0;
 }
@@ -656,9 +672,13 @@ static int readback(floor_ctx *c, WGPUBuffer src, WGPUBuffer staging, uint64_t n
 /* 6/7. read the small (which=0) or big (which=1) source back through its reused
  * staging buffer; into the reused host buffer (reuse=1) or a fresh malloc each
  * time (reuse=0, freed after the copy, as a new bytes object would be); reuse=2:
- * no host copy at all, only the staging copy and its map (a zero-copy read's floor). */
+ * no host copy at all, only the staging copy and its map (a zero-copy read's floor).
+ * reuse + 4 (FLOOR_READ_SUM): the same, then the float32 sum of what was read (the
+ * floor of a read followed by arr.sum()). */
 int64_t floor_read(floor_ctx *c, int which, uint64_t n, int reuse, int64_t *samples) {
     which = which ? 1 : 0;
+    int sum = (reuse & 4) != 0;
+    reuse &= 3;
     uint64_t nbytes = c->read_bytes[which];
     int64_t total = 0;
     int rc = 0;
@@ -666,7 +686,7 @@ int64_t floor_read(floor_ctx *c, int which, uint64_t n, int reuse, int64_t *samp
         TIMED(i, {
             void *dst = reuse == 2 ? NULL : reuse ? c->read_dst[which] : malloc(nbytes);
             rc = dst == NULL && reuse != 2 ? (fail("out of host memory"), -1)
-                                           : readback(c, c->read_src[which], c->staging[which], nbytes, dst);
+                                           : readback(c, c->read_src[which], c->staging[which], nbytes, dst, sum);
             if (!reuse) free(dst);
         });
     }
@@ -704,7 +724,7 @@ int64_t floor_borrowed(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t
             W.QueueSubmitForIndex(c->queue, 1, &cb);
             W.CommandBufferRelease(cb);
             void *dst = malloc(nbytes);
-            rc = dst == NULL ? -1 : readback(c, out, c->staging[0], nbytes, dst);
+            rc = dst == NULL ? -1 : readback(c, out, c->staging[0], nbytes, dst, 0);
             if (rc == 0 && i == 0) memcpy(c->read_dst[0], dst, (size_t)nbytes); /* for floor_result() */
             free(dst);
             W.BindGroupRelease(g);
