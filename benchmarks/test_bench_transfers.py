@@ -109,7 +109,7 @@ def test_copy_64MiB_raw_c(benchmark: Any, cfloor: Any, rounds: Any, shifted: int
     run_floor(
         benchmark,
         cfloor,
-        f"copy_64MiB_{'shifted' if shifted else 'aligned'}",
+        f"copy_64MiB_{'1_to_2' if shifted else '0_to_0'}",
         lambda k, s: lib.floor_copy(ctx, shifted, BIG_READ, k, s),
         n,
         2,
