@@ -91,6 +91,14 @@ OPERATIONS: dict[str, tuple[str, str]] = {
         "sequence of 1000, per dispatch (done)",
         "one of 1000 dispatches in one pass, submit + wait",
     ),
+    "sequence_1000_chain": (
+        "sequence of 1000, dependent chain, per dispatch (host)",
+        "one of 1000 dispatches in one pass, each reading the last one's output (bindings change every step)",
+    ),
+    "sequence_1000_chain_wait": (
+        "sequence of 1000, dependent chain, per dispatch (done)",
+        "the same chain, submit + wait: GPU time per dispatch with a barrier between each two",
+    ),
     "sequence_1000_immediates": (
         "sequence of 1000, per-step immediates",
         "one of 1000 dispatches in one pass, each setting its own var<immediate> scalar",
@@ -444,6 +452,7 @@ int floor_result(floor_ctx *c, void *dst, uint64_t nbytes);
 int64_t floor_memcpy(floor_ctx *c, uint64_t n);
 int64_t floor_encode_n_submit(floor_ctx *c, uint32_t launches, uint64_t n, int64_t *samples);
 int64_t floor_one_pass(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, int64_t *samples);
+int64_t floor_chain(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, int64_t *samples);
 int64_t floor_read_parts(floor_ctx *c, uint32_t parts, uint64_t n, int64_t *samples);
 int floor_fill_setup(floor_ctx *c, const char *fill_wgsl);
 int64_t floor_fill_in_pass(floor_ctx *c, uint32_t steps, int wait, uint64_t n, int64_t *samples);

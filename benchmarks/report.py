@@ -218,14 +218,27 @@ def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = F
     """The report (what --json writes) from pytest-benchmark's JSON."""
     key = _STAT_KEYS[stat]
     cells: dict[str, dict[str, dict[str, Any]]] = {}
+    others: list[dict[str, Any]] = []
     for b in raw.get("benchmarks", []):
         info = b.get("extra_info") or {}
         op, way = info.get("operation"), info.get("way")
-        if not op or way not in WAYS:
-            continue
         per_op = info.get(key)
         if per_op is None and stat == "mean" and info.get("ops_per_round", 1) == 1:
             per_op = b["stats"]["mean"] * 1e9
+        if not op or way not in WAYS:
+            # Not one of the three ways (tinygrad's devices, a test without extra_info): a row
+            # of its own, so a summary of such a run is not an empty table.
+            if per_op is None and b["stats"].get(stat) is not None:
+                per_op = b["stats"][stat] * 1e9
+            others.append(
+                {
+                    "test": b.get("fullname") or b.get("name"),
+                    "way": way,
+                    "per_op_us": None if per_op is None else per_op / 1e3,
+                    "rounds": b["stats"].get("rounds"),
+                }
+            )
+            continue
         cells.setdefault(op, {})[way] = {
             "per_op_us": None if per_op is None else per_op / 1e3,
             "mean_us": None if info.get("per_op_ns") is None else info["per_op_ns"] / 1e3,
@@ -401,6 +414,7 @@ def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = F
         "machine": machine,
         "operations": rows,
         "targets": targets,
+        "other_benchmarks": others,
         "pytest_benchmark": raw if keep_samples else _without_samples(raw),
     }
 
@@ -591,6 +605,14 @@ def format_markdown(report: dict[str, Any], source: str | None = None) -> str:
         cells += [_x(r["vn_over_c"]), _x(r["wgpu_py_over_vn"]), _x(floor.get("ratio"))]
         cells.append(floor.get("name", "") if floor.get("ratio") else "")
         lines.append("| " + " | ".join([r["label"], *("" if c == "n/a" else c for c in cells)]) + " |")
+    others = report.get("other_benchmarks") or []
+    if others:
+        lines += ["", "Benchmarks outside the three ways:", ""]
+        lines += [f"| benchmark | way | {report['statistic']} µs | rounds |", "|---|---|---:|---:|"]
+        for o in others:
+            cell = _us(o["per_op_us"])
+            cell = "" if cell == "n/a" else cell
+            lines.append(f"| `{o['test']}` | {o['way'] or '-'} | {cell} | {o['rounds']} |")
     lines += [
         "",
         (
@@ -678,9 +700,9 @@ def draw_chart(report: dict[str, Any], path: pathlib.Path) -> str:
 # ---- the command ----------------------------------------------------------------------------------
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python benchmarks/report.py",
+        prog=prog,
         description="Run the benchmark suite (vyre_native vs wgpu-py vs raw C) and report it.",
         epilog="Arguments after `--` go to pytest (e.g. -- -k replay).",
     )
@@ -713,14 +735,15 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str]) -> int:
-    """The ``bench`` subcommand; returns the process exit status."""
+def main(argv: list[str], prog: str = "python benchmarks/report.py") -> int:
+    """The ``bench`` subcommand; returns the process exit status. ``prog`` is the command
+    as the user typed it, for the usage and the messages."""
     argv = list(argv)
     pytest_args: list[str] = []
     if "--" in argv:
         cut = argv.index("--")
         argv, pytest_args = argv[:cut], argv[cut + 1 :]
-    args = _parser().parse_args(argv)
+    args = _parser(prog).parse_args(argv)
     suite = pathlib.Path(args.suite).resolve() if args.suite else HERE
     status = 0
     source: dict[str, Any] = {}
@@ -730,7 +753,7 @@ def main(argv: list[str]) -> int:
             loaded = json.loads(pathlib.Path(args.from_json).read_text())
         except (OSError, ValueError) as err:
             print(
-                f"bench: cannot read {args.from_json}: {err}. Fix: pass a pytest-benchmark JSON or a report.",
+                f"{prog}: cannot read {args.from_json}: {err}. Fix: pass a pytest-benchmark JSON or a report.",
                 file=sys.stderr,
             )
             return 2
@@ -740,7 +763,7 @@ def main(argv: list[str]) -> int:
         missing = [m for m in ("pytest", "pytest_benchmark") if _find_spec(m) is None]
         if missing:
             print(
-                f"bench: {', '.join(missing)} not installed. Fix: pip install pytest pytest-benchmark "
+                f"{prog}: {', '.join(missing)} not installed. Fix: pip install pytest pytest-benchmark "
                 "(or pip install 'vyre_native[test]').",
                 file=sys.stderr,
             )
@@ -749,12 +772,12 @@ def main(argv: list[str]) -> int:
             raw_path = pathlib.Path(tmp) / "pytest-benchmark.json"
             rc = run_suite(suite, raw_path, args.quick, pytest_args)
             if not raw_path.exists():
-                print(f"bench: pytest exited with status {rc} and wrote no results.", file=sys.stderr)
+                print(f"{prog}: pytest exited with status {rc} and wrote no results.", file=sys.stderr)
                 return rc or 1
             raw = json.loads(raw_path.read_text())
         if rc != 0:
             print(
-                f"bench: pytest exited with status {rc}: some benchmarks failed; their cells read n/a.",
+                f"{prog}: pytest exited with status {rc}: some benchmarks failed; their cells read n/a.",
                 file=sys.stderr,
             )
             status = 1

@@ -174,6 +174,50 @@ def test_sequence_1000_raw_c(benchmark, cfloor, rounds, operation, wait):
     )
 
 
+# ---- a dependent chain of 1000 dispatches: each reads the one before's output ------------
+#
+# The shape of a tinygrad JIT of dependent kernels: the same kernel, its buffers swapped
+# every step, so the bind group changes at each dispatch and wgpu puts a barrier between
+# every two. Raw C's floor_chain is what any wgpu-native client pays for it.
+
+CHAINS = pytest.mark.parametrize("wait", [False, True], ids=["host", "done"])
+
+
+@CHAINS
+def test_sequence_chain_vyre_native(benchmark, vnx, rounds, wait):
+    seq = vnx.dev.sequence()
+    for k in range(SEQUENCE_LEN):
+        src, dst = (vnx.a, vnx.o) if k % 2 == 0 else (vnx.o, vnx.a)
+        seq.add(vnx.prog, [src], [dst], workgroups=(1, 1, 1), clear_outputs=False)
+    bench_vn_sequence(benchmark, vnx, rounds, seq, "sequence_1000_chain", wait)
+
+
+@CHAINS
+def test_sequence_chain_wgpu_py(benchmark, wgx, rounds, wait):
+    device, pipeline, queue = wgx.device, wgx.pipeline, wgx.queue
+    groups = (wgx.bind(wgx.a, wgx.o), wgx.bind(wgx.o, wgx.a))
+
+    def submit():
+        enc = device.create_command_encoder()
+        cpass = enc.begin_compute_pass()
+        cpass.set_pipeline(pipeline)
+        for k in range(SEQUENCE_LEN):
+            cpass.set_bind_group(0, groups[k % 2])
+            cpass.dispatch_workgroups(1, 1, 1)
+        cpass.end()
+        queue.submit([enc.finish()])
+
+    bench_wgpu_sequence(benchmark, wgx, rounds, submit, "sequence_1000_chain", wait)
+
+
+@CHAINS
+def test_sequence_chain_raw_c(benchmark, cfloor, rounds, wait):
+    lib, ctx = cfloor.lib, cfloor.ctx
+    bench_floor_sequence(
+        benchmark, cfloor, rounds, "sequence_1000_chain", wait, lambda w, n, s: lib.floor_chain(ctx, SEQUENCE_LEN, w, n, s)
+    )
+
+
 # ---- 16 x 4 MiB readbacks in flight at once ----------------------------------------------
 
 SLICE = BIG_READ // READ_PARTS

@@ -66,7 +66,7 @@ vn_status vn_list_adapters(WGPUInstance instance, WGPUAdapter **out, size_t *cou
     *count = wgpu.InstanceEnumerateAdapters(instance, NULL, NULL);
     if (*count == 0) return VN_OK;
     *out = calloc(*count, sizeof **out);
-    if (*out == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate the adapter list. Fix: free host memory.");
+    if (*out == NULL) return vn_fail_no_memory("the adapter list", *count * sizeof **out);
     *count = wgpu.InstanceEnumerateAdapters(instance, NULL, *out);
     return VN_OK;
 }
@@ -84,8 +84,8 @@ static vn_status enumerate_adapters(const char *backend, vn_device_info *out, si
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_enumerate_adapters: NULL argument. Fix: pass a result array and count.");
     WGPUInstanceBackend backends;
     if ((st = vn_parse_backend(backend, &backends)) != VN_OK) return st;
-    WGPUInstance instance = vn_new_instance(backends);
-    if (instance == NULL) return vn_fail(VN_ERROR_INTERNAL, "wgpuCreateInstance returned NULL. Fix: check that a Vulkan loader is installed.");
+    WGPUInstance instance;
+    if ((st = vn_new_instance(backends, &instance)) != VN_OK) return st;
     WGPUAdapter *adapters;
     size_t n;
     st = vn_list_adapters(instance, &adapters, &n);
@@ -124,7 +124,7 @@ vn_status vn_request_adapter(WGPUInstance instance, const WGPURequestAdapterOpti
                             struct vn_adapter_request *out) {
     struct vn_adapter_request *pending = calloc(1, sizeof *pending);
     if (pending == NULL)
-        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate an adapter request. Fix: free host memory.");
+        return vn_fail_no_memory("an adapter request", sizeof *pending);
     WGPURequestAdapterCallbackInfo acb = WGPU_REQUEST_ADAPTER_CALLBACK_INFO_INIT;
     acb.mode = WGPUCallbackMode_AllowProcessEvents;
     acb.callback = on_adapter;

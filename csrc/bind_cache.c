@@ -114,7 +114,7 @@ vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindG
                               const vn_view *views, uint32_t count, WGPUBindGroup *out) {
     uint64_t stack_key[3 * 16];
     uint64_t *key = count <= 16 ? stack_key : malloc(VN_KEY_WORDS * count * sizeof *key);
-    if (key == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a bind-group key. Fix: free host memory.");
+    if (key == NULL) return vn_fail_no_memory("a bind-group key", VN_KEY_WORDS * count * sizeof *key);
     uint64_t h = make_key(group, views, count, key);
     if (lookup(cache, group, key, count, h, out)) {
         if (key != stack_key) free(key);
@@ -130,7 +130,7 @@ vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindG
     WGPUBindGroupEntry *entries = count <= 16 ? stack_entries : calloc(count, sizeof *entries);
     if (entries == NULL) {
         if (key != stack_key) free(key);
-        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate bind-group entries. Fix: free host memory.");
+        return vn_fail_no_memory("bind-group entries", count * sizeof *entries);
     }
     uint32_t n = 0;
     for (size_t i = 0; i < binding_count; i++) {

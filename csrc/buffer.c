@@ -102,7 +102,7 @@ static vn_status buffer_create(vn_device *device, uint64_t byte_len, uint64_t us
                        (unsigned long long)byte_len);
 
     vn_buffer *buf = calloc(1, sizeof *buf);
-    if (buf == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a buffer record. Fix: free host memory.");
+    if (buf == NULL) return vn_fail_no_memory("a buffer record", sizeof *buf);
 
     /* Labelled by identity, so wgpu's own messages name the buffer as ours do. */
     uint64_t identity = vn_next_identity();

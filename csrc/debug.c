@@ -1,8 +1,7 @@
 /* debug.c - counts of live native objects, so tests can prove nothing leaks.
  *
- * Every file counts here, so this file uses none: the vn_debug_* entry points live
- * beside what they show (vn_debug_live_counts in parking.c and vn_debug_error_status in wgpu_errors.c,
- * vn_debug_fill_wgsl in fill.c, vn_debug_queued_write_bytes in transfer.c). */
+ * Every file counts here, so this file uses none: vn_introspect (introspect.c) shows
+ * the counts, through vn_debug_live_counts (parking.c). */
 #include "layer_base.h"
 
 static atomic_llong live[VN_LIVE_KIND_COUNT];

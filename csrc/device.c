@@ -124,17 +124,16 @@ static vn_status device_create(vn_power_preference power_preference, int32_t ada
     const char *wanted = backend ? backend : "primary: Vulkan, Metal or DX12";
 
     vn_device *dev = calloc(1, sizeof *dev);
-    if (dev == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a device record. Fix: free host memory.");
+    if (dev == NULL) return vn_fail_no_memory("a device record", sizeof *dev);
     vn_device_init_locks(dev);
 
     /* An instance of its own, released with the device: wgpu-native 29 frees a command
      * buffer finished but never submitted only when its instance goes, and that buffer
      * holds its wgpu device alive (tests/test_device_lifecycle.py). Where the driver
      * offers no adapter to a new instance, the reserve's (above). */
-    dev->instance = vn_new_instance(backends);
-    if (dev->instance == NULL) {
+    if ((st = vn_new_instance(backends, &dev->instance)) != VN_OK) {
         vn_device_unref(dev);
-        return vn_fail(VN_ERROR_INTERNAL, "wgpuCreateInstance returned NULL. Fix: check that a Vulkan loader is installed.");
+        return st;
     }
 
     if (adapter_index >= 0) {
@@ -235,7 +234,7 @@ static vn_status finish_device(vn_device *dev, const char *required_features, WG
     struct device_request *pending = calloc(1, sizeof *pending);
     if (pending == NULL) {
         vn_device_unref(dev);
-        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a device request. Fix: free host memory.");
+        return vn_fail_no_memory("a device request", sizeof *pending);
     }
     WGPURequestDeviceCallbackInfo dcb = WGPU_REQUEST_DEVICE_CALLBACK_INFO_INIT;
     dcb.mode = WGPUCallbackMode_AllowProcessEvents;

@@ -303,6 +303,10 @@ void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap) {
     free(spelled);
 }
 
+vn_status vn_fail_no_memory(const char *what, size_t bytes) {
+    return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate %s (%zu bytes). Fix: free host memory.", what, bytes);
+}
+
 vn_status vn_null_out(const char *fn, const char *what) {
     return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%s: %s is NULL. Fix: pass a result pointer.", fn, what);
 }

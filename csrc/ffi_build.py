@@ -1,8 +1,10 @@
 """Build helper called by CMakeLists.txt.
 
 ``--emit OUT.c``: write the cffi API-mode C source of ``vyre_native._native``. The cdef
-is the text between the VN_CDEF markers of csrc/vyre_native.h, as-is: that header is
-the one place C signatures are written.
+is the text between the VN_CDEF markers of csrc/vyre_native.h, as-is but for the X-macro
+tables it includes (csrc/status_codes.h, csrc/object_kinds.h, csrc/usage_bits.h),
+written out here as the C preprocessor writes them (cffi's cdef runs none): that header
+is the one place C signatures are written, and each table the one place of its rows.
 
 ``--wgpu-info``: print ``<resources dir>;<expected version as 0xMMmmppbb>;<requirement>``:
 the installed ``wgpu`` package's headers, which the C layer compiles against, and its
@@ -24,12 +26,42 @@ HEADER = HERE / "vyre_native.h"
 PYPROJECT = HERE.parent / "pyproject.toml"
 
 
+# An X-macro table's use: `#define M(params) body` for each macro of its rows, then
+# `#include "table.h"`, then an `#undef` of each.
+TABLE_USE = re.compile(r'((?:^#define \w+\([\w, ]*\).*\n)+)#include "(\w+\.h)"\n(?:#undef \w+\n)+', re.M)
+MACRO = re.compile(r"^#define (\w+)\(([\w, ]*)\)(.*)$", re.M)
+
+
+def expand_tables(text: str) -> str:
+    """``text`` with each X-macro table's use replaced by its rows ``M(args)`` expanded,
+    as the preprocessor expands them (parameters replaced by the row's arguments, ``##``
+    pasted): one table, for the C compiler and for cffi's cdef alike."""
+
+    def expand(use: re.Match[str]) -> str:
+        macros = {m[1]: ([p.strip() for p in m[2].split(",")], m[3].strip()) for m in MACRO.finditer(use[1])}
+        table = HERE / use[2]
+        source = re.sub(r"/\*.*?\*/", " ", table.read_text(), flags=re.S)
+        lines = []
+        for macro, row in re.findall(r"^\s*(\w+)\(([^)]*)\)", source, re.M):
+            if macro not in macros:
+                raise SystemExit(f"{table}: a row of {macro}, which the use in {HEADER.name} does not define")
+            names, body = macros[macro]
+            args = dict(zip(names, (a.strip() for a in row.split(",")), strict=True))
+            line = re.sub(r"\b\w+\b", lambda word: args.get(word.group(0), word.group(0)), body)
+            lines.append(re.sub(r"\s*##\s*", "", line))
+        if not lines:
+            raise SystemExit(f"{table}: no rows")
+        return "".join(f"{line}\n" for line in lines if line)
+
+    return TABLE_USE.sub(expand, text)
+
+
 def cdef_text() -> str:
     text = HEADER.read_text()
     match = re.search(r"/\* VN_CDEF_BEGIN \*/(.*)/\* VN_CDEF_END \*/", text, re.DOTALL)
     if match is None:
         raise SystemExit(f"{HEADER}: VN_CDEF_BEGIN/VN_CDEF_END markers not found")
-    return match.group(1)
+    return expand_tables(match.group(1))
 
 
 def emit(out: pathlib.Path) -> None:

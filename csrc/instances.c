@@ -63,9 +63,11 @@ struct reserve {
 static _Atomic(struct reserve *) reserves[RESERVE_SLOTS];
 /* An instance for a device or a listing: one that offers no adapter while the test
  * switch stands for a driver that refuses new instances. */
-WGPUInstance vn_new_instance(WGPUInstanceBackend backends) {
-    if (vn_test_switch_on(VN_TEST_REFUSE_NEW_INSTANCES)) return create_instance((WGPUInstanceBackend)WGPUInstanceBackend_BrowserWebGPU);
-    return create_instance(backends);
+vn_status vn_new_instance(WGPUInstanceBackend backends, WGPUInstance *out) {
+    if (vn_test_switch_on(VN_TEST_REFUSE_NEW_INSTANCES)) backends = (WGPUInstanceBackend)WGPUInstanceBackend_BrowserWebGPU;
+    *out = create_instance(backends);
+    if (*out != NULL) return VN_OK;
+    return vn_fail(VN_ERROR_INTERNAL, "wgpuCreateInstance returned NULL. Fix: check that a Vulkan loader is installed.");
 }
 
 /* The reserve of `backends` made in this process, or NULL. */

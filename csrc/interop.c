@@ -19,7 +19,7 @@ static vn_status device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t d
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "adopting a wgpu device needs its instance, adapter, device and queue; "
                        "one is NULL. Fix: pass a live wgpu.GPUDevice.");
     vn_device *dev = calloc(1, sizeof *dev);
-    if (dev == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a device record. Fix: free host memory.");
+    if (dev == NULL) return vn_fail_no_memory("a device record", sizeof *dev);
     vn_device_init_locks(dev);
     dev->instance = (WGPUInstance)instance;
     dev->adapter = (WGPUAdapter)adapter;
@@ -71,7 +71,7 @@ static vn_status buffer_adopt(vn_device *device, uintptr_t buffer, int mapped, v
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_buffer_adopt: NULL buffer or result. Fix: pass a live wgpu.GPUBuffer.");
     *out = NULL;
     vn_buffer *b = calloc(1, sizeof *b);
-    if (b == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a buffer record. Fix: free host memory.");
+    if (b == NULL) return vn_fail_no_memory("a buffer record", sizeof *b);
     b->buffer = (WGPUBuffer)buffer;
     wgpu.BufferAddRef(b->buffer);
     b->byte_len = wgpu.BufferGetSize(b->buffer);

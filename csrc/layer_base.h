@@ -1,7 +1,7 @@
 /* layer_base.h - layer 1 of the C layer, the one every file stands on: the wgpu-native
  * function table (loader.c, library_file.c), the thread's error slot and message
  * formatting (error.c), the log ring (log.c), the live-object counters (debug.c) and the
- * test switches (test_control.c). Uses nothing of the C layer but platform.h.
+ * test switches (switches.c). Uses nothing of the C layer but platform.h.
  *
  * The layers, lowest first, each header including the one below:
  *   platform.h         the operating system (platform_posix.c, platform_win32.c)
@@ -70,6 +70,9 @@ size_t vn_vformat(char *buf, size_t cap, const char *fmt, va_list args);
  * wrapped sum says a wrong value). */
 enum { VN_SUM_TEXT = 24 };
 const char *vn_sum_text(uint64_t a, uint64_t b, char buf[VN_SUM_TEXT]);
+/* VN_ERROR_OUT_OF_MEMORY "could not allocate <what> (<bytes> bytes). Fix: free host
+ * memory.": the one message for a host allocation that failed. */
+vn_status vn_fail_no_memory(const char *what, size_t bytes);
 /* VN_ERROR_INVALID_ARGUMENT "<fn>: <what> is NULL. Fix: pass a result pointer.": the one
  * message for an entry point's NULL out-parameter. */
 vn_status vn_null_out(const char *fn, const char *what);
@@ -80,17 +83,21 @@ vn_status vn_fail_prefixed(vn_status code, const char *prefix);
  * written as U+2400 (SYMBOL FOR NULL). */
 void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap);
 
-/* Whether a test switch (vn_test_control, test_control.c) is set, and its value; off
+/* Whether a test switch (vn_test_control, switches.c) is set, and its value; off
  * (0) in production. */
 bool vn_test_switch_on(vn_test_switch which);
 int vn_test_switch_value(vn_test_switch which);
 
 /* ---- live-object counters (debug.c) ---------------------------------------- */
 
+/* VN_LIVE_<name> for each kind of object_kinds.h. */
 enum vn_live_kind {
-    VN_LIVE_DEVICE, VN_LIVE_BUFFER, VN_LIVE_SHADER, VN_LIVE_PIPELINE, VN_LIVE_DISPATCH,
-    VN_LIVE_BIND_GROUP, VN_LIVE_STAGING, VN_LIVE_RECORDING, VN_LIVE_SEQUENCE, VN_LIVE_SUBMISSION,
-    VN_LIVE_PENDING_READ, VN_LIVE_MAPPING, VN_LIVE_KIND_COUNT
+#define VN_HANDLE_KIND(name, field, what) VN_LIVE_##name,
+#define VN_INNER_KIND(name, field) VN_LIVE_##name,
+#include "object_kinds.h"
+#undef VN_HANDLE_KIND
+#undef VN_INNER_KIND
+    VN_LIVE_KIND_COUNT
 };
 void vn_live_add(enum vn_live_kind kind, int64_t delta);
 int64_t vn_live_count(enum vn_live_kind kind);

@@ -127,6 +127,8 @@ bool vn_request_wait(WGPUInstance instance, WGPUDevice device, atomic_int *state
 vn_status vn_error_status(WGPUErrorType type, const char *message, vn_status validation_code);
 /* True when a wgpu message says the device is lost ("Parent device is lost"). */
 bool vn_message_says_lost(const char *message);
+/* The rule above as VN_INTROSPECT_ERROR_STATUS shows it (introspect.c), for tests. */
+vn_status vn_debug_error_status(uint32_t wgpu_error_type, const char *message);
 
 /* ---- features (features.c) ----------------------------------------------------- */
 
@@ -147,8 +149,9 @@ vn_status vn_features_choose(WGPUAdapter adapter, const char *adapter_name, cons
 /* The wgpu backends a user-facing name selects (NULL: the primary ones), or
  * VN_ERROR_INVALID_ARGUMENT naming the choices. */
 vn_status vn_parse_backend(const char *name, WGPUInstanceBackend *out);
-/* A new instance of `backends` (NULL when wgpu refuses). */
-WGPUInstance vn_new_instance(WGPUInstanceBackend backends);
+/* A new instance of `backends` into *out; VN_ERROR_INTERNAL when wgpu makes none (*out
+ * NULL). */
+vn_status vn_new_instance(WGPUInstanceBackend backends, WGPUInstance *out);
 /* After *instance (new, of `backends`) looked for adapters: where it found one, make the
  * process's reserve instance of `backends`, once; where it found none and there is a
  * reserve, put the reserve (with a reference) in its place and return true: look again
@@ -185,8 +188,9 @@ vn_status vn_request_adapter(WGPUInstance instance, const WGPURequestAdapterOpti
 
 /* VN_OK, VN_ERROR_RELEASED (closed) or VN_ERROR_DEVICE_LOST, with a message naming `what`. */
 vn_status vn_device_check(const vn_device *device, const char *what);
-/* The device is lost (wgpu said so in an error or a callback): later calls fail with
- * VN_ERROR_DEVICE_LOST. Takes no lock, so a callback may call it. */
+/* The device is lost (wgpu said so in an error or a callback, or it was destroyed:
+ * vn_device_mark_destroyed): later calls fail with VN_ERROR_DEVICE_LOST naming the first
+ * reason given. The one place the mark is made. Takes no lock, so a callback may call it. */
 void vn_device_note_lost(vn_device *device, const char *reason);
 
 /* ---- the life lock (life_lock.c) ------------------------------------------------------ */
@@ -291,6 +295,8 @@ void vn_device_free(vn_device *device);
 /* Free the devices released while busy whose work has finished, polling them up to
  * wait_s seconds; true when none is left waiting. */
 bool vn_devices_reap(double wait_s);
+/* The live-object counts (VN_INTROSPECT_LIVE_COUNTS, introspect.c), after reaping. */
+void vn_debug_live_counts(vn_live_counts *out, double wait_s);
 
 /* ---- the device itself (device.c) --------------------------------------------- */
 

@@ -38,18 +38,15 @@
  * parent's thread held is on a slot issued before it, which a release in the child
  * only marks stale (never waiting for the pin, never reusing the slot). */
 
+/* "vn" + 0 when destroyed, then VN_KIND_<name> for each handle kind of object_kinds.h,
+ * "vn" + 1, + 2, ... in its order. */
 typedef enum vn_kind {
-    VN_KIND_DEAD = 0x766e0000,      /* "vn" + 0: destroyed */
-    VN_KIND_DEVICE = 0x766e0001,
-    VN_KIND_BUFFER = 0x766e0002,
-    VN_KIND_SHADER = 0x766e0003,
-    VN_KIND_PIPELINE = 0x766e0004,
-    VN_KIND_DISPATCH = 0x766e0005,
-    VN_KIND_RECORDING = 0x766e0006,
-    VN_KIND_SEQUENCE = 0x766e0007,
-    VN_KIND_SUBMISSION = 0x766e0008,
-    VN_KIND_PENDING_READ = 0x766e0009,
-    VN_KIND_MAPPING = 0x766e000a
+    VN_KIND_DEAD = 0x766e0000,
+#define VN_HANDLE_KIND(name, field, what) VN_KIND_##name,
+#define VN_INNER_KIND(name, field)
+#include "object_kinds.h"
+#undef VN_HANDLE_KIND
+#undef VN_INNER_KIND
 } vn_kind;
 
 typedef struct vn_object {
@@ -64,16 +61,20 @@ typedef struct vn_object {
  * first object is made). A plain load, no system call. */
 extern atomic_uint vn_fork_generation;
 
-/* The process's exit against calls that start the GPU driver (device creation, adapter
- * listing: instances, vkCreateDevice). exit() runs the driver's exit handlers while
- * daemon threads may still be inside such a call (Python has finalized; their C code
- * runs on), and the driver crashes under them (the H200: free(): invalid pointer,
- * SIGSEGV, or a hang, in 6 of 6 exits while 4 threads made devices). Each such call is
- * bracketed by vn_exit_guard_enter / vn_exit_guard_leave; vn_exit_guard_arm, called
- * after a call has loaded the driver, registers (once) a handler that runs before the
- * driver's: it marks the process exiting and waits (up to 10 s) for the calls in flight.
- * A call that starts once the process is exiting never returns: no Python is left to
- * return to, and going on would race the driver's teardown. */
+/* The process's exit against calls into the GPU driver. exit() runs the driver's exit
+ * handlers while daemon threads may still be inside a call (Python has finalized; their
+ * C code runs on), and the driver crashes under them: on the H200 free(): invalid
+ * pointer, double free in vkDestroyDevice (a daemon thread's Device.close()), SIGSEGV or
+ * a hang, in most exits while 4 threads made, closed and listed devices. So every entry
+ * point (VN_CALL*, every release, device creation, adapter listing) is bracketed by
+ * vn_exit_guard_enter / vn_exit_guard_leave, and the exit first marks the process exiting
+ * and waits (up to 10 s) for the calls in flight: vn_process_exiting, which Python's
+ * atexit calls (before any C exit handler: the driver registers its own when it loads,
+ * during the process's first device) and, for a process that never ran it, a C exit
+ * handler armed after the first call that loaded the driver. From then on a call on any
+ * other thread never returns (no Python is left for it to return to, and going on would
+ * race the driver's teardown); the exiting thread's own calls go on, as Python's
+ * finalizers release objects there. */
 void vn_exit_guard_enter(void);
 void vn_exit_guard_leave(void);
 void vn_exit_guard_arm(void);
@@ -130,12 +131,16 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
 #define VN_CALL1_(call, h1, k1, result)                                                  \
     do {                                                                                 \
         vn_object *vn_call_o_;                                                           \
+        vn_exit_guard_enter();                                                           \
         vn_status vn_call_st_ = vn_acquire((h1), (k1), __func__, &vn_call_o_);            \
-        if (vn_call_st_ != VN_OK) return vn_call_st_;                                     \
-        VN_REBIND_(h1, vn_call_o_);                                                      \
-        vn_call_st_ = (call);                                                            \
-        vn_release(vn_call_o_);                                                          \
-        return (result);                                                                 \
+        if (vn_call_st_ == VN_OK) {                                                      \
+            VN_REBIND_(h1, vn_call_o_);                                                  \
+            vn_call_st_ = (call);                                                        \
+            vn_release(vn_call_o_);                                                      \
+            vn_call_st_ = (result);                                                      \
+        }                                                                                \
+        vn_exit_guard_leave();                                                           \
+        return vn_call_st_;                                                              \
     } while (0)
 #define VN_CALL1_OUT(call, slot, h1, k1) VN_CALL1_(call, h1, k1, vn_publish(vn_call_st_, (slot)))
 /* Without a slot: call's status as it is, with no vn_publish call. */
@@ -143,14 +148,18 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
 #define VN_CALL2_OUT(call, slot, h1, k1, h2, k2)                                         \
     do {                                                                                 \
         vn_object *vn_call_o_[2];                                                        \
+        vn_exit_guard_enter();                                                           \
         vn_status vn_call_st_ = vn_acquire_all((const void *const[]){(h1), (h2)},         \
                                                (const vn_kind[]){(k1), (k2)}, 2, __func__, vn_call_o_); \
-        if (vn_call_st_ != VN_OK) return vn_call_st_;                                     \
-        VN_REBIND_(h1, vn_call_o_[0]);                                                   \
-        VN_REBIND_(h2, vn_call_o_[1]);                                                   \
-        vn_call_st_ = (call);                                                            \
-        vn_unacquire_all(vn_call_o_, 2);                                                 \
-        return vn_publish(vn_call_st_, (slot));                                          \
+        if (vn_call_st_ == VN_OK) {                                                      \
+            VN_REBIND_(h1, vn_call_o_[0]);                                               \
+            VN_REBIND_(h2, vn_call_o_[1]);                                               \
+            vn_call_st_ = (call);                                                        \
+            vn_unacquire_all(vn_call_o_, 2);                                             \
+            vn_call_st_ = vn_publish(vn_call_st_, (slot));                               \
+        }                                                                                \
+        vn_exit_guard_leave();                                                           \
+        return vn_call_st_;                                                              \
     } while (0)
 #define VN_CALL2(call, h1, k1, h2, k2) VN_CALL2_OUT(call, NULL, h1, k1, h2, k2)
 
@@ -202,5 +211,8 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
  *   7. the log ring's lock (log.c): taken by wgpu's log callback on any thread,
  *      inside any of the above; nothing is taken or called under it
  */
+
+/* Handle ids live now (VN_INTROSPECT_LIVE_IDS, introspect.c). */
+int64_t vn_debug_live_ids(void);
 
 #endif /* VN_LAYER_OBJECT_H */

@@ -264,5 +264,7 @@ void vn_fill_forget(vn_device *device, uint64_t identity);
 /* On the device's free: free its fill pipelines and bind groups (the device's hook,
  * VN_PART_FILL, registered when the fill is made). */
 void vn_fill_release(vn_device *device);
+/* The fill's WGSL (VN_INTROSPECT_FILL_WGSL, introspect.c). */
+const char *vn_debug_fill_wgsl(void);
 
 #endif /* VN_LAYER_RESOURCES_H */

@@ -127,4 +127,10 @@ static inline bool vn_clear_outside(const vn_clear *clear, const vn_timing *timi
 void vn_clear_encode_outside(const vn_clear *clear, WGPUCommandEncoder encoder);
 void vn_clear_fill_in_pass(const vn_clear *clear, WGPUComputePassEncoder pass, vn_pass_state *state);
 
+/* ---- what the C layer shows of its insides (introspect.c) ---------------------- */
+
+/* Buffer.write bytes queued and not yet submitted (VN_INTROSPECT_QUEUED_WRITE_BYTES,
+ * transfer.c). */
+uint64_t vn_debug_queued_write_bytes(const vn_device *device);
+
 #endif /* VN_LAYER_WORK_H */

@@ -18,8 +18,7 @@ void vn_device_mark_destroyed(vn_device *device, const char *reason) {
      * afterwards without seeing `lost`; under the scope lock no encoding of ours is
      * between its pushes and pops. */
     vn_rwlock_write_lock(&device->submit_lock);
-    vn_format(device->lost_reason, sizeof device->lost_reason, "%s", reason);
-    atomic_store(&device->lost, 1);
+    vn_device_note_lost(device, reason);
     /* Destroying the GPU device frees every buffer's memory, the mapped memory of a
      * pinned staging buffer too, which a zero-copy array still reads: with pins alive,
      * only the flag is set now (every call already fails as on a destroyed device) and

@@ -17,8 +17,13 @@ uint64_t vn_next_identity(void) { return atomic_fetch_add(&next_identity, 1); }
 
 atomic_uint vn_fork_generation;
 
+static atomic_int exiting, driver_calls; /* the exit guard's, below */
+
 static void on_fork_child(void) {
     atomic_fetch_add(&vn_fork_generation, 1);
+    /* The calls in flight were the parent's threads': none is in this process, and its
+     * exit must not wait 10 s for them. */
+    atomic_store(&driver_calls, 0);
     /* With a device inherited, the GPU driver's own exit handlers (registered in the
      * parent) tear down state whose threads stayed in the parent: lavapipe crashes in
      * them, NVIDIA's wait. The child's exit ends before them; Python's own finalization
@@ -28,25 +33,33 @@ static void on_fork_child(void) {
 
 /* ---- exit() (layer_object.h: vn_exit_guard_*) ------------------------------------ */
 
-static atomic_int exiting, driver_calls;
+/* Per thread: how deep in bracketed calls (only the outermost counts, so a nested call,
+ * a signal handler's included, never waits on its own thread's count) and whether this
+ * thread runs the exit (its calls go on: Python's finalizers release objects there). */
+static VN_THREAD_LOCAL unsigned guard_depth;
+static VN_THREAD_LOCAL bool exit_thread;
 
 void vn_exit_guard_enter(void) {
+    if (guard_depth++ > 0) return;
     atomic_fetch_add(&driver_calls, 1);
-    if (atomic_load(&exiting)) { /* seq_cst: either this sees the flag or the handler sees the count */
+    if (atomic_load(&exiting) && !exit_thread) { /* seq_cst: this sees the flag or the exit sees the count */
         atomic_fetch_sub(&driver_calls, 1);
         for (;;) vn_sleep_ns(1000000000ull);
     }
 }
 
-void vn_exit_guard_leave(void) { atomic_fetch_sub(&driver_calls, 1); }
+void vn_exit_guard_leave(void) {
+    if (--guard_depth == 0) atomic_fetch_sub(&driver_calls, 1);
+}
 
-static void on_exit_wait_for_driver_calls(void) {
+void vn_process_exiting(void) {
+    exit_thread = true;
     atomic_store(&exiting, 1);
     for (int waited_ms = 0; atomic_load(&driver_calls) > 0 && waited_ms < 10000; waited_ms++) vn_sleep_ns(1000000);
 }
 
 static vn_once exit_once = VN_ONCE_INIT;
-static void exit_init(void) { vn_at_exit(on_exit_wait_for_driver_calls); }
+static void exit_init(void) { vn_at_exit(vn_process_exiting); }
 
 void vn_exit_guard_arm(void) { vn_once_run(&exit_once, exit_init); }
 
@@ -147,8 +160,7 @@ static vn_status slot_take(uint32_t *index) {
     if (atomic_load_explicit(at, memory_order_acquire) == NULL) {
         id_slot *page = calloc(ID_PAGE, sizeof *page);
         if (page == NULL)
-            return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a page of the handle table. Fix: free host "
-                           "memory.");
+            return vn_fail_no_memory("a page of the handle table", ID_PAGE * sizeof *page);
         id_slot *none = NULL;
         if (!atomic_compare_exchange_strong_explicit(at, &none, page, memory_order_acq_rel, memory_order_acquire))
             free(page); /* another thread made it first */
@@ -215,16 +227,11 @@ static void slot_unpin(id_slot *slot) { atomic_fetch_sub_explicit(&slot->state, 
 /* The class a Python user knows the kind by. */
 static const char *kind_name(unsigned kind) {
     switch (kind) {
-    case VN_KIND_DEVICE: return "Device";
-    case VN_KIND_BUFFER: return "Buffer";
-    case VN_KIND_SHADER: return "shader module";
-    case VN_KIND_PIPELINE: return "Pipeline";
-    case VN_KIND_DISPATCH: return "PrerecordedDispatch";
-    case VN_KIND_RECORDING: return "Recording";
-    case VN_KIND_SEQUENCE: return "Sequence";
-    case VN_KIND_SUBMISSION: return "Submission";
-    case VN_KIND_PENDING_READ: return "PendingRead";
-    case VN_KIND_MAPPING: return "MappedStaging";
+#define VN_HANDLE_KIND(name, field, what) case VN_KIND_##name: return what;
+#define VN_INNER_KIND(name, field)
+#include "object_kinds.h"
+#undef VN_HANDLE_KIND
+#undef VN_INNER_KIND
     default: return "object";
     }
 }
@@ -274,7 +281,7 @@ vn_status vn_acquire(const void *handle, vn_kind kind, const char *fn, vn_object
     return VN_OK;
 }
 
-void vn_release_handle(const void *handle, vn_kind kind) {
+static void release_handle(const void *handle, vn_kind kind) {
     uint64_t id = (uintptr_t)handle, state;
     uint32_t generation = (uint32_t)(id >> 32);
     id_slot *slot = slot_of(id);
@@ -305,6 +312,14 @@ void vn_release_handle(const void *handle, vn_kind kind) {
     /* A slot whose generation would wrap to a live one again is retired, never reused. */
     if (generation != UINT32_MAX) free_push((uint32_t)id);
     vn_release(o);
+}
+
+/* Every release is a call into the driver (the last reference destroys the object): the
+ * exit guard brackets it as it does every entry point (layer_object.h). */
+void vn_release_handle(const void *handle, vn_kind kind) {
+    vn_exit_guard_enter();
+    release_handle(handle, kind);
+    vn_exit_guard_leave();
 }
 
 void vn_handle_release(void *handle) { vn_release_handle(handle, VN_KIND_DEAD); }

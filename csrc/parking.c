@@ -70,16 +70,9 @@ void vn_debug_live_counts(vn_live_counts *out, double wait_s) {
     /* Devices released while their work ran are freed once it has finished: let a leak
      * test see them go. */
     vn_devices_reap(wait_s);
-    out->devices = vn_live_count(VN_LIVE_DEVICE);
-    out->buffers = vn_live_count(VN_LIVE_BUFFER);
-    out->shaders = vn_live_count(VN_LIVE_SHADER);
-    out->pipelines = vn_live_count(VN_LIVE_PIPELINE);
-    out->dispatches = vn_live_count(VN_LIVE_DISPATCH);
-    out->bind_groups = vn_live_count(VN_LIVE_BIND_GROUP);
-    out->staging_buffers = vn_live_count(VN_LIVE_STAGING);
-    out->recordings = vn_live_count(VN_LIVE_RECORDING);
-    out->sequences = vn_live_count(VN_LIVE_SEQUENCE);
-    out->submissions = vn_live_count(VN_LIVE_SUBMISSION);
-    out->pending_reads = vn_live_count(VN_LIVE_PENDING_READ);
-    out->mappings = vn_live_count(VN_LIVE_MAPPING);
+#define VN_HANDLE_KIND(name, field, what) out->field = vn_live_count(VN_LIVE_##name);
+#define VN_INNER_KIND(name, field) out->field = vn_live_count(VN_LIVE_##name);
+#include "object_kinds.h"
+#undef VN_HANDLE_KIND
+#undef VN_INNER_KIND
 }

@@ -108,7 +108,7 @@ static vn_status shader_create(vn_device *device, const char *wgsl, size_t wgsl_
     char *kept = sh != NULL ? malloc(wgsl_len + 1) : NULL;
     if (kept == NULL) {
         free(sh);
-        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a shader record. Fix: free host memory.");
+        return vn_fail_no_memory("a shader record", sizeof *sh + wgsl_len + 1);
     }
     memcpy(kept, wgsl, wgsl_len);
     kept[wgsl_len] = '\0';
@@ -354,7 +354,7 @@ static vn_status pipeline_create(vn_device *device, vn_shader *shader, const vn_
     if (st != VN_OK) return st;
 
     vn_pipeline *p = calloc(1, sizeof *p);
-    if (p == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a pipeline record. Fix: free host memory.");
+    if (p == NULL) return vn_fail_no_memory("a pipeline record", sizeof *p);
     st = vn_bind_cache_init(&p->cache, desc->cache_capacity ? desc->cache_capacity : 256);
     if (st != VN_OK) {
         free(p);
@@ -378,7 +378,10 @@ static vn_status pipeline_create(vn_device *device, vn_shader *shader, const vn_
         free(scratch);
         free(constants);
         pipeline_free(p);
-        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate pipeline tables. Fix: free host memory.");
+        size_t bindings = desc->binding_count ? desc->binding_count : 1;
+        return vn_fail_no_memory("pipeline tables", bindings * (sizeof *p->bindings + sizeof *scratch) +
+                                 (p->group_count ? p->group_count : 1) * sizeof *p->layouts +
+                                 (desc->constant_count ? desc->constant_count : 1) * sizeof *constants);
     }
     for (size_t i = 0; i < desc->binding_count; i++) {
         const vn_binding_desc *b = &desc->bindings[i];

@@ -72,7 +72,7 @@ static vn_status dispatch_record_buffers(vn_pipeline *pipeline, vn_buffer *const
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%zu buffers were counted but the array is NULL. Fix: pass them.", n);
     vn_view stack[16];
     vn_view *views = n <= 16 ? stack : malloc(n * sizeof *views);
-    if (views == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate %zu views. Fix: free host memory.", n);
+    if (views == NULL) return vn_fail_no_memory("the views of a dispatch", n * sizeof *views);
     for (size_t i = 0; i < n; i++) views[i] = (vn_view){buffers[i], 0, 0, 1};
     vn_dispatch_args args = {.forms = n ? VN_BIND_POSITIONAL : 0, .x = x, .y = y, .z = z,
                              .inputs = input_count ? views : NULL, .input_count = input_count,

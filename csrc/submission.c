@@ -78,7 +78,7 @@ vn_status vn_submit_tracked_locked(vn_device *dev, WGPUCommandBuffer cb, vn_timi
     if (s == NULL) {
         wgpu.CommandBufferRelease(cb);
         if (timing != NULL) vn_timing_release(timing);
-        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a submission record. Fix: free host memory.");
+        return vn_fail_no_memory("a submission record", sizeof *s);
     }
     if (timing != NULL) s->timing = *timing; /* the submission owns the query resources now */
     vn_mutex_init(&s->lock);

@@ -1,9 +1,11 @@
 /* vyre_native.h - the public C API of vyre_native.
  *
  * This is the only place C signatures are written for Python: the build reads the
- * text between the VN_CDEF markers into cffi's cdef as-is (csrc/ffi_build.py).
- * So that section holds nothing cffi cannot parse: no preprocessor lines, no
- * includes, only fixed-width integer types.
+ * text between the VN_CDEF markers into cffi's cdef (csrc/ffi_build.py), as-is but
+ * for the X-macro tables it includes, which ffi_build.py writes out as the preprocessor
+ * would (`#define M(...) ...`, `#include "table.h"`, `#undef M`: one table, written
+ * once, for C and for cffi). So that section holds nothing else cffi cannot parse: no
+ * other preprocessor lines or includes, only fixed-width integer types.
  *
  * Conventions (as SQLite's): every function that can fail returns a vn_status;
  * the message of the last failure on the calling thread is vn_last_error(), of the
@@ -39,32 +41,11 @@ extern "C" {
 
 /* VN_CDEF_BEGIN */
 
-/* Stable status codes: a code never changes meaning (vyre_native/errors.py maps them). */
+/* Stable status codes: their one table is csrc/status_codes.h. */
 typedef enum vn_status {
-    VN_OK = 0,
-    VN_ERROR_INVALID_ARGUMENT = 1,  /* a value out of range or malformed */
-    VN_ERROR_ALREADY_SUBMITTED = 2, /* a single-submit recording replayed twice */
-    VN_ERROR_BINDING = 3,           /* handles do not match the pipeline's bindings */
-    VN_ERROR_VALIDATION = 4,        /* wgpu-native reported a validation error */
-    VN_ERROR_SHADER = 5,            /* WGSL that does not compile */
-    VN_ERROR_OUT_OF_MEMORY = 6,     /* a GPU or host allocation failed */
-    VN_ERROR_OUTPUT_INDEX = 7,      /* an output index out of range */
-    VN_ERROR_RELEASED = 8,          /* a handle used after release or close */
-    VN_ERROR_DEVICE_LOST = 9,       /* the device was lost or destroyed */
-    VN_ERROR_LIBRARY = 10,          /* wgpu-native missing or of another version */
-    VN_ERROR_NOT_SUBMITTED = 11,    /* output read before the recording was replayed */
-    VN_ERROR_TIMEOUT = 12,          /* a wait ran past its timeout */
-    VN_ERROR_INTERNAL = 13,         /* an unexpected failure */
-    VN_ERROR_WRONG_TYPE = 14,       /* an argument of the wrong type */
-    VN_ERROR_UNSUPPORTED = 15,      /* the adapter lacks a feature the call needs */
-    VN_ERROR_FORKED = 16,           /* an object inherited across fork(): unusable in the child */
-    /* Not a failure: a blocking call waited one time slice (VN_WAIT_SLICE_MS) and the
-     * work is not done yet. Call it again (with the same arguments) to keep waiting;
-     * returning in between lets the caller notice a signal (Python: KeyboardInterrupt). */
-    VN_PENDING = 17,
-    VN_ERROR_REENTERED = 18,        /* a call made, from a signal handler or a finalizer, inside a
-                                     * call on the same thread that holds a lock it needs */
-    VN_ERROR_NOT_PICKLABLE = 19     /* a handle pickled (sent to another process) */
+#define VN_STATUS(name, value) name = value,
+#include "status_codes.h"
+#undef VN_STATUS
 } vn_status;
 
 /* Bounds of one call. */
@@ -106,6 +87,11 @@ int vn_last_error_position(uint32_t *line, uint32_t *column);
 /* Load wgpu-native from `path` once per process and check its version against
  * the headers compiled in. Later calls with any path return the first result. */
 vn_status vn_library_load(const char *path);
+/* The process is exiting (Python's atexit calls it, before any C exit handler runs):
+ * from now on a call that would start the GPU driver (device creation, adapter listing)
+ * never returns, and this waits up to 10 s for those in flight, so that the driver's own
+ * exit handlers never run under one (csrc/object.c). */
+void vn_process_exiting(void);
 /* wgpuGetVersion() of the loaded library, 0 when none is loaded. */
 uint32_t vn_library_version(void);
 /* The version the headers were compiled for, encoded as wgpuGetVersion encodes. */
@@ -220,23 +206,17 @@ vn_status vn_device_destroy(vn_device *device);
 void vn_device_close(vn_device *device);
 /* Drop the caller's reference. Never waits: the last reference to a device whose
  * submitted work is still running parks it, and the next vn_device_create (or
- * vn_debug_live_counts) frees it once that work is done. */
+ * VN_INTROSPECT_LIVE_COUNTS) frees it once that work is done. */
 void vn_device_release(vn_device *device);
 
 /* ---- buffers (csrc/buffer.c; their reads: csrc/readback.c) ---------------- */
 
-/* WGPUBufferUsage bits, mirrored by vyre_native.BufferUsage. */
+/* WGPUBufferUsage bits, their one table csrc/usage_bits.h; mirrored by
+ * vyre_native.BufferUsage. */
 typedef enum vn_buffer_usage {
-    VN_USAGE_MAP_READ = 0x1,
-    VN_USAGE_MAP_WRITE = 0x2,
-    VN_USAGE_COPY_SRC = 0x4,
-    VN_USAGE_COPY_DST = 0x8,
-    VN_USAGE_INDEX = 0x10,
-    VN_USAGE_VERTEX = 0x20,
-    VN_USAGE_UNIFORM = 0x40,
-    VN_USAGE_STORAGE = 0x80,
-    VN_USAGE_INDIRECT = 0x100,
-    VN_USAGE_QUERY_RESOLVE = 0x200,
+#define VN_USAGE(name, bit) VN_USAGE_##name = bit,
+#include "usage_bits.h"
+#undef VN_USAGE
     /* STORAGE|UNIFORM|INDIRECT|COPY_SRC|COPY_DST: serves as any binding, copies both ways */
     VN_USAGE_DEFAULT = 0x1cc
 } vn_buffer_usage;
@@ -756,45 +736,63 @@ void vn_pending_read_release(vn_pending_read *read);
  * with this. */
 void vn_handle_release(void *handle);
 
-/* ---- introspection (csrc/parking.c over csrc/debug.c's counts; csrc/fill.c) - */
+/* ---- introspection (csrc/introspect.c): for tests, leak hunts, benchmarks ------- */
 
-/* Live native objects of each kind, for leak tests. */
+/* Live native objects of each kind of csrc/object_kinds.h, for leak tests. */
 typedef struct vn_live_counts {
-    int64_t devices;
-    int64_t buffers;
-    int64_t shaders;
-    int64_t pipelines;
-    int64_t dispatches;
-    int64_t bind_groups;
-    int64_t staging_buffers;
-    int64_t recordings;
-    int64_t sequences;
-    int64_t submissions;
-    int64_t pending_reads;
-    int64_t mappings;
+#define VN_HANDLE_KIND(name, field, what) int64_t field;
+#define VN_INNER_KIND(name, field) int64_t field;
+#include "object_kinds.h"
+#undef VN_HANDLE_KIND
+#undef VN_INNER_KIND
 } vn_live_counts;
 
-/* Live objects by kind. Devices released while their work was still running are
- * finished first, waiting up to wait_s seconds for that work. */
-void vn_debug_live_counts(vn_live_counts *out, double wait_s);
-/* Handle ids live now (csrc/object.c): each creating call's result, each second handle
- * of vn_*_retain_for_watch, until its release. */
-int64_t vn_debug_live_ids(void);
-/* Bytes of buffer.write queued on the device and not yet sent by a submit (wgpu keeps a
- * staging copy of each until that submit's work completes); 0 for a handle that is no
- * live device. See csrc/transfer.c for the bound a write keeps it under. */
-uint64_t vn_debug_queued_write_bytes(const vn_device *device);
-/* The status a wgpu error of this WGPUErrorType and message maps to (for tests of the
- * mapping: "Not enough memory left" is VN_ERROR_OUT_OF_MEMORY whatever its type,
- * "Parent device is lost" VN_ERROR_DEVICE_LOST). */
-vn_status vn_debug_error_status(uint32_t wgpu_error_type, const char *message);
-/* The WGSL of the built-in zero fill (csrc/fill.c) that clears outputs inside the
- * compute pass: entry points fill_words (array<u32> at @binding(0)) and fill_quads
- * (array<vec4<u32>> at @binding(1), for sizes that are multiples of 16), both
- * @workgroup_size(256), one dispatch of min(ceil(elements / 256), 65535) workgroups.
- * For the benchmarks' raw-C floor, which dispatches the same kernel. */
-const char *vn_debug_fill_wgsl(void);
-/* ---- test control (csrc/test_control.c): for the project's tests, not the API ---- */
+/* What vn_introspect reads: the fields of vn_introspection each one takes and fills.
+ * VN_INTROSPECT_LIVE_COUNTS (wait_s -> live): live objects by kind. Devices released
+ *   while their work was still running are finished first, waiting up to wait_s
+ *   seconds for that work.
+ * VN_INTROSPECT_LIVE_IDS (-> live_ids): handle ids live now (csrc/object.c): each
+ *   creating call's result, each second handle of vn_*_retain_for_watch, until its
+ *   release.
+ * VN_INTROSPECT_QUEUED_WRITE_BYTES (device -> queued_write_bytes): bytes of buffer.write
+ *   queued on the device and not yet sent by a submit (wgpu keeps a staging copy of each
+ *   until that submit's work completes); 0 for a handle that is no live device. See
+ *   csrc/transfer.c for the bound a write keeps it under.
+ * VN_INTROSPECT_ERROR_STATUS (wgpu_error_type, message -> status): the status a wgpu
+ *   error of this WGPUErrorType and message maps to (for tests of the mapping: "Not
+ *   enough memory left" is VN_ERROR_OUT_OF_MEMORY whatever its type, "Parent device is
+ *   lost" VN_ERROR_DEVICE_LOST; a NULL message is the empty one).
+ * VN_INTROSPECT_FILL_WGSL (-> fill_wgsl): the WGSL of the built-in zero fill
+ *   (csrc/fill.c) that clears outputs inside the compute pass: entry points fill_words
+ *   (array<u32> at @binding(0)) and fill_quads (array<vec4<u32>> at @binding(1), for
+ *   sizes that are multiples of 16), both @workgroup_size(256), one dispatch of
+ *   min(ceil(elements / 256), 65535) workgroups. For the benchmarks' raw-C floor, which
+ *   dispatches the same kernel. */
+typedef enum vn_introspect_op {
+    VN_INTROSPECT_LIVE_COUNTS = 1,
+    VN_INTROSPECT_LIVE_IDS = 2,
+    VN_INTROSPECT_QUEUED_WRITE_BYTES = 3,
+    VN_INTROSPECT_ERROR_STATUS = 4,
+    VN_INTROSPECT_FILL_WGSL = 5,
+} vn_introspect_op;
+typedef struct vn_introspection {
+    /* what the op reads */
+    double wait_s;
+    const vn_device *device;
+    uint32_t wgpu_error_type;
+    const char *message;
+    /* what the op fills (the others are left as they were) */
+    vn_live_counts live;
+    int64_t live_ids;
+    uint64_t queued_write_bytes;
+    vn_status status;
+    const char *fill_wgsl;
+} vn_introspection;
+/* Read what `op` names into *io: VN_OK, or VN_ERROR_INVALID_ARGUMENT for an op that
+ * does not exist or a NULL io. The one door to what the C layer shows of its insides:
+ * read-only, beside the API (vyre_native.debug hands out its functions). */
+vn_status vn_introspect(vn_introspect_op op, vn_introspection *io);
+/* ---- test switches (csrc/switches.c): for the project's tests, not the API ----- */
 
 /* Behaviour a test needs that no real adapter shows on demand, as SQLite's
  * sqlite3_test_control is: one door, switches off (0) unless a test sets them.

@@ -62,11 +62,22 @@ bool vn_device_idle(vn_device *device) {
  * poll every 0.2 ms, not a busy core, and sees completion at most that late. */
 enum { SPIN_NS = 200000, FIRST_PAUSE_NS = 20000, LONGEST_PAUSE_NS = 200000 };
 
+/* Between two polls of a wait `spent` ns old: a yield while it spins, else a sleep of
+ * the next pause (*pause, the one before) or `at_most` ns, whichever is shorter. */
+static void between_polls(uint64_t spent, uint64_t *pause, uint64_t at_most) {
+    if (spent < SPIN_NS) {
+        vn_yield();
+        return;
+    }
+    *pause = *pause == 0 ? FIRST_PAUSE_NS : *pause * 2 > LONGEST_PAUSE_NS ? LONGEST_PAUSE_NS : *pause * 2;
+    vn_sleep_ns(*pause < at_most ? *pause : at_most);
+}
+
 vn_status vn_wait(vn_device *device, atomic_int *flag, double limit_s, double *waited_s) {
     if (flag == NULL) {
         /* All work so far: a fence of this call's own. */
         vn_fence *f = fence_create(device);
-        if (f == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a fence. Fix: free host memory.");
+        if (f == NULL) return vn_fail_no_memory("a fence", sizeof(vn_fence));
         vn_status st = vn_wait(device, &f->done, limit_s, waited_s);
         fence_unref(f);
         return st;
@@ -92,12 +103,7 @@ vn_status vn_wait(vn_device *device, atomic_int *flag, double limit_s, double *w
         }
         uint64_t spent = vn_monotonic_ns() - start;
         if (spent >= limit) break;
-        if (spent < SPIN_NS) {
-            vn_yield();
-            continue;
-        }
-        pause = pause == 0 ? FIRST_PAUSE_NS : pause * 2 > LONGEST_PAUSE_NS ? LONGEST_PAUSE_NS : pause * 2;
-        vn_sleep_ns(pause < limit - spent ? pause : limit - spent);
+        between_polls(spent, &pause, limit - spent);
     }
     if (waited_s != NULL) *waited_s += (double)(vn_monotonic_ns() - start) * 1e-9;
     return st;
@@ -118,12 +124,7 @@ vn_status vn_fence_wait_held(vn_device *device, vn_fence *f) {
         wgpu.InstanceProcessEvents(device->instance);
         if (atomic_load(&f->done)) break;
         if (atomic_load(&device->lost)) return vn_device_check(device, "waiting for an earlier part of the work");
-        if (vn_monotonic_ns() - start < SPIN_NS) {
-            vn_yield();
-            continue;
-        }
-        pause = pause == 0 ? FIRST_PAUSE_NS : pause * 2 > LONGEST_PAUSE_NS ? LONGEST_PAUSE_NS : pause * 2;
-        vn_sleep_ns(pause);
+        between_polls(vn_monotonic_ns() - start, &pause, UINT64_MAX);
     }
     return VN_OK;
 }

@@ -7,8 +7,9 @@ static inline function or a macro defined there that a file uses stands for the 
 in its body (vn_submit_ready calls vn_wait, so its callers depend on waits.c).
 
 The layers are the headers of csrc/ other than the public API (vyre_native.h) and the
-function list (wgpu_functions.h): platform.h, layer_base.h, layer_object.h,
-layer_device.h, layer_resources.h, layer_work.h, each including the one below, so the
+X-macro tables (wgpu_functions.h, status_codes.h, object_kinds.h, usage_bits.h):
+platform.h, layer_base.h, layer_object.h, layer_device.h, layer_resources.h,
+layer_work.h, each including the one below, so the
 headers' own includes say which layer is below which. A .c file belongs to the one layer header it includes. The order holds
 when every file includes exactly one layer header, every internal name it defines is
 declared in that header (not in another layer's), every file it depends on belongs to
@@ -126,7 +127,7 @@ def defined_names(code: list[str]) -> set[str]:
     return names
 
 
-NOT_LAYERS = ("vyre_native.h", "wgpu_functions.h")  # the public API; an X-macro list
+NOT_LAYERS = ("vyre_native.h", "wgpu_functions.h", "status_codes.h", "object_kinds.h", "usage_bits.h")  # the public API; X-macro tables
 
 
 def layer_headers(csrc: Path) -> list[str]:

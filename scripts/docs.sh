@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the documentation site (mkdocs.yml, docs/) with warnings as errors, as CI does:
 # installs the package's `docs` extra into .venv (only when pyproject.toml changed), then
-# `mkdocs build --strict` into build/site. The API reference is generated from the
+# `zensical build --strict` into build/site (a broken link or anchor, a missing snippet, a
+# name the reference cannot find: each fails it). The API reference is generated from the
 # docstrings, so a renamed or removed name breaks the build. Run scripts/setup.sh first
 # (CI's first step does).
 set -euo pipefail
@@ -15,5 +16,6 @@ if [ "$(cat .venv/.vn-docs 2>/dev/null)" != "$docs_id" ]; then
   "$VPY" -m pip install -q "${reqs[@]}"
   echo "$docs_id" > .venv/.vn-docs
 fi
-export NO_MKDOCS_2_WARNING=1  # Material's notice of its successor, not about this site
-exec "$VPY" -m mkdocs build --strict --clean "$@"
+# --clean drops Zensical's cache: the reference's docstrings live outside docs/, where
+# the cache would not see them change.
+exec "$VPY" -m zensical build --strict --clean "$@"

@@ -10,7 +10,7 @@
 # VN_AB_FILES (benchmark file names, e.g. "test_bench_replay.py test_bench_submit.py")
 # runs those files of each tree instead of its whole benchmarks/ folder.
 # Leaves $OUT/ab-{A,B}{1..rounds}.json (pytest-benchmark JSON) and their logs; compare
-# with benchmarks/report.py --from on each file.
+# with benchmarks/report.py --from on each file; commit the tables (--md), not the JSON.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"

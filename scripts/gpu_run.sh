@@ -14,6 +14,10 @@
 # arguments to the tests stage (e.g. --ignore=... to leave files out), VN_GPU_BENCH_ARGS
 # to the bench stage (e.g. -k scaling for operation 18 alone). VN_GPU_FILES (names such as
 # "test_exit test_turns") runs those files alone in the files stage.
+# The raw JSON comes back in $OUT and is not committed: render a run's summary with
+# benchmarks/report.py --from $OUT/bench.json --md benchmarks/results/<run>.md (and
+# benchmarks/workloads/report.py for workloads.json) and commit that; git ignores the
+# JSON and charts under benchmarks/results/ (its README says where the old raw JSON is).
 # The wheels .gpu/ needs beyond prepare.sh's own: mypy mypy_extensions typing_extensions
 # pathspec librt ast_serialize hypothesis attrs sortedcontainers.
 set -uo pipefail

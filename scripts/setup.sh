@@ -19,11 +19,16 @@ export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 say() { echo "setup: $*"; }
 die() { echo "setup: $*" >&2; exit 1; }
 
+source scripts/setup_python.sh
 PY=${PYTHON:-python3}
-command -v "$PY" >/dev/null || die "no '$PY' on PATH. Fix: install Python >= 3.11, or name it: PYTHON=/path/to/python3 bash $0"
-"$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
-  || die "$("$PY" -V 2>&1) is too old: vyre_native needs Python >= 3.11 (its wgpu dependency does). Fix: PYTHON=python3.11 bash $0"
+verdict=$(python_ok "$PY") || die "$verdict, then rerun bash $0."
 
+# A venv made from another interpreter than the one PYTHON names is made again (a
+# different version needs its own packages and build); without PYTHON any venv serves.
+if [ -n "${PYTHON:-}" ] && [ -e .venv ] && ! verdict=$(venv_matches .venv "$PY"); then
+  say "$verdict: making .venv again with $PY, and the C layer's build with it"
+  rm -rf .venv build/cp3*
+fi
 if [ ! -x .venv/bin/python ]; then
   say "creating .venv with $("$PY" -V 2>&1)"
   "$PY" -m venv .venv || die "could not create a virtual environment in .venv (the error is above). Fix: make the checkout writable, and install the venv module where it is missing (Debian: apt-get install python3-venv); then rerun."

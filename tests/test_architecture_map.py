@@ -200,3 +200,28 @@ def test_each_file_the_map_names_exists(name: str) -> None:
 def test_each_name_the_map_puts_in_backticks_is_defined() -> None:
     missing = [word for word in _names() if _undefined(word)]
     assert not missing, f"docs/ARCHITECTURE.md names what the tree does not define: {missing}"
+
+
+def test_the_layer_diagram_names_every_module() -> None:
+    """A module or subpackage of vyre_native/ the diagram leaves out has no place on the map
+    (the command line, _typing.py and _version.py once had none)."""
+    package = ROOT / "vyre_native"
+    parts = [p.name for p in package.glob("*.py") if p.name != "__init__.py"]
+    parts += [p.name + "/" for p in package.iterdir() if (p / "__init__.py").is_file()]
+    diagram = _text()[1]
+    assert [p for p in sorted(parts) if not re.search(rf"(?<![\w.]){re.escape(p)}", diagram)] == []
+
+
+@pytest.mark.parametrize(
+    ("phrase", "constant"),
+    [
+        ("at most {} launches", "VN_MAX_LAUNCHES_PER_SUBMIT"),
+        ("{} launches per submit", "VN_MAX_LAUNCHES_PER_SUBMIT"),
+        ("{} ms slices", "VN_WAIT_SLICE_MS"),
+        ("in parts of {}, ", "VN_SPLIT_FIRST_STEPS"),
+    ],
+)
+def test_the_maps_figures_are_cs(phrase: str, constant: str) -> None:
+    """The numbers the map quotes are C's constants, not a copy that drifts."""
+    text = " ".join(MAP.read_text().split())
+    assert phrase.format(getattr(lib, constant)) in text, f"the map does not say {phrase!r} with {constant}"

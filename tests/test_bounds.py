@@ -18,7 +18,7 @@ from support.kernels import COUNTER, DOUBLE
 from support.markers import not_under_asan
 
 import vyre_native as vn
-from vyre_native._lib import lib
+from vyre_native._lib import introspect, lib
 
 PER_SUBMIT = 256
 
@@ -156,7 +156,8 @@ _VALIDATION, _OUT_OF_MEMORY = 2, 3  # WGPUErrorType
     ],
 )
 def test_wgpu_error_maps_to_its_status(error_type: int, message: str, status: int) -> None:
-    assert lib.vn_debug_error_status(error_type, message.encode()) == status
+    io = introspect(lib.VN_INTROSPECT_ERROR_STATUS, wgpu_error_type=error_type, message=message.encode())
+    assert io.status == status
 
 
 # One buffer larger than any GPU's memory and any machine's RAM together, not many that

@@ -130,3 +130,29 @@ def test_bench_given_a_folder_that_is_no_suite_prints_its_usage_and_exits_two() 
     assert res.returncode == 2, res.stderr
     assert res.stderr.startswith("usage: python -m vyre_native bench"), res.stderr
     assert f"--suite {empty} is not the benchmarks/ folder" in res.stderr and "Fix:" in res.stderr
+
+
+def test_bench_help_names_the_command_as_typed() -> None:
+    # The report's parser named itself `python benchmarks/report.py` whatever was typed.
+    res = cli("bench", "--help")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("usage: python -m vyre_native bench "), res.stdout
+
+
+def test_the_console_script_names_itself() -> None:
+    code = (
+        "import sys\nsys.argv[0] = '/some/venv/bin/vyre-native'\n"
+        "from vyre_native.__main__ import entry\nentry()\n"
+    )
+    res = run(["-c", code, "bench", "--help"], timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("usage: vyre-native bench "), res.stdout
+
+
+def test_info_without_xdg_runtime_dir_prints_no_wayland_error() -> None:
+    # Mesa's device-select layer made libwayland print this once per adapter enumeration
+    # (10 lines for info) when XDG_RUNTIME_DIR was unset; the command line sets one.
+    for value in (None, "not-absolute"):
+        res = run(["-m", "vyre_native", "info"], timeout=300, env={"XDG_RUNTIME_DIR": value})
+        assert res.returncode == 0, res.stderr
+        assert "XDG_RUNTIME_DIR" not in res.stderr, res.stderr

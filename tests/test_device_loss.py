@@ -23,7 +23,7 @@ from support.child import run_child, run_scenario
 from support.errors import raised
 from support.kernels import DOUBLE
 
-from vyre_native._lib import lib
+from vyre_native._lib import introspect, lib
 
 _OPS = [
     "upload", "alloc", "compile", "prerecord", "record", "replay", "recording_replay", "recording_replay_many",
@@ -99,10 +99,9 @@ def test_adopted_wgpu_py_device_destroyed_through_wgpu_py_raises_device_lost_err
 
 def test_wgpu_error_saying_the_device_is_lost_maps_to_device_lost() -> None:
     # wgpu-native gives errors on a lost device the Validation type (2).
-    assert lib.vn_debug_error_status(2, b"In wgpuDeviceCreateBuffer\n    Parent device is lost") == (
-        lib.VN_ERROR_DEVICE_LOST
-    )
-    assert lib.vn_debug_error_status(2, b"Device is lost") == lib.VN_ERROR_DEVICE_LOST
+    for message in (b"In wgpuDeviceCreateBuffer\n    Parent device is lost", b"Device is lost"):
+        status = introspect(lib.VN_INTROSPECT_ERROR_STATUS, wgpu_error_type=2, message=message).status
+        assert status == lib.VN_ERROR_DEVICE_LOST
 
 
 def test_a_kernel_running_past_a_wait_timeout_is_bounded_by_it_and_its_objects_drop_at_once() -> None:

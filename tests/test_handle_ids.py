@@ -22,7 +22,7 @@ from test_fork import _exited, _fork
 from test_misuse import check_message
 
 import vyre_native as vn
-from vyre_native._lib import check, ffi, lib
+from vyre_native._lib import check, ffi, introspect, lib
 
 
 def _raw(handle: Any) -> int:
@@ -122,12 +122,15 @@ def test_released_handles_return_their_slots(device: vn.Device) -> None:
     gc.collect()  # earlier tests' garbage would be released mid-count
     gc.disable()
     try:
-        before = lib.vn_debug_live_ids()
+        def live_ids() -> int:
+            return int(introspect(lib.VN_INTROSPECT_LIVE_IDS).live_ids)
+
+        before = live_ids()
         for _ in range(3):
             bufs = [device.alloc(16) for _ in range(200)]
-            assert lib.vn_debug_live_ids() == before + 200
+            assert live_ids() == before + 200
             del bufs
-        assert lib.vn_debug_live_ids() == before
+        assert live_ids() == before
     finally:
         gc.enable()
 

@@ -223,3 +223,62 @@ def test_vn_debug_exposes_its_functions_and_nothing_else() -> None:
         assert inspect.isfunction(getattr(vn.debug, name)), f"vn.debug.{name} is not a function"
     for raw in ("lib", "ffi"):
         assert not hasattr(vn.debug, raw)
+
+
+def test_introspection_is_one_door_beside_the_api_and_refuses_what_it_lacks() -> None:
+    """What C shows of its insides goes through vn_introspect alone (the five vn_debug_*
+    entry points it replaced were production API beside the test door), and a file that
+    is production code is not named as a test (tools drop test_* files from maps)."""
+    from support.errors import typed
+
+    import vyre_native as vn
+    from vyre_native._lib import ffi, introspect, lib
+
+    header = (ROOT / "csrc" / "vyre_native.h").read_text()
+    assert "vn_debug_" not in header
+    assert not [p.name for p in (ROOT / "csrc").glob("test_*")]
+    typed(lambda: introspect(99), vn.InvalidArgumentError, "vn_introspect", "no op 99")
+    assert lib.vn_introspect(lib.VN_INTROSPECT_LIVE_IDS, ffi.NULL) == lib.VN_ERROR_INVALID_ARGUMENT
+    assert introspect(lib.VN_INTROSPECT_LIVE_IDS).live_ids >= 0
+
+
+def test_live_counts_and_buffer_usages_are_their_tables_rows() -> None:
+    """vn_live_counts' fields and vn_buffer_usage's bits are written once, in
+    csrc/object_kinds.h and csrc/usage_bits.h; the compiled module (through cffi's cdef,
+    which csrc/ffi_build.py writes out of them) and the Python API follow them."""
+    from support.tables import rows
+
+    import vyre_native as vn
+    from vyre_native._lib import ffi, lib
+
+    fields = [row[1] for row in rows("object_kinds.h", "VN_HANDLE_KIND|VN_INNER_KIND")]
+    assert len(fields) == 12
+    assert [name for name, _ in ffi.typeof("vn_live_counts").fields] == fields
+    assert list(vn.debug.live_objects()) == fields
+    usages = rows("usage_bits.h", "VN_USAGE")
+    assert [(name, int(bit, 16)) for name, bit in usages] == [
+        (name, getattr(lib, f"VN_USAGE_{name}")) for name, _ in usages
+    ]
+    assert [(m.name, m.value) for m in vn.BufferUsage if m.name != "DEFAULT"] == [
+        (name, int(bit, 16)) for name, bit in usages
+    ]
+
+
+# Files whose out-of-memory messages are still spelled inline: they were being rewritten
+# when vn_fail_no_memory came (issue 27); each conversion lowers its count here.
+_INLINE_OUT_OF_MEMORY = {"bind.c": 3, "fill.c": 1, "readback.c": 4, "record.c": 2, "replay.c": 2, "transfer.c": 3}
+
+
+def test_the_out_of_memory_message_is_written_once() -> None:
+    """A host allocation that failed is reported through vn_fail_no_memory (error.c),
+    which names what and how many bytes; only a message naming another value (a count of
+    entries) spells its own."""
+    import re
+
+    inline = {}
+    for path in sorted((ROOT / "csrc").glob("*.c")):
+        text = re.sub(r'"\s*\n\s*"', "", path.read_text())  # adjacent literals joined
+        found = len(re.findall(r'"could not allocate [^%"]*Fix: free host memory\.', text))
+        if found:
+            inline[path.name] = found
+    assert inline == _INLINE_OUT_OF_MEMORY

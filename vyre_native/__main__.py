@@ -14,6 +14,7 @@ import argparse
 import os
 import signal
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -171,9 +172,9 @@ def _version_text() -> str:
     return f"vyre_native {vn.__version__}, {native}"
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m vyre_native",
+        prog=prog,
         description="vyre_native: record, replay and read back WebGPU compute dispatches, hot path in C.",
     )
     parser.add_argument("--version", action="store_true", help="print the package and wgpu-native versions")
@@ -192,16 +193,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], prog: str = "python -m vyre_native") -> int:
     """Run the command line; returns the exit status. Output the streams cannot encode
-    is replaced, and a reader that closes the pipe ends it quietly."""
+    is replaced, and a reader that closes the pipe ends it quietly. ``prog`` is the
+    command as typed (``vyre-native`` from the console script), for usage and errors."""
     global _MICRO
+    _quiet_wayland()
     reconfigure = getattr(sys.stdout, "reconfigure", None)  # stderr already backslash-escapes
     if reconfigure is not None:
         reconfigure(errors="replace")
     _MICRO = _micro(sys.stdout)
     try:
-        status = _run(argv)
+        status = _run(argv, prog)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
     except BrokenPipeError:
         # Python's recipe: point stdout at devnull, so the flush at exit cannot fail again.
@@ -212,10 +215,21 @@ def main(argv: list[str]) -> int:
     return status
 
 
-def _run(argv: list[str]) -> int:
+def _quiet_wayland() -> None:
+    """Give libwayland an absolute XDG_RUNTIME_DIR where it has none. Mesa's Vulkan
+    device-select layer connects to Wayland in every instance's adapter enumeration, and
+    without one libwayland prints "error: XDG_RUNTIME_DIR is invalid or not set" each
+    time (10 lines for ``info``). The package leaves the environment alone (it is the
+    host's); this process is the command line's own. Adapters and their order do not
+    change: with no compositor at that path the layer finds none either way."""
+    if os.name == "posix" and not os.environ.get("XDG_RUNTIME_DIR", "").startswith("/"):
+        os.environ["XDG_RUNTIME_DIR"] = tempfile.gettempdir()
+
+
+def _run(argv: list[str], prog: str) -> int:
     import vyre_native as vn
 
-    parser = _parser()
+    parser = _parser(prog)
     if argv[:1] == ["bench"]:
         # bench parses its own arguments (and passes those after -- to pytest).
         from . import bench
@@ -246,8 +260,8 @@ def _run(argv: list[str]) -> int:
 
 def entry() -> None:
     """The ``vyre-native`` console script."""
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(sys.argv[1:], prog=os.path.basename(sys.argv[0]) or "vyre-native"))
 
 
 if __name__ == "__main__":
-    entry()
+    sys.exit(main(sys.argv[1:]))  # python -m vyre_native: argv[0] is this file's path

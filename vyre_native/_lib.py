@@ -9,6 +9,7 @@ as wgpu-py honours it.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import pathlib
@@ -31,6 +32,7 @@ __all__ = [
     "check_wait",
     "done_flag",
     "ffi",
+    "introspect",
     "lib",
     "library_path",
     "load_library",
@@ -114,6 +116,16 @@ def read_sliced(read: Callable[[Any], int], dst: Any, capacity: int) -> None:
         del started, pending, own
 
 
+def introspect(op: int, **inputs: Any) -> Any:
+    """One call of C's introspection door, ``vn_introspect(op, io)``: ``inputs`` set the
+    fields of the ``vn_introspection`` the op reads (text as bytes, kept alive for the
+    call); returns it, filled. ``vn.debug``'s functions and the tests read C through it."""
+    kept = {name: ffi.new("char[]", value) if isinstance(value, bytes) else value for name, value in inputs.items()}
+    io = ffi.new("vn_introspection *", kept)
+    check(lib.vn_introspect(op, io))
+    return io
+
+
 def library_path() -> str:
     """The wgpu-native file to load: ``WGPU_LIB_PATH``, else the ``wgpu`` package's own."""
     override = os.environ.get("WGPU_LIB_PATH")
@@ -139,6 +151,9 @@ def load_library() -> Any:
         if not _loaded:
             path = library_path()
             check(lib.vn_library_load(to_path(path, "WGPU_LIB_PATH")))
+            # Before the driver's C exit handlers, which crash under a device creation
+            # in flight on another thread (csrc/layer_object.h, the exit guard).
+            atexit.register(lib.vn_process_exiting)
             _log.start()
             _loaded = True
     return lib

@@ -89,13 +89,13 @@ def main(argv: list[str], prog: str = "bench") -> int:
         return 2
     spec = importlib.util.spec_from_file_location("vyre_native_bench_report", suite / "report.py")
     if spec is None or spec.loader is None:
-        print(f"bench: cannot load {suite / 'report.py'}. Fix: check the checkout.", file=sys.stderr)
+        print(f"{prog}: cannot load {suite / 'report.py'}. Fix: check the checkout.", file=sys.stderr)
         return 2
     report = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(report)
     if not any(a == "--suite" or a.startswith("--suite=") for a in argv):
         argv = ["--suite", str(suite), *argv]
-    status: int = report.main(argv)
+    status: int = report.main(argv, prog=prog)
     return status
 
 

@@ -7,6 +7,7 @@ either: it would leave a public ``annotations`` name behind.
 """
 
 from ._lib import ffi as _ffi
+from ._lib import introspect as _introspect
 from ._lib import lib as _lib
 from ._marshal import to_seconds as _to_seconds
 from ._marshal import wrong_type as _wrong_type
@@ -30,8 +31,7 @@ def live_objects(wait: float = 10.0) -> dict[str, int]:
     """
     # None, "no limit" elsewhere, is refused: a device lost for good is never freed.
     seconds = _to_seconds(wait, "live_objects wait", unlimited=False)
-    counts = _ffi.new("vn_live_counts *")
-    _lib.vn_debug_live_counts(counts, seconds)
+    counts = _introspect(_lib.VN_INTROSPECT_LIVE_COUNTS, wait_s=seconds).live
     return {name: int(getattr(counts, name)) for name in _FIELDS}
 
 
@@ -46,7 +46,7 @@ def queued_write_bytes(device: _Device) -> int:
     """
     if not isinstance(device, _Device):
         raise _wrong_type("queued_write_bytes device", device, "a vn.Device", "pass the Device the writes went to.")
-    return int(_lib.vn_debug_queued_write_bytes(device._live()))
+    return int(_introspect(_lib.VN_INTROSPECT_QUEUED_WRITE_BYTES, device=device._live()).queued_write_bytes)
 
 
 def fill_wgsl() -> str:
@@ -56,4 +56,4 @@ def fill_wgsl() -> str:
     (``array<vec4<u32>>`` at ``@binding(1)``, for sizes that are multiples of 16), both
     ``@workgroup_size(256)``; the benchmarks' raw-C floor dispatches the same kernel.
     """
-    return str(_ffi.string(_lib.vn_debug_fill_wgsl()).decode("ascii"))
+    return str(_ffi.string(_introspect(_lib.VN_INTROSPECT_FILL_WGSL).fill_wgsl).decode("ascii"))

@@ -1,10 +1,12 @@
 """One exception class per C status code, and the one-line check every call site uses.
 
-The C layer returns a ``vn_status`` (a stable enum, see ``csrc/vyre_native.h``; each
-class's ``code`` is read from the compiled module, never copied here) and
-keeps the message of the last failure in thread-local storage. ``check(status)``
-returns on success and otherwise raises the class mapped to the code, carrying the
-C message ("<what happened, with values>. Fix: <remedy>").
+The C layer returns a ``vn_status`` (a stable enum, its one table ``csrc/status_codes.h``)
+and keeps the message of the last failure in thread-local storage. Each class's ``code``
+is read from the compiled module, never copied here, and is that class's one entry in the
+map from code to class (``tests/test_errors.py`` holds every error code of C's table to
+exactly one class). ``check(status)`` returns on success and otherwise raises the class
+mapped to the code, carrying the C message ("<what happened, with values>. Fix:
+<remedy>").
 
 Classes that have an obvious built-in counterpart also derive from it, so callers
 can catch what a Python user expects: an output index out of range is an
@@ -161,28 +163,11 @@ class NotPicklableError(VyreError, pickle.PicklingError):
     code = lib.VN_ERROR_NOT_PICKLABLE
 
 
+# Each class's own ``code`` is its one entry: the table is the classes defined above.
 _BY_CODE: dict[int, type[VyreError]] = {
     cls.code: cls
-    for cls in (
-        InvalidArgumentError,
-        AlreadySubmittedError,
-        BindingError,
-        ValidationError,
-        ShaderError,
-        OutOfMemoryError,
-        OutputIndexError,
-        ReleasedError,
-        DeviceLostError,
-        LibraryError,
-        NotSubmittedError,
-        WaitTimeoutError,
-        InternalError,
-        WrongTypeError,
-        UnsupportedError,
-        ForkedError,
-        ReentryError,
-        NotPicklableError,
-    )
+    for cls in list(globals().values())
+    if isinstance(cls, type) and issubclass(cls, VyreError) and cls is not VyreError
 }
 
 

@@ -112,6 +112,7 @@ typedef struct floor_ctx {
     WGPUBuffer in, out;           /* the launch kernel's buffers */
     uint64_t io_bytes;
     WGPUBindGroup group;          /* (in, out) */
+    WGPUBindGroup back;           /* (out, in): a chain's every other step */
     WGPUBuffer *miss_outs;        /* distinct outputs for bind-group misses */
     uint32_t miss_count, miss_next;
     WGPUBuffer read_src[2];       /* [0] small, [1] big: sources of the readback benchmarks */
@@ -357,6 +358,7 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
     c->in = make_buffer(c, io_bytes, io);
     c->out = make_buffer(c, io_bytes, io);
     c->group = make_group(c, c->in, c->out, io_bytes);
+    c->back = make_group(c, c->out, c->in, io_bytes);
     c->miss_count = miss_count ? miss_count : 1;
     c->miss_outs = calloc(c->miss_count, sizeof *c->miss_outs);
     for (uint32_t i = 0; c->miss_outs != NULL && i < c->miss_count; i++) c->miss_outs[i] = make_buffer(c, io_bytes, io);
@@ -373,7 +375,7 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
         floor_destroy(c);
         return NULL;
     }
-    if (c->pipeline == NULL || c->layout == NULL || c->group == NULL || c->miss_outs == NULL ||
+    if (c->pipeline == NULL || c->layout == NULL || c->group == NULL || c->back == NULL || c->miss_outs == NULL ||
         c->read_dst[0] == NULL || c->read_dst[1] == NULL) {
         fail("setting up the floor's pipeline and buffers failed");
         floor_destroy(c);
@@ -414,6 +416,7 @@ void floor_destroy(floor_ctx *c) {
         free(c->miss_outs);
     }
     if (c->group) W.BindGroupRelease(c->group);
+    if (c->back) W.BindGroupRelease(c->back);
     if (c->in) W.BufferRelease(c->in);
     if (c->out) W.BufferRelease(c->out);
     if (c->layout) W.BindGroupLayoutRelease(c->layout);
@@ -828,6 +831,35 @@ static int64_t steps_in_one_pass(floor_ctx *c, uint32_t steps, int fill, int wai
  * nothing cleared), one submit: the floor of a vyre_native sequence. */
 int64_t floor_one_pass(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, int64_t *samples) {
     return steps_in_one_pass(c, dispatches, 0, wait, n, samples);
+}
+
+/* 10b. a dependent chain of `dispatches` tiny dispatches in ONE compute pass, one
+ * submit: each reads what the one before wrote (the bind group alternates between
+ * (in, out) and (out, in), set every step; the pipeline once), so wgpu puts a barrier
+ * between every two. What any wgpu-native client pays for a graph of dependent kernels,
+ * such as a tinygrad JIT: the floor of a Sequence whose steps change bindings. */
+int64_t floor_chain(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, int64_t *samples) {
+    int64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        TIMED(i, {
+            WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
+            WGPUComputePassEncoder pass = W.CommandEncoderBeginComputePass(enc, NULL);
+            W.ComputePassEncoderSetPipeline(pass, c->pipeline);
+            for (uint32_t k = 0; k < dispatches; k++) {
+                W.ComputePassEncoderSetBindGroup(pass, 0, k % 2 ? c->back : c->group, 0, NULL);
+                W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
+            }
+            W.ComputePassEncoderEnd(pass);
+            W.ComputePassEncoderRelease(pass);
+            WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
+            W.CommandEncoderRelease(enc);
+            WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
+            W.CommandBufferRelease(cb);
+            if (wait) W.DevicePoll(c->device, 1, &idx);
+        });
+        if (!wait) drain(c);
+    }
+    return checked(c, total);
 }
 
 /* 11. the big source read back as `parts` equal slices, all in flight at once: one
