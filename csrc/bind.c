@@ -603,17 +603,18 @@ static vn_status bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bou
     }
     if (all_cached) return VN_OK;
     first = 0;
-    size_t planned = 0;
+    size_t planned = 0, missed = out->clear_count; /* the clear whose lookup missed */
     vn_scope_begin(p->device);
     for (uint32_t g = 0; g < p->group_count && st == VN_OK; g++) {
         size_t count = 0;
         while (first + count < n && p->bindings[first + count].group == g) count++;
-        if (out->groups[g] == NULL) st = vn_bind_cache_get(p, g, views + first, (uint32_t)count, &out->groups[g]);
+        if (out->groups[g] == NULL) st = vn_bind_cache_get_missed(p, g, views + first, (uint32_t)count, &out->groups[g]);
         first += count;
     }
     for (size_t i = 0; i < n && st == VN_OK && clears > 0; i++) {
         if (!vn_binding_cleared_output(&p->bindings[i]) || planned++ < out->clear_count) continue;
-        st = vn_clear_plan(p->device, &views[i], &out->clears[out->clear_count]);
+        st = (out->clear_count == missed ? vn_clear_plan_missed : vn_clear_plan)(p->device, &views[i],
+                                                                               &out->clears[out->clear_count]);
         if (st == VN_OK) out->clear_count++;
     }
     vn_status scope = vn_scope_end(p->device, "creating bind groups", VN_ERROR_VALIDATION,

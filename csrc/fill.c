@@ -147,9 +147,14 @@ static vn_status fill_get(vn_device *dev, vn_fill **out) {
     return VN_OK;
 }
 
-/* The plan of vn_clear_plan; with `create` false nothing is made: *planned says whether
- * the plan is complete (false: the fill pipelines or its bind group do not exist yet). */
-static vn_status clear_plan(vn_device *dev, const vn_view *view, bool create, vn_clear *out, bool *planned) {
+/* The plan of vn_clear_plan. PLAN_CACHED makes nothing: *planned says whether the plan
+ * is complete (false: the fill pipelines or its bind group do not exist yet);
+ * PLAN_MISSED makes the bind group without looking it up (the caller's PLAN_CACHED just
+ * missed); PLAN_ANY looks it up, then makes it. */
+enum { PLAN_CACHED, PLAN_MISSED, PLAN_ANY }; /* what a plan may do: see clear_plan */
+
+static vn_status clear_plan(vn_device *dev, const vn_view *view, int mode, vn_clear *out, bool *planned) {
+    bool create = mode != PLAN_CACHED;
     memset(out, 0, sizeof *out);
     *planned = true;
     out->view = *view;
@@ -180,8 +185,8 @@ static vn_status clear_plan(vn_device *dev, const vn_view *view, bool create, vn
             return VN_OK;
         }
     } else {
-        st = vn_bind_cache_fetch(&f->cache, dev->device, f->layouts[v], f->bindings, 2, "vyre_native zero fill", v,
-                                 &bound, 1, &out->group);
+        st = (mode == PLAN_MISSED ? vn_bind_cache_make : vn_bind_cache_fetch)(
+            &f->cache, dev->device, f->layouts[v], f->bindings, 2, "vyre_native zero fill", v, &bound, 1, &out->group);
         if (st != VN_OK) return st;
     }
     uint64_t elements = bytes / (v == QUADS ? 16 : 4);
@@ -193,12 +198,17 @@ static vn_status clear_plan(vn_device *dev, const vn_view *view, bool create, vn
 
 vn_status vn_clear_plan(vn_device *dev, const vn_view *view, vn_clear *out) {
     bool planned;
-    return clear_plan(dev, view, true, out, &planned);
+    return clear_plan(dev, view, PLAN_ANY, out, &planned);
+}
+
+vn_status vn_clear_plan_missed(vn_device *dev, const vn_view *view, vn_clear *out) {
+    bool planned;
+    return clear_plan(dev, view, PLAN_MISSED, out, &planned);
 }
 
 bool vn_clear_plan_cached(vn_device *dev, const vn_view *view, vn_clear *out) {
     bool planned = false;
-    return clear_plan(dev, view, false, out, &planned) == VN_OK && planned;
+    return clear_plan(dev, view, PLAN_CACHED, out, &planned) == VN_OK && planned;
 }
 
 void vn_clear_release(vn_clear *clear) {
