@@ -457,6 +457,7 @@ int64_t floor_read_parts(floor_ctx *c, uint32_t parts, uint64_t n, int64_t *samp
 int floor_fill_setup(floor_ctx *c, const char *fill_wgsl);
 int64_t floor_fill_in_pass(floor_ctx *c, uint32_t steps, int wait, uint64_t n, int64_t *samples);
 int64_t floor_clear_gpu(floor_ctx *c, int how, uint64_t n, int64_t *samples);
+int64_t floor_copy(floor_ctx *c, int shifted, uint64_t bytes, uint64_t n, int64_t *samples);
 """
 
 _LIB_NAMES = {

@@ -81,7 +81,47 @@ OPERATIONS: dict[str, str] = {
     "scaling_one_process": "compute unit, one process (vn.worker.Worker)",
     **{f"scaling_processes_{n}": f"compute unit, {n} worker process(es)" for n in (1, 2, 4)},
     **{f"scaling_ray_{n}": f"compute unit, {n} Ray actor(s)" for n in (1, 2, 4)},
+    "write_4B_at_4": "write 4 B at offset 4 + wait",
+    "write_3B_at_5": "write 3 B at offset 5 (a merged word) + wait",
+    "write_1MiB_at_0": "write 1 MiB at offset 0 + wait",
+    "write_1MiB_at_1": "write 1 MiB at offset 1 (merged head and tail) + wait",
+    "copy_1MiB_0_to_0": "copy 1 MiB 0 -> 0 + wait",
+    "copy_1MiB_1_to_1": "copy 1 MiB 1 -> 1 (merged head and tail) + wait",
+    "copy_1MiB_1_to_2": "copy 1 MiB 1 -> 2 (shifted within words) + wait",
+    "copy_64MiB_0_to_0": "copy 64 MiB 0 -> 0 + wait",
+    "copy_64MiB_1_to_2": "copy 64 MiB 1 -> 2 (shifted within words) + wait",
 }
+
+#: what each row's raw-C floor does, for rows held to the raw-C way of their own operation
+#: (the default: a row not named here or in FLOOR_ROWS reads "raw C, same operation")
+FLOOR_NAMES: dict[str, str] = {
+    "prerecord_hit": "raw C: encode + finish, bind groups made",
+    "prerecord_miss": "raw C: two bind groups + encode + finish",
+    "encode_submit": "raw C: encode + finish + submit",
+    "recording_replay": "raw C: encode + finish + submit",
+    "compile_seen": "raw C: module + pipeline of the same source",
+    "read_typed_copy_64MiB": "raw C: copy + map + memcpy, reused host buffer",
+    "read_typed_copy_sum_64MiB": "raw C: copy + map + memcpy, reused host buffer + sum",
+    "read_zero_copy_sum_64MiB": "raw C: copy + map + memcpy + sum",
+    "clear_64MiB_gpu": "raw C: clearBuffer between the passes (GPU time)",
+    "copy_64MiB_0_to_0": "raw C: one CopyBufferToBuffer",
+    "copy_64MiB_1_to_2": "raw C: a shift kernel, made once (floor.c)",
+    "sequence_1000": "raw C: the same 1000 dispatches, one pass",
+}
+#: rows held to another row: (its operation, its way, what it is); these have no raw C
+#: (WebGPU moves whole words only), so their floor is the whole-word operation
+FLOOR_ROWS: dict[str, tuple[str, str, str]] = {
+    "write_1MiB_at_1": ("write_1MiB_at_0", "vyre_native", "the aligned write (vyre_native)"),
+    "write_3B_at_5": ("write_4B_at_4", "vyre_native", "a whole-word write (vyre_native)"),
+    "copy_1MiB_1_to_1": ("copy_1MiB_0_to_0", "vyre_native", "the aligned copy (vyre_native)"),
+    "copy_1MiB_1_to_2": ("copy_1MiB_0_to_0", "vyre_native", "the aligned copy (vyre_native)"),
+}
+
+
+def floor_of(op: str) -> tuple[str, str, str]:
+    """(operation, way, name) of the row ``op`` is held to."""
+    return FLOOR_ROWS.get(op) or (op, "raw-C", FLOOR_NAMES.get(op, "raw C, same operation"))
+
 
 _STAT_KEYS = {"mean": "per_op_ns", "median": "per_op_ns_median", "min": "per_op_ns_min"}
 #: extra_info figures a row carries into the report (the 64 MiB clear's raw-C fill and
@@ -231,6 +271,20 @@ def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = F
             }
         )
     by_id = {r["id"]: r for r in rows}
+    for r in rows:
+        floor_op, floor_way, floor_name = floor_of(r["id"])
+        floor_row = by_id.get(floor_op)
+        floor_us = None if floor_row is None else floor_row["per_op_us"].get(floor_way)
+        if floor_op == r["id"] and floor_way == "vyre_native":
+            floor_us = None
+        vn_us = r["per_op_us"]["vyre_native"]
+        r["floor"] = {
+            "operation": floor_op,
+            "way": floor_way,
+            "name": floor_name,
+            "per_op_us": floor_us,
+            "ratio": vn_us / floor_us if vn_us and floor_us else None,
+        }
 
     def pick(op: str, way: str, field: str = "per_op_us") -> float | None:
         r = by_id.get(op)
@@ -417,10 +471,11 @@ def format_table(report: dict[str, Any]) -> str:
             f"WARNING: the ways ran on different adapters ({'; '.join(differ)}): ratios compare different GPUs."
         )
     lines.append("")
-    header = ["operation", "vyre_native", "wgpu-py", "raw C", "vn/C", "wgpu-py/vn"]
+    header = ["operation", "vyre_native", "wgpu-py", "raw C", "vn/C", "wgpu-py/vn", "vn/floor", "floor"]
     body = []
     for r in report["operations"]:
         us = r["per_op_us"]
+        floor = r.get("floor") or {}
         body.append(
             [
                 r["label"],
@@ -429,6 +484,8 @@ def format_table(report: dict[str, Any]) -> str:
                 _us(us["raw-C"]),
                 _x(r["vn_over_c"]),
                 _x(r["wgpu_py_over_vn"]),
+                _x(floor.get("ratio")),
+                floor.get("name", "") if floor.get("ratio") else "",
             ]
         )
     widths = [max(len(row[i]) for row in [header] + body) for i in range(len(header))]
@@ -436,7 +493,8 @@ def format_table(report: dict[str, Any]) -> str:
     def fmt(row: list[str]) -> str:
         return (
             " | ".join(
-                row[0].ljust(widths[0]) if i == 0 else row[i].rjust(widths[i]) for i in range(len(row))
+                row[i].ljust(widths[i]) if i in (0, len(row) - 1) else row[i].rjust(widths[i])
+                for i in range(len(row))
             )
             if row
             else ""
@@ -448,7 +506,8 @@ def format_table(report: dict[str, Any]) -> str:
     lines.append("")
     lines.append(
         "vn/C: vyre_native over the raw-C floor (1.00x = the floor; lower is better). "
-        "wgpu-py/vn: above 1.00x, vyre_native is that much faster than wgpu-py."
+        "wgpu-py/vn: above 1.00x, vyre_native is that much faster than wgpu-py. "
+        "vn/floor: vyre_native over the row's floor, named beside it (report.py FLOOR_NAMES, FLOOR_ROWS)."
     )
     t = report["targets"]
     rep, rd, rr = t["replay_vs_raw_c_submit"], t["read_output_into_64MiB"], t["record_replay_vs_wgpu_py"]
@@ -536,13 +595,15 @@ def format_markdown(report: dict[str, Any], source: str | None = None) -> str:
             else f"n/a ({raw_c.get('reason')})"
         ),
         "",
-        "| operation | vyre_native | wgpu-py | raw C | vn / C | wgpu-py / vn |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| operation | vyre_native | wgpu-py | raw C | vn / C | wgpu-py / vn | vn / floor | floor |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in report["operations"]:
         us = r["per_op_us"]
+        floor = r.get("floor") or {}
         cells = [_us(us["vyre_native"]), _us(us["wgpu-py"]), _us(us["raw-C"])]
-        cells += [_x(r["vn_over_c"]), _x(r["wgpu_py_over_vn"])]
+        cells += [_x(r["vn_over_c"]), _x(r["wgpu_py_over_vn"]), _x(floor.get("ratio"))]
+        cells.append(floor.get("name", "") if floor.get("ratio") else "")
         lines.append("| " + " | ".join([r["label"], *("" if c == "n/a" else c for c in cells)]) + " |")
     others = report.get("other_benchmarks") or []
     if others:
@@ -556,7 +617,8 @@ def format_markdown(report: dict[str, Any], source: str | None = None) -> str:
         "",
         (
             "vn / C: vyre_native over the raw-C floor (1.00x = the floor). wgpu-py / vn above 1.00x: "
-            "vyre_native is that much cheaper than wgpu-py."
+            "vyre_native is that much cheaper than wgpu-py. vn / floor: vyre_native over the row's "
+            "floor, named in the last column (report.py FLOOR_NAMES, FLOOR_ROWS)."
         ),
         "",
     ]

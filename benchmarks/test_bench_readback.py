@@ -146,8 +146,10 @@ def test_read_output_into_raw_c(benchmark, cfloor, rounds, size):
 # Time from the call to a usable float32 array, and to its sum (reading every byte once).
 # The zero-copy array is dropped inside the timer, which unpins and unmaps its staging
 # buffer, as the floor unmaps. Every row's raw-C way is the same floor: staging copy +
-# map + memcpy into a reused host buffer (+ unmap); typed_map_64MiB is the floor's
-# staging copy + map alone, with no host copy (what a zero-copy read cannot go below).
+# map + memcpy into a reused host buffer (+ unmap), and in the _sum rows then the float32
+# sum of the copy in C (eight partial sums), so each floor does the row's work;
+# typed_map_64MiB is the floor's staging copy + map alone, with no host copy (what a
+# zero-copy read cannot go below).
 
 TYPED = {
     "zero_copy_64MiB": (False, False),
@@ -213,10 +215,11 @@ def test_typed_read_wgpu_py(benchmark, wgx, wg_sources, wg_staging, rounds, op):
 
 @pytest.mark.parametrize("op", [*TYPED, "typed_map_64MiB"])
 def test_typed_read_raw_c(benchmark, cfloor, rounds, op):
-    """Reused staging buffer; memcpy into a reused destination (mode 1), or none (mode 2)."""
+    """Reused staging buffer; memcpy into a reused destination (mode 1), or none (mode 2);
+    + 4: then the float32 sum of what was read (the _sum rows)."""
     benchmark.group = f"read_{op}"
     lib, ctx = cfloor.lib, cfloor.ctx
-    mode = 2 if op == "typed_map_64MiB" else 1
+    mode = (2 if op == "typed_map_64MiB" else 1) + (4 if op.endswith("_sum_64MiB") else 0)
     r, ops = _c_rounds(rounds, "64MiB")
     run_floor(
         benchmark,

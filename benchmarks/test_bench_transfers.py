@@ -10,6 +10,11 @@ has its whole-word row beside it in the same group.
   merged head and tail) and 1 -> 2 (every word through the temporary buffer, shifted);
   64 MiB at 0 -> 0 and 1 -> 2.
 - read: 4 bytes at offset 4 against 3 bytes at offset 5 (the enclosing word, 2 skipped).
+
+The 64 MiB copies have raw-C floors in their group: one CopyBufferToBuffer (aligned),
+and for the shifted copy, which no CopyBufferToBuffer does, the best kernel of the same
+shape (floor.c's SHIFT_FLOOR_WGSL: one vec4 of words an invocation, made once, nothing
+per call but the dispatch), each with its submit and wait.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from harness import BIG_READ, record_python
+from harness import BIG_READ, record_python, run_floor
 
 MIB = 1 << 20
 
@@ -94,6 +99,22 @@ def test_copy_64MiB(
 
     benchmark.pedantic(target, rounds=rounds.big_read, iterations=1, warmup_rounds=1)
     record_python(benchmark, "vyre_native", f"copy_64MiB_{src_offset}_to_{dst_offset}", nbytes=BIG_READ)
+
+
+@pytest.mark.parametrize("shifted", [0, 1], ids=["aligned", "shifted"])
+def test_copy_64MiB_raw_c(benchmark: Any, cfloor: Any, rounds: Any, shifted: int) -> None:
+    benchmark.group = "copy_64MiB"
+    lib, ctx = cfloor.lib, cfloor.ctx
+    n = max(rounds.big_read // 2, 2)
+    run_floor(
+        benchmark,
+        cfloor,
+        f"copy_64MiB_{'1_to_2' if shifted else '0_to_0'}",
+        lambda k, s: lib.floor_copy(ctx, shifted, BIG_READ, k, s),
+        n,
+        2,
+        nbytes=BIG_READ,
+    )
 
 
 @pytest.mark.parametrize(("offset", "nbytes"), [(4, 4), (5, 3)], ids=["word", "partial"])

@@ -56,28 +56,53 @@ void vn_binding_list(const vn_pipeline *p, bool (*filter)(const vn_binding *), c
     if (used == 0) snprintf(buf, cap, "none");
 }
 
+/* The labels of a binding's view in its messages, made on first use: a dispatch that
+ * passes its checks formats none. */
+typedef struct vn_labels {
+    const vn_source *src;
+    const vn_binding *b;
+    const vn_view *v;
+    char role[160], what[96];
+} vn_labels;
+
+static const char *role_of(vn_labels *l) {
+    if (l->role[0] == '\0') source_label(l->src, l->b, l->role, sizeof l->role);
+    return l->role;
+}
+
+static const char *what_of(vn_labels *l) {
+    if (l->what[0] == '\0') view_label(l->v, l->what, sizeof l->what);
+    return l->what;
+}
+
 /* Check view `src` for binding b; *v gets it resolved and, when its buffer is a live
  * buffer, *held is set and the buffer retained (whatever the checks after that say: the
  * caller releases what it took on any failure). */
 static vn_status check_view(const vn_pipeline *p, const vn_binding *b, const vn_source *src, vn_view *v, bool *held) {
-    char role[160], what[96];
-    source_label(src, b, role, sizeof role);
+    vn_labels l;
+    l.src = src;
+    l.b = b;
+    l.v = v;
+    l.role[0] = l.what[0] = '\0';
     *held = false;
     if (src->view->buffer == NULL)
         return vn_fail(VN_ERROR_BINDING, "%s for @group(%u) @binding(%u) `%s` is NULL. Fix: pass a live Buffer.",
-                       role, b->group, b->binding, b->name);
-    char fn[224];
-    vn_format(fn, sizeof fn, "%s for @group(%u) @binding(%u) `%s`", role, b->group, b->binding, b->name);
-    /* Held from here: by the call while resolving, then by the recording. */
-    vn_status st = vn_view_acquire(src->view, fn, v);
-    if (st != VN_OK) return st;
+                       role_of(&l), b->group, b->binding, b->name);
+    /* Held from here: by the call while resolving, then by the recording. A refusal is
+     * asked again with the binding's name, for its message (only then formatted). */
+    vn_status st = vn_view_acquire(src->view, "a binding", v);
+    if (st != VN_OK) {
+        char fn[224];
+        vn_format(fn, sizeof fn, "%s for @group(%u) @binding(%u) `%s`", role_of(&l), b->group, b->binding, b->name);
+        st = vn_view_acquire(src->view, fn, v);
+        if (st != VN_OK) return st;
+    }
     *held = true;
     const vn_buffer *h = v->buffer;
-    view_label(v, what, sizeof what);
     if (h->device != p->device)
         return vn_fail(VN_ERROR_BINDING,
                        "%s %s for @group(%u) @binding(%u) `%s` belongs to another device. Fix: create or upload the "
-                       "buffer on the pipeline's device.", role, what, b->group, b->binding, b->name);
+                       "buffer on the pipeline's device.", role_of(&l), what_of(&l), b->group, b->binding, b->name);
     uint64_t need = required_usage(b);
     if ((h->usage & need) != need) {
         char have_s[160], need_s[160], miss_s[160];
@@ -87,7 +112,7 @@ static vn_status check_view(const vn_pipeline *p, const vn_binding *b, const vn_
         return vn_fail(VN_ERROR_BINDING,
                        "%s %s for @group(%u) @binding(%u) `%s` (%s) has usage %s, missing %s. Fix: create it with "
                        "usage including %s, or leave usage unset for the default.",
-                       role, what, b->group, b->binding, b->name, kind_name(b->kind), have_s, miss_s, need_s);
+                       role_of(&l), what_of(&l), b->group, b->binding, b->name, kind_name(b->kind), have_s, miss_s, need_s);
     }
     bool uniform = b->kind == VN_BINDING_UNIFORM;
     uint64_t bound = vn_view_extent(v);
@@ -100,13 +125,13 @@ static vn_status check_view(const vn_pipeline *p, const vn_binding *b, const vn_
                        "buffer; WebGPU needs a storage binding's size to be a multiple of 4, and padding it to %llu "
                        "would bind the next %llu byte(s) of the buffer too. Fix: make the view's nbytes a multiple "
                        "of 4 (or end it at the end of the buffer).",
-                       role, what, b->group, b->binding, b->name, kind_name(b->kind), (unsigned long long)bound,
+                       role_of(&l), what_of(&l), b->group, b->binding, b->name, kind_name(b->kind), (unsigned long long)bound,
                        (unsigned long long)vn_pad4(bound), (unsigned long long)(vn_pad4(bound) - bound));
     if (bound < b->binding_size)
         return vn_fail(VN_ERROR_BINDING,
                        "%s %s for @group(%u) @binding(%u) `%s` has %llu bytes, but its declared type needs at least "
                        "%llu%s. Fix: pass a buffer of at least %llu bytes.",
-                       role, what, b->group, b->binding, b->name, (unsigned long long)v->size,
+                       role_of(&l), what_of(&l), b->group, b->binding, b->name, (unsigned long long)v->size,
                        (unsigned long long)b->binding_size,
                        b->binding_size > b->min_size ? " (one element of its runtime-sized array)" : "",
                        (unsigned long long)b->binding_size);
@@ -116,7 +141,7 @@ static vn_status check_view(const vn_pipeline *p, const vn_binding *b, const vn_
         return vn_fail(VN_ERROR_BINDING,
                        "%s %s for @group(%u) @binding(%u) `%s` has %llu bytes, above this device's largest %s binding "
                        "of %llu bytes. Fix: split the data across bindings or dispatches.",
-                       role, what, b->group, b->binding, b->name, (unsigned long long)bound,
+                       role_of(&l), what_of(&l), b->group, b->binding, b->name, (unsigned long long)bound,
                        uniform ? "uniform" : "storage", (unsigned long long)max_binding);
     uint64_t align = uniform ? p->device->limits.minUniformBufferOffsetAlignment
                              : p->device->limits.minStorageBufferOffsetAlignment;
@@ -125,7 +150,7 @@ static vn_status check_view(const vn_pipeline *p, const vn_binding *b, const vn_
                        "%s %s for @group(%u) @binding(%u) `%s` (%s) starts at offset %llu, but this device's "
                        "min_%s_buffer_offset_alignment is %llu. Fix: place the view at a multiple of %llu bytes "
                        "(dev.limits['min_%s_buffer_offset_alignment']).",
-                       role, what, b->group, b->binding, b->name, kind_name(b->kind), (unsigned long long)v->offset,
+                       role_of(&l), what_of(&l), b->group, b->binding, b->name, kind_name(b->kind), (unsigned long long)v->offset,
                        uniform ? "uniform" : "storage", (unsigned long long)align, (unsigned long long)align,
                        uniform ? "uniform" : "storage");
     return VN_OK;
@@ -558,17 +583,38 @@ static vn_status bound_resolve(vn_pipeline *p, const vn_dispatch_args *a, vn_bou
         vn_bound_release(out);
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate bind-group slots. Fix: free host memory.");
     }
+    /* From the caches first, with no error scope: a hit makes nothing wgpu could refuse.
+     * Only what must be made (a missed group, the first fill) is made inside a scope. */
+    bool all_cached = true;
     size_t first = 0;
+    for (uint32_t g = 0; g < p->group_count; g++) {
+        size_t count = 0;
+        while (first + count < n && p->bindings[first + count].group == g) count++;
+        all_cached &= vn_bind_cache_lookup(&p->cache, g, views + first, (uint32_t)count, &out->groups[g]);
+        first += count;
+    }
+    for (size_t i = 0; i < n && clears > 0; i++) {
+        if (!vn_binding_cleared_output(&p->bindings[i])) continue;
+        if (!vn_clear_plan_cached(p->device, &views[i], &out->clears[out->clear_count])) {
+            all_cached = false;
+            break;
+        }
+        out->clear_count++;
+    }
+    if (all_cached) return VN_OK;
+    first = 0;
+    size_t planned = 0, missed = out->clear_count; /* the clear whose lookup missed */
     vn_scope_begin(p->device);
     for (uint32_t g = 0; g < p->group_count && st == VN_OK; g++) {
         size_t count = 0;
         while (first + count < n && p->bindings[first + count].group == g) count++;
-        st = vn_bind_cache_get(p, g, views + first, (uint32_t)count, &out->groups[g]);
+        if (out->groups[g] == NULL) st = vn_bind_cache_get_missed(p, g, views + first, (uint32_t)count, &out->groups[g]);
         first += count;
     }
     for (size_t i = 0; i < n && st == VN_OK && clears > 0; i++) {
-        if (!vn_binding_cleared_output(&p->bindings[i])) continue;
-        st = vn_clear_plan(p->device, &views[i], &out->clears[out->clear_count]);
+        if (!vn_binding_cleared_output(&p->bindings[i]) || planned++ < out->clear_count) continue;
+        st = (out->clear_count == missed ? vn_clear_plan_missed : vn_clear_plan)(p->device, &views[i],
+                                                                               &out->clears[out->clear_count]);
         if (st == VN_OK) out->clear_count++;
     }
     vn_status scope = vn_scope_end(p->device, "creating bind groups", VN_ERROR_VALIDATION,

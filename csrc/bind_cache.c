@@ -6,9 +6,10 @@
  * a released buffer's entries are purged so the cache does not keep its GPU memory
  * alive.
  *
- * Lookup is a linear scan comparing a precomputed 64-bit hash first: at the
- * default 256 entries that is well under a microsecond, far below the cost of
- * creating a bind group, and it keeps eviction (oldest tick) trivially correct. */
+ * Lookup is a linear scan comparing a precomputed 64-bit hash first (over an array of
+ * the hashes alone, 2 KiB at the default 256 entries): well under a microsecond, far
+ * below the cost of creating a bind group, and it keeps eviction (oldest tick, also
+ * its own array) trivially correct. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +22,16 @@ enum { VN_KEY_WORDS = 3 };
 vn_status vn_bind_cache_init(vn_bind_cache *cache, uint32_t capacity) {
     memset(cache, 0, sizeof *cache);
     cache->entries = calloc(capacity, sizeof *cache->entries);
-    if (cache->entries == NULL)
+    cache->hashes = calloc(capacity ? capacity : 1, sizeof *cache->hashes);
+    cache->last_used = calloc(capacity ? capacity : 1, sizeof *cache->last_used);
+    if (cache->entries == NULL || cache->hashes == NULL || cache->last_used == NULL) {
+        free(cache->entries);
+        free(cache->hashes);
+        free(cache->last_used);
+        memset(cache, 0, sizeof *cache);
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a bind-group cache of %u entries. Fix: free host memory.",
                        capacity);
+    }
     cache->capacity = capacity;
     vn_mutex_init(&cache->lock);
     vn_lock_rank_set(&cache->lock, VN_LOCK_BIND_CACHE, "vn_bind_cache.lock");
@@ -43,6 +51,8 @@ void vn_bind_cache_destroy(vn_bind_cache *cache) {
     if (cache->entries == NULL) return;
     for (uint32_t i = 0; i < cache->count; i++) entry_clear(&cache->entries[i]);
     free(cache->entries);
+    free(cache->hashes);
+    free(cache->last_used);
     cache->entries = NULL;
     vn_mutex_destroy(&cache->lock);
 }
@@ -62,44 +72,75 @@ static void remove_at(vn_bind_cache *cache, uint32_t i) {
     cache->count--;
     if (i != cache->count) {
         cache->entries[i] = cache->entries[cache->count];
+        cache->hashes[i] = cache->hashes[cache->count];
+        cache->last_used[i] = cache->last_used[cache->count];
         memset(&cache->entries[cache->count], 0, sizeof cache->entries[cache->count]);
     }
 }
 
-vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, const vn_view *views, uint32_t count,
-                            WGPUBindGroup *out) {
-    return vn_bind_cache_fetch(&pipeline->cache, pipeline->device->device, pipeline->layouts[group], pipeline->bindings,
-                               pipeline->binding_count, pipeline->label, group, views, count, out);
-}
-
-vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindGroupLayout layout,
-                              const vn_binding *bindings, size_t binding_count, const char *owner, uint32_t group,
-                              const vn_view *views, uint32_t count, WGPUBindGroup *out) {
-    uint64_t stack_key[3 * 16];
-    uint64_t *key = count <= 16 ? stack_key : malloc(VN_KEY_WORDS * count * sizeof *key);
-    if (key == NULL) return vn_fail_no_memory("a bind-group key", VN_KEY_WORDS * count * sizeof *key);
+/* The key of `views` into `key` (3 words a view) and its hash. */
+static uint64_t make_key(uint32_t group, const vn_view *views, uint32_t count, uint64_t *key) {
     for (uint32_t i = 0; i < count; i++) {
         key[VN_KEY_WORDS * i] = views[i].buffer->identity;
         key[VN_KEY_WORDS * i + 1] = views[i].offset;
         key[VN_KEY_WORDS * i + 2] = vn_view_extent(&views[i]);
     }
-    uint64_t h = hash_key(group, key, VN_KEY_WORDS * count);
+    return hash_key(group, key, VN_KEY_WORDS * count);
+}
 
+/* The first index from `from` on whose hash is h, or count: four compares a branch. */
+static uint32_t find_hash(const uint64_t *hashes, uint32_t from, uint32_t count, uint64_t h) {
+    uint32_t i = from;
+    for (; i + 4 <= count; i += 4)
+        if ((hashes[i] == h) | (hashes[i + 1] == h) | (hashes[i + 2] == h) | (hashes[i + 3] == h)) break;
+    for (; i < count; i++)
+        if (hashes[i] == h) return i;
+    return count;
+}
+
+/* A hit: *out gets a reference to the cached group (counted as a hit); a miss counts
+ * nothing and leaves *out alone. */
+static bool lookup(vn_bind_cache *cache, uint32_t group, const uint64_t *key, uint32_t count, uint64_t h,
+                   WGPUBindGroup *out) {
     vn_mutex_lock(&cache->lock);
-    for (uint32_t i = 0; i < cache->count; i++) {
+    for (uint32_t i = find_hash(cache->hashes, 0, cache->count, h); i < cache->count;
+         i = find_hash(cache->hashes, i + 1, cache->count, h)) {
         vn_bind_cache_entry *e = &cache->entries[i];
-        if (e->hash == h && e->group == group && e->key_len == count &&
-            memcmp(e->key, key, VN_KEY_WORDS * count * sizeof *key) == 0) {
-            e->last_used = ++cache->tick;
+        if (e->group == group && e->key_len == count && memcmp(e->key, key, VN_KEY_WORDS * count * sizeof *key) == 0) {
+            cache->last_used[i] = ++cache->tick;
             cache->hits++;
             wgpu.BindGroupAddRef(e->bind_group);
             vn_live_add(VN_LIVE_BIND_GROUP, 1);
             *out = e->bind_group;
             vn_mutex_unlock(&cache->lock);
-            if (key != stack_key) free(key);
-            return VN_OK;
+            return true;
         }
     }
+    vn_mutex_unlock(&cache->lock);
+    return false;
+}
+
+bool vn_bind_cache_lookup(vn_bind_cache *cache, uint32_t group, const vn_view *views, uint32_t count,
+                          WGPUBindGroup *out) {
+    uint64_t key[VN_KEY_WORDS * 16];
+    return count <= 16 && lookup(cache, group, key, count, make_key(group, views, count, key), out);
+}
+
+/* vn_bind_cache_fetch; `look` false: the caller's lookup just missed, so make it now (a
+ * group another thread made meanwhile is made twice: two entries of one key, both
+ * valid, the older evicted in time). */
+static vn_status fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindGroupLayout layout, const vn_binding *bindings,
+                       size_t binding_count, const char *owner, uint32_t group, const vn_view *views, uint32_t count,
+                       bool look, WGPUBindGroup *out) {
+    uint64_t stack_key[3 * 16];
+    uint64_t *key = count <= 16 ? stack_key : malloc(VN_KEY_WORDS * count * sizeof *key);
+    if (key == NULL) return vn_fail_no_memory("a bind-group key", VN_KEY_WORDS * count * sizeof *key);
+    uint64_t h = make_key(group, views, count, key);
+    if (look && lookup(cache, group, key, count, h, out)) {
+        if (key != stack_key) free(key);
+        return VN_OK;
+    }
+    vn_mutex_lock(&cache->lock);
     cache->misses++;
     vn_mutex_unlock(&cache->lock);
 
@@ -146,13 +187,14 @@ vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindG
         if (cache->count == cache->capacity) {
             uint32_t oldest = 0;
             for (uint32_t i = 1; i < cache->count; i++)
-                if (cache->entries[i].last_used < cache->entries[oldest].last_used) oldest = i;
+                if (cache->last_used[i] < cache->last_used[oldest]) oldest = i;
             remove_at(cache, oldest);
             cache->evictions++;
         }
         wgpu.BindGroupAddRef(bg); /* the cache's own reference */
-        cache->entries[cache->count++] =
-            (vn_bind_cache_entry){h, group, count, owned, bg, ++cache->tick};
+        cache->hashes[cache->count] = h;
+        cache->last_used[cache->count] = ++cache->tick;
+        cache->entries[cache->count++] = (vn_bind_cache_entry){group, count, owned, bg};
         vn_live_add(VN_LIVE_BIND_GROUP, 1);
         owned = NULL;
     }
@@ -160,6 +202,24 @@ vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindG
     free(owned); /* not cached (no memory for the key): the caller still gets the group */
     *out = bg;
     return VN_OK;
+}
+
+vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindGroupLayout layout,
+                              const vn_binding *bindings, size_t binding_count, const char *owner, uint32_t group,
+                              const vn_view *views, uint32_t count, WGPUBindGroup *out) {
+    return fetch(cache, device, layout, bindings, binding_count, owner, group, views, count, true, out);
+}
+
+vn_status vn_bind_cache_make(vn_bind_cache *cache, WGPUDevice device, WGPUBindGroupLayout layout,
+                             const vn_binding *bindings, size_t binding_count, const char *owner, uint32_t group,
+                             const vn_view *views, uint32_t count, WGPUBindGroup *out) {
+    return fetch(cache, device, layout, bindings, binding_count, owner, group, views, count, false, out);
+}
+
+vn_status vn_bind_cache_get_missed(vn_pipeline *pipeline, uint32_t group, const vn_view *views, uint32_t count,
+                                   WGPUBindGroup *out) {
+    return vn_bind_cache_make(&pipeline->cache, pipeline->device->device, pipeline->layouts[group],
+                              pipeline->bindings, pipeline->binding_count, pipeline->label, group, views, count, out);
 }
 
 void vn_bind_cache_forget(vn_bind_cache *cache, uint64_t identity) {

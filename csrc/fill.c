@@ -147,8 +147,16 @@ static vn_status fill_get(vn_device *dev, vn_fill **out) {
     return VN_OK;
 }
 
-vn_status vn_clear_plan(vn_device *dev, const vn_view *view, vn_clear *out) {
+/* The plan of vn_clear_plan. PLAN_CACHED makes nothing: *planned says whether the plan
+ * is complete (false: the fill pipelines or its bind group do not exist yet);
+ * PLAN_MISSED makes the bind group without looking it up (the caller's PLAN_CACHED just
+ * missed); PLAN_ANY looks it up, then makes it. */
+enum { PLAN_CACHED, PLAN_MISSED, PLAN_ANY }; /* what a plan may do: see clear_plan */
+
+static vn_status clear_plan(vn_device *dev, const vn_view *view, int mode, vn_clear *out, bool *planned) {
+    bool create = mode != PLAN_CACHED;
     memset(out, 0, sizeof *out);
+    *planned = true;
     out->view = *view;
     uint64_t bytes = vn_pad4(view->size);
     /* A fill binds the range as storage: without STORAGE usage, at an offset a storage
@@ -158,21 +166,49 @@ vn_status vn_clear_plan(vn_device *dev, const vn_view *view, vn_clear *out) {
     if (!(view->buffer->usage & VN_USAGE_STORAGE) || view->offset % align != 0 ||
         bytes > dev->limits.maxStorageBufferBindingSize)
         return VN_OK;
-    vn_fill *f = NULL;
-    vn_status st = fill_get(dev, &f);
+    vn_fill *f = atomic_load_explicit(&dev->fill, memory_order_acquire);
+    if (f == NULL && !create) {
+        memset(out, 0, sizeof *out);
+        *planned = false;
+        return VN_OK;
+    }
+    vn_status st = f != NULL ? VN_OK : fill_get(dev, &f);
     if (st != VN_OK) return st;
     if (bytes > f->max_bytes) return VN_OK;
     uint32_t v = bytes % 16 == 0 ? QUADS : WORDS;
     vn_view bound = *view;
     bound.size = bytes;
-    st = vn_bind_cache_fetch(&f->cache, dev->device, f->layouts[v], f->bindings, 2, "vyre_native zero fill", v, &bound,
-                             1, &out->group);
-    if (st != VN_OK) return st;
+    if (!create) {
+        if (!vn_bind_cache_lookup(&f->cache, v, &bound, 1, &out->group)) {
+            memset(out, 0, sizeof *out);
+            *planned = false;
+            return VN_OK;
+        }
+    } else {
+        st = (mode == PLAN_MISSED ? vn_bind_cache_make : vn_bind_cache_fetch)(
+            &f->cache, dev->device, f->layouts[v], f->bindings, 2, "vyre_native zero fill", v, &bound, 1, &out->group);
+        if (st != VN_OK) return st;
+    }
     uint64_t elements = bytes / (v == QUADS ? 16 : 4);
     uint64_t groups = (elements + WORKGROUP_SIZE - 1) / WORKGROUP_SIZE;
     out->workgroups = groups < f->max_groups ? (uint32_t)groups : f->max_groups;
     out->pipeline = f->pipelines[v];
     return VN_OK;
+}
+
+vn_status vn_clear_plan(vn_device *dev, const vn_view *view, vn_clear *out) {
+    bool planned;
+    return clear_plan(dev, view, PLAN_ANY, out, &planned);
+}
+
+vn_status vn_clear_plan_missed(vn_device *dev, const vn_view *view, vn_clear *out) {
+    bool planned;
+    return clear_plan(dev, view, PLAN_MISSED, out, &planned);
+}
+
+bool vn_clear_plan_cached(vn_device *dev, const vn_view *view, vn_clear *out) {
+    bool planned = false;
+    return clear_plan(dev, view, PLAN_CACHED, out, &planned) == VN_OK && planned;
 }
 
 void vn_clear_release(vn_clear *clear) {

@@ -131,17 +131,19 @@ static inline bool vn_binding_cleared_output(const vn_binding *b) {
 }
 
 typedef struct vn_bind_cache_entry {
-    uint64_t hash;
     uint32_t group;
     uint32_t key_len;   /* number of bound views */
     uint64_t *key;      /* (identity, offset, padded size) per view: 3 * key_len words */
     WGPUBindGroup bind_group;
-    uint64_t last_used;
 } vn_bind_cache_entry;
 
 typedef struct vn_bind_cache {
     vn_mutex lock;
     vn_bind_cache_entry *entries;
+    /* Beside entries[i], in arrays of their own so that the scans a lookup and an
+     * eviction make read 8 bytes an entry: its key's hash and its last use (tick). */
+    uint64_t *hashes;
+    uint64_t *last_used;
     uint32_t count;
     uint32_t capacity;
     uint64_t tick;
@@ -160,6 +162,7 @@ struct vn_pipeline {
     uint64_t indirect_offset;
     uint32_t immediate_size;    /* bytes of var<immediate> data each dispatch takes, 0: none */
     char *label;                /* the entry point: wgpu's label, and what messages call it */
+    char *record_what;          /* "recording a dispatch of pipeline `<label>`", made once */
     vn_bind_cache cache;
     struct vn_pipeline *next, *prev; /* device->pipelines, under pipelines_lock */
 };
@@ -168,18 +171,27 @@ void vn_pipeline_retain(vn_pipeline *pipeline);
 
 vn_status vn_bind_cache_init(vn_bind_cache *cache, uint32_t capacity);
 void vn_bind_cache_destroy(vn_bind_cache *cache);
-/* A bind group for `group` of `pipeline` binding `views` (resolved: one per entry of the
- * group, in binding order; each binds its offset and vn_view_extent), from the
- * cache or created; the caller gets its own reference. Must run inside
- * vn_scope_begin/end. */
-vn_status vn_bind_cache_get(vn_pipeline *pipeline, uint32_t group, const vn_view *views,
-                            uint32_t count, WGPUBindGroup *out);
-/* The same for any cache: `group` keys the entry and selects, from `bindings`, the
- * binding numbers of its entries; the group is made with `layout` on `device` and
- * labelled "<owner> @group(<group>)". */
+/* A bind group binding `views` (resolved: one per entry of the group, in binding order;
+ * each binds its offset and vn_view_extent), from the cache or created; the caller gets
+ * its own reference. Must run inside vn_scope_begin/end. `group` keys the entry and
+ * selects, from `bindings`, the binding numbers of its entries; the group is made with
+ * `layout` on `device` and labelled "<owner> @group(<group>)". */
 vn_status vn_bind_cache_fetch(vn_bind_cache *cache, WGPUDevice device, WGPUBindGroupLayout layout,
                               const vn_binding *bindings, size_t binding_count, const char *owner, uint32_t group,
                               const vn_view *views, uint32_t count, WGPUBindGroup *out);
+/* vn_bind_cache_fetch after a vn_bind_cache_lookup that missed: the group is made
+ * without looking again (inside vn_scope_begin/end); _get_missed: for `group` of
+ * `pipeline`, in the pipeline's cache. */
+vn_status vn_bind_cache_make(vn_bind_cache *cache, WGPUDevice device, WGPUBindGroupLayout layout,
+                             const vn_binding *bindings, size_t binding_count, const char *owner, uint32_t group,
+                             const vn_view *views, uint32_t count, WGPUBindGroup *out);
+vn_status vn_bind_cache_get_missed(vn_pipeline *pipeline, uint32_t group, const vn_view *views, uint32_t count,
+                                   WGPUBindGroup *out);
+/* The cached group alone, no scope needed: true (and *out a reference) on a hit, false
+ * on a miss (nothing made, nothing counted: a fetch after it counts the miss). Keys of
+ * more than 16 views always miss here. */
+bool vn_bind_cache_lookup(vn_bind_cache *cache, uint32_t group, const vn_view *views, uint32_t count,
+                          WGPUBindGroup *out);
 /* Drop every cached bind group that binds the buffer of `identity` (on its release). */
 void vn_bind_cache_forget(vn_bind_cache *cache, uint64_t identity);
 void vn_device_forget_buffer(vn_device *device, uint64_t identity);
@@ -247,6 +259,13 @@ vn_status vn_bound_output(const vn_bound *bound, int64_t index, const char *kind
  * the binding limit) and is no larger than the device's fill limit, else clear_buffer.
  * Runs inside vn_scope_begin/end (it may make the fill pipelines and a bind group). */
 vn_status vn_clear_plan(vn_device *device, const vn_view *view, vn_clear *out);
+/* The same plan where it needs nothing made (no scope needed): true when *out is
+ * planned (a clear_buffer, or a fill whose pipelines and bind group exist), false
+ * (and *out empty) when vn_clear_plan must make something. */
+bool vn_clear_plan_cached(vn_device *device, const vn_view *view, vn_clear *out);
+/* vn_clear_plan after vn_clear_plan_cached said false: its bind group made without
+ * looking it up again. */
+vn_status vn_clear_plan_missed(vn_device *device, const vn_view *view, vn_clear *out);
 void vn_clear_release(vn_clear *clear);
 
 /* On a buffer's release: drop the fill bind group naming it. */

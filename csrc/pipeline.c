@@ -148,6 +148,7 @@ static void pipeline_free(vn_pipeline *p) {
     }
     if (p->pipeline != NULL) wgpu.ComputePipelineRelease(p->pipeline);
     free(p->label);
+    free(p->record_what);
     if (p->bindings != NULL) {
         for (size_t i = 0; i < p->binding_count; i++) free(p->bindings[i].name);
         free(p->bindings);
@@ -364,12 +365,16 @@ static vn_status pipeline_create(vn_device *device, vn_shader *shader, const vn_
     p->indirect_offset = desc->indirect_offset;
     p->immediate_size = desc->immediate_size;
     p->label = vn_strdup(desc->entry_point);
+    /* A recording's failure message names the pipeline; formatted here, not per record. */
+    size_t what_len = strlen(desc->entry_point) + sizeof "recording a dispatch of pipeline ``";
+    p->record_what = malloc(what_len);
+    if (p->record_what != NULL) snprintf(p->record_what, what_len, "recording a dispatch of pipeline `%s`", desc->entry_point);
     p->group_count = desc->binding_count ? desc->bindings[desc->binding_count - 1].group + 1 : 0;
     p->bindings = calloc(desc->binding_count ? desc->binding_count : 1, sizeof *p->bindings);
     p->layouts = calloc(p->group_count ? p->group_count : 1, sizeof *p->layouts);
     WGPUBindGroupLayoutEntry *scratch = calloc(desc->binding_count ? desc->binding_count : 1, sizeof *scratch);
     WGPUConstantEntry *constants = calloc(desc->constant_count ? desc->constant_count : 1, sizeof *constants);
-    if (p->label == NULL || p->bindings == NULL || p->layouts == NULL || scratch == NULL || constants == NULL) {
+    if (p->label == NULL || p->record_what == NULL || p->bindings == NULL || p->layouts == NULL || scratch == NULL || constants == NULL) {
         free(scratch);
         free(constants);
         pipeline_free(p);

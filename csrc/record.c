@@ -42,10 +42,8 @@ static vn_status dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *
      * dropped here and never reaches the queue, where wgpu-native would abort. */
     WGPUCommandEncoder enc = vn_encode_begin(dev, pipeline->label);
     vn_bound_encode(&d->bound, enc, NULL);
-    char what[300];
-    vn_format(what, sizeof what, "recording a dispatch of pipeline `%s`", pipeline->label);
     WGPUCommandBuffer cb;
-    st = vn_encode_finish(dev, enc, what, "check the buffers against the shader's declared types and the workgroup counts.",
+    st = vn_encode_finish(dev, enc, pipeline->record_what, "check the buffers against the shader's declared types and the workgroup counts.",
                           &cb);
     if (st != VN_OK) {
         vn_bound_release(&d->bound);
@@ -62,6 +60,34 @@ static vn_status dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *
 
 vn_status vn_dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_dispatch **out) {
     VN_CALL1_OUT(dispatch_record(pipeline, args, out), out, pipeline, VN_KIND_PIPELINE);
+}
+
+static vn_status dispatch_record_buffers(vn_pipeline *pipeline, vn_buffer *const *buffers, size_t input_count,
+                                        size_t output_count, uint32_t x, uint32_t y, uint32_t z, uint32_t keep_outputs,
+                                        vn_dispatch **out) {
+    if (out == NULL) return vn_null_out("vn_dispatch_record_buffers", "out");
+    *out = NULL;
+    size_t n = input_count + output_count;
+    if (n > 0 && buffers == NULL)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%zu buffers were counted but the array is NULL. Fix: pass them.", n);
+    vn_view stack[16];
+    vn_view *views = n <= 16 ? stack : malloc(n * sizeof *views);
+    if (views == NULL) return vn_fail_no_memory("the views of a dispatch", n * sizeof *views);
+    for (size_t i = 0; i < n; i++) views[i] = (vn_view){buffers[i], 0, 0, 1};
+    vn_dispatch_args args = {.forms = n ? VN_BIND_POSITIONAL : 0, .x = x, .y = y, .z = z,
+                             .inputs = input_count ? views : NULL, .input_count = input_count,
+                             .outputs = output_count ? views + input_count : NULL, .output_count = output_count,
+                             .keep_outputs = keep_outputs};
+    vn_status st = dispatch_record(pipeline, &args, out);
+    if (views != stack) free(views);
+    return st;
+}
+
+vn_status vn_dispatch_record_buffers(vn_pipeline *pipeline, vn_buffer *const *buffers, size_t input_count,
+                                     size_t output_count, uint32_t x, uint32_t y, uint32_t z, uint32_t keep_outputs,
+                                     vn_dispatch **out) {
+    VN_CALL1_OUT(dispatch_record_buffers(pipeline, buffers, input_count, output_count, x, y, z, keep_outputs, out),
+                 out, pipeline, VN_KIND_PIPELINE);
 }
 
 static vn_status dispatch_submittable(const void *dispatch) {

@@ -20,6 +20,11 @@
  * Only T is bound (as storage), so the user's buffers need copy usages alone: COPY_DST,
  * and COPY_SRC where a partial word is read back in. A partial word whose other bytes
  * all lie past byte_len (the allocation's padding) needs no merge: it is written whole.
+ * One exception, for speed: a copy whose bytes shift within their words, between two
+ * buffers that both have STORAGE usage, writes its whole 16-byte destination quads with
+ * one dispatch of SHIFT_WGSL binding both (one vec4 an invocation, each word read and
+ * written once, as a CopyBufferToBuffer moves it); only the under-16 bytes before and
+ * after them go through T.
  *
  * Per device, made on first use under the scope lock and kept until the device is
  * freed: one shader module, its layout and pipeline. */
@@ -68,7 +73,36 @@ static const char MERGE_WGSL[] =
     "    }\n"
     "}\n";
 
+/* The whole 16-byte quads of a copy whose bytes shift within their words, where both
+ * buffers can be bound as storage: each invocation stores one vec4 of destination words
+ * made from 5 source words, shifted; a grid-stride loop. p: the first source byte (from
+ * the start of src's binding; never a multiple of 4 here), the first destination quad
+ * (of dst's binding), the count of quads. Every word read holds a source byte of the
+ * copy, so the bound source range holds them all. */
+static const char SHIFT_WGSL[] =
+    "@group(0) @binding(0) var<storage, read> src: array<u32>;\n"
+    "@group(0) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;\n"
+    "@group(0) @binding(2) var<uniform> p: vec4<u32>;\n"
+    "\n"
+    "@compute @workgroup_size(256)\n"
+    "fn shift(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {\n"
+    "    let s = (p.x & 3u) * 8u;\n"
+    "    let r = 32u - s;\n"
+    "    let w0 = p.x >> 2u;\n"
+    "    for (var i = id.x; i < p.z; i += groups.x * 256u) {\n"
+    "        let w = w0 + i * 4u;\n"
+    "        let a0 = src[w];\n"
+    "        let a1 = src[w + 1u];\n"
+    "        let a2 = src[w + 2u];\n"
+    "        let a3 = src[w + 3u];\n"
+    "        let a4 = src[w + 4u];\n"
+    "        dst[p.y + i] = vec4<u32>((a0 >> s) | (a1 << r), (a1 >> s) | (a2 << r), (a2 >> s) | (a3 << r),\n"
+    "                                 (a3 >> s) | (a4 << r));\n"
+    "    }\n"
+    "}\n";
+
 enum { WORKGROUP_SIZE = 64, HEADER = 16 };
+enum { SHIFT_WORKGROUP_SIZE = 256, QUAD = 16 };
 
 /* A copy whose source and destination sit at different offsets within their words goes
  * through T in chunks of at most this many destination bytes, so T stays small. */
@@ -78,11 +112,17 @@ struct vn_transfer {
     WGPUShaderModule module;
     WGPUBindGroupLayout layout;
     WGPUComputePipeline pipeline;
+    WGPUShaderModule shift_module;
+    WGPUBindGroupLayout shift_layout;
+    WGPUComputePipeline shift_pipeline;
     uint32_t max_groups;
     uint64_t chunk_bytes;
 };
 
 static void transfer_free(struct vn_transfer *x) {
+    if (x->shift_pipeline != NULL) wgpu.ComputePipelineRelease(x->shift_pipeline);
+    if (x->shift_layout != NULL) wgpu.BindGroupLayoutRelease(x->shift_layout);
+    if (x->shift_module != NULL) wgpu.ShaderModuleRelease(x->shift_module);
     if (x->pipeline != NULL) wgpu.ComputePipelineRelease(x->pipeline);
     if (x->layout != NULL) wgpu.BindGroupLayoutRelease(x->layout);
     if (x->module != NULL) wgpu.ShaderModuleRelease(x->module);
@@ -92,6 +132,29 @@ static void transfer_free(struct vn_transfer *x) {
 /* Free the device's transfer kernel state: the device's hook, run at its free. */
 static void transfer_release(vn_device *dev);
 static const vn_device_hooks transfer_hooks = {NULL, transfer_release};
+
+/* A pipeline of `entry` in `module` (NULL: none) over one group of `entries`; *group gets
+ * its bind-group layout. NULL when wgpu made none (the scope has the error). */
+static WGPUComputePipeline make_pipeline(vn_device *dev, WGPUShaderModule module, const WGPUBindGroupLayoutEntry *entries,
+                                         size_t count, const char *label, const char *entry, WGPUBindGroupLayout *group) {
+    WGPUBindGroupLayoutDescriptor ld = WGPU_BIND_GROUP_LAYOUT_DESCRIPTOR_INIT;
+    ld.entryCount = count;
+    ld.entries = entries;
+    *group = wgpu.DeviceCreateBindGroupLayout(dev->device, &ld);
+    WGPUPipelineLayoutDescriptor pld = WGPU_PIPELINE_LAYOUT_DESCRIPTOR_INIT;
+    pld.bindGroupLayoutCount = 1;
+    pld.bindGroupLayouts = group;
+    WGPUPipelineLayout layout = module != NULL ? wgpu.DeviceCreatePipelineLayout(dev->device, &pld) : NULL;
+    if (layout == NULL) return NULL;
+    WGPUComputePipelineDescriptor cpd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
+    cpd.label = vn_sv(label);
+    cpd.layout = layout;
+    cpd.compute.module = module;
+    cpd.compute.entryPoint = vn_sv(entry);
+    WGPUComputePipeline pipeline = wgpu.DeviceCreateComputePipeline(dev->device, &cpd);
+    wgpu.PipelineLayoutRelease(layout);
+    return pipeline;
+}
 
 /* Inside a scope (its lock orders the first use): the device's merge pipeline. */
 static vn_status transfer_get(vn_device *dev, struct vn_transfer **out) {
@@ -108,26 +171,21 @@ static vn_status transfer_get(vn_device *dev, struct vn_transfer **out) {
     e.visibility = WGPUShaderStage_Compute;
     e.buffer.type = WGPUBufferBindingType_Storage;
     e.buffer.minBindingSize = HEADER;
-    WGPUBindGroupLayoutDescriptor ld = WGPU_BIND_GROUP_LAYOUT_DESCRIPTOR_INIT;
-    ld.entryCount = 1;
-    ld.entries = &e;
-    x->layout = wgpu.DeviceCreateBindGroupLayout(dev->device, &ld);
-    WGPUPipelineLayoutDescriptor pld = WGPU_PIPELINE_LAYOUT_DESCRIPTOR_INIT;
-    pld.bindGroupLayoutCount = 1;
-    pld.bindGroupLayouts = &x->layout;
-    WGPUPipelineLayout layout = x->module != NULL ? wgpu.DeviceCreatePipelineLayout(dev->device, &pld) : NULL;
-    if (layout != NULL) {
-        WGPUComputePipelineDescriptor cpd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
-        cpd.label = vn_sv("vyre_native byte merge");
-        cpd.layout = layout;
-        cpd.compute.module = x->module;
-        cpd.compute.entryPoint = vn_sv("merge");
-        x->pipeline = wgpu.DeviceCreateComputePipeline(dev->device, &cpd);
-        wgpu.PipelineLayoutRelease(layout);
+    x->pipeline = make_pipeline(dev, x->module, &e, 1, "vyre_native byte merge", "merge", &x->layout);
+    x->shift_module = vn_wgsl_module(dev, vn_sv(SHIFT_WGSL), "vyre_native shifted copy", VN_CHECKS_ALL);
+    WGPUBindGroupLayoutEntry se[3];
+    for (uint32_t i = 0; i < 3; i++) {
+        se[i] = (WGPUBindGroupLayoutEntry)WGPU_BIND_GROUP_LAYOUT_ENTRY_INIT;
+        se[i].binding = i;
+        se[i].visibility = WGPUShaderStage_Compute;
+        se[i].buffer.type = i == 0 ? WGPUBufferBindingType_ReadOnlyStorage
+                                   : i == 1 ? WGPUBufferBindingType_Storage : WGPUBufferBindingType_Uniform;
+        se[i].buffer.minBindingSize = i == 0 ? 4 : 16;
     }
-    if (x->pipeline == NULL) {
+    x->shift_pipeline = make_pipeline(dev, x->shift_module, se, 3, "vyre_native shifted copy", "shift", &x->shift_layout);
+    if (x->pipeline == NULL || x->shift_pipeline == NULL) {
         transfer_free(x);
-        return vn_fail(VN_ERROR_INTERNAL, "wgpu-native made no byte-merge pipeline on '%s'. Fix: check the device (is "
+        return vn_fail(VN_ERROR_INTERNAL, "wgpu-native made no byte-merge or shifted-copy pipeline on '%s'. Fix: check the device (is "
                        "it lost?) and the GPU driver.", dev->info.name);
     }
     uint32_t per_dimension = dev->limits.maxComputeWorkgroupsPerDimension;
@@ -181,17 +239,96 @@ static chunk make_chunk(WGPUBuffer src, uint64_t s, uint64_t d0, uint64_t d1, ui
     return c;
 }
 
-/* Whole words copied straight, before the chunks (n 0: none). */
+/* Whole words copied straight, before the chunks (n 0: none): one CopyBufferToBuffer,
+ * or, where they shift within their words (shift non-NULL; src_at % 4 != 0), the shift
+ * kernel over both buffers bound as storage (see shift_fits). */
 typedef struct words_copy {
     WGPUBuffer src;
     uint64_t src_at, dst_at, n;
+    const struct vn_transfer *shift;
+    uint64_t src_bind, dst_bind; /* the bindings' offsets (shift only) */
 } words_copy;
+
+/* Whether the shifted whole quads [m0, m0 + n) of dst (16-aligned), from src's bytes at s, can take
+ * the shift kernel: both buffers distinct and with STORAGE usage, and each range,
+ * bound from an offset the device allows, within the binding limit (and u32 indexes). */
+static bool shift_fits(const vn_device *dev, const vn_buffer *sb, const vn_buffer *db, uint64_t s, uint64_t m0,
+                       uint64_t n, words_copy *w) {
+    uint64_t align = dev->limits.minStorageBufferOffsetAlignment ? dev->limits.minStorageBufferOffsetAlignment : 256;
+    uint64_t limit = dev->limits.maxStorageBufferBindingSize;
+    if (limit > UINT32_MAX) limit = UINT32_MAX & ~(uint64_t)3;
+    if (sb == db || n == 0 || !(sb->usage & VN_USAGE_STORAGE) || !(db->usage & VN_USAGE_STORAGE)) return false;
+    w->src_bind = s - s % align;
+    w->dst_bind = m0 - m0 % (align > QUAD ? align : QUAD); /* both powers of 2 */
+    uint64_t src_size = ((s - w->src_bind) / 4 + n / 4 + 1) * 4, dst_size = m0 + n - w->dst_bind;
+    return src_size <= limit && dst_size <= limit;
+}
+
+/* What a shift dispatch made, released once its command buffer is finished. */
+typedef struct shift_objects {
+    WGPUBuffer params;
+    WGPUBindGroup group;
+} shift_objects;
+
+static void encode_words(vn_device *dev, WGPUCommandEncoder enc, WGPUBuffer dst, const words_copy *w,
+                         shift_objects *made) {
+    made->params = NULL;
+    made->group = NULL;
+    if (w->n == 0) return;
+    if (w->shift == NULL) {
+        wgpu.CommandEncoderCopyBufferToBuffer(enc, w->src, w->src_at, dst, w->dst_at, w->n);
+        return;
+    }
+    uint64_t words = w->n / 4, quads = w->n / QUAD, first = w->src_at - w->src_bind;
+    uint32_t p[4] = {(uint32_t)first, (uint32_t)((w->dst_at - w->dst_bind) / QUAD), (uint32_t)quads, 0};
+    WGPUBufferDescriptor desc = WGPU_BUFFER_DESCRIPTOR_INIT;
+    desc.label = vn_sv("vyre_native shifted copy");
+    desc.usage = WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst;
+    desc.size = sizeof p;
+    made->params = wgpu.DeviceCreateBuffer(dev->device, &desc);
+    if (made->params == NULL) return; /* wgpu reported why to the scope */
+    wgpu.QueueWriteBuffer(dev->queue, made->params, 0, p, sizeof p);
+    WGPUBindGroupEntry be[3];
+    for (int i = 0; i < 3; i++) be[i] = (WGPUBindGroupEntry)WGPU_BIND_GROUP_ENTRY_INIT;
+    be[0].binding = 0;
+    be[0].buffer = w->src;
+    be[0].offset = w->src_bind;
+    be[0].size = (first / 4 + words + 1) * 4;
+    be[1].binding = 1;
+    be[1].buffer = dst;
+    be[1].offset = w->dst_bind;
+    be[1].size = w->dst_at + w->n - w->dst_bind;
+    be[2].binding = 2;
+    be[2].buffer = made->params;
+    be[2].size = sizeof p;
+    WGPUBindGroupDescriptor bd = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
+    bd.label = vn_sv("vyre_native shifted copy");
+    bd.layout = w->shift->shift_layout;
+    bd.entryCount = 3;
+    bd.entries = be;
+    made->group = wgpu.DeviceCreateBindGroup(dev->device, &bd);
+    WGPUComputePassEncoder pass = wgpu.CommandEncoderBeginComputePass(enc, NULL);
+    wgpu.ComputePassEncoderSetPipeline(pass, w->shift->shift_pipeline);
+    wgpu.ComputePassEncoderSetBindGroup(pass, 0, made->group, 0, NULL);
+    uint64_t groups = (quads + SHIFT_WORKGROUP_SIZE - 1) / SHIFT_WORKGROUP_SIZE;
+    wgpu.ComputePassEncoderDispatchWorkgroups(pass, groups < w->shift->max_groups ? (uint32_t)groups
+                                                                                  : w->shift->max_groups, 1, 1);
+    wgpu.ComputePassEncoderEnd(pass);
+    wgpu.ComputePassEncoderRelease(pass);
+}
+
+static void release_shift_objects(const shift_objects *made) {
+    if (made->group != NULL) wgpu.BindGroupRelease(made->group);
+    if (made->params != NULL) wgpu.BufferRelease(made->params);
+}
 
 static WGPUCommandBuffer finish_words(vn_device *dev, WGPUBuffer dst, const words_copy *w) {
     WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
-    if (w->n > 0) wgpu.CommandEncoderCopyBufferToBuffer(enc, w->src, w->src_at, dst, w->dst_at, w->n);
+    shift_objects made;
+    encode_words(dev, enc, dst, w, &made);
     WGPUCommandBuffer cb = wgpu.CommandEncoderFinish(enc, NULL);
     wgpu.CommandEncoderRelease(enc);
+    release_shift_objects(&made);
     return cb;
 }
 
@@ -201,7 +338,7 @@ static WGPUCommandBuffer finish_words(vn_device *dev, WGPUBuffer dst, const word
 static vn_status encode_chunks(vn_device *dev, WGPUBuffer dst, const words_copy *pre, chunk *c, size_t count,
                                bool reverse, const void *host_a, uint64_t host_a_bytes, WGPUCommandBuffer *out) {
     *out = NULL;
-    static const words_copy none = {NULL, 0, 0, 0};
+    static const words_copy none = {NULL, 0, 0, 0, NULL, 0, 0};
     if (count == 0) {
         *out = finish_words(dev, dst, pre != NULL ? pre : &none);
         return VN_OK;
@@ -262,8 +399,8 @@ static vn_status encode_chunks(vn_device *dev, WGPUBuffer dst, const words_copy 
     WGPUCommandEncoderDescriptor ed = WGPU_COMMAND_ENCODER_DESCRIPTOR_INIT;
     ed.label = vn_sv("vyre_native transfer");
     WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, &ed);
-    if (pre != NULL && pre->n > 0)
-        wgpu.CommandEncoderCopyBufferToBuffer(enc, pre->src, pre->src_at, dst, pre->dst_at, pre->n);
+    shift_objects made = {NULL, NULL};
+    if (pre != NULL) encode_words(dev, enc, dst, pre, &made);
     for (size_t k = 0; k < count; k++) {
         const chunk *ch = &c[reverse ? count - 1 - k : k];
         size_t i = (size_t)(ch - c);
@@ -285,6 +422,7 @@ static vn_status encode_chunks(vn_device *dev, WGPUBuffer dst, const words_copy 
     *out = wgpu.CommandEncoderFinish(enc, NULL);
     wgpu.CommandEncoderRelease(enc);
     /* The command buffer keeps what it uses alive until the GPU has run it. */
+    release_shift_objects(&made);
     if (group != NULL) wgpu.BindGroupRelease(group);
     if (table != NULL) wgpu.BufferRelease(table);
     wgpu.BufferRelease(t);
@@ -506,6 +644,27 @@ static vn_status shifted_chunks(const vn_buffer *src, const vn_buffer *dst, uint
     return VN_OK;
 }
 
+/* A shifted copy's whole destination quads [m0, m1) (16-byte aligned) for the shift
+ * kernel, and the bytes before and after them (under 16 each) as chunks c (*count of
+ * them); n 0 when the kernel cannot take them. */
+static words_copy shifted_words(const vn_device *dev, const vn_buffer *sb, const vn_buffer *db, uint64_t s0,
+                                uint64_t d0, uint64_t d1, const struct vn_transfer *x, chunk *c, size_t *count) {
+    words_copy w = {NULL, 0, 0, 0, NULL, 0, 0};
+    uint64_t up = (d0 + QUAD - 1) & ~(uint64_t)(QUAD - 1);
+    uint64_t m0 = up < d1 ? up : d1;
+    uint64_t m1 = (d1 & ~(uint64_t)(QUAD - 1)) > m0 ? d1 & ~(uint64_t)(QUAD - 1) : m0;
+    *count = 0;
+    if (!shift_fits(dev, sb, db, s0 + (m0 - d0), m0, m1 - m0, &w)) return (words_copy){NULL, 0, 0, 0, NULL, 0, 0};
+    w.src = sb->buffer;
+    w.src_at = s0 + (m0 - d0);
+    w.dst_at = m0;
+    w.n = m1 - m0;
+    w.shift = x;
+    if (m0 > d0) c[(*count)++] = make_chunk(sb->buffer, s0, d0, m0, db->byte_len);
+    if (m1 < d1) c[(*count)++] = make_chunk(sb->buffer, s0 + (m1 - d0), m1, d1, db->byte_len);
+    return w;
+}
+
 /* A copy between resolved views of one device (buffers held). Where source and
  * destination sit at the same offset within their words, whole words are one
  * CopyBufferToBuffer and only a partial head and tail go through T; otherwise (and
@@ -533,23 +692,27 @@ static vn_status copy_views(const vn_view *src, const vn_view *dst, const uint64
     struct vn_transfer *x = NULL;
     st = transfer_get(dev, &x); /* its chunk size, and the pipeline made in this scope */
     WGPUCommandBuffer cb = NULL;
+    words_copy words = {NULL, 0, 0, 0, NULL, 0, 0};
+    chunk c[2];
+    size_t count = 0;
     if (st == VN_OK && sb != db && s0 % 4 == d0 % 4) {
         uint64_t m0 = d0 % 4 == 0 ? d0 : (round_up4(d0) < d1 ? round_up4(d0) : d1);
         uint64_t m1 = (d1 & ~(uint64_t)3) > m0 ? d1 & ~(uint64_t)3 : m0;
         /* A tail that ends the destination copies whole: the rest of its word is padding. */
         if (m1 < d1 && d1 == db->byte_len) m1 = round_up4(d1);
-        chunk c[2];
-        size_t count = 0;
         if (m0 > d0) c[count++] = make_chunk(sb->buffer, s0, d0, m0, db->byte_len);
         if (m1 < d1) c[count++] = make_chunk(sb->buffer, s0 + (m1 - d0), m1, d1, db->byte_len);
-        const words_copy words = {sb->buffer, s0 + (m0 - d0), m0, m1 > m0 ? m1 - m0 : 0};
+        words = (words_copy){sb->buffer, s0 + (m0 - d0), m0, m1 > m0 ? m1 - m0 : 0, NULL, 0, 0};
+        st = encode_chunks(dev, db->buffer, &words, c, count, false, NULL, 0, &cb);
+    } else if (st == VN_OK && (words = shifted_words(dev, sb, db, s0, d0, d1, x, c, &count)).n > 0) {
+        /* Shifted, between two storage buffers: the whole words in one dispatch of the
+         * shift kernel, only a partial head and tail through T. */
         st = encode_chunks(dev, db->buffer, &words, c, count, false, NULL, 0, &cb);
     } else if (st == VN_OK) {
-        chunk *c = NULL;
-        size_t count = 0;
-        st = shifted_chunks(sb, db, s0, d0, n, x->chunk_bytes, &c, &count);
-        if (st == VN_OK) st = encode_chunks(dev, db->buffer, NULL, c, count, sb == db && d0 > s0, NULL, 0, &cb);
-        free(c);
+        chunk *all = NULL;
+        st = shifted_chunks(sb, db, s0, d0, n, x->chunk_bytes, &all, &count);
+        if (st == VN_OK) st = encode_chunks(dev, db->buffer, NULL, all, count, sb == db && d0 > s0, NULL, 0, &cb);
+        free(all);
     }
     st = end_and_submit(dev, "a copy", st, cb);
     vn_submit_end(dev);

@@ -504,6 +504,13 @@ typedef struct vn_dispatch_args {
  * the pipeline's cache, and encode: clears of non-preserved outputs (each view's own
  * range), one compute pass, a direct or indirect dispatch. */
 vn_status vn_dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *args, vn_dispatch **out);
+/* vn_dispatch_record of the commonest launch, with no argument struct to build: the
+ * positional form, whole buffers, no params, immediates or indirect counts;
+ * buffers[0 .. input_count) are the inputs and the next output_count the outputs;
+ * keep_outputs as in vn_dispatch_args. Same checks and messages. */
+vn_status vn_dispatch_record_buffers(vn_pipeline *pipeline, vn_buffer *const *buffers, size_t input_count,
+                                     size_t output_count, uint32_t x, uint32_t y, uint32_t z, uint32_t keep_outputs,
+                                     vn_dispatch **out);
 /* Submit the recorded command buffer; exactly one call ever succeeds. VN_PENDING: a
  * CPU adapter's queue still runs earlier work (nothing was submitted); call again. */
 vn_status vn_dispatch_replay(vn_dispatch *dispatch, uint64_t *submission_index);

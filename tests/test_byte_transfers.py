@@ -186,6 +186,22 @@ def test_a_copy_of_megabytes_shifted_within_words_matches_numpy(
     assert np.array_equal(contents(dst), dst_model)
 
 
+@pytest.mark.parametrize("storage", ["both", "source_only", "neither"])
+def test_a_shifted_copy_sets_exactly_its_bytes_whichever_buffers_can_be_bound(device: vn.Device, storage: str) -> None:
+    """Between two buffers with STORAGE usage the whole words go through the shift kernel
+    (both bound as storage), otherwise every word through the temporary buffer: the same
+    bytes either way, the partial head and tail included."""
+    copy_only = vn.BufferUsage.COPY_SRC | vn.BufferUsage.COPY_DST
+    length = (1 << 20) + 13
+    src_model, dst_model = rand(length, 15), rand(length + 3, 16)
+    src = device.upload(src_model, usage=None if storage != "neither" else copy_only)
+    dst = device.upload(dst_model, usage=None if storage == "both" else copy_only)
+    for src_offset, dst_offset, n in [(3, 258, length - 300), (513, 2, 4097), (1, 0, length - 1)]:
+        device.copy(src, dst, n, src_offset, dst_offset)
+        dst_model[dst_offset : dst_offset + n] = src_model[src_offset : src_offset + n]
+        assert np.array_equal(contents(dst), dst_model)
+
+
 @pytest.mark.parametrize(("src_offset", "dst_offset"), [(1, 4096 + 2), (4096 + 2, 1)])
 def test_an_overlapping_copy_of_megabytes_within_one_buffer_copies_as_memmove(
     device: vn.Device, src_offset: int, dst_offset: int

@@ -566,6 +566,30 @@ def test_released_buffer_as_a_handle_raises_released_error(device: vn.Device, do
         double.prerecord_persistent_dispatch([x], [device.alloc(256)])
 
 
+@pytest.mark.parametrize("case", ["ok", "too_many_inputs", "missing_usage"])
+def test_whole_buffers_and_views_of_them_take_the_same_checks(device: vn.Device, double, case: str) -> None:
+    """A launch of whole buffers takes its own C entry (no argument struct); one of views
+    takes the general one: both make the same checks, with the same messages."""
+    x, out = device.upload(np.ones(64, np.float32)), device.alloc(256)
+    ins = {"ok": [x], "too_many_inputs": [x, x]}.get(case) or [
+        device.upload(np.ones(64, np.float32), usage=vn.BufferUsage.COPY_SRC)
+    ]
+    roads = {"buffers": (ins, [out]), "views": ([b.view(0, 256) for b in ins], [out.view(0, 256)])}
+    if case == "ok":
+        for inputs, outputs in roads.values():
+            rec = double.prerecord_persistent_dispatch(inputs, outputs)
+            rec.replay()
+            np.testing.assert_array_equal(np.frombuffer(rec.read_output(0), np.float32), np.full(64, 2, np.float32))
+        return
+    messages = []
+    for inputs, outputs in roads.values():
+        with pytest.raises(vn.BindingError) as err:
+            double.prerecord_persistent_dispatch(inputs, outputs)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1]
+    assert "pipeline `main`" in messages[0]
+
+
 def test_bind_group_cache_hits_on_repeated_handles_and_misses_on_new(device: vn.Device) -> None:
     prog = device.compile(DOUBLE)
     x, out = device.upload(np.ones(64, np.float32)), device.alloc(256)

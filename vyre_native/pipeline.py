@@ -10,6 +10,7 @@ from ._lib import check, ffi, lib
 from ._marshal import (
     U64_MAX,
     to_bool,
+    to_buffer_array,
     to_constants,
     to_indirect,
     to_list,
@@ -345,6 +346,17 @@ class Pipeline(Handle):
         Costs one C call: resolution, bind groups and encoding happen there.
         """
         ptr = self._live()
+        if params is None and immediates is None and bind is None and indirect is None:
+            # the commonest launch, whole buffers only: one C call with no argument struct
+            keep = 1 - to_bool(clear_outputs, "clear_outputs")
+            x, y, z = to_workgroups(workgroups)
+            handles = to_buffer_array(inputs, outputs, Buffer)
+            if handles is not None:
+                array, held, n_in, n_out = handles
+                out_own, out = new_slot("vn_dispatch *")
+                check(lib.vn_dispatch_record_buffers(ptr, array, n_in, n_out, x, y, z, keep, out))
+                del held  # held until the call returned
+                return PrerecordedDispatch._adopt(self, owned(out_own, "vn_dispatch *"))
         args, pinned = dispatch_args(
             inputs, outputs, params, workgroups, immediates, bind, indirect, clear_outputs
         )

@@ -132,6 +132,13 @@ typedef struct floor_ctx {
         WGPUQuerySet queries;
         WGPUBuffer resolve, ticks;           /* QUERY_RESOLVE|COPY_SRC, MAP_READ|COPY_DST */
     } fill;
+    struct floor_copy {           /* floor_copy: the aligned copy and the shifted copy's kernel */
+        uint64_t bytes;
+        WGPUBuffer src, dst;                 /* bytes + 8 each, STORAGE|COPY_SRC|COPY_DST */
+        WGPUComputePipeline shift;
+        WGPUBindGroup group;
+        uint32_t workgroups;
+    } copy;
     atomic_int error;
     char error_message[1536];
     char adapter_name[256];
@@ -380,6 +387,10 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
 void floor_destroy(floor_ctx *c) {
     if (c == NULL) return;
     if (c->device != NULL) W.DevicePoll(c->device, 1, NULL);
+    if (c->copy.group != NULL) W.BindGroupRelease(c->copy.group);
+    if (c->copy.shift != NULL) W.ComputePipelineRelease(c->copy.shift);
+    if (c->copy.src != NULL) W.BufferRelease(c->copy.src);
+    if (c->copy.dst != NULL) W.BufferRelease(c->copy.dst);
     for (int k = 0; k < 2; k++) {
         if (c->read_src[k]) W.BufferRelease(c->read_src[k]);
         if (c->staging[k]) W.BufferRelease(c->staging[k]);
@@ -624,9 +635,24 @@ static int map_after(floor_ctx *c, WGPUBuffer staging, uint64_t nbytes, WGPUSubm
     return 0;
 }
 
+/* The float32 sum of `nbytes` at p, eight partial sums (as a vectorised reduction adds):
+ * the sum rows' floor of reading every byte once more. */
+static volatile float sum_sink;
+static void sum_f32(const void *p, uint64_t nbytes) {
+    const float *f = p;
+    uint64_t n = nbytes / 4;
+    float acc[8] = {0};
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += f[i + k];
+    for (; i < n; i++) acc[0] += f[i];
+    sum_sink = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
 /* Copy src to the staging buffer, submit, map, wait, memcpy to dst (none when dst is
- * NULL: the floor of a zero-copy read, whose mapped pointer is the result), unmap. */
-static int readback(floor_ctx *c, WGPUBuffer src, WGPUBuffer staging, uint64_t nbytes, void *dst) {
+ * NULL: the floor of a zero-copy read, whose mapped pointer is the result), with `sum`
+ * the float32 sum of what was read (dst, or the mapped range), unmap. */
+static int readback(floor_ctx *c, WGPUBuffer src, WGPUBuffer staging, uint64_t nbytes, void *dst, int sum) {
     WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
     W.CommandEncoderCopyBufferToBuffer(enc, src, 0, staging, 0, nbytes);
     WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
@@ -641,6 +667,7 @@ static int readback(floor_ctx *c, WGPUBuffer src, WGPUBuffer staging, uint64_t n
         return -1;
     }
     if (dst != NULL) memcpy(dst, p, (size_t)nbytes);
+    if (sum) sum_f32(dst != NULL ? dst : p, nbytes);
     W.BufferUnmap(staging);
     return 0;
 }
@@ -648,9 +675,13 @@ static int readback(floor_ctx *c, WGPUBuffer src, WGPUBuffer staging, uint64_t n
 /* 6/7. read the small (which=0) or big (which=1) source back through its reused
  * staging buffer; into the reused host buffer (reuse=1) or a fresh malloc each
  * time (reuse=0, freed after the copy, as a new bytes object would be); reuse=2:
- * no host copy at all, only the staging copy and its map (a zero-copy read's floor). */
+ * no host copy at all, only the staging copy and its map (a zero-copy read's floor).
+ * reuse + 4 (FLOOR_READ_SUM): the same, then the float32 sum of what was read (the
+ * floor of a read followed by arr.sum()). */
 int64_t floor_read(floor_ctx *c, int which, uint64_t n, int reuse, int64_t *samples) {
     which = which ? 1 : 0;
+    int sum = (reuse & 4) != 0;
+    reuse &= 3;
     uint64_t nbytes = c->read_bytes[which];
     int64_t total = 0;
     int rc = 0;
@@ -658,7 +689,7 @@ int64_t floor_read(floor_ctx *c, int which, uint64_t n, int reuse, int64_t *samp
         TIMED(i, {
             void *dst = reuse == 2 ? NULL : reuse ? c->read_dst[which] : malloc(nbytes);
             rc = dst == NULL && reuse != 2 ? (fail("out of host memory"), -1)
-                                           : readback(c, c->read_src[which], c->staging[which], nbytes, dst);
+                                           : readback(c, c->read_src[which], c->staging[which], nbytes, dst, sum);
             if (!reuse) free(dst);
         });
     }
@@ -696,7 +727,7 @@ int64_t floor_borrowed(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t
             W.QueueSubmitForIndex(c->queue, 1, &cb);
             W.CommandBufferRelease(cb);
             void *dst = malloc(nbytes);
-            rc = dst == NULL ? -1 : readback(c, out, c->staging[0], nbytes, dst);
+            rc = dst == NULL ? -1 : readback(c, out, c->staging[0], nbytes, dst, 0);
             if (rc == 0 && i == 0) memcpy(c->read_dst[0], dst, (size_t)nbytes); /* for floor_result() */
             free(dst);
             W.BindGroupRelease(g);
@@ -912,28 +943,121 @@ int64_t floor_write(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n,
     return checked(c, total);
 }
 
+/* ---- copies ------------------------------------------------------------------------- */
+
+/* `wgsl`'s entry point "main" as a compute pipeline with an automatic layout (the shader
+ * module released: the pipeline holds what it needs); NULL when none was made. */
+static WGPUComputePipeline compile_main(floor_ctx *c, const char *wgsl) {
+    WGPUShaderSourceWGSL src = WGPU_SHADER_SOURCE_WGSL_INIT;
+    src.code = sv(wgsl);
+    WGPUShaderModuleDescriptor smd = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
+    smd.nextInChain = &src.chain;
+    WGPUShaderModule module = W.DeviceCreateShaderModule(c->device, &smd);
+    WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
+    pd.compute.module = module;
+    pd.compute.entryPoint = sv("main");
+    WGPUComputePipeline pipeline = W.DeviceCreateComputePipeline(c->device, &pd);
+    W.ShaderModuleRelease(module);
+    return pipeline;
+}
+
+/* The floor of a copy whose bytes shift within their words (1 -> 2: three bytes), which
+ * no CopyBufferToBuffer does: the best kernel of that shape, with nothing per call but
+ * its dispatch (pipeline and bind group made once, the shift a constant): each
+ * invocation stores one vec4 of destination words made from five source words. */
+static const char SHIFT_FLOOR_WGSL[] =
+    "@group(0) @binding(0) var<storage, read> src: array<u32>;\n"
+    "@group(0) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;\n"
+    "const S: u32 = 24u;\n"
+    "@compute @workgroup_size(256)\n"
+    "fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g: vec3<u32>) {\n"
+    "    for (var i = id.x; i < arrayLength(&dst); i += g.x * 256u) {\n"
+    "        let w = i * 4u;\n"
+    "        let a0 = src[w]; let a1 = src[w + 1u]; let a2 = src[w + 2u]; let a3 = src[w + 3u];\n"
+    "        let a4 = src[w + 4u];\n"
+    "        dst[i] = vec4<u32>((a0 >> S) | (a1 << (32u - S)), (a1 >> S) | (a2 << (32u - S)),\n"
+    "                           (a2 >> S) | (a3 << (32u - S)), (a3 >> S) | (a4 << (32u - S)));\n"
+    "    }\n"
+    "}\n";
+
+static int copy_setup(floor_ctx *c, uint64_t bytes) {
+    struct floor_copy *k = &c->copy;
+    if (k->bytes == bytes) return 0;
+    if (k->bytes != 0) {
+        fail("floor_copy: set up for %llu bytes, asked for %llu", (unsigned long long)k->bytes,
+             (unsigned long long)bytes);
+        return -1;
+    }
+    WGPUBufferUsage usage = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+    k->src = make_buffer(c, bytes + 8, usage);
+    k->dst = make_buffer(c, bytes + 8, usage);
+    k->shift = compile_main(c, SHIFT_FLOOR_WGSL);
+    if (k->shift == NULL) {
+        fail("floor_copy: no shift pipeline");
+        return -1;
+    }
+    WGPUBindGroupEntry e[2] = {WGPU_BIND_GROUP_ENTRY_INIT, WGPU_BIND_GROUP_ENTRY_INIT};
+    e[0].binding = 0;
+    e[0].buffer = k->src;
+    e[0].size = bytes + 8;
+    e[1].binding = 1;
+    e[1].buffer = k->dst;
+    e[1].size = bytes;
+    WGPUBindGroupDescriptor d = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
+    d.layout = W.ComputePipelineGetBindGroupLayout(k->shift, 0);
+    d.entryCount = 2;
+    d.entries = e;
+    k->group = W.DeviceCreateBindGroup(c->device, &d);
+    W.BindGroupLayoutRelease(d.layout);
+    uint64_t groups = (bytes / 16 + 255) / 256, cap = c->max_groups_per_dim < 65535 ? c->max_groups_per_dim : 65535;
+    k->workgroups = (uint32_t)(groups < cap ? groups : cap);
+    k->bytes = bytes;
+    return checked(c, 0) < 0 ? -1 : 0;
+}
+
+/* 19. copy `bytes` between two buffers and wait for it (a blocking poll): shifted 0,
+ * one CopyBufferToBuffer of whole words (what Device.copy at offsets 0 -> 0 does);
+ * shifted 1, the kernel above over the same bytes (the floor of a copy 1 -> 2). */
+int64_t floor_copy(floor_ctx *c, int shifted, uint64_t bytes, uint64_t n, int64_t *samples) {
+    if (copy_setup(c, bytes) < 0) return -1;
+    struct floor_copy *k = &c->copy;
+    int64_t total = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        TIMED(i, {
+            WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
+            if (shifted) {
+                WGPUComputePassEncoder pass = W.CommandEncoderBeginComputePass(enc, NULL);
+                W.ComputePassEncoderSetPipeline(pass, k->shift);
+                W.ComputePassEncoderSetBindGroup(pass, 0, k->group, 0, NULL);
+                W.ComputePassEncoderDispatchWorkgroups(pass, k->workgroups, 1, 1);
+                W.ComputePassEncoderEnd(pass);
+                W.ComputePassEncoderRelease(pass);
+            } else {
+                W.CommandEncoderCopyBufferToBuffer(enc, k->src, 0, k->dst, 0, bytes);
+            }
+            WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
+            W.CommandEncoderRelease(enc);
+            WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
+            W.CommandBufferRelease(cb);
+            W.DevicePoll(c->device, 1, &idx);
+        });
+    }
+    return checked(c, total);
+}
+
 /* ---- compile ------------------------------------------------------------------------ */
 
 /* 15. compile `wgsl` into a shader module and a compute pipeline with an automatic
- * layout, then release both: what dev.compile and wgpu-py's create_shader_module +
+ * layout (compile_main), then release both: what dev.compile and wgpu-py's create_shader_module +
  * create_compute_pipeline cost (the caller varies the source so no cache answers). */
 int64_t floor_compile(floor_ctx *c, const char *wgsl, uint64_t n, int64_t *samples) {
     int64_t total = 0;
     int rc = 0;
     for (uint64_t i = 0; i < n && rc == 0; i++) {
         TIMED(i, {
-            WGPUShaderSourceWGSL src = WGPU_SHADER_SOURCE_WGSL_INIT;
-            src.code = sv(wgsl);
-            WGPUShaderModuleDescriptor smd = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
-            smd.nextInChain = &src.chain;
-            WGPUShaderModule module = W.DeviceCreateShaderModule(c->device, &smd);
-            WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
-            pd.compute.module = module;
-            pd.compute.entryPoint = sv("main");
-            WGPUComputePipeline pipeline = W.DeviceCreateComputePipeline(c->device, &pd);
+            WGPUComputePipeline pipeline = compile_main(c, wgsl);
             if (pipeline == NULL) rc = (fail("floor_compile: no pipeline"), -1);
             else W.ComputePipelineRelease(pipeline);
-            W.ShaderModuleRelease(module);
         });
     }
     return rc < 0 ? -1 : checked(c, total);
