@@ -46,7 +46,10 @@ static vn_status device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t d
 }
 
 vn_status vn_device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t device, uintptr_t queue, vn_device **out) {
-    return vn_publish(device_adopt(instance, adapter, device, queue, out), out);
+    vn_call_guard_enter(); /* it calls wgpu-native on wgpu-py's objects */
+    vn_status st = vn_publish(device_adopt(instance, adapter, device, queue, out), out);
+    vn_call_guard_leave();
+    return st;
 }
 
 /* True when wgpu-native reports `buffer` destroyed. wgpu-py keeps no record of a destroy,

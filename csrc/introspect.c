@@ -8,7 +8,11 @@
 vn_status vn_introspect(vn_introspect_op op, vn_introspection *io) {
     if (io == NULL) return vn_null_out("vn_introspect", "io");
     switch (op) {
-    case VN_INTROSPECT_LIVE_COUNTS: vn_debug_live_counts(&io->live, io->wait_s); return VN_OK;
+    case VN_INTROSPECT_LIVE_COUNTS: /* frees parked devices: a call into the driver */
+        vn_call_guard_enter();
+        vn_debug_live_counts(&io->live, io->wait_s);
+        vn_call_guard_leave();
+        return VN_OK;
     case VN_INTROSPECT_LIVE_IDS: io->live_ids = vn_debug_live_ids(); return VN_OK;
     case VN_INTROSPECT_QUEUED_WRITE_BYTES: io->queued_write_bytes = vn_debug_queued_write_bytes(io->device); return VN_OK;
     case VN_INTROSPECT_ERROR_STATUS: io->status = vn_debug_error_status(io->wgpu_error_type, io->message); return VN_OK;

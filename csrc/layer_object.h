@@ -71,7 +71,9 @@ extern atomic_uint vn_fork_generation;
  *   into the child, held for ever: the child's first vn.Device() then never returns (the
  *   H200: inside vkCreateDevice while another thread copied between devices; lavapipe:
  *   the loader's global mutex, while another thread made a device or listed adapters).
- * So every entry point (VN_CALL*, every release, device creation, adapter listing) is
+ * So every entry point that may reach the driver (VN_CALL*, VN_PROBE, every release, device
+ * creation and adoption, adapter listing, views' reads and writes, the live counts; the
+ * others are listed in tests/test_structure.py) is
  * bracketed by vn_call_guard_enter / vn_call_guard_leave, and both wait first for the
  * calls in flight (up to 10 s; only the outermost call on a thread counts):
  * - the exit, in vn_process_exiting, which Python's atexit calls (before any C exit
@@ -192,11 +194,15 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
 #define VN_PROBE(expr, h1, k1)                                                           \
     do {                                                                                 \
         vn_object *vn_probe_o_;                                                          \
+        vn_call_guard_enter();                                                           \
         vn_status vn_probe_st_ = vn_acquire((h1), (k1), __func__, &vn_probe_o_);          \
-        if (vn_probe_st_ != VN_OK) return -(int)vn_probe_st_;                             \
-        VN_REBIND_(h1, vn_probe_o_);                                                     \
-        int vn_probe_value_ = (expr);                                                    \
-        vn_release(vn_probe_o_);                                                         \
+        int vn_probe_value_ = -(int)vn_probe_st_;                                        \
+        if (vn_probe_st_ == VN_OK) {                                                     \
+            VN_REBIND_(h1, vn_probe_o_);                                                 \
+            vn_probe_value_ = (expr);                                                    \
+            vn_release(vn_probe_o_);                                                     \
+        }                                                                                \
+        vn_call_guard_leave();                                                           \
         return vn_probe_value_;                                                          \
     } while (0)
 

@@ -537,11 +537,15 @@ static vn_status view_read(const vn_view *v, void *dst, uint64_t capacity, vn_pe
 
 vn_status vn_view_read(const vn_view *view, void *dst, uint64_t capacity, vn_pending_read **pending) {
     vn_view v;
+    vn_call_guard_enter(); /* as VN_CALL* do: a view is acquired by its own rule */
     vn_status st = vn_view_acquire(view, "buffer.read", &v);
-    if (st != VN_OK) return st;
-    st = view_read(&v, dst, capacity, pending);
-    vn_unacquire(v.buffer);
-    return vn_publish(st, pending);
+    if (st == VN_OK) {
+        st = view_read(&v, dst, capacity, pending);
+        vn_unacquire(v.buffer);
+        st = vn_publish(st, pending);
+    }
+    vn_call_guard_leave();
+    return st;
 }
 
 vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity, vn_pending_read **pending) {
@@ -585,11 +589,15 @@ vn_status vn_output_read(const vn_view *v, int64_t index, void *dst, uint64_t ca
 
 vn_status vn_view_read_async(const vn_view *view, vn_pending_read **out) {
     vn_view v;
+    vn_call_guard_enter();
     vn_status st = vn_view_acquire(view, "buffer.read_async", &v);
-    if (st != VN_OK) return st;
-    st = vn_view_read_async_held(&v, out);
-    vn_unacquire(v.buffer);
-    return vn_publish(st, out);
+    if (st == VN_OK) {
+        st = vn_view_read_async_held(&v, out);
+        vn_unacquire(v.buffer);
+        st = vn_publish(st, out);
+    }
+    vn_call_guard_leave();
+    return st;
 }
 
 vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {

@@ -282,3 +282,44 @@ def test_the_out_of_memory_message_is_written_once() -> None:
         if found:
             inline[path.name] = found
     assert inline == _INLINE_OUT_OF_MEMORY
+
+
+# Public entry points that never reach wgpu-native or the GPU driver (their own checks,
+# tables, the library's loading, the log, a sequence's steps being written), or that
+# only pass on to one that is guarded (vn_buffer_read to vn_view_read, ...).
+_UNGUARDED_ENTRY_POINTS = {
+    "vn_adapter_choose", "vn_assigned_by_environment", "vn_binding_kind_name", "vn_binding_kind_wgsl",
+    "vn_buffer_read", "vn_buffer_read_async", "vn_buffer_write", "vn_buffer_retain_for_watch",
+    "vn_device_retain_for_watch", "vn_device_close", "vn_device_destroy_shared", "vn_expected_version",
+    "vn_last_error", "vn_last_error_position", "vn_library_load", "vn_library_version",
+    "vn_log_next", "vn_log_set_level", "vn_log_start", "vn_process_exiting", "vn_replay_split",
+    "vn_sequence_clear", "vn_sequence_copy", "vn_sequence_length", "vn_test_control", "vn_view_check",
+    "vn_wgpu_requirement", "vn_wgsl_check_nesting", "vn_wgsl_check_size",
+}
+
+
+def test_every_entry_point_that_may_reach_the_driver_is_inside_the_call_guard() -> None:
+    """exit() and fork() wait for the calls in flight (layer_object.h, the call guard): an
+    entry point outside it races the driver's exit handlers (the H200 crashed so) or
+    leaves a fork child a lock held for ever. A new entry point is either guarded (a
+    VN_CALL*, VN_GET or VN_PROBE body, a release, or vn_call_guard_enter itself) or named
+    above, with a reason that it never reaches the driver."""
+    import re
+
+    header = (ROOT / "csrc" / "vyre_native.h").read_text()
+    names = set(re.findall(r"^[a-z_ ]*?[\w\*]+\s+\**(vn_\w+)\(", header, re.M))
+    sources = [p.read_text() for p in sorted((ROOT / "csrc").glob("*.c"))]
+    unguarded = set()
+    for name in names:
+        for text in sources:
+            m = re.search(r"^[\w \*]+\b" + name + r"\([^;{]*\)\s*\{", text, re.M)
+            if m is None:
+                continue
+            depth, j = 1, m.end()
+            while depth and j < len(text):
+                depth += {"{": 1, "}": -1}.get(text[j], 0)
+                j += 1
+            if not re.search(r"VN_CALL|VN_GET|VN_PROBE|vn_call_guard_enter|vn_release_handle", text[m.end() : j]):
+                unguarded.add(name)
+            break
+    assert unguarded == _UNGUARDED_ENTRY_POINTS
