@@ -86,6 +86,8 @@ static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStr
  * Some drivers cannot start again in a child forked after the parent used them: on the
  * H200, NVIDIA's refuses every new device there ("Parent device is lost"), while
  * lavapipe gives one. The cause is the fork, so the error is ForkedError. */
+enum { VN_VENDOR_NVIDIA = 0x10de }; /* PCI vendor id */
+
 static vn_status refused_in_fork_child(const char *adapter, const char *why) {
     return vn_fail(VN_ERROR_FORKED,
                    "adapter '%s' refused to create a device in this process, a fork() child of a process that "
@@ -234,6 +236,15 @@ static vn_status finish_device(vn_device *dev, const char *required_features, WG
     ddesc.deviceLostCallbackInfo.callback = on_device_lost;
     ddesc.deviceLostCallbackInfo.userdata1 = dev;
     vn_scope_catch_uncaptured(&ddesc, dev);
+    /* NVIDIA's driver never gives a device in a fork() child of a process that used the
+     * GPU: it refuses ("Parent device is lost"), or its vkCreateDevice never returns (the
+     * H200, 3 of 3 children forked while another thread copied between two devices). So
+     * the child is refused before the driver is asked. */
+    if (atomic_load(&vn_fork_generation) > 0 && dev->info.vendor_id == VN_VENDOR_NVIDIA) {
+        vn_status st = refused_in_fork_child(dev->info.name, "NVIDIA's driver gives no device in a forked child");
+        vn_device_unref(dev);
+        return st;
+    }
     struct device_request *pending = calloc(1, sizeof *pending);
     if (pending == NULL) {
         vn_device_unref(dev);
