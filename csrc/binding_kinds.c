@@ -1,6 +1,6 @@
 /* binding_kinds.c - what each kind of buffer binding is, in one table: its names, its
  * wgpu layout type and the buffer usage it needs. Pipelines (pipeline.c) build their
- * layouts from it, binding resolution (bind.c) checks buffers and names kinds in
+ * layouts from it, binding resolution (bind_checks.c) checks buffers and names kinds in
  * messages with it, and Python reads the names through vn_binding_kind_name. */
 #include "layer_resources.h"
 

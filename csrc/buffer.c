@@ -222,7 +222,7 @@ vn_status vn_view_resolve(const vn_view *view, const char *what, vn_view *out) {
                        "pass nbytes >= 1.", what, (unsigned long long)offset, (unsigned long long)b->identity);
     /* Any byte range: transfers handle partial words (transfer.c, readback.c); what a
      * binding needs beyond it (offset alignment, a storage size in whole words) is
-     * checked where the view binds (bind.c). */
+     * checked where the view binds (bind_checks.c). */
     out->buffer = view->buffer;
     out->offset = offset;
     out->size = view->to_end ? len - offset : view->size;

@@ -100,7 +100,7 @@ static vn_status fill_get(vn_device *dev, vn_fill **out) {
     vn_status st = vn_device_check(dev, "making the zero-fill pipelines");
     if (st != VN_OK) return st;
     f = calloc(1, sizeof *f);
-    if (f == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate the fill pipelines' record. Fix: free host memory.");
+    if (f == NULL) return vn_fail_no_memory("the fill pipelines' record", sizeof *f);
     st = vn_bind_cache_init(&f->cache, 256);
     if (st != VN_OK) {
         free(f);

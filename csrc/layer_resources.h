@@ -1,7 +1,8 @@
 /* layer_resources.h - layer 4: what work is made of. Buffers and views (buffer.c), shaders'
  * diagnostics and nesting check (diagnostics.c, wgsl_depth.c), pipelines and their
  * bind-group cache (pipeline.c, bind_cache.c), binding resolution into a bound dispatch
- * (bind.c), and the plan of an output's zero fill (fill.c). interop.c (wgpu-py's
+ * (bind.c; which handle each binding takes, bind_assign.c; their checks, bind_checks.c),
+ * and the plan of an output's zero fill (fill.c). interop.c (wgpu-py's
  * objects) stands beside them on this header: it defines entry points only. Encoding
  * any of it into a command buffer is layer_work.h's. */
 #ifndef VN_LAYER_RESOURCES_H
@@ -113,6 +114,9 @@ typedef struct vn_binding_kind_facts {
 } vn_binding_kind_facts;
 /* The facts of `kind`, or NULL when it is no vn_binding_kind. */
 const vn_binding_kind_facts *vn_binding_kind_facts_of(vn_binding_kind kind);
+/* A pipeline binding's kind as WGSL spells it, for messages: a pipeline's kinds were
+ * checked at its creation (pipeline.c), so every one has facts. */
+static inline const char *vn_binding_wgsl(vn_binding_kind kind) { return vn_binding_kind_facts_of(kind)->wgsl; }
 
 typedef struct vn_binding {
     uint32_t group;
@@ -196,7 +200,7 @@ bool vn_bind_cache_lookup(vn_bind_cache *cache, uint32_t group, const vn_view *v
 void vn_bind_cache_forget(vn_bind_cache *cache, uint64_t identity);
 void vn_device_forget_buffer(vn_device *device, uint64_t identity);
 
-/* ---- bound dispatch state (bind.c) -------------------------------------------- */
+/* ---- bound dispatch state (bind.c, bind_assign.c, bind_checks.c) -------------- */
 
 /* How one buffer range is zeroed before a dispatch (fill.c): a fill dispatch inside the
  * compute pass, or, where pipeline is NULL, clear_buffer outside it. */
@@ -246,6 +250,24 @@ vn_status vn_match_names(const vn_pipeline *p, const char *const *names, size_t 
 /* "`x` (@group(0) @binding(0) var<storage, read>), ..." of the bindings `filter` accepts
  * (all when NULL), or "none". */
 void vn_binding_list(const vn_pipeline *p, bool (*filter)(const vn_binding *), char *buf, size_t cap);
+
+/* "input 2", "output 0", "params 0" or "bind['x']": where a binding's view came from. */
+typedef struct vn_source {
+    const vn_view *view;
+    const char *role;  /* "input", "output", "params"; NULL for the named form */
+    size_t index;      /* in its role's array, or in names[] */
+} vn_source;
+/* Where each binding's view comes from (bind_assign.c): src[i] for binding i, by the
+ * positional rule or the named form of args (their forms checked, vn_check_forms). */
+vn_status vn_bind_sources(const vn_pipeline *p, const vn_dispatch_args *args, vn_source *src);
+/* Which view binds each binding, each checked, and the indirect counts' view, checked
+ * with WebGPU's aliasing rule (bind_checks.c): views[i] gets binding i's view resolved,
+ * *indirect the counts' view (buffer NULL: a direct dispatch) and *indirect_offset their
+ * offset into it. Every buffer taken is retained as it is taken (a non-NULL buffer is
+ * held, on failure too: the caller releases them), so a release on another thread cannot
+ * free it while it is checked. src has binding_count entries, filled here. */
+vn_status vn_resolve_views(vn_pipeline *p, const vn_dispatch_args *args, vn_source *src, vn_view *views,
+                           vn_view *indirect, uint64_t *indirect_offset);
 
 void vn_bound_release(vn_bound *bound);
 /* Output `index` of a bound dispatch (`kind`: "dispatch", "recording", for the message),

@@ -31,7 +31,7 @@ static vn_status dispatch_record(vn_pipeline *pipeline, const vn_dispatch_args *
     if (out == NULL) return vn_null_out("vn_dispatch_record", "out");
     *out = NULL;
     vn_dispatch *d = calloc(1, sizeof *d);
-    if (d == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a dispatch record. Fix: free host memory.");
+    if (d == NULL) return vn_fail_no_memory("a dispatch record", sizeof *d);
     vn_status st = vn_bound_resolve(pipeline, args, &d->bound);
     if (st != VN_OK) {
         free(d);
@@ -193,7 +193,7 @@ static vn_status dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms,
         free(ins);
         free(outs);
         free(host_of);
-        return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate binding tables. Fix: free host memory.");
+        return vn_fail_no_memory("binding tables", (n ? n : 1) * (sizeof *made + sizeof *ins + sizeof *outs + sizeof *host_of));
     }
     st = check_borrowed(pipeline, (forms & VN_BIND_NAMED) != 0, names, host_count, output_sizes, output_size_count,
                         host_of);
