@@ -1,6 +1,7 @@
 /* layer_work.h - layer 5, the top: turning resources into GPU work. Encoding a dispatch and
  * its clears into a pass, and the pass walk of every replay (encode.c), GPU timing
- * (timing.c), readback (readback.c), submissions (submission.c), pre-recorded dispatches
+ * (timing.c), readback (readback.c; its staging ring, staging.c; the reads of buffers
+ * and views, buffer_read.c), submissions (submission.c), pre-recorded dispatches
  * (record.c), recordings (recording.c), sequences (sequence.c), batches of them
  * (batch.c), submitting those whole or in parts (submit.c), writes and copies
  * (transfer.c). */
@@ -9,7 +10,40 @@
 
 #include "layer_resources.h"
 
-/* ---- readback (readback.c) ---------------------------------------------------- */
+/* ---- readback (readback.c, staging.c, buffer_read.c) ----------------------------- */
+
+/* A MAP_READ buffer kept on the device between readbacks: creating one per
+ * readback costs an allocation and, for large ones, page faults on every use. */
+typedef struct vn_staging {
+    WGPUBuffer buffer;
+    uint64_t size;
+    struct vn_staging *next;
+} vn_staging;
+
+/* The device's readback state (its VN_PART_READBACK), which the device holds only as a
+ * pointer: made by its first read, freed with it (readback.c's readback_release). */
+struct vn_readback {
+    vn_mutex lock;                        /* rank 6 of the lock order (layer_object.h) */
+    vn_staging *free;                     /* the ring of staging buffers kept for reuse */
+    size_t free_count;
+    struct vn_pending_read *abandoned;    /* reads released in flight (readback.c's readback_reap) */
+};
+
+/* A staging buffer of at least `size` bytes for a read on `device` (staging.c): a free
+ * one of the ring of `readback` (the device's readback state) that fits, else a new one. */
+vn_status vn_staging_acquire(struct vn_readback *readback, vn_device *device, uint64_t size, vn_staging **out);
+/* Give a staging buffer (unmapped) back to the ring, or release it when the ring is full. */
+void vn_staging_return(vn_device *device, vn_staging *staging);
+/* Release a staging buffer (mapped or not: wgpu unmaps it) and its record. */
+void vn_staging_destroy(vn_staging *staging);
+/* The rule of every read into caller memory, its one owner (readback.c): `dst`,
+ * holding `capacity` bytes, takes the `nbytes` of `source` ("the buffer", "the read";
+ * with `index` other than VN_NO_INDEX: "output" and its index); `what` names the call.
+ * VN_OK, else VN_ERROR_INVALID_ARGUMENT with the sizes. Builds no text unless it fails:
+ * every read passes here. */
+#define VN_NO_INDEX INT64_MIN
+vn_status vn_check_destination(const char *what, const char *source, int64_t index, const void *dst,
+                               uint64_t capacity, uint64_t nbytes);
 
 /* Copy `nbytes` of `src` from `offset` (any byte; src has COPY_SRC usage and an
  * allocation of at least round_up(offset + nbytes, 4) bytes) into dst, after all work

@@ -17,48 +17,15 @@
  *
  * No call waits longer than one time slice: read_outcome returns VN_PENDING and the read
  * stays in flight for the next call. A read released in flight is never waited for: its
- * device keeps it (abandoned) until its map callback has fired (readback_reap). */
+ * device keeps it (abandoned) until its map callback has fired (readback_reap).
+ *
+ * The staging ring is staging.c's; the reads of buffers, views and outputs built on this
+ * primitive are buffer_read.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "layer_work.h"
-
-/* A MAP_READ buffer kept on the device between readbacks: creating one per
- * readback costs an allocation and, for large ones, page faults on every use. */
-typedef struct vn_staging {
-    WGPUBuffer buffer;
-    uint64_t size;
-    struct vn_staging *next;
-} vn_staging;
-
-/* The device's readback state (its VN_PART_READBACK), which the device holds only as a
- * pointer: made by its first read, freed with it (readback_release). */
-struct vn_readback {
-    vn_mutex lock;                        /* rank 6 of the lock order (layer_object.h) */
-    vn_staging *free;                     /* the ring of staging buffers kept for reuse */
-    size_t free_count;
-    struct vn_pending_read *abandoned;    /* reads released in flight (readback_reap) */
-};
-
-/* Free staging buffers kept per device; more than this are released. Pinned ones are
- * not in the ring at all: each belongs to its vn_mapping until released. */
-enum { STAGING_KEEP = 4 };
-
-/* A free staging buffer serves a read of at least half its size, or any read when it
- * is this small: a small read, which may pin its buffer for as long as a zero-copy
- * array lives, never holds a large one. */
-#define STAGING_SMALL ((uint64_t)64 << 10)
-
-static bool staging_fits(uint64_t have, uint64_t need) {
-    return have >= need && (have <= STAGING_SMALL || have / 2 <= need);
-}
-
-static void staging_destroy(vn_staging *s) {
-    wgpu.BufferRelease(s->buffer);
-    free(s);
-    vn_live_add(VN_LIVE_STAGING, -1);
-}
 
 /* The device's readback hooks (vn_device_hooks, VN_PART_READBACK; registered with the
  * readback state): return the staging buffers of abandoned reads whose map has
@@ -77,6 +44,7 @@ static struct vn_readback *readback_of(vn_device *dev) {
     struct vn_readback *made = calloc(1, sizeof *made);
     if (made == NULL) return NULL;
     vn_mutex_init(&made->lock);
+    vn_lock_rank_set(&made->lock, VN_LOCK_READBACK, "vn_readback.lock");
     if (atomic_compare_exchange_strong_explicit(&dev->readback, &rb, made, memory_order_acq_rel,
                                                 memory_order_acquire)) {
         /* The device now holds readback state: it lets it go through these hooks. */
@@ -88,59 +56,11 @@ static struct vn_readback *readback_of(vn_device *dev) {
     return rb;
 }
 
+/* vn_staging_acquire in the device's readback state, made first if need be. */
 static vn_status staging_acquire(vn_device *dev, uint64_t size, vn_staging **out) {
     struct vn_readback *rb = readback_of(dev);
-    if (rb == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate the readback state. Fix: free host memory.");
-    vn_mutex_lock(&rb->lock);
-    vn_staging **best = NULL;
-    for (vn_staging **p = &rb->free; *p != NULL; p = &(*p)->next)
-        if (staging_fits((*p)->size, size) && (best == NULL || (*p)->size < (*best)->size)) best = p;
-    if (best != NULL) {
-        vn_staging *s = *best;
-        *best = s->next;
-        rb->free_count--;
-        vn_mutex_unlock(&rb->lock);
-        s->next = NULL;
-        *out = s;
-        return VN_OK;
-    }
-    vn_mutex_unlock(&rb->lock);
-
-    vn_staging *s = calloc(1, sizeof *s);
-    if (s == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a staging record. Fix: free host memory.");
-    WGPUBufferDescriptor desc = WGPU_BUFFER_DESCRIPTOR_INIT;
-    desc.label = vn_sv("vyre_native staging");
-    desc.usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
-    desc.size = size;
-    vn_scope_begin(dev);
-    s->buffer = wgpu.DeviceCreateBuffer(dev->device, &desc);
-    vn_status st = vn_scope_end(dev, "creating a readback staging buffer", VN_ERROR_VALIDATION,
-                                "free GPU memory, or read back a smaller buffer.");
-    if (st == VN_OK && s->buffer == NULL)
-        st = vn_fail(VN_ERROR_OUT_OF_MEMORY, "wgpu-native returned no staging buffer of %llu bytes. Fix: free GPU memory.",
-                     (unsigned long long)size);
-    if (st != VN_OK) {
-        if (s->buffer != NULL) wgpu.BufferRelease(s->buffer);
-        free(s);
-        return st;
-    }
-    s->size = size;
-    vn_live_add(VN_LIVE_STAGING, 1);
-    *out = s;
-    return VN_OK;
-}
-
-static void staging_return(vn_device *dev, vn_staging *s) {
-    struct vn_readback *rb = atomic_load_explicit(&dev->readback, memory_order_acquire);
-    vn_mutex_lock(&rb->lock);
-    if (rb->free_count < STAGING_KEEP) {
-        s->next = rb->free;
-        rb->free = s;
-        rb->free_count++;
-        s = NULL;
-    }
-    vn_mutex_unlock(&rb->lock);
-    if (s != NULL) staging_destroy(s);
+    if (rb == NULL) return vn_fail_no_memory("the readback state", sizeof *rb);
+    return vn_staging_acquire(rb, dev, size, out);
 }
 
 static void readback_release(vn_device *dev) {
@@ -149,7 +69,7 @@ static void readback_release(vn_device *dev) {
     vn_staging *s = rb->free; /* the device is being freed: nothing else runs on it */
     while (s != NULL) {
         vn_staging *next = s->next;
-        staging_destroy(s);
+        vn_staging_destroy(s);
         s = next;
     }
     vn_mutex_destroy(&rb->lock);
@@ -229,7 +149,7 @@ static vn_status read_begin(vn_device *dev, WGPUBuffer src, uint64_t offset, uin
                           "read only buffers with COPY_SRC usage, on the device that made them.", &cb);
     if (st == VN_OK) st = vn_submit_guarded(dev, cb, "reading back", guard);
     if (st != VN_OK) {
-        staging_return(dev, r->staging);
+        vn_staging_return(dev, r->staging);
         r->staging = NULL;
         return st;
     }
@@ -252,13 +172,14 @@ vn_status vn_read_start(vn_device *dev, WGPUBuffer src, uint64_t offset, uint64_
     vn_status st = vn_submit_ready(dev); /* VN_PENDING here: nothing started yet */
     if (st != VN_OK) return st;
     vn_pending_read *r = malloc(sizeof *r);
-    if (r == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a pending read. Fix: free host memory.");
+    if (r == NULL) return vn_fail_no_memory("a pending read", sizeof *r);
     st = read_begin(dev, src, offset, nbytes, guard, r);
     if (st != VN_OK) {
         free(r);
         return st;
     }
     vn_mutex_init(&r->lock);
+    vn_lock_rank_set(&r->lock, VN_LOCK_OBJECT, "vn_pending_read.lock");
     vn_object_init(&r->obj, VN_KIND_PENDING_READ, pending_read_destroy);
     vn_device_retain(dev);
     vn_live_add(VN_LIVE_PENDING_READ, 1);
@@ -292,8 +213,8 @@ static void settle(vn_pending_read *r) {
         }
         vn_rwlock_read_unlock(&dev->submit_lock);
     }
-    if (reuse) staging_return(dev, s);
-    else staging_destroy(s);
+    if (reuse) vn_staging_return(dev, s);
+    else vn_staging_destroy(s);
 }
 
 static void readback_reap(vn_device *dev, bool final) {
@@ -354,7 +275,7 @@ static void take_outcome(vn_pending_read *r) {
     r->map_pending = false;
     vn_status st = VN_OK;
     if (r->status != WGPUMapAsyncStatus_Success) {
-        staging_destroy(s);
+        vn_staging_destroy(s);
         if (vn_message_says_lost(r->message)) vn_device_note_lost(dev, r->message);
         st = vn_device_check(dev, "reading back");
         if (st == VN_OK)
@@ -364,10 +285,9 @@ static void take_outcome(vn_pending_read *r) {
         return;
     }
     vn_mapping *m = calloc(1, sizeof *m);
-    st = m == NULL ? vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a mapping record. Fix: free host memory.")
-                   : vn_submit_begin(dev, "reading back");
+    st = m == NULL ? vn_fail_no_memory("a mapping record", sizeof *m) : vn_submit_begin(dev, "reading back");
     if (st != VN_OK) {
-        staging_destroy(s); /* released mapped: wgpu unmaps it */
+        vn_staging_destroy(s); /* released mapped: wgpu unmaps it */
         free(m);
         keep_failure(r, st);
         return;
@@ -376,7 +296,7 @@ static void take_outcome(vn_pending_read *r) {
     if (p == NULL) {
         wgpu.BufferUnmap(s->buffer);
         vn_submit_end(dev);
-        staging_return(dev, s);
+        vn_staging_return(dev, s);
         free(m);
         keep_failure(r, no_range());
         return;
@@ -461,8 +381,8 @@ static void mapping_destroy(vn_object *object) {
     }
     bool destroy_now = atomic_fetch_sub(&dev->staging_pinned, 1) == 1 && dev->destroy_deferred;
     vn_rwlock_read_unlock(&dev->submit_lock);
-    if (reuse) staging_return(dev, s);
-    else staging_destroy(s);
+    if (reuse) vn_staging_return(dev, s);
+    else vn_staging_destroy(s);
     if (destroy_now) vn_device_destroy_deferred(dev);
     vn_device_unref(dev);
     free(m);
@@ -499,17 +419,11 @@ vn_status vn_view_readable(const vn_view *v, const char *what) {
     return VN_OK;
 }
 
-/* The rule of every read into caller memory, its one owner: `dst`, holding `capacity`
- * bytes, takes the `nbytes` of `source` ("the buffer", "the read"; with `index` other
- * than NO_INDEX: "output" and its index); `what` names the call. VN_OK, else
- * VN_ERROR_INVALID_ARGUMENT with the sizes. Builds no text unless it fails: every read
- * passes here. */
-#define NO_INDEX INT64_MIN
-static vn_status check_destination(const char *what, const char *source, int64_t index, const void *dst,
-                                   uint64_t capacity, uint64_t nbytes) {
+vn_status vn_check_destination(const char *what, const char *source, int64_t index, const void *dst,
+                               uint64_t capacity, uint64_t nbytes) {
     if (capacity < nbytes) {
         char named[64];
-        if (index == NO_INDEX) vn_format(named, sizeof named, "%s", source);
+        if (index == VN_NO_INDEX) vn_format(named, sizeof named, "%s", source);
         else vn_format(named, sizeof named, "%s %lld", source, (long long)index);
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
                        "%s into %llu bytes, but %s has %llu. Fix: pass a writable destination of at least %llu "
@@ -519,90 +433,6 @@ static vn_status check_destination(const char *what, const char *source, int64_t
     if (nbytes > 0 && dst == NULL)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "%s: the destination is NULL. Fix: pass a writable buffer.", what);
     return VN_OK;
-}
-
-/* A blocking read of the resolved view v (its buffer held), one time slice at a time
- * (VN_PENDING and *pending as vn_readback says). */
-static vn_status view_read(const vn_view *v, void *dst, uint64_t capacity, vn_pending_read **pending) {
-    if (pending != NULL) *pending = NULL;
-    vn_status st = vn_buffer_check(v->buffer, "buffer.read");
-    if (st == VN_OK) st = vn_view_readable(v, "buffer.read");
-    if (st != VN_OK) return st;
-    st = check_destination("buffer.read", v->size == v->buffer->byte_len ? "the buffer" : "the view", NO_INDEX, dst,
-                           capacity, v->size);
-    if (st != VN_OK || v->size == 0) return st;
-    const vn_submit_guard guard = {vn_buffer_submittable, v->buffer};
-    return vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard, pending);
-}
-
-vn_status vn_view_read(const vn_view *view, void *dst, uint64_t capacity, vn_pending_read **pending) {
-    vn_view v;
-    vn_call_guard_enter(); /* as VN_CALL* do: a view is acquired by its own rule */
-    vn_status st = vn_view_acquire(view, "buffer.read", &v);
-    if (st == VN_OK) {
-        st = view_read(&v, dst, capacity, pending);
-        vn_unacquire(v.buffer);
-        st = vn_publish(st, pending);
-    }
-    vn_call_guard_leave();
-    return st;
-}
-
-vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity, vn_pending_read **pending) {
-    vn_view whole = {buffer, 0, 0, 1};
-    return vn_view_read(&whole, dst, capacity, pending);
-}
-
-/* An asynchronous read of the resolved view v (its buffer held). */
-static vn_status view_read_async(const vn_view *v, vn_pending_read **out) {
-    vn_buffer *buffer = v->buffer;
-    vn_status st = vn_view_readable(v, "read_async");
-    if (st != VN_OK) return st;
-    const vn_submit_guard guard = {vn_buffer_submittable, buffer};
-    return vn_read_start(buffer->device, buffer->buffer, v->offset, v->size, &guard, out);
-}
-
-/* The read of a view an entry point holds (vn_dispatch_read_output_async too). */
-vn_status vn_view_read_async_held(const vn_view *v, vn_pending_read **out) {
-    if (out == NULL) return vn_null_out("read_async", "out");
-    *out = NULL;
-    vn_status st = vn_buffer_check(v->buffer, "buffer.read_async");
-    return st != VN_OK ? st : view_read_async(v, out);
-}
-
-vn_status vn_output_read(const vn_view *v, int64_t index, void *dst, uint64_t capacity, uint64_t *written,
-                         vn_pending_read **pending) {
-    if (written != NULL) *written = 0;
-    if (pending != NULL) *pending = NULL;
-    vn_status st = check_destination("read_output", "output", index, dst, capacity, v->size);
-    if (st != VN_OK) return st;
-    if (v->size > 0) {
-        /* The readback's copy is queued after every submission before it, the
-         * recording's own included, so its completion implies theirs. */
-        const vn_submit_guard guard = {vn_buffer_submittable, v->buffer};
-        st = vn_readback(v->buffer->device, v->buffer->buffer, v->offset, v->size, dst, &guard, pending);
-        if (st != VN_OK) return st;
-    }
-    if (written != NULL) *written = v->size;
-    return VN_OK;
-}
-
-vn_status vn_view_read_async(const vn_view *view, vn_pending_read **out) {
-    vn_view v;
-    vn_call_guard_enter();
-    vn_status st = vn_view_acquire(view, "buffer.read_async", &v);
-    if (st == VN_OK) {
-        st = vn_view_read_async_held(&v, out);
-        vn_unacquire(v.buffer);
-        st = vn_publish(st, out);
-    }
-    vn_call_guard_leave();
-    return st;
-}
-
-vn_status vn_buffer_read_async(vn_buffer *buffer, vn_pending_read **out) {
-    vn_view whole = {buffer, 0, 0, 1};
-    return vn_view_read_async(&whole, out);
 }
 
 /* 1 done, 0 not yet, or minus the status that says it never will be here. */
@@ -633,7 +463,8 @@ vn_status vn_pending_read_pin(vn_pending_read *r, vn_mapping **out, const void *
 }
 
 static vn_status pending_read_finish(vn_pending_read *r, void *dst, uint64_t capacity) {
-    vn_status st = check_destination("PendingRead.result_into", "the read", NO_INDEX, dst, capacity, r->nbytes);
+    vn_status st =
+        vn_check_destination("PendingRead.result_into", "the read", VN_NO_INDEX, dst, capacity, r->nbytes);
     return st != VN_OK ? st : read_finish(r, dst);
 }
 

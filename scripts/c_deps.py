@@ -25,11 +25,12 @@ there is either.
 Plain tokens, no C parser: comments, strings and #include lines are dropped; a
 top-level `name(...) {` that is not static defines a function, a top-level declaration
 that is neither static, extern nor a typedef defines a global; an identifier after `.`
-or `->` is a field, not a use. Enough for this code base's C, which declares one thing
-a statement: on a Linux build its graph equals the one `nm` reads from the object files,
-and tests/test_structure.py checks a few known edges. Nothing is left out: loader.c's
-function table `wgpu` is a global like any other (every file that calls wgpu-native
-depends on loader.c, as it should), and the two platform files are one node (graph()).
+or `->` is a field and one after `struct`, `enum` or `union` a tag, not a use. Enough
+for this code base's C, which declares one thing a statement: on a Linux build its graph
+equals the one `nm` reads from the object files, and tests/test_structure.py checks a
+few known edges. Nothing is left out: loader.c's function table `wgpu` is a global like
+any other (every file that calls wgpu-native depends on loader.c, as it should), and the
+two platform files are one node (graph()).
 """
 
 from __future__ import annotations
@@ -68,8 +69,11 @@ def tokens(text: str) -> tuple[list[str], list[str]]:
 
 
 def uses(toks: list[str]) -> set[str]:
-    """The identifiers that are not fields (after `.` or `->`)."""
-    return {t for i, t in enumerate(toks) if IDENT.match(t) and (i == 0 or toks[i - 1] not in (".", "->"))}
+    """The identifiers that are not fields (after `.` or `->`) nor tags (after `struct`,
+    `enum`, `union`: a tag names a type, no symbol, and may share a function's name, as
+    struct vn_readback and vn_readback do)."""
+    after = (".", "->", "struct", "enum", "union")
+    return {t for i, t in enumerate(toks) if IDENT.match(t) and (i == 0 or toks[i - 1] not in after)}
 
 
 def top_level(toks: list[str]) -> Iterator[tuple[list[str], list[str]]]:

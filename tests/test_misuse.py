@@ -617,7 +617,7 @@ def test_read_output_into_a_non_buffer_raises_type_error(device, double, io, kin
 
 @pytest.mark.parametrize("route", ["buffer.read_into", "read_output_into", "result_into"])
 def test_every_read_into_too_small_a_destination_names_both_sizes(device, double, io, route) -> None:
-    """One C rule (readback.c, check_destination) for every read into caller memory."""
+    """One C rule (readback.c, vn_check_destination) for every read into caller memory."""
     rec = _replayed("recording", double, *io)
     small = np.empty(10, np.uint8)
     call = {
