@@ -197,3 +197,13 @@ def test_workgroup_memory_past_the_devices_limit_points_at_a_var_workgroup(devic
         f"  var<workgroup> t: array<u32, {words}>;",
         "  " + "^" * len("var<workgroup>"),
     ]
+
+
+@pytest.mark.parametrize("quoted", ["0x" + "f" * 1000 + "u", "x" * 1000])
+def test_a_naga_message_quoting_a_long_literal_or_name_keeps_its_place(device: vn.Device, quoted: str) -> None:
+    # naga quotes it in its headline and its excerpt: the message passes wgpu's 1.5 KB
+    # slot, and a cut of its middle took naga's "┌─ wgsl:3:20" with it
+    src = "@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n" \
+          f"@compute @workgroup_size(1)\nfn main() {{ o[0] = {quoted}; }}\n"
+    err = compile_error(device, src)
+    assert (err.line, err.column) == (3, 20)
