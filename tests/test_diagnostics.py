@@ -207,3 +207,12 @@ def test_a_naga_message_quoting_a_long_literal_or_name_keeps_its_place(device: v
           f"@compute @workgroup_size(1)\nfn main() {{ o[0] = {quoted}; }}\n"
     err = compile_error(device, src)
     assert (err.line, err.column) == (3, 20)
+
+
+def test_a_source_line_of_hundreds_of_characters_is_shown_whole(device: vn.Device) -> None:
+    # 289 characters: shown as a window of its last 160 ("...= 7u; let ...") before
+    line = "fn main() { " + " ".join(f"let value_number_{i} = {i}u;" for i in range(10)) + " o[0] = value_number_9 + ; }"
+    src = "@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n@compute @workgroup_size(1)\n" + line + "\n"
+    err = compile_error(device, src)
+    shown, caret = str(err).split("\n")[1:3]
+    assert shown == line and caret.index("^") == err.column - 1 == line.index("; }")
