@@ -14,7 +14,10 @@
 
 #include "layer_resources.h"
 
-enum { SHOWN_LINE_MAX = 160 }; /* bytes of a long source line shown around the column */
+/* Bytes of a source line shown whole; a longer one is shown as a window of this many
+ * around the column, marked "..." at each cut end. 600: the line and its caret line
+ * (spaces up to the column) then fit the 2,048-byte message with its headline and Fix. */
+enum { SHOWN_LINE_MAX = 600 };
 #define NUL_SHOWN "\xe2\x90\x80" /* U+2400 SYMBOL FOR NULL, in UTF-8 */
 
 vn_status vn_immediates_unsupported(const vn_device *device, const char *what, const char *shown) {
