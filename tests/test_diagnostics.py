@@ -161,6 +161,19 @@ def test_a_place_found_in_the_source_says_the_compiler_gave_none_and_skips_comme
     assert "wgpu-native's message has no span" in str(err)
 
 
+def test_a_binding_number_past_wgpus_limit_is_placed_at_its_declaration(device: vn.Device) -> None:
+    # wgpu-native's message ("Binding index 4294967295 is greater than the maximum number
+    # 1024") names no group and has no span: it was a ShaderError with no place.
+    src = (
+        "@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n"
+        "@group(0) @binding(4294967295) var<storage, read> b: array<u32>;\n"
+        "@compute @workgroup_size(1)\nfn main() { o[0] = b[0]; }\n"
+    )
+    err = compile_error(device, src)
+    assert (err.line, err.column) == (2, 1)
+    assert "Binding index 4294967295" in str(err)
+
+
 def test_an_error_with_no_place_says_so_plainly(device: vn.Device) -> None:
     src = (
         "override n: u32 = 1u;\noverride m: u32 = 4u / n;\n"
