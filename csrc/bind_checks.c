@@ -148,18 +148,24 @@ static vn_status check_indirect(const vn_pipeline *p, const char *role, const vn
         return vn_fail(VN_ERROR_BINDING,
                        "indirect buffer %s %s has no INDIRECT usage. Fix: create it with vn.BufferUsage.INDIRECT, or "
                        "leave usage unset for the default.", role, what);
+    char sum[VN_SUM_TEXT], most[64] = "";
+    if (offset > v->size || v->size - offset < 12) {
+        /* The largest offset that fits and is 4-aligned in the buffer, where one is. */
+        uint64_t top = v->size >= 12 ? (v->offset + v->size - 12) & ~(uint64_t)3 : 0;
+        if (v->size >= 12 && top >= v->offset)
+            snprintf(most, sizeof most, "an offset of at most %llu, or ", (unsigned long long)(top - v->offset));
+        return vn_fail(VN_ERROR_BINDING,
+                       "indirect buffer %s %s has %llu bytes, too few for three u32 workgroup counts at offset %llu "
+                       "(needs %s). Fix: pass %sa buffer of at least offset + 12 bytes.",
+                       role, what, (unsigned long long)v->size, (unsigned long long)offset,
+                       vn_sum_text(offset, 12, sum), most);
+    }
+    /* After the range: an offset this refusal's Fix aligns then fits the buffer. */
     if ((v->offset + offset) % 4 != 0)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT,
                        "indirect offset %llu into %s %s is byte %llu of its buffer, not a multiple of 4. Fix: place "
                        "the three u32 workgroup counts at a 4-byte-aligned byte of the buffer.",
                        (unsigned long long)offset, role, what, (unsigned long long)(v->offset + offset));
-    char sum[VN_SUM_TEXT];
-    if (offset > v->size || v->size - offset < 12)
-        return vn_fail(VN_ERROR_BINDING,
-                       "indirect buffer %s %s has %llu bytes, too few for three u32 workgroup counts at offset %llu "
-                       "(needs %s). Fix: pass a buffer of at least offset + 12 bytes.",
-                       role, what, (unsigned long long)v->size, (unsigned long long)offset,
-                       vn_sum_text(offset, 12, sum));
     return VN_OK;
 }
 

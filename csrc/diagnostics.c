@@ -14,7 +14,10 @@
 
 #include "layer_resources.h"
 
-enum { SHOWN_LINE_MAX = 160 }; /* bytes of a long source line shown around the column */
+/* Bytes of a source line shown whole; a longer one is shown as a window of this many
+ * around the column, marked "..." at each cut end. 600: the line and its caret line
+ * (spaces up to the column) then fit the 2,048-byte message with its headline and Fix. */
+enum { SHOWN_LINE_MAX = 600 };
 #define NUL_SHOWN "\xe2\x90\x80" /* U+2400 SYMBOL FOR NULL, in UTF-8 */
 
 vn_status vn_immediates_unsupported(const vn_device *device, const char *what, const char *shown) {
@@ -253,7 +256,7 @@ static bool find_binding(const char *src, size_t len, long group, long binding, 
             }
             p = q;
         } else if (token_is(t, k, "var")) {
-            if (g == group && b == binding && g_at != NULL) {
+            if ((group < 0 ? g >= 0 : g == group) && b == binding && g_at != NULL) {
                 *at = (size_t)(g_at - src);
                 *n = (size_t)(g_end - g_at);
                 return true;
@@ -351,6 +354,7 @@ static bool find_subject(const char *msg, const char *src, size_t len, size_t *a
     const char *ep = strstr(msg, "Entry point ");
     const char *rb = strstr(msg, "ResourceBinding { group: ");
     const char *ov = strstr(msg, "constant with identifier string: '");
+    const char *bi = strstr(msg, "Binding index ");
     long group = -1, binding = -1;
     if (ov != NULL) {
         const char *name = ov + strlen("constant with identifier string: '");
@@ -362,6 +366,8 @@ static bool find_subject(const char *msg, const char *src, size_t len, size_t *a
         found = name_n > 0 && find_decl(src, len, "fn", name, name_n, at, n);
     } else if (rb != NULL && sscanf(rb, "ResourceBinding { group: %ld, binding: %ld }", &group, &binding) == 2) {
         found = find_binding(src, len, group, binding, at, n);
+    } else if (bi != NULL && sscanf(bi, "Binding index %ld", &binding) == 1) {
+        found = find_binding(src, len, -1, binding, at, n); /* wgpu names no group: the first of that number */
     }
     return found;
 }
@@ -411,6 +417,11 @@ vn_status vn_shader_diagnose(vn_device *device, const char *wgsl, size_t wgsl_le
     bool scanned = false;
     if (marker == NULL && code == VN_ERROR_SHADER && wgsl != NULL)
         found = scanned = find_subject(msg, wgsl, wgsl_len, &at, &n);
+    /* A binding number past wgpu's limit: the pipeline's generic Fix does not fit it. */
+    long index = 0, most = 0;
+    const char *past = strstr(msg, "Binding index ");
+    if (past != NULL && sscanf(past, "Binding index %ld is greater than the maximum number %ld", &index, &most) == 2)
+        snprintf(generic_fix, sizeof generic_fix, "Fix: number the binding %ld or lower (wgpu's limit).", most);
     const char *src_line = NULL;
     size_t src_n = 0;
     if (found) {

@@ -272,6 +272,61 @@ vn_status vn_fail_prefixed(vn_status code, const char *prefix) {
     return code;
 }
 
+/* The bytes `copy_lines` writes for `len` bytes of `data` with each line cut to `bound`
+ * bytes (and "..."), its NUL included. */
+static size_t lines_size(const char *data, size_t len, size_t bound) {
+    size_t total = 1;
+    for (size_t start = 0; start <= len;) {
+        const char *nl = memchr(data + start, '\n', len - start);
+        size_t n = (nl != NULL ? (size_t)(nl - data) : len) - start;
+        total += (n > bound ? bound + 3 : n) + (nl != NULL);
+        if (nl == NULL) break;
+        start += n + 1;
+    }
+    return total;
+}
+
+/* Too long a message into buf: each line longer than a common bound loses its middle
+ * ("<start>...<end>", cut at UTF-8 characters), the bound the largest that lets it fit,
+ * so short lines are kept whole: naga's position ("┌─ wgsl:3:16") survives a message
+ * that quotes a long literal or name (a cut of the message's middle took it). A message
+ * of too many lines for that loses its middle instead. */
+static void copy_lines(char *buf, size_t cap, const char *data, size_t len) {
+    enum { SHORTEST = 16 };
+    if (lines_size(data, len, SHORTEST) > cap) {
+        vn_format(buf, cap, "%.*s", len > INT_MAX ? INT_MAX : (int)len, data);
+        return;
+    }
+    size_t lo = SHORTEST, hi = len; /* lines_size(lo) fits, lines_size(hi) does not */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (lines_size(data, len, mid) <= cap) lo = mid;
+        else hi = mid;
+    }
+    size_t used = 0;
+    for (size_t start = 0; start <= len;) {
+        const char *nl = memchr(data + start, '\n', len - start);
+        size_t n = (nl != NULL ? (size_t)(nl - data) : len) - start;
+        const char *line = data + start;
+        if (n <= lo) {
+            memcpy(buf + used, line, n);
+            used += n;
+        } else {
+            size_t head = lo / 2, from = n - (lo - head);
+            while (head > 0 && (line[head] & 0xC0) == 0x80) head--;
+            while (from < n && (line[from] & 0xC0) == 0x80) from++;
+            memcpy(buf + used, line, head);
+            memcpy(buf + used + head, "...", 3);
+            memcpy(buf + used + head + 3, line + from, n - from);
+            used += head + 3 + n - from;
+        }
+        if (nl == NULL) break;
+        buf[used++] = '\n';
+        start += n + 1;
+    }
+    buf[used] = '\0';
+}
+
 void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap) {
     if (cap == 0) return;
     size_t len = 0;
@@ -297,8 +352,7 @@ void vn_string_view_copy(WGPUStringView view, char *buf, size_t cap) {
         if (len > 0) memcpy(buf, data, len);
         buf[len] = '\0';
     } else {
-        /* Too long (a wgpu message naming a long label): its middle goes, not its end. */
-        vn_format(buf, cap, "%.*s", len > INT_MAX ? INT_MAX : (int)len, data);
+        copy_lines(buf, cap, data, len);
     }
     free(spelled);
 }

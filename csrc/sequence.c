@@ -184,6 +184,14 @@ static vn_status sequence_copy(vn_sequence *s, const vn_view *src, const vn_view
     uint64_t room_s = src_len - src_offset, room_d = dst_len - dst_offset;
     uint64_t room = room_s < room_d ? room_s : room_d;
     uint64_t nbytes = count == NULL ? room : *count;
+    /* The range first: the alignment refusal's Fix (round to 4) then names a count that fits. */
+    if (nbytes > room)
+        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copying %llu bytes runs past the source (%llu bytes from offset %llu) "
+                       "or the destination (%llu bytes from offset %llu). Fix: copy at most %llu bytes, or pass "
+                       "nbytes=None for as much as fits.",
+                       (unsigned long long)nbytes, (unsigned long long)src_len, (unsigned long long)src_offset,
+                       (unsigned long long)dst_len, (unsigned long long)dst_offset,
+                       (unsigned long long)(room & ~(uint64_t)3));
     /* A step is one CopyBufferToBuffer, which moves whole words: the byte-exact copy,
      * which merges partial words with a dispatch of its own, is Device.copy. */
     if ((src->offset + src_offset) % 4 || (dst->offset + dst_offset) % 4 || nbytes % 4)
@@ -192,13 +200,6 @@ static vn_status sequence_copy(vn_sequence *s, const vn_view *src, const vn_view
                        "them to 4 bytes, or copy any byte range with Device.copy (queued now, not a step).",
                        (unsigned long long)nbytes, (unsigned long long)(src->offset + src_offset),
                        (unsigned long long)(dst->offset + dst_offset));
-    if (nbytes > room)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copying %llu bytes runs past the source (%llu bytes from offset %llu) "
-                       "or the destination (%llu bytes from offset %llu). Fix: copy at most %llu bytes, or pass "
-                       "nbytes=None for as much as fits.",
-                       (unsigned long long)nbytes, (unsigned long long)src_len, (unsigned long long)src_offset,
-                       (unsigned long long)dst_len, (unsigned long long)dst_offset,
-                       (unsigned long long)(room & ~(uint64_t)3));
     if (src->buffer == dst->buffer)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "a copy from buffer %llu to itself is not allowed by WebGPU (not even "
                        "between two views of it). Fix: copy through a second buffer.",

@@ -161,6 +161,19 @@ def test_a_place_found_in_the_source_says_the_compiler_gave_none_and_skips_comme
     assert "wgpu-native's message has no span" in str(err)
 
 
+def test_a_binding_number_past_wgpus_limit_is_placed_at_its_declaration(device: vn.Device) -> None:
+    # wgpu-native's message ("Binding index 4294967295 is greater than the maximum number
+    # 1024") names no group and has no span: it was a ShaderError with no place.
+    src = (
+        "@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n"
+        "@group(0) @binding(4294967295) var<storage, read> b: array<u32>;\n"
+        "@compute @workgroup_size(1)\nfn main() { o[0] = b[0]; }\n"
+    )
+    err = compile_error(device, src)
+    assert (err.line, err.column) == (2, 1)
+    assert "Binding index 4294967295" in str(err)
+
+
 def test_an_error_with_no_place_says_so_plainly(device: vn.Device) -> None:
     src = (
         "override n: u32 = 1u;\noverride m: u32 = 4u / n;\n"
@@ -197,3 +210,22 @@ def test_workgroup_memory_past_the_devices_limit_points_at_a_var_workgroup(devic
         f"  var<workgroup> t: array<u32, {words}>;",
         "  " + "^" * len("var<workgroup>"),
     ]
+
+
+@pytest.mark.parametrize("quoted", ["0x" + "f" * 1000 + "u", "x" * 1000])
+def test_a_naga_message_quoting_a_long_literal_or_name_keeps_its_place(device: vn.Device, quoted: str) -> None:
+    # naga quotes it in its headline and its excerpt: the message passes wgpu's 1.5 KB
+    # slot, and a cut of its middle took naga's "┌─ wgsl:3:20" with it
+    src = "@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n" \
+          f"@compute @workgroup_size(1)\nfn main() {{ o[0] = {quoted}; }}\n"
+    err = compile_error(device, src)
+    assert (err.line, err.column) == (3, 20)
+
+
+def test_a_source_line_of_hundreds_of_characters_is_shown_whole(device: vn.Device) -> None:
+    # 289 characters: shown as a window of its last 160 ("...= 7u; let ...") before
+    line = "fn main() { " + " ".join(f"let value_number_{i} = {i}u;" for i in range(10)) + " o[0] = value_number_9 + ; }"
+    src = "@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n@compute @workgroup_size(1)\n" + line + "\n"
+    err = compile_error(device, src)
+    shown, caret = str(err).split("\n")[1:3]
+    assert shown == line and caret.index("^") == err.column - 1 == line.index("; }")

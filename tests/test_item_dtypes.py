@@ -112,3 +112,65 @@ def test_a_worker_output_whose_bytes_numpy_cannot_hold_is_a_typed_error(worker: 
         "Worker.run outputs[0]",
         2**65,
     )
+
+
+@pytest.mark.parametrize(
+    "item",
+    ["(2**40,)u1", "(-1,)u4", "(2,", [("a", "u4"), ("a", "u4")], "deep"],
+    ids=["expression", "negative", "unclosed", "duplicate_field", "nested_100000_deep"],
+)
+def test_a_malformed_dtype_is_a_typed_error_for_reads_and_the_worker(
+    device: vn.Device, worker: vn.worker.Worker, item: Any
+) -> None:
+    # numpy's parse raised ValueError, SyntaxError ('(2,') or RecursionError: only its TypeError was caught
+    if item == "deep":
+        item = []
+        for _ in range(100_000):
+            item = [item]
+    buf = device.alloc(64)
+    for copy in (True, False):
+        typed(lambda: buf.read(item, copy=copy), vn.WrongTypeError, "is not a numpy dtype")
+    typed(lambda: worker.run("inc", [X], [(item, (4,))], (1, 1, 1)), vn.WrongTypeError, "is not a numpy dtype")
+
+
+@pytest.mark.parametrize("item", ["<U1", ">U2", [("n", "<u4"), ("s", "<U1")], ("<U1", (2,))], ids=str)
+def test_a_unicode_dtype_is_refused_for_reads_and_outputs_and_sent_as_an_input(
+    device: vn.Device, worker: vn.worker.Worker, item: Any
+) -> None:
+    # GPU words that are not code points made an array whose elements raised SystemError when read
+    buf = device.upload(np.array([0x41, 0x110000, 0xFFFFFFFF, 0x42] * 4, "<u4"))
+    for copy in (True, False):
+        typed(lambda: buf.read(item, copy=copy), vn.WrongTypeError, "'U'", "uint32")
+    typed(lambda: worker.run("inc", [X], [(item, (4,))], (1, 1, 1)), vn.WrongTypeError, "'U'", "uint32")
+    (out,) = worker.run("inc", [np.array(["A"] * WORDS, "<U1")], [("<u4", (WORDS,))], (1, 1, 1))
+    assert out.tolist() == [0x42] * WORDS  # an input is its words, which are code points
+
+
+OVERLAPPING = {"names": ["a", "b"], "formats": [">u4", ">u2"], "offsets": [0, 0], "itemsize": 4}
+NESTED = [("s", [("x", ">u2"), ("y", ">u2")], (3,)), ("z", ">u4")]  # separate fields, a subarray of a structure
+
+
+@pytest.mark.parametrize(
+    "item",
+    [OVERLAPPING, {"names": ["a", "b"], "formats": [">u4", "u1"], "offsets": [0, 3], "itemsize": 4},
+     [("t", OVERLAPPING, (2,))]],
+    ids=["same_offset", "a_byte_inside", "inside_a_subarray"],
+)
+def test_a_non_little_endian_dtype_whose_fields_overlap_is_refused_by_the_worker(
+    worker: vn.worker.Worker, item: Any
+) -> None:
+    # converted field by field, one field's swap overwrote the other's bytes: wrong values both ways
+    dt = np.dtype(item)
+    typed(lambda: worker.run("inc", [X], [(dt, (4,))], (1, 1, 1)), vn.WrongTypeError, "share bytes")
+    typed(lambda: worker.run("inc", [np.zeros(4, dt)], [("<u4", (4,))], (1, 1, 1)), vn.WrongTypeError,
+          "share bytes")
+    little = dt.newbyteorder("<")  # nothing converted: its bytes are the GPU's
+    (out,) = worker.run("inc", [X], [(little, (WORDS * 4 // little.itemsize,))], (1, 1, 1))
+    assert out.tobytes() == GPU_BYTES[: out.nbytes]
+
+
+def test_a_big_endian_structure_of_separate_fields_is_its_values(worker: vn.worker.Worker) -> None:
+    dt = np.dtype(NESTED)
+    n = WORDS * 4 // dt.itemsize
+    (out,) = worker.run("inc", [X], [(dt, (n,))], (1, 1, 1))
+    np.testing.assert_array_equal(out, expected(dt, (n,)))

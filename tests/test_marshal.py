@@ -108,6 +108,49 @@ def _fns(calls: list[tuple[str, Any]]) -> list[Any]:
     return [fn for _, fn in calls]
 
 
+# ================================================================ lists and shapes
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda k: k.dev.submit(range(2**64)),
+        lambda k: k.prog.prerecord_borrowed_dispatch(range(2**64)),
+        lambda k: vn.worker.Worker().run("k", range(2**64), [], (1, 1, 1)),
+    ],
+    ids=["submit", "borrowed_inputs", "worker_inputs"],
+)
+def test_a_list_whose_length_overflows_len_is_refused_naming_the_bound(kit: Kit, call: Any) -> None:
+    # len(range(2**64)) raised a raw OverflowError
+    typed(lambda: call(kit), vn.InvalidArgumentError, "more than 9223372036854775807 items")
+
+
+@pytest.mark.parametrize(
+    "shape, dims",
+    [(np.array(64), (64,)), (np.int64(64), (64,)), (np.array([8, 8]), (8, 8)), (range(64, 65), (64,)), ([2, 32], (2, 32))],
+    ids=["0d_array", "numpy_int", "1d_array", "range", "list"],
+)
+@pytest.mark.parametrize("copy", [True, False])
+def test_a_shape_numpy_takes_is_taken(kit: Kit, shape: Any, dims: tuple[int, ...], copy: bool) -> None:
+    # a 0-d array raised a raw TypeError (iteration over a 0-d array)
+    assert kit.o.read("u4", shape=shape, copy=copy).shape == dims  # 256 bytes: 64 words
+
+
+@pytest.mark.parametrize(
+    "shape", [b"@", {64: "x"}, "64", iter([64]), np.zeros((8, 8), int)], ids=["bytes", "dict", "str", "iterator", "2d"]
+)
+def test_what_numpy_takes_as_no_shape_is_refused(kit: Kit, shape: Any) -> None:
+    # bytes and a dict were taken as (64,); an iterator was walked (itertools.count() never ended)
+    typed(lambda: kit.a.read("u4", shape=shape), vn.WrongTypeError, "not a shape")
+    typed(lambda: vn.worker.Worker().run("k", [], [("u4", shape)], (1, 1, 1)), vn.WrongTypeError, "not a shape")
+
+
+@pytest.mark.parametrize("shape", [range(10**12), range(2**64)], ids=["1e12", "2_64"])
+def test_a_shape_of_more_dimensions_than_numpy_has_is_refused_before_it_is_walked(kit: Kit, shape: Any) -> None:
+    # range(10**12) was walked into a tuple: a raw MemoryError
+    typed(lambda: kit.a.read("u4", shape=shape), vn.InvalidArgumentError, "dimensions, above the")
+
+
 # ================================================================ integers
 
 
@@ -129,6 +172,18 @@ def test_an_index_past_64_bits_is_a_typed_value_error_naming_it(kit: Kit, call: 
 @pytest.mark.parametrize("call", _fns(U64_CALLS + U32_CALLS), ids=_ids(U64_CALLS + U32_CALLS))
 def test_a_negative_int_is_a_typed_value_error_naming_it(kit: Kit, call: Any) -> None:
     typed(lambda: call(kit, -1), vn.InvalidArgumentError, "=-1", "negative")
+
+
+@pytest.mark.parametrize("call", _fns(INT_CALLS), ids=_ids(INT_CALLS))
+@pytest.mark.parametrize("sign", [1, -1], ids=["positive", "negative"])
+def test_an_int_of_more_than_4300_digits_is_refused_naming_its_size(kit: Kit, call: Any, sign: int) -> None:
+    # the refusal's own f-string raised ValueError: Exceeds the limit (4300 digits) for integer string conversion
+    typed(lambda: call(kit, sign * 10**5000), vn.InvalidArgumentError, "int of 16610 bits")
+
+
+def test_an_override_or_a_handle_argument_of_more_than_4300_digits_is_refused_naming_its_size(kit: Kit) -> None:
+    typed(lambda: kit.dev.compile(DOUBLE, constants={"k": 10**5000}), vn.InvalidArgumentError, "int of 16610 bits")
+    typed(lambda: vn.Buffer(10**5000), vn.WrongTypeError, "int of 16610 bits")
 
 
 @pytest.mark.parametrize("call", _fns(INT_CALLS), ids=_ids(INT_CALLS))
@@ -717,11 +772,29 @@ def test_a_negative_wait_timeout_past_a_double_is_a_typed_value_error(kit: Kit) 
     typed(lambda: kit.rec.replay().wait(timeout=-(10**400)), vn.InvalidArgumentError, "wait timeout")
 
 
-@pytest.mark.parametrize("wait", ["x", None, -1.0], ids=["str", "none", "negative"])
+@pytest.mark.parametrize(
+    "wait", ["x", None, -1.0, math.inf, 10**19, 3600.5], ids=["str", "none", "negative", "inf", "1e19", "past_an_hour"]
+)
 def test_live_objects_with_a_wait_that_is_no_time_is_a_typed_error(wait: Any) -> None:
     from vyre_native import debug
 
     typed(lambda: debug.live_objects(wait=wait), vn.VyreError, "live_objects wait")
+
+
+def test_live_objects_waits_up_to_an_hour() -> None:
+    from vyre_native import debug
+
+    assert debug.live_objects(wait=3600) == debug.live_objects(wait=0)
+
+
+@pytest.mark.parametrize("offset", [2**64 - 1, 2**64 - 4, 7, 5])
+def test_a_refused_indirect_offset_s_fix_names_one_that_passes(kit: Kit, offset: int) -> None:
+    # 2**64 - 1 was refused as "not a multiple of 4", and the aligned 2**64 - 4 then for the size
+    args = kit.dev.alloc(16)
+    text = typed(lambda: kit.dev.sequence().add(kit.prog, [kit.a], [kit.o], indirect=(args, offset)), vn.BindingError,
+                 "an offset of at most 4")
+    assert "multiple of 4" not in text
+    kit.dev.sequence().add(kit.prog, [kit.a], [kit.o], indirect=(args, 4))
 
 
 def test_an_indirect_offset_whose_end_passes_2_to_the_64_states_the_true_end(kit: Kit) -> None:

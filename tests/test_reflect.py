@@ -1134,3 +1134,28 @@ def test_every_binding_kind_reflection_names_has_the_code_c_gives_it() -> None:
 
     assert set(_BINDING_KINDS.values()) == set(_KIND_CODES)
     assert len(set(_KIND_CODES.values())) == len(_KIND_CODES)  # one code a kind
+
+
+OUT_OF_RANGE = "override k: u32 = 1u;\noverride f: f32 = 1.0;\n@compute @workgroup_size(1) fn main() { _ = k; _ = f; }\n"
+
+
+@pytest.mark.parametrize(
+    ("constants", "line", "range_"),
+    [
+        ({"k": 2**32}, 1, "u32 (0 to 4294967295)"),
+        ({"k": -1}, 1, "u32 (0 to 4294967295)"),
+        ({"f": 1e39}, 2, "f32 (-3.40282347e+38 to 3.40282347e+38)"),
+    ],
+)
+def test_a_constant_outside_its_overrides_type_is_refused_at_the_override(
+    constants: dict[str, float], line: int, range_: str
+) -> None:
+    # wgpu-native refused it at pipeline creation, "Source f64 value doesn't fit", with no place
+    (name, value), = constants.items()
+    with pytest.raises(ShaderError, match=rf"(?s)override `{name}` the value {re.escape(repr(value))}, outside its type {re.escape(range_)}.*Fix:") as info:
+        reflect(OUT_OF_RANGE, constants=constants)
+    assert (info.value.line, info.value.column) == (line, 10)
+
+
+def test_constants_at_the_ends_of_their_types_range_are_taken() -> None:
+    reflect(OUT_OF_RANGE, constants={"k": 2**32 - 1, "f": -3.4028234663852886e38})

@@ -152,10 +152,10 @@ def test_the_carets_span_the_token() -> None:
 
 
 def test_a_long_line_is_shown_as_a_window_around_the_column() -> None:
-    prefix = f"{SLOT} x: u32; " + "const c = 1; " * 40  # past the 160 characters shown
+    prefix = f"{SLOT} x: u32; " + "const c = 1; " * 60  # past the 600 characters shown
     err = raised(f"{prefix}let y = 1;\n{USES_X}", {})
     (shown, caret) = str(err).split("\n")[1:3]
-    assert shown.startswith("...") and len(shown) <= 3 + 160 + 3
+    assert shown.startswith("...") and len(shown) <= 3 + 600 + 3
     assert shown[caret.index("^") :].startswith("let")
     assert err.column == len(prefix) + 1
 

@@ -173,6 +173,18 @@ def test_a_sequence_copy_of_a_huge_size_or_offset_is_refused_and_adds_no_step(
     assert len(seq) == 0
 
 
+@pytest.mark.parametrize("nbytes", [2**64 - 1, 2**64 - 4, LEN + 1, LEN + 4])
+def test_a_sequence_copy_past_the_buffers_is_refused_with_a_count_that_passes(
+    device: vn.Device, src: vn.Buffer, dst: vn.Buffer, nbytes: int
+) -> None:
+    # 2**64 - 1 was refused for its alignment ("Fix: align them to 4 bytes"), and the aligned 2**64 - 4 then for size
+    seq = device.sequence()
+    text = typed(lambda: seq.copy(src, dst, nbytes=nbytes), vn.InvalidArgumentError, nbytes, f"at most {LEN} bytes")
+    assert "multiples of 4" not in text
+    seq.copy(src, dst, nbytes=LEN)
+    assert len(seq) == 1
+
+
 @settings(max_examples=60, deadline=None)
 @given(nbytes=U64)
 @example(nbytes=2**64 - 1)

@@ -291,10 +291,8 @@ def test_a_worker_process_answers_a_message_too_deep_to_show_with_a_typed_error(
     _still_serves(processes[1])
 
 
-def test_a_worker_process_whose_peer_leaves_during_a_reply_ends_quietly(capfd: pytest.CaptureFixture[str]) -> None:
-    # The reply (4 MiB) cannot be sent whole before the peer closes, since the peer never
-    # reads it: the send fails with a broken pipe, and the error sent after it failed too,
-    # the process dying of a double BrokenPipeError traceback.
+def _served() -> tuple[Any, Any]:
+    """A worker process of its own (its end of the pipe, the process), ready."""
     ctx = multiprocessing.get_context("spawn")
     mine, theirs = ctx.Pipe()
     proc = ctx.Process(target=vn.worker.serve, args=(theirs, {"double": DOUBLE}), daemon=True)
@@ -302,6 +300,14 @@ def test_a_worker_process_whose_peer_leaves_during_a_reply_ends_quietly(capfd: p
     theirs.close()
     assert mine.poll(120), "the worker process did not start"
     assert mine.recv()[0] == "ok"
+    return mine, proc
+
+
+def test_a_worker_process_whose_peer_leaves_during_a_reply_ends_quietly(capfd: pytest.CaptureFixture[str]) -> None:
+    # The reply (4 MiB) cannot be sent whole before the peer closes, since the peer never
+    # reads it: the send fails with a broken pipe, and the error sent after it failed too,
+    # the process dying of a double BrokenPipeError traceback.
+    mine, proc = _served()
     big = 1 << 20
     mine.send(("run", ("double", [np.ones(big, np.float32)], [("f4", (big,))], (big // 64, 1, 1))))
     mine.close()
@@ -332,3 +338,47 @@ def test_a_worker_s_inputs_past_the_list_bound_are_refused_before_they_are_walke
     worker = vn.worker.Worker(kernels={"double": DOUBLE})
     with pytest.raises(vn.InvalidArgumentError, match=r"1000000000000 items.*Fix:"):
         worker.run("double", range(10**12), [("f4", (64,))], (1, 1, 1))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("length", [2**40, 2**64 - 1], ids=["memory", "overflow"])
+def test_a_frame_whose_length_cannot_be_received_is_answered_and_ends_the_worker(
+    capfd: pytest.CaptureFixture[str], length: int
+) -> None:
+    # Connection's 8-byte length form: recv_bytes raised MemoryError (2**40) or OverflowError
+    # (past 2**63), which the loop did not catch: the worker died with a traceback, exit 1
+    import os
+    import struct
+
+    mine, proc = _served()
+    os.write(mine.fileno(), struct.pack("!i", -1) + struct.pack("!Q", length))
+    assert mine.poll(120), "the worker process did not answer"
+    status, err = mine.recv()
+    assert status == "error" and isinstance(err, vn.InvalidArgumentError), err
+    assert "length prefix" in str(err) and "Fix:" in str(err), str(err)
+    proc.join(120)
+    assert proc.exitcode == 0
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_ctrl_c_ends_a_worker_process_quietly_with_status_130(capfd: pytest.CaptureFixture[str]) -> None:
+    # a terminal's Ctrl-C reaches the whole process group: serve died of a KeyboardInterrupt traceback, exit 1
+    import os
+    import signal
+
+    mine, proc = _served()
+    os.kill(proc.pid, signal.SIGINT)
+    proc.join(120)
+    assert proc.exitcode == vn.worker.EXIT_INTERRUPTED == 130
+    assert "Traceback" not in capfd.readouterr().err
+    mine.close()
+
+
+@pytest.mark.parametrize("how", ["copy", "deepcopy"])
+def test_a_worker_cannot_be_copied(how: str) -> None:
+    # copy.copy shared _kernels but not _runs: a compile on one left the other replaying the old kernel
+    import copy
+
+    w = vn.worker.Worker(kernels={"double": DOUBLE})
+    typed(lambda: getattr(copy, how)(w), vn.WrongTypeError, "cannot be copied", "Fix:")
+    with pytest.raises(vn.NotPicklableError):
+        pickle.dumps(w)

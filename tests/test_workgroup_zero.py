@@ -283,6 +283,14 @@ def test_workgroup_memory_named_like_an_entry_parameter_is_zeroed_too(device: vn
             assert (seen == 1).all(), seen
 
 
+def zeroing_function(src: str, entry: str) -> str:
+    """The zeroing function the rewrite adds to ``src`` for entry point ``entry``."""
+    module, parsed, used = _reflect(_prepare(src), entry, (), {})
+    zeroed = zero_workgroup_source(parsed, entry, used, module.workgroup_size)
+    assert zeroed is not None
+    return zeroed[zeroed.index("\nfn _vn_zero_workgroup") :]
+
+
 def test_only_the_workgroup_memory_the_entry_point_uses_is_zeroed() -> None:
     src = """
 var<workgroup> mine: array<u32, 64>;
@@ -290,10 +298,7 @@ var<workgroup> other: array<u32, 1000000>;
 @compute @workgroup_size(64) fn a(@builtin(local_invocation_index) i: u32) { mine[i] = mine[i] + 1u; }
 @compute @workgroup_size(64) fn b(@builtin(local_invocation_index) i: u32) { other[i] = 1u; }
 """
-    module, parsed, used = _reflect(_prepare(src), "a", (), {})
-    zeroed = zero_workgroup_source(parsed, "a", used, module.workgroup_size)
-    assert zeroed is not None
-    tail = zeroed[zeroed.index("\nfn _vn_zero_workgroup") :]
+    tail = zeroing_function(src, "a")
     assert "mine[" in tail and "other" not in tail
 
 
@@ -340,3 +345,69 @@ def test_the_opt_out_is_per_pipeline_a_same_source_compiled_after_it_is_zeroed(d
     want = np.array([4] * 16 + [1] * 16, np.uint32)
     for seen in dispatches(prog, 32, 5):
         assert (seen == want).all(), seen
+
+
+def _struct_chain(n: int, last: str) -> str:
+    """``n`` structs, each the only member `a` of the one before, the last holding ``last``."""
+    return "\n".join([f"struct Q{i} {{ a: Q{i + 1} }}" for i in range(n)] + [f"struct Q{n} {{ {last} }}"])
+
+
+def test_a_chain_of_structs_too_deep_to_write_as_one_path_is_zeroed_within_the_nesting_limit(
+    device: vn.Device,
+) -> None:
+    # 1,600 links: w.a.a...a written whole is 1,600 operators, past the nesting check's
+    # 255 levels of 6; the zeroing goes on from a pointer every _PATH_MAX accesses instead
+    src = (
+        _struct_chain(1600, "n: atomic<u32>, v: array<u32, 4>")
+        + "\nvar<workgroup> w: Q0;\n@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n"
+        "@compute @workgroup_size(1)\nfn main() { let p = &w; _ = p; o[0] = 1u; }\n"
+    )
+    device.compile(src)  # refused before ("nests deeper than 255 levels"), with no place
+
+
+CHAIN_40 = (
+    _struct_chain(40, "n: atomic<u32>, v: array<u32, 4>, s: u32")
+    + """
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+var<workgroup> w: Q0;
+@compute @workgroup_size(4)
+fn main(@builtin(local_invocation_index) i: u32, @builtin(workgroup_id) wg: vec3<u32>) {
+    let leaf = &w""" + ".a" * 40 + """;
+    atomicAdd(&(*leaf).n, 1u);
+    (*leaf).v[i] += 1u;
+    if (i == 0u) { (*leaf).s += 1u; }
+    workgroupBarrier();
+    if (i == 0u) { out[wg.x * 3u] = atomicLoad(&(*leaf).n); out[wg.x * 3u + 1u] = (*leaf).v[3]; out[wg.x * 3u + 2u] = (*leaf).s; }
+}
+"""
+)
+
+
+@pytest.mark.parametrize("workgroups", WORKGROUP_COUNTS)
+def test_atomics_and_arrays_at_the_end_of_a_chain_past_one_paths_length_start_at_zero(
+    device: vn.Device, workgroups: int
+) -> None:
+    prog = device.compile(CHAIN_40)  # 40 links: past _PATH_MAX, so through a pointer
+    for seen in dispatches(prog, 3, workgroups):
+        assert (seen == [4, 1, 1]).all(), seen
+
+
+def test_a_struct_without_atomics_or_arrays_is_zeroed_whole_however_deep() -> None:
+    # 20,000 links: the rewrite reads each struct once (it scanned the module for each,
+    # quadratic: minutes here) and zeroes the struct as `w = Q0();`, not as a path
+    src = _struct_chain(20000, "x: u32") + "\nvar<workgroup> w: Q0;\n@compute @workgroup_size(1) fn main() { let p = &w; _ = p; }\n"
+    tail = zeroing_function(src, "main")
+    assert "w = Q0();" in tail and ".a" not in tail
+
+
+def test_a_rewrite_that_does_not_compile_is_refused_at_the_workgroup_declaration(
+    device: vn.Device, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import vyre_native.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "zero_workgroup_source", lambda *args: "not wgsl")
+    src = "@group(0) @binding(0) var<storage, read_write> o: array<u32>;\nvar<workgroup> t9: u32;\n" \
+          "@compute @workgroup_size(1) fn main() { t9 = 1u; o[0] = t9; }\n"
+    with pytest.raises(vn.ShaderError, match=r"(?s)does not compile, though the module itself does.*Fix:.*zero_workgroup_memory=False") as info:
+        device.compile(src)
+    assert (info.value.line, info.value.column) == (2, 16)

@@ -34,7 +34,7 @@ from typing import Any, Self
 
 from ._native import ffi, lib
 from ._owner import SLOT_SIZE, Owner, bind
-from .errors import NotPicklableError, ReleasedError, WrongTypeError
+from .errors import NotPicklableError, ReleasedError, WrongTypeError, shown
 
 # The owner's release is a C function (vn_handle_release, which takes any live kind):
 # no Python code runs in one, so no signal or hook lands there.
@@ -96,9 +96,9 @@ class Handle:
     _made_by = "the call that creates it"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        shown = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
+        given = ", ".join([shown(a) for a in args] + [f"{k}={shown(v)}" for k, v in kwargs.items()])
         raise WrongTypeError(
-            f"vn.{self._kind}({shown[:80]}): a {self._kind} is not made by calling the class, but by "
+            f"vn.{self._kind}({given[:80]}): a {self._kind} is not made by calling the class, but by "
             f"{self._made_by}. Fix: call that."
         )
 

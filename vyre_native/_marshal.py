@@ -21,7 +21,7 @@ import operator
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 
 from ._handles import Handle
 from ._native import ffi, lib
-from .errors import InvalidArgumentError, ReleasedError, WrongTypeError
+from .errors import InvalidArgumentError, ReleasedError, WrongTypeError, shown
 
 __all__ = [
     "U32_MAX",
@@ -48,6 +48,7 @@ __all__ = [
     "to_int",
     "to_layout",
     "to_list",
+    "to_little",
     "to_named",
     "to_path",
     "to_ptr",
@@ -74,17 +75,6 @@ _INTP_MAX = int(np.iinfo(np.intp).max)
 _MAX_DIMS = 64 if int(np.__version__.split(".")[0]) >= 2 else 32
 
 
-def _shown(value: Any) -> str:
-    """``repr(value)``, cut short (a message names the value, it does not dump it). A repr
-    that raises (a list nested past the recursion limit, a class whose ``__repr__`` fails)
-    is named by its type: the refusal being written must not fail itself."""
-    try:
-        text = repr(value)
-    except Exception as err:  # noqa: BLE001 - any failing repr; KeyboardInterrupt still goes through
-        return f"<a {type(value).__name__} whose repr raised {type(err).__name__}>"
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def _numpy_bool(value: Any) -> bool:
     np = sys.modules.get("numpy")  # a numpy scalar exists only once numpy is imported
     return np is not None and isinstance(value, np.bool_)
@@ -92,7 +82,7 @@ def _numpy_bool(value: Any) -> bool:
 
 def wrong_type(what: str, value: Any, wanted: str, fix: str) -> WrongTypeError:
     """The WrongTypeError for ``what`` given ``value`` where ``wanted`` is expected."""
-    return WrongTypeError(f"{what}={_shown(value)} is a {type(value).__name__}, not {wanted}. Fix: {fix}")
+    return WrongTypeError(f"{what}={shown(value)} is a {type(value).__name__}, not {wanted}. Fix: {fix}")
 
 
 # ---- integers ---------------------------------------------------------------------------
@@ -114,12 +104,12 @@ def to_int(value: Any, what: str, lo: int, hi: int, ctype: str) -> int:
             ) from None
     if value < lo:
         raise InvalidArgumentError(
-            f"{what}={value} is {'negative' if lo == 0 else 'too small'}: it is passed to C as {ctype}, "
+            f"{what}={shown(value)} is {'negative' if lo == 0 else 'too small'}: it is passed to C as {ctype}, "
             f"which holds {lo} to {hi}. Fix: pass a value in that range."
         )
     if value > hi:
         raise InvalidArgumentError(
-            f"{what}={value} does not fit {ctype}, which holds {lo} to {hi}. Fix: pass a value in that range."
+            f"{what}={shown(value)} does not fit {ctype}, which holds {lo} to {hi}. Fix: pass a value in that range."
         )
     return int(value)
 
@@ -168,7 +158,7 @@ def to_workgroups(value: Any) -> tuple[int, int, int]:
             return x, y, z
     if not isinstance(value, (tuple, list)) or len(value) != 3:
         raise WrongTypeError(
-            f"workgroups={_shown(value)} is not three counts. Fix: pass a tuple (x, y, z) of ints, e.g. (64, 1, 1)."
+            f"workgroups={shown(value)} is not three counts. Fix: pass a tuple (x, y, z) of ints, e.g. (64, 1, 1)."
         )
     x, y, z = (to_u32(count, f"workgroups {axis}") for axis, count in zip("xyz", value))
     return x, y, z
@@ -193,7 +183,7 @@ def to_choice(value: Any, what: str, choices: Mapping[Any, int]) -> int:
         raise wrong_type(what, value, f"one of {listing}", "pass one of those.")
     code = choices.get(value)
     if code is None:
-        raise InvalidArgumentError(f"{what}={value!r} is not one of {listing}. Fix: pass one of those.")
+        raise InvalidArgumentError(f"{what}={shown(value)} is not one of {listing}. Fix: pass one of those.")
     return code
 
 
@@ -212,14 +202,15 @@ def to_timing(value: Any) -> int:
     return to_choice(value, "timing", _TIMING)
 
 
-def to_seconds(value: Any, what: str, unlimited: bool = True) -> float:
-    """A timeout in seconds for C, where a negative value means "no limit": None gives
-    that (where ``unlimited``; else None is refused), and a negative or NaN number, which
-    C would misread, is refused. A number past a double's range is for ever (inf)."""
-    fix = "pass a number of seconds >= 0."
-    if unlimited:
-        fix = "pass None (no limit) or a number of seconds >= 0."
-    if value is None and unlimited:
+def to_seconds(value: Any, what: str, most: float | None = None) -> float:
+    """A timeout in seconds for C, where a negative value means "no limit". Where ``most``
+    is None, None gives that, and a number past a double's range is for ever (inf). Where
+    ``most`` is a number, the wait has an end: None, and a number above ``most`` (inf
+    included), are refused. A negative or NaN number, which C would misread, is refused."""
+    fix = f"pass a number of seconds from 0 to {most:g}." if most is not None else (
+        "pass None (no limit) or a number of seconds >= 0."
+    )
+    if value is None and most is None:
         return -1.0
     if isinstance(value, bool) or _numpy_bool(value) or not isinstance(value, numbers.Real):
         raise wrong_type(what, value, "a number of seconds", fix)
@@ -227,8 +218,8 @@ def to_seconds(value: Any, what: str, unlimited: bool = True) -> float:
         seconds = float(value)
     except OverflowError:  # an int or Fraction past a double's range: for ever, or negative
         seconds = math.inf if value > 0 else -math.inf  # type: ignore[operator]  # a Real orders with 0
-    if not seconds >= 0:  # also refuses NaN
-        raise InvalidArgumentError(f"{what}={_shown(value)} is not a time to wait. Fix: {fix}")
+    if not seconds >= 0 or (most is not None and not seconds <= most):  # also refuses NaN
+        raise InvalidArgumentError(f"{what}={shown(value)} is not a time to wait. Fix: {fix}")
     return seconds
 
 
@@ -244,7 +235,7 @@ def _number(value: Any, what: str) -> float | int | bool:
             float(number)
         except OverflowError:
             raise InvalidArgumentError(
-                f"{what}={number} is too large for a WGSL override (a C double). Fix: pass a smaller number."
+                f"{what}={shown(number)} is too large for a WGSL override (a C double). Fix: pass a smaller number."
             ) from None
         return number
     number = float(value)
@@ -280,8 +271,8 @@ def to_constants(value: Any) -> dict[str, float | int | bool]:
 def _nul_error(what: str, value: str | bytes, at: int) -> InvalidArgumentError:
     """C reads text up to its first NUL: a NUL inside a value would silently cut it there."""
     return InvalidArgumentError(
-        f"{what}={_shown(value)} holds a NUL character at position {at}: C reads text only up to its first "
-        f"NUL, so it would see {_shown(value[:at])} and silently drop the rest. Fix: remove the NUL "
+        f"{what}={shown(value)} holds a NUL character at position {at}: C reads text only up to its first "
+        f"NUL, so it would see {shown(value[:at])} and silently drop the rest. Fix: remove the NUL "
         "(pass each name as a separate item where a list of names is taken)."
     )
 
@@ -314,7 +305,7 @@ def to_path(value: Any, what: str) -> bytes:
         path = os.fsencode(value)
     except UnicodeEncodeError as err:
         raise InvalidArgumentError(
-            f"{what}={_shown(value)} cannot be encoded for the file system ({err.reason} at position {err.start}). "
+            f"{what}={shown(value)} cannot be encoded for the file system ({err.reason} at position {err.start}). "
             "Fix: pass the path as bytes."
         ) from None
     if b"\0" in path:
@@ -328,7 +319,7 @@ def to_str_tuple(value: Any, what: str) -> tuple[str, ...]:
     one-letter names)."""
     if isinstance(value, (str, bytes, bytearray, memoryview)) or not isinstance(value, Iterable):
         wanted = "a list of names"
-        fix = f"pass a list, e.g. {what}=[{value!r}]." if isinstance(value, str) else f"pass {wanted}."
+        fix = f"pass a list, e.g. {what}=[{shown(value)}]." if isinstance(value, str) else f"pass {wanted}."
         raise wrong_type(what, value, wanted, fix)
     names = tuple(value)
     for i, name in enumerate(names):
@@ -352,12 +343,27 @@ def to_list(value: Any, what: str, wanted: str = "a list") -> Sequence[Any]:
         isinstance(value, (str, bytes, bytearray, memoryview, Handle)) or not isinstance(value, Sequence)
     ):
         raise wrong_type(what, value, wanted, f"pass {wanted}.")
-    if len(value) > MAX_LIST_ITEMS:
+    count = _length(value)
+    if count > MAX_LIST_ITEMS:
         raise InvalidArgumentError(
-            f"{what} has {len(value)} items, more than any call takes ({MAX_LIST_ITEMS}). Fix: pass at most "
+            f"{what} has {_items(count)} items, more than any call takes ({MAX_LIST_ITEMS}). Fix: pass at most "
             f"{MAX_LIST_ITEMS} items, splitting the work into several calls."
         )
     return value
+
+
+def _length(value: Sequence[Any]) -> int:
+    """``len(value)``, or ``sys.maxsize + 1`` for a Sequence whose length no ``Py_ssize_t``
+    holds (``range(2**64)``, whose len() raises OverflowError): more than any bound here."""
+    try:
+        return len(value)
+    except OverflowError:
+        return sys.maxsize + 1
+
+
+def _items(count: int) -> str:
+    """A count from ``_length``, as a message says it."""
+    return f"more than {sys.maxsize}" if count > sys.maxsize else str(count)
 
 
 def _class_names(cls: type[Handle] | tuple[type[Handle], ...]) -> str:
@@ -573,24 +579,36 @@ def new_array(dtype: Any, shape: Any, nbytes: int, what: str) -> NDArray[Any]:
     return np.empty(dims, dtype=dt)
 
 
-def to_dtype(dtype: Any, what: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
+def to_dtype(dtype: Any, what: str, made: bool = True) -> tuple[np.dtype[Any], tuple[int, ...]]:
     """A numpy dtype of plain data (fixed-size bytes: no Python objects, not empty), as
     ``(item dtype, item shape)``. A subarray dtype is its items: ``'(2,)>u4'`` is
     ``('>u4', (2,))`` (a subarray of subarrays its axes outermost first), as numpy itself makes an array of it (``numpy.empty(8, '(2,)>u4')``
     has shape (8, 2) and dtype >u4), so every path (a read, a Worker's output, its byte
     order swap) handles an array of plain items, never a subarray dtype, which numpy's
     ``astype`` would broadcast into a repeated extra axis. Any other dtype (structured
-    ones and ``datetime64`` included) is its item with shape ``()``."""
+    ones and ``datetime64`` included) is its item with shape ``()``.
+
+    ``made``: an array is made over GPU bytes in it (a read, a Worker's output), so a
+    dtype with a Unicode (``'U'``) part is refused: numpy trusts its words to be code
+    points, and an element of any other word raises SystemError when it is read."""
     try:
         dt: np.dtype[Any] = np.dtype(dtype)
-    except TypeError as err:
+    except Exception as err:  # noqa: BLE001 - numpy's parse of a malformed dtype raises TypeError, ValueError,
+        # SyntaxError ('(2,'), RecursionError (a list nested past the limit) and more: none is a dtype
         raise WrongTypeError(
-            f"{what}: dtype={_shown(dtype)} is not a numpy dtype ({err}). Fix: pass e.g. numpy.float32 or 'u4'."
+            f"{what}: dtype={shown(dtype)} is not a numpy dtype ({type(err).__name__}: {str(err)[:200]}). "
+            "Fix: pass e.g. numpy.float32 or 'u4', or a dtype numpy.dtype() accepts."
         ) from None
     if dt.hasobject or dt.itemsize == 0:
         raise WrongTypeError(
             f"{what}: dtype {dt} holds {'Python objects' if dt.hasobject else 'nothing'}, not data. "
             "Fix: pass a numeric or plain structured dtype, e.g. numpy.float32."
+        )
+    if made and any(leaf.kind == "U" for leaf in _leaves(dt)):
+        raise WrongTypeError(
+            f"{what}: {shown(dt)} holds Unicode text ('U'), whose 4-byte words numpy trusts to be code "
+            "points: GPU words that are not would make elements that raise SystemError when read. Fix: read "
+            "them as uint32 ('<u4') and decode, e.g. ''.join(map(chr, words)), or as 'S' bytes."
         )
     # A subarray of subarrays is one level at a time: ('(2,)u4', (3,)) is u4 with axes (3, 2).
     inner: tuple[int, ...] = ()
@@ -600,10 +618,81 @@ def to_dtype(dtype: Any, what: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
     return dt, inner
 
 
+def _leaves(dt: np.dtype[Any]) -> Iterator[np.dtype[Any]]:
+    """The plain parts of ``dt``: its fields' fields (a subarray's item's), down to those
+    that are not structured."""
+    base = dt.base
+    if base.names is None:
+        yield base
+        return
+    for name in base.names:
+        yield from _leaves(base.fields[name][0])  # type: ignore[index]  # a structured dtype has fields
+
+
+def to_little(dt: np.dtype[Any], what: str) -> np.dtype[Any]:
+    """``dt`` in WGSL's byte order (little-endian), for ``astype`` to convert the values to
+    or from. ``astype`` converts a structured dtype field by field, so where two fields
+    share bytes one's swap overwrites the other's: such a dtype is refused unless it is
+    little-endian already (then nothing is converted)."""
+    little = dt.newbyteorder("<")
+    if little != dt and _overlaps(dt):
+        raise WrongTypeError(
+            f"{what}: {shown(dt)} is not little-endian and has fields that share bytes: converting it "
+            "to WGSL's byte order field by field would mix their bytes. Fix: pass it little-endian "
+            "(dtype.newbyteorder('<')) and swap the values yourself, or use fields that do not overlap."
+        )
+    return little
+
+
+def _overlaps(dt: np.dtype[Any]) -> bool:
+    """Whether two fields of ``dt``, or of a structure inside it, share a byte (a field
+    that is a structure, or a subarray of one, spans all its bytes: its items never
+    overlap each other, and its own fields are checked inside it)."""
+    base = dt.base
+    if base.names is None:
+        return False
+    parts = []
+    for name in base.names:
+        field, offset = base.fields[name][:2]  # type: ignore[index]  # a structured dtype has fields
+        if _overlaps(field):
+            return True
+        parts.append((offset, offset + field.itemsize))
+    end = 0
+    for start, stop in sorted(parts):
+        if start < end and stop > start:
+            return True
+        end = max(end, stop)
+    return False
+
+
 def to_dims(shape: Any, what: str) -> tuple[int, ...]:
-    """The dimensions of a numpy shape: an int, or an iterable of ints, each >= 0."""
-    seq = (shape,) if not isinstance(shape, Iterable) else tuple(shape)
-    return tuple(to_int(d, f"{what} shape[{i}]", 0, I64_MAX, "a non-negative size") for i, d in enumerate(seq))
+    """The dimensions of a numpy shape, as numpy takes one: an int (a numpy integer, a 0-d
+    integer array), or a sequence of at most ``_MAX_DIMS`` ints (a tuple, a list, a 1-d
+    array, a range), each >= 0. Its length is checked before it is walked; an iterator
+    (which has none: ``itertools.count()`` never ends), text, bytes and a mapping are
+    not shapes."""
+    if type(shape) is not tuple and type(shape) is not list:
+        if isinstance(shape, np.ndarray) and shape.ndim == 1:
+            pass
+        elif isinstance(shape, Sequence) and not isinstance(shape, (str, bytes, bytearray, memoryview)):
+            pass
+        elif hasattr(type(shape), "__index__") and not (isinstance(shape, np.ndarray) and shape.ndim):
+            shape = (shape,)  # an int; to_int takes it, or refuses it (a bool, a 0-d float array)
+        else:
+            raise wrong_type(
+                f"{what} shape", shape, "a shape", "pass an int or a tuple of ints, e.g. 64 or (8, 8)."
+            )
+    count = _length(shape)
+    if count > _MAX_DIMS:
+        raise _too_many_dims(what, shape, _items(count))
+    return tuple(to_int(d, f"{what} shape[{i}]", 0, I64_MAX, "a non-negative size") for i, d in enumerate(shape))
+
+
+def _too_many_dims(what: str, shape: Any, count: object) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        f"{what}: shape {shown(shape)} has {count} dimensions, above the {_MAX_DIMS} a numpy array can have. "
+        "Fix: pass a shape of fewer dimensions."
+    )
 
 
 def to_array(dtype: Any, shape: Any, what: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
@@ -618,7 +707,7 @@ def to_layout(dtype: Any, shape: Any, nbytes: int, what: str) -> tuple[np.dtype[
     ``nbytes``; ``shape=None`` is 1-D."""
     if dtype is None:
         raise WrongTypeError(
-            f"{what}: shape={_shown(shape)} was given without a dtype. Fix: pass dtype too, e.g. dtype=numpy.float32."
+            f"{what}: shape={shown(shape)} was given without a dtype. Fix: pass dtype too, e.g. dtype=numpy.float32."
         )
     dt, inner = to_dtype(dtype, what)
     item = dt.itemsize * math.prod(inner)  # one item of the dtype as given
@@ -646,10 +735,7 @@ def _numpy_shape(dt: np.dtype[Any], dims: tuple[int, ...], what: str) -> tuple[i
     at most ``_MAX_DIMS`` dimensions, and the non-zero ones times the item size within
     an ``intp``."""
     if len(dims) > _MAX_DIMS:
-        raise InvalidArgumentError(
-            f"{what}: shape {_shown(dims)} has {len(dims)} dimensions, above the {_MAX_DIMS} a numpy array can have. "
-            "Fix: pass a shape of fewer dimensions."
-        )
+        raise _too_many_dims(what, dims, len(dims))
     extent = dt.itemsize * math.prod(d for d in dims if d)
     if extent > _INTP_MAX:
         raise InvalidArgumentError(

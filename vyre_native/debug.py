@@ -15,6 +15,9 @@ from .device import Device as _Device
 
 __all__ = ["fill_wgsl", "live_objects", "queued_write_bytes"]
 
+#: the most seconds ``live_objects`` waits: a test's wait, not a timeout for ever
+_MAX_WAIT = 3600.0
+
 _FIELDS = tuple(name for name, _ in _ffi.typeof("vn_live_counts").fields)
 
 
@@ -27,10 +30,11 @@ def live_objects(wait: float = 10.0) -> dict[str, int]:
     zero-copy reads (``copy=False``) whose arrays are still alive. All return to their earlier values when what made them is released.
     A device released while its work still ran is freed once that work finishes
     (releases never wait for the GPU); this call waits up to ``wait`` seconds for such
-    work first, so that a leak test sees the device go.
+    work first, so that a leak test sees the device go. ``wait`` is a number of seconds
+    from 0 to 3600 (an hour); None, no limit elsewhere, is refused here.
     """
     # None, "no limit" elsewhere, is refused: a device lost for good is never freed.
-    seconds = _to_seconds(wait, "live_objects wait", unlimited=False)
+    seconds = _to_seconds(wait, "live_objects wait", most=_MAX_WAIT)
     counts = _introspect(_lib.VN_INTROSPECT_LIVE_COUNTS, wait_s=seconds).live
     return {name: int(getattr(counts, name)) for name in _FIELDS}
 

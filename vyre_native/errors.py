@@ -12,6 +12,9 @@ Classes that have an obvious built-in counterpart also derive from it, so caller
 can catch what a Python user expects: an output index out of range is an
 ``IndexError``, a bad value a ``ValueError``, a wrong type a ``TypeError``, a
 timeout a ``TimeoutError``, an allocation failure a ``MemoryError``.
+
+``shown(value)`` is how every message shows a value a caller gave: the one place, so that
+no refusal can fail while it is being written.
 """
 
 from __future__ import annotations
@@ -161,6 +164,26 @@ class NotPicklableError(VyreError, pickle.PicklingError):
     pickling in its own message, but lets this one reach the caller as it is."""
 
     code = lib.VN_ERROR_NOT_PICKLABLE
+
+
+#: an int of more bits than this is shown by its size: its digits would fill the message
+#: (and past 4300 digits ``repr`` raises ValueError, sys.get_int_max_str_digits)
+_SHOWN_INT_BITS = 256
+
+
+def shown(value: object) -> str:
+    """``repr(value)``, cut short (a message names the value, it does not dump it); an int
+    past ``_SHOWN_INT_BITS`` bits as its bit length ("an int of 16610 bits"), never
+    converted to digits. A repr that raises (a list nested past the recursion limit, a
+    class whose ``__repr__`` fails) is named by its type: the refusal being written must
+    not fail itself."""
+    if isinstance(value, int) and value.bit_length() > _SHOWN_INT_BITS:
+        return f"<{'a negative' if value < 0 else 'an'} int of {value.bit_length()} bits>"
+    try:
+        text = repr(value)
+    except Exception as err:  # noqa: BLE001 - any failing repr; KeyboardInterrupt still goes through
+        return f"<a {type(value).__name__} whose repr raised {type(err).__name__}>"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # Each class's own ``code`` is its one entry: the table is the classes defined above.

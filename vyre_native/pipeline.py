@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._handles import Handle, new_slot, owned
@@ -89,21 +89,26 @@ def _compile_wgsl(dev_ptr: Any, source: bytes, checks: int = _CHECKS_ALL) -> _Sh
     return _ShaderSlot(own, out)
 
 
-def _compile_zeroed(dev_ptr: Any, source: bytes, zeroed: str, entry_point: str, checks: int) -> _ShaderSlot:
+def _compile_zeroed(
+    dev_ptr: Any, source: bytes, zeroed: str, entry_point: str, checks: int, reparse: Callable[[], Any]
+) -> _ShaderSlot:
     """The zero-initialising rewrite of ``source`` compiled. Should it not compile, the
     user's own text is compiled to report its error at its own line and column; only if
-    that compiles is the failure the rewrite's own."""
+    that compiles is the failure the rewrite's own, placed at the first var<workgroup>
+    the entry point uses (``reparse()``: reflect's parse of the module and what it uses)."""
     try:
         return _compile_wgsl(dev_ptr, zeroed.encode(), checks)
     except ShaderError as err:
         _compile_wgsl(dev_ptr, source).release()  # raises the user's error, if it has one
-        raise ShaderError(
+        parsed, used = reparse()
+        var = next(v for v in parsed.vars if v.space == "workgroup" and v.name in used)
+        raise var.src.error(
+            var.at,
             f"vyre_native's zero-initialisation of the var<workgroup> memory of entry point"
             f" `{entry_point}` made WGSL that does not compile, though the module itself"
-            f" does: {str(err).partition(' Fix:')[0]} Fix: report this with the module;"
-            " meanwhile initialise that memory in the kernel and pass"
+            f" does (the rewritten text's error: {str(err).partition(' Fix:')[0]})",
+            "report this with the module; meanwhile initialise that memory in the kernel and pass"
             " compile(..., zero_workgroup_memory=False).",
-            err.code,
         ) from None
 
 
@@ -238,7 +243,10 @@ class Pipeline(Handle):
         if zeroed is None:
             shader_slot = _compile_wgsl(dev_ptr, source, checks)
         else:
-            shader_slot = _compile_zeroed(dev_ptr, source, zeroed, entry_point, checks)
+            shader_slot = _compile_zeroed(
+                dev_ptr, source, zeroed, entry_point, checks,
+                lambda: _reflect(_prepare(wgsl), entry_point, names_kept, values)[1:],
+            )
         shader_out = shader_slot.out
         shader = shader_out[0]  # the slot's owner holds it (released with it, or by the finally below)
 

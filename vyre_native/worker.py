@@ -26,16 +26,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._marshal import _shown, new_array, to_array, to_dtype, to_list, to_workgroups, wrong_type
+from ._marshal import new_array, to_array, to_dtype, to_list, to_little, to_workgroups, wrong_type
 from ._turn import Turn
 from .buffer import Buffer
 from .device import Device
-from .errors import InternalError, InvalidArgumentError, VyreError, WrongTypeError
+from .errors import InternalError, InvalidArgumentError, VyreError, WrongTypeError, shown
 from .pipeline import Pipeline
 from .replay import Recording
 
 #: recordings (with their buffers) a worker keeps, least recently used dropped first
 MAX_RECORDINGS = 32
+
+#: serve's exit status after Ctrl-C (SIGINT): 128 + 2, as a shell reports it
+EXIT_INTERRUPTED = 130
 
 _OutputSpec = tuple[Any, Sequence[int]]
 
@@ -59,19 +62,21 @@ def _input(value: Any, what: str) -> NDArray[Any]:
         a = np.ascontiguousarray(value)
     except (TypeError, ValueError) as err:
         raise wrong_type(what, value, f"an array ({err})", "pass a numpy array, or what numpy.asarray takes.") from None
-    little = to_dtype(a.dtype, what)[0].newbyteorder("<")  # an array's dtype is never a subarray
+    little = to_little(to_dtype(a.dtype, what, made=False)[0], what)  # an array's dtype is never a subarray
     return a if little == a.dtype else a.astype(little)
 
 
-def _output(spec: Any, what: str) -> tuple[np.dtype[Any], tuple[int, ...]]:
-    """An output's ``(dtype, shape)``: a dtype of plain items and the array's whole shape (a
-    subarray dtype's item shape appended: ``('(2,)>u4', (8,))`` is ``('>u4', (8, 2))``)."""
+def _output(spec: Any, what: str) -> tuple[np.dtype[Any], np.dtype[Any], tuple[int, ...]]:
+    """An output's ``(dtype, little, shape)``: a dtype of plain items, it in WGSL's byte
+    order, and the array's whole shape (a subarray dtype's item shape appended:
+    ``('(2,)>u4', (8,))`` is ``('>u4', (8, 2))``)."""
     pair = to_list(spec, what, "a (dtype, shape) pair")
     if len(pair) != 2:
         raise WrongTypeError(
-            f"{what}={_shown(spec)} has {len(pair)} items, not two (dtype, shape). Fix: pass e.g. ('f4', (1024,))."
+            f"{what}={shown(spec)} has {len(pair)} items, not two (dtype, shape). Fix: pass e.g. ('f4', (1024,))."
         )
-    return to_array(pair[0], pair[1], what)
+    dt, shape = to_array(pair[0], pair[1], what)
+    return dt, to_little(dt, what), shape
 
 
 class Worker:
@@ -142,7 +147,7 @@ class Worker:
         key = (
             name,
             tuple((a.dtype.str, a.shape) for a in arrays),
-            tuple((d.str, s) for d, s in specs),
+            tuple((d.str, s) for d, _, s in specs),
             groups,
         )
         with self._turn("Worker.run()"):
@@ -154,7 +159,7 @@ class Worker:
                         "Worker(kernels={name: wgsl}) or call compile(name, wgsl) first."
                     )
                 ins = [self.device.alloc(max(a.nbytes, 4)) for a in arrays]
-                outs = [self.device.alloc(max(d.itemsize * math.prod(s), 4)) for d, s in specs]
+                outs = [self.device.alloc(max(d.itemsize * math.prod(s), 4)) for d, _, s in specs]
                 entry = (self._kernels[name].record(inputs=ins, outputs=outs, workgroups=groups), ins, outs)
                 self._runs[key] = entry
                 while len(self._runs) > MAX_RECORDINGS:
@@ -164,15 +169,25 @@ class Worker:
             for buf, a in zip(ins, arrays, strict=True):
                 buf.write(a)
             rec.replay(repeat)
-            return [_read(buf, d, s) for buf, (d, s) in zip(outs, specs, strict=True)]
+            return [_read(buf, *spec) for buf, spec in zip(outs, specs, strict=True)]
+
+    def __copy__(self) -> Worker:
+        raise WrongTypeError(
+            "a vn.worker.Worker cannot be copied: it owns a Device, its kernels and their recordings, and a copy "
+            "would share some of them and not others (a kernel compiled on one would leave the other replaying "
+            "the old one). Fix: share the same Worker (pass it by reference), or create a new Worker."
+        )
+
+    def __deepcopy__(self, memo: Any) -> Worker:
+        return self.__copy__()  # one rule for copies; pickling is refused by the Device it holds
 
 
-def _read(buf: Buffer, dtype: np.dtype[Any], shape: tuple[int, ...]) -> NDArray[Any]:
-    """The output of ``dtype`` and ``shape`` at the start of ``buf`` (little-endian there)."""
+def _read(buf: Buffer, dtype: np.dtype[Any], little: np.dtype[Any], shape: tuple[int, ...]) -> NDArray[Any]:
+    """The output of ``dtype`` and ``shape`` at the start of ``buf``, where it is ``little``
+    (``dtype`` in WGSL's byte order)."""
     nbytes = dtype.itemsize * math.prod(shape)  # Python ints: numpy's product wraps at 2**63
     if nbytes == 0:  # nothing to read back: a view is at least one byte
         return new_array(dtype, shape, 0, "Worker.run")
-    little = dtype.newbyteorder("<")
     arr = buf.view(0, nbytes).read(little, shape)
     return arr if little == dtype else arr.astype(dtype)
 
@@ -212,12 +227,31 @@ def serve(
     not fit the method, a message of another shape, bytes that are not a pickle, and a
     result that does not pickle (``WrongTypeError``); an error a call raised is sent as
     it is when it is vyre_native's and pickles, else as an ``InternalError`` naming it.
-    A peer gone (closed, or left during a reply) ends the loop quietly.
+    A peer gone (closed, or left during a reply) ends the loop quietly. A frame whose
+    length prefix cannot be received (Connection's 8-byte form asking for 2**40 bytes or
+    more: a MemoryError, or an OverflowError past 2**63) is answered with an
+    ``InvalidArgumentError`` where the peer still reads, and ends the loop (returns): the
+    rest of that frame is still in the pipe, so no later byte can be told from it.
+
+    Ctrl-C (SIGINT, which a terminal sends its whole foreground process group, this
+    worker included) ends serving quietly, with no traceback, by ``SystemExit(130)``
+    (128 + SIGINT, as a shell reports a command Ctrl-C stopped): a ``multiprocessing``
+    parent sees ``Process.exitcode == 130``, and the call in flight, if any, is not
+    answered.
 
     What it trusts: messages are pickles, and unpickling runs code the sender chose, so
     only the process that made the pipe (the parent) may hold its other end; never hand
     that end to a process you would not let run code here (see docs/guide/scaling.md).
     """
+    try:
+        _serve(connection, kernels, adapter, backend)
+    except KeyboardInterrupt:
+        raise SystemExit(EXIT_INTERRUPTED) from None
+
+
+def _serve(
+    connection: Any, kernels: Mapping[str, str] | None, adapter: int | str | None, backend: str | None
+) -> None:
     try:
         worker = Worker(kernels, adapter, backend)
     except Exception as err:  # noqa: BLE001 - sent to the parent, which raises it
@@ -229,6 +263,13 @@ def serve(
         try:
             data = connection.recv_bytes()
         except _GONE:
+            return
+        except (MemoryError, OverflowError) as err:  # a length prefix this process cannot hold
+            _answer(connection, "error", InvalidArgumentError(
+                f"serve: a message could not be received: its length prefix asks for more bytes than this process "
+                f"can hold ({type(err).__name__}), so the rest of it cannot be told from what follows, and the "
+                "worker ends. Fix: send messages with Connection.send, each of a size this host's memory holds."
+            ))
             return
         try:
             message = ForkingPickler.loads(data)
@@ -254,14 +295,14 @@ def _carry_out(worker: Worker, message: Any) -> tuple[str, Any]:
     try:
         if not isinstance(message, tuple) or len(message) != 2 or not isinstance(message[0], str):
             raise WrongTypeError(
-                f"serve: the message {_shown(message)} is not a (method name, args) pair. Fix: send e.g. "
+                f"serve: the message {shown(message)} is not a (method name, args) pair. Fix: send e.g. "
                 '("run", (name, inputs, outputs, workgroups)), or None to end the worker.'
             )
         method, args = message
         fn = _SERVED.get(method)
         if fn is None:
             raise InvalidArgumentError(
-                f"serve: no method {_shown(method)} (served: {', '.join(sorted(_SERVED))}); nothing else of the "
+                f"serve: no method {shown(method)} (served: {', '.join(sorted(_SERVED))}); nothing else of the "
                 "Worker is reachable from a message. Fix: send one of those names."
             )
         if not isinstance(args, (tuple, list)):

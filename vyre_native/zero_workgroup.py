@@ -12,9 +12,12 @@ So vyre_native adds the zeroing to the module before wgpu-native compiles it:
 - a module-scope ``fn`` (a name the module does not use) takes the entry point's
   ``local_invocation_index`` and zeroes each ``var<workgroup>`` the entry point uses
   (``reflect``'s by-name test: never an unused one, which WGSL does not count either):
-  arrays strided over the workgroup, each element by one invocation; struct members one
-  by one; atomics with ``atomicStore``; any other value by invocation 0 as ``T()``;
-  then ``workgroupBarrier()``, so every invocation sees the zeros;
+  arrays strided over the workgroup, each element by one invocation; a struct that holds
+  an array member by member (so that its arrays are strided); atomics with
+  ``atomicStore``; any other value (a struct too) by invocation 0 as ``T()``; then
+  ``workgroupBarrier()``, so every invocation sees the zeros. A path down nested
+  structs goes on from a pointer (``let p = &...;``) every ``_PATH_MAX`` accesses, so
+  no chain of structs makes the zeroing nest past the nesting check;
 - the entry point calls it first thing, passing its own ``local_invocation_index``
   (a parameter, or a member of a struct parameter), or one added as a new parameter.
 
@@ -42,6 +45,10 @@ _INDEX = "local_invocation_index"
 #: the largest count whose strided loop stays within u32; past it the pipeline is past
 #: any device's max_compute_workgroup_storage_size (a u32 of bytes) and is refused
 _U32_MAX = 0xFFFFFFFF
+#: the member and index accesses one path of the zeroing code holds before it goes on
+#: from a pointer: a path down a chain of nested structs written whole passes
+#: VN_WGSL_MAX_NESTING_DEPTH (6 operators a level) at about 1,500 links
+_PATH_MAX = 32
 
 
 class _Names:
@@ -68,6 +75,7 @@ class _Rewrite:
         self.invocations = prod(workgroup_size)
         self.texts = self.src.texts
         self._members: dict[str, list[tuple[str, _Type, dict[str, _Attr]]]] = {}
+        self._facts: dict[str, tuple[bool, bool]] = {}
 
     # -- text
 
@@ -87,11 +95,11 @@ class _Rewrite:
     # -- types
 
     def members(self, struct: str) -> list[tuple[str, _Type, dict[str, _Attr]]]:
-        """A struct's members as (name, type, attributes); reflect keeps no names."""
+        """A struct's members as (name, type, attributes); reflect keeps no names. Its body
+        is found from where reflect saw its name declared, so each struct costs its own
+        tokens only (a scan of the module for each was quadratic in a chain of structs)."""
         if struct not in self._members:
-            texts = self.texts
-            at = next(i for i in range(len(texts) - 1) if texts[i] == "struct" and texts[i + 1] == struct)
-            body = _Parser(self.src, *_Parser(self.src, at + 2).skip("{"))
+            body = _Parser(self.src, *_Parser(self.src, self.module.declared[struct] + 1).skip("{"))
             found: list[tuple[str, _Type, dict[str, _Attr]]] = []
             while body.more():
                 attrs = body.attrs()
@@ -106,36 +114,69 @@ class _Rewrite:
     def count(self, t: _Type) -> int:
         return self.module.eval_int(t.args[1], t, f"the element count of {t}")
 
-    def has_atomic(self, t: _Type) -> bool:
-        """Whether ``t`` holds an atomic (then it has no zero-value constructor). An
-        explicit stack: a chain of thousands of nested structs raises no RecursionError."""
-        pending = [t]
-        seen: set[str] = set()
+    def element(self, t: _Type) -> _Type:
+        """``t`` past its aliases and arrays: the type of its innermost elements."""
+        u = self.module._unalias(t)
+        while u.name == "array" and u.args:
+            u = self.module._unalias(self.module.type_of(u.args[0], u))
+        return u
+
+    def facts(self, struct: str) -> tuple[bool, bool]:
+        """Whether a struct holds an atomic (at any depth, arrays included), and whether it
+        holds an array through its members and theirs. Worked out once for each struct
+        (an explicit stack: a chain of thousands of nested structs raises no
+        RecursionError, and costs each struct its own members only)."""
+        known, structs = self._facts, self.module.structs
+        path: set[str] = set()  # the structs being worked out, each inside the one before
+        pending = [(struct, False)]  # (struct, whether its members are known)
         while pending:
-            u = self.module._unalias(pending.pop())
-            if u.name == "atomic":
-                return True
-            if u.name == "array" and u.args:
-                pending.append(self.module.type_of(u.args[0], u))
-            elif u.name in self.module.structs and u.name not in seen:
-                seen.add(u.name)
-                pending += [m.type for m in self.module.structs[u.name]]
-        return False
+            s, inner_known = pending.pop()
+            if inner_known:
+                path.discard(s)
+                atomic = array = False
+                for m in structs[s]:
+                    u = self.element(m.type)
+                    array |= u is not self.module._unalias(m.type)
+                    inner = known.get(u.name, (u.name == "atomic", False))  # (False, False) in a cycle
+                    atomic |= inner[0]
+                    array |= inner[1]
+                known[s] = (atomic, array)
+            elif s not in known and s not in path:  # in the path: a cycle, which reflect refuses
+                path.add(s)
+                pending.append((s, True))
+                pending += [(u.name, False) for m in structs[s] if (u := self.element(m.type)).name in structs]
+        return known[struct]
+
+    def has_atomic(self, t: _Type) -> bool:
+        """Whether ``t`` holds an atomic (then it has no zero-value constructor)."""
+        u = self.element(t)
+        return u.name == "atomic" or (u.name in self.module.structs and self.facts(u.name)[0])
+
+    def reach(self, expr: str, depth: int, out: list[str], fresh: _Names) -> tuple[str, int]:
+        """``expr``, ``depth`` member or index accesses long, as a base to access further:
+        itself, or past _PATH_MAX accesses a pointer to it taken by a `let` added to
+        ``out`` (then 1 access long), so that no path the zeroing writes nests past the
+        nesting check (each `.` and `[` is an operator to it and to naga)."""
+        if depth < _PATH_MAX:
+            return expr, depth
+        p = fresh("_vn_p")
+        out.append(f"let {p} = &{expr};")
+        return f"(*{p})", 1
 
     # -- code
 
-    def zero_value(self, expr: str, t: _Type, text: str, fresh: _Names) -> list[str]:
-        """Statements by which one invocation zeroes ``expr``, of type ``t`` written
-        ``text``: ``T()`` when ``t`` has a constructor, else member by member, element by
-        element, ``atomicStore`` for each atomic."""
+    def zero_value(self, expr: str, depth: int, t: _Type, text: str, fresh: _Names) -> list[str]:
+        """Statements by which one invocation zeroes ``expr`` (``depth`` accesses long),
+        of type ``t`` written ``text``: ``T()`` when ``t`` has a constructor, else member
+        by member, element by element, ``atomicStore`` for each atomic."""
         out: list[str] = []
-        pending: list[tuple[str, _Type, str] | str] = [(expr, t, text)]
+        pending: list[tuple[str, int, _Type, str] | str] = [(expr, depth, t, text)]
         while pending:
             item = pending.pop()
             if isinstance(item, str):  # a loop's closing brace
                 out.append(item)
                 continue
-            expr, t, text = item
+            expr, depth, t, text = item
             if not self.has_atomic(t):
                 out.append(f"{expr} = {text}();")
                 continue
@@ -143,42 +184,49 @@ class _Rewrite:
             if u.name == "atomic":
                 self.need("atomicStore")
                 out.append(f"atomicStore(&{expr}, 0);")
-            elif u.name == "array":
+                continue
+            base, depth = self.reach(expr, depth, out, fresh)
+            if u.name == "array":
                 j, n = fresh("_vn_j"), self.count(u)
                 out.append(f"for (var {j} = 0u; {j} < {n}u; {j}++) {{")
                 pending.append("}")
-                pending.append((f"{expr}[{j}]", self.module.type_of(u.args[0], u), self.arg_text(u.args[0])))
+                elem = self.module.type_of(u.args[0], u)
+                pending.append((f"{base}[{j}]", depth + 1, elem, self.arg_text(u.args[0])))
             else:  # a struct
                 pending += [
-                    (f"{expr}.{name}", mt, self.type_text(mt))
+                    (f"{base}.{name}", depth + 1, mt, self.type_text(mt))
                     for name, mt, _ in reversed(self.members(u.name))
                 ]
         return out
 
     def body(self, lid: str, fresh: _Names) -> list[str] | None:
         """The zeroing function's statements, or None when there is nothing to zero or
-        a count is too large for any device (its pipeline is refused for that)."""
+        a count is too large for any device (its pipeline is refused for that). A struct
+        that holds an array is zeroed member by member, so that its arrays are strided;
+        any other is zeroed whole."""
+        pointers: list[str] = []  # the `let`s by which long paths go on (see reach)
         first: list[str] = []  # what invocation 0 zeroes
         strided: list[str] = []
         wg = self.invocations
         pending = [
-            (v.name, v.type)
+            (v.name, 0, v.type)
             for v in reversed(self.module.vars)
             if v.space == "workgroup" and v.name in self.used and v.type is not None
         ]
         if not pending:
             return None
         while pending:
-            expr, t = pending.pop()
+            expr, depth, t = pending.pop()
             u = self.module._unalias(t)
             if u.name == "array" and len(u.args) == 2:
                 n = self.count(u)
                 if n + wg > _U32_MAX:
                     return None
                 i = fresh("_vn_i")
+                base, depth = self.reach(expr, depth, pointers, fresh)
                 elem = " ".join(
                     self.zero_value(
-                        f"{expr}[{i}]", self.module.type_of(u.args[0], u), self.arg_text(u.args[0]), fresh
+                        f"{base}[{i}]", depth + 1, self.module.type_of(u.args[0], u), self.arg_text(u.args[0]), fresh
                     )
                 )
                 if n <= wg:
@@ -191,13 +239,14 @@ class _Rewrite:
                         f"for (var {k} = 0u; {k} < {-(-n // wg)}u; {k}++) {{"
                         f" let {i} = {lid} + {k} * {wg}u; {guard}{{ {elem} }} }}"
                     )
-            elif u.name in self.module.structs:
-                pending += [(f"{expr}.{name}", mt) for name, mt, _ in reversed(self.members(u.name))]
+            elif u.name in self.module.structs and self.facts(u.name)[1]:
+                base, depth = self.reach(expr, depth, pointers, fresh)
+                pending += [(f"{base}.{name}", depth + 1, mt) for name, mt, _ in reversed(self.members(u.name))]
             else:
-                first += self.zero_value(expr, t, self.type_text(t), fresh)
+                first += self.zero_value(expr, depth, t, self.type_text(t), fresh)
         self.need("workgroupBarrier")
         out = [f"if ({lid} == 0u) {{ {' '.join(first)} }}"] if first else []
-        return [*out, *strided, "workgroupBarrier();"]
+        return [*pointers, *out, *strided, "workgroupBarrier();"]
 
     def need(self, name: str) -> None:
         at = self.module.declared.get(name)

@@ -30,6 +30,15 @@ T = TypeVar("T")
 _Key = tuple[str, str, bool]
 
 
+#: the values each scalar type of an override holds (bool takes any)
+_RANGES: dict[str, tuple[float, float]] = {
+    "u32": (0, 0xFFFFFFFF),
+    "i32": (-(2**31), 2**31 - 1),
+    "f32": (-3.4028234663852886e38, 3.4028234663852886e38),
+    "f16": (-65504.0, 65504.0),
+}
+
+
 class _Unresolved(Exception):
     """An override with no value in ``constants`` and no default was needed; callers turn
     this into a ShaderError that names what needed it."""
@@ -272,8 +281,25 @@ class _Constants(_Declarations):
                     "it is about the constants argument",
                     "keep one of them.",
                 )
+            self._check_range(name, value)
             self.values[name], self.value_keys[name] = value, key
         return {self.webgpu_key(name): value for name, value in self.values.items()}
+
+    def _check_range(self, name: str, value: float | int | bool) -> None:
+        """Refuse a value outside override ``name``'s type (wgpu-native refuses it at
+        pipeline creation, "Source f64 value doesn't fit", naming neither)."""
+        decl = self.overrides[name]
+        kind = self.scalar_type(decl, name)
+        bounds = _RANGES.get(kind)
+        if bounds is None or isinstance(value, bool) or bounds[0] <= value <= bounds[1]:
+            return
+        low, high = bounds
+        spans = f"{low:.9g} to {high:.9g}" if kind in ("f32", "f16") else f"{low} to {high}"
+        raise _error(
+            decl,
+            f"constants gives override `{name}` the value {value!r}, outside its type {kind} ({spans})",
+            f"pass a value in {kind}'s range for `{name}`, or declare it of a wider type.",
+        )
 
     def scalar_type(self, decl: _Decl, name: str) -> str:
         """An override's type: declared, else that of the first literal, conversion or

@@ -121,7 +121,7 @@ _COMMENT_RE = re.compile(r"//[^\n]*|/\*")
 _DEPTH_STEPS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 #: characters of a long source line shown around the column (csrc/diagnostics.c's
 #: SHOWN_LINE_MAX, there in bytes)
-_SHOWN_LINE_MAX = 160
+_SHOWN_LINE_MAX = 600
 
 
 def _kind(text: str) -> str:
