@@ -1,5 +1,5 @@
 /* buffer.c - GPU buffers: creation with initial data, views, release (reads are
- * readback.c's, writes and copies transfer.c's). */
+ * buffer_read.c's, writes buffer_write.c's, copies buffer_copy.c's). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

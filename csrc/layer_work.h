@@ -3,8 +3,8 @@
  * (timing.c), readback (readback.c; its staging ring, staging.c; the reads of buffers
  * and views, buffer_read.c), submissions (submission.c), pre-recorded dispatches
  * (record.c), recordings (recording.c), sequences (sequence.c), batches of them
- * (batch.c), submitting those whole or in parts (submit.c), writes and copies
- * (transfer.c). */
+ * (batch.c), submitting those whole or in parts (submit.c), writes and copies (transfer.c,
+ * the byte merge and shift kernels; buffer_write.c; buffer_copy.c). */
 #ifndef VN_LAYER_WORK_H
 #define VN_LAYER_WORK_H
 
@@ -163,10 +163,64 @@ static inline bool vn_clear_outside(const vn_clear *clear, const vn_timing *timi
 void vn_clear_encode_outside(const vn_clear *clear, WGPUCommandEncoder encoder);
 void vn_clear_fill_in_pass(const vn_clear *clear, WGPUComputePassEncoder pass, vn_pass_state *state);
 
+/* ---- writes and copies (transfer.c, buffer_write.c, buffer_copy.c) -------------- */
+
+/* The device's transfer kernels (transfer.c): the byte merge and the shifted copy. */
+struct vn_transfer {
+    WGPUShaderModule module;
+    WGPUBindGroupLayout layout;
+    WGPUComputePipeline pipeline;
+    WGPUShaderModule shift_module;
+    WGPUBindGroupLayout shift_layout;
+    WGPUComputePipeline shift_pipeline;
+    uint32_t max_groups;
+    uint64_t chunk_bytes;
+};
+
+/* One merge: B = the destination's words [dst_at, dst_at + b_bytes), of which bytes
+ * [lo, hi) (counted from dst_at) take A's bytes from a_lo on. */
+typedef struct vn_chunk {
+    WGPUBuffer src;     /* A's words come from here; NULL: from the host (host_a) */
+    uint64_t src_at;    /* 4-aligned */
+    uint64_t a_at;      /* where this chunk's A starts in region A (4-aligned) */
+    uint64_t a_bytes;   /* a multiple of 4 */
+    uint64_t dst_at;    /* 4-aligned */
+    uint64_t b_bytes;   /* a multiple of 4: roundup(hi) */
+    uint32_t lo, hi, a_lo;
+    bool read_first, read_last; /* copy B's first / last word in from the destination */
+} vn_chunk;
+
+static inline uint64_t vn_round_up4(uint64_t n) { return (n + 3) & ~(uint64_t)3; }
+
+/* Whole words copied straight, before the chunks (n 0: none): one CopyBufferToBuffer,
+ * or, where they shift within their words (shift non-NULL; src_at % 4 != 0), the shift
+ * kernel over both buffers bound as storage (see transfer.c's shift_fits). */
+typedef struct vn_words_copy {
+    WGPUBuffer src;
+    uint64_t src_at, dst_at, n;
+    const struct vn_transfer *shift;
+    uint64_t src_bind, dst_bind; /* the bindings' offsets (shift only) */
+} vn_words_copy;
+
+/* Inside a scope (its lock orders the first use): the device's transfer kernels, made on first use. */
+vn_status vn_transfer_get(vn_device *device, struct vn_transfer **out);
+/* A chunk setting destination bytes [d0, d1) from source bytes at s (src NULL: the host's). */
+vn_chunk vn_merge_chunk(WGPUBuffer src, uint64_t s, uint64_t d0, uint64_t d1, uint64_t len);
+/* Inside a scope: `pre` (may be NULL), then the chunks through one T, encoded into *out. */
+vn_status vn_encode_merge(vn_device *device, WGPUBuffer dst, const vn_words_copy *pre, vn_chunk *c, size_t count,
+                          bool reverse, const void *host_a, uint64_t host_a_bytes, WGPUCommandBuffer *out);
+/* Pop the scope; submit cb (under the life lock) only when everything encoded cleanly. */
+vn_status vn_transfer_submit(vn_device *device, const char *what, vn_status st, WGPUCommandBuffer cb);
+/* VN_OK, or why buffer b cannot have a partial word read back in (no COPY_SRC). */
+vn_status vn_need_copy_src(const vn_buffer *b, const char *what, uint64_t at, uint64_t nbytes);
+/* A shifted copy's whole destination quads for the shift kernel, its head and tail as chunks. */
+vn_words_copy vn_shifted_words(const vn_device *device, const vn_buffer *sb, const vn_buffer *db, uint64_t s0,
+                               uint64_t d0, uint64_t d1, const struct vn_transfer *x, vn_chunk *c, size_t *count);
+
 /* ---- what the C layer shows of its insides (introspect.c) ---------------------- */
 
 /* Buffer.write bytes queued and not yet submitted (VN_INTROSPECT_QUEUED_WRITE_BYTES,
- * transfer.c). */
+ * buffer_write.c). */
 uint64_t vn_debug_queued_write_bytes(const vn_device *device);
 
 /* ---- recordings, sequences and batches: what they hold -------------------------------

@@ -27,7 +27,11 @@
  * after them go through T.
  *
  * Per device, made on first use under the scope lock and kept until the device is
- * freed: one shader module, its layout and pipeline. */
+ * freed: one shader module, its layout and pipeline.
+ *
+ * This file holds the merge and the shift kernel (their WGSL, pipelines, chunks and
+ * encoding) and the submit that ends a transfer; writes are buffer_write.c's, copies
+ * buffer_copy.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,17 +112,6 @@ enum { SHIFT_WORKGROUP_SIZE = 256, QUAD = 16 };
  * through T in chunks of at most this many destination bytes, so T stays small. */
 static const uint64_t CHUNK_BYTES = (uint64_t)4 << 20;
 
-struct vn_transfer {
-    WGPUShaderModule module;
-    WGPUBindGroupLayout layout;
-    WGPUComputePipeline pipeline;
-    WGPUShaderModule shift_module;
-    WGPUBindGroupLayout shift_layout;
-    WGPUComputePipeline shift_pipeline;
-    uint32_t max_groups;
-    uint64_t chunk_bytes;
-};
-
 static void transfer_free(struct vn_transfer *x) {
     if (x->shift_pipeline != NULL) wgpu.ComputePipelineRelease(x->shift_pipeline);
     if (x->shift_layout != NULL) wgpu.BindGroupLayoutRelease(x->shift_layout);
@@ -157,14 +150,14 @@ static WGPUComputePipeline make_pipeline(vn_device *dev, WGPUShaderModule module
 }
 
 /* Inside a scope (its lock orders the first use): the device's merge pipeline. */
-static vn_status transfer_get(vn_device *dev, struct vn_transfer **out) {
+vn_status vn_transfer_get(vn_device *dev, struct vn_transfer **out) {
     struct vn_transfer *x = atomic_load_explicit(&dev->transfer, memory_order_acquire);
     if (x != NULL) {
         *out = x;
         return VN_OK;
     }
     x = calloc(1, sizeof *x);
-    if (x == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate the byte-merge pipeline's record. Fix: free host memory.");
+    if (x == NULL) return vn_fail_no_memory("the byte-merge pipeline's record", sizeof *x);
     x->module = vn_wgsl_module(dev, vn_sv(MERGE_WGSL), "vyre_native byte merge", VN_CHECKS_ALL);
     WGPUBindGroupLayoutEntry e = WGPU_BIND_GROUP_LAYOUT_ENTRY_INIT;
     e.binding = 0;
@@ -204,56 +197,31 @@ static void transfer_release(vn_device *dev) {
     if (x != NULL) transfer_free(x);
 }
 
-/* One merge: B = the destination's words [dst_at, dst_at + b_bytes), of which bytes
- * [lo, hi) (counted from dst_at) take A's bytes from a_lo on. */
-typedef struct chunk {
-    WGPUBuffer src;     /* A's words come from here; NULL: from the host (host_a) */
-    uint64_t src_at;    /* 4-aligned */
-    uint64_t a_at;      /* where this chunk's A starts in region A (4-aligned) */
-    uint64_t a_bytes;   /* a multiple of 4 */
-    uint64_t dst_at;    /* 4-aligned */
-    uint64_t b_bytes;   /* a multiple of 4: roundup(hi) */
-    uint32_t lo, hi, a_lo;
-    bool read_first, read_last; /* copy B's first / last word in from the destination */
-} chunk;
-
-static uint64_t round_up4(uint64_t n) { return (n + 3) & ~(uint64_t)3; }
-
 /* A chunk setting destination bytes [d0, d1) from source bytes starting at s (in src, or
  * at host byte s of host_a when src is NULL); [d0, d1) spans at most chunk_bytes of words.
  * len: the destination's byte_len (bytes past it are padding: never read in). */
-static chunk make_chunk(WGPUBuffer src, uint64_t s, uint64_t d0, uint64_t d1, uint64_t len) {
-    chunk c;
+vn_chunk vn_merge_chunk(WGPUBuffer src, uint64_t s, uint64_t d0, uint64_t d1, uint64_t len) {
+    vn_chunk c;
     memset(&c, 0, sizeof c);
     c.src = src;
     c.dst_at = d0 & ~(uint64_t)3;
     c.lo = (uint32_t)(d0 - c.dst_at);
     c.hi = (uint32_t)(d1 - c.dst_at);
-    c.b_bytes = round_up4(c.hi);
+    c.b_bytes = vn_round_up4(c.hi);
     uint64_t s_word = src != NULL ? s & ~(uint64_t)3 : 0;
     c.src_at = s_word;
     c.a_lo = (uint32_t)(s - s_word);
-    c.a_bytes = round_up4(c.a_lo + (d1 - d0));
+    c.a_bytes = vn_round_up4(c.a_lo + (d1 - d0));
     c.read_first = c.lo != 0;
     c.read_last = c.hi % 4 != 0 && d1 < len;
     return c;
 }
 
-/* Whole words copied straight, before the chunks (n 0: none): one CopyBufferToBuffer,
- * or, where they shift within their words (shift non-NULL; src_at % 4 != 0), the shift
- * kernel over both buffers bound as storage (see shift_fits). */
-typedef struct words_copy {
-    WGPUBuffer src;
-    uint64_t src_at, dst_at, n;
-    const struct vn_transfer *shift;
-    uint64_t src_bind, dst_bind; /* the bindings' offsets (shift only) */
-} words_copy;
-
 /* Whether the shifted whole quads [m0, m0 + n) of dst (16-aligned), from src's bytes at s, can take
  * the shift kernel: both buffers distinct and with STORAGE usage, and each range,
  * bound from an offset the device allows, within the binding limit (and u32 indexes). */
 static bool shift_fits(const vn_device *dev, const vn_buffer *sb, const vn_buffer *db, uint64_t s, uint64_t m0,
-                       uint64_t n, words_copy *w) {
+                       uint64_t n, vn_words_copy *w) {
     uint64_t align = dev->limits.minStorageBufferOffsetAlignment ? dev->limits.minStorageBufferOffsetAlignment : 256;
     uint64_t limit = dev->limits.maxStorageBufferBindingSize;
     if (limit > UINT32_MAX) limit = UINT32_MAX & ~(uint64_t)3;
@@ -270,7 +238,7 @@ typedef struct shift_objects {
     WGPUBindGroup group;
 } shift_objects;
 
-static void encode_words(vn_device *dev, WGPUCommandEncoder enc, WGPUBuffer dst, const words_copy *w,
+static void encode_words(vn_device *dev, WGPUCommandEncoder enc, WGPUBuffer dst, const vn_words_copy *w,
                          shift_objects *made) {
     made->params = NULL;
     made->group = NULL;
@@ -322,7 +290,7 @@ static void release_shift_objects(const shift_objects *made) {
     if (made->params != NULL) wgpu.BufferRelease(made->params);
 }
 
-static WGPUCommandBuffer finish_words(vn_device *dev, WGPUBuffer dst, const words_copy *w) {
+static WGPUCommandBuffer finish_words(vn_device *dev, WGPUBuffer dst, const vn_words_copy *w) {
     WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
     shift_objects made;
     encode_words(dev, enc, dst, w, &made);
@@ -335,16 +303,16 @@ static WGPUCommandBuffer finish_words(vn_device *dev, WGPUBuffer dst, const word
 /* Inside a scope: encode `pre` (may be NULL), then the chunks (their order, or the
  * reverse) through one T, into *out. host_a (host_a_bytes, a multiple of 4): region A's
  * bytes from the host, or NULL. */
-static vn_status encode_chunks(vn_device *dev, WGPUBuffer dst, const words_copy *pre, chunk *c, size_t count,
+vn_status vn_encode_merge(vn_device *dev, WGPUBuffer dst, const vn_words_copy *pre, vn_chunk *c, size_t count,
                                bool reverse, const void *host_a, uint64_t host_a_bytes, WGPUCommandBuffer *out) {
     *out = NULL;
-    static const words_copy none = {NULL, 0, 0, 0, NULL, 0, 0};
+    static const vn_words_copy none = {NULL, 0, 0, 0, NULL, 0, 0};
     if (count == 0) {
         *out = finish_words(dev, dst, pre != NULL ? pre : &none);
         return VN_OK;
     }
     struct vn_transfer *x = NULL;
-    vn_status st = transfer_get(dev, &x);
+    vn_status st = vn_transfer_get(dev, &x);
     if (st != VN_OK) return st;
     uint64_t a_cap = host_a_bytes, b_cap = 4;
     for (size_t i = 0; i < count; i++) {
@@ -353,7 +321,7 @@ static vn_status encode_chunks(vn_device *dev, WGPUBuffer dst, const words_copy 
     }
     uint64_t b_off = HEADER + a_cap;
     uint32_t *headers = malloc(count * HEADER);
-    if (headers == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate transfer headers. Fix: free host memory.");
+    if (headers == NULL) return vn_fail_no_memory("transfer headers", count * HEADER);
     for (size_t i = 0; i < count; i++) {
         headers[4 * i] = c[i].lo;
         headers[4 * i + 1] = c[i].hi;
@@ -402,7 +370,7 @@ static vn_status encode_chunks(vn_device *dev, WGPUBuffer dst, const words_copy 
     shift_objects made = {NULL, NULL};
     if (pre != NULL) encode_words(dev, enc, dst, pre, &made);
     for (size_t k = 0; k < count; k++) {
-        const chunk *ch = &c[reverse ? count - 1 - k : k];
+        const vn_chunk *ch = &c[reverse ? count - 1 - k : k];
         size_t i = (size_t)(ch - c);
         if (table != NULL) wgpu.CommandEncoderCopyBufferToBuffer(enc, table, i * HEADER, t, 0, HEADER);
         if (ch->src != NULL)
@@ -431,7 +399,7 @@ static vn_status encode_chunks(vn_device *dev, WGPUBuffer dst, const words_copy 
 
 /* Pop the scope; submit cb only when everything encoded cleanly (wgpu-native aborts on
  * submitting an invalid command buffer). The caller holds the life lock (guarded). */
-static vn_status end_and_submit(vn_device *dev, const char *what, vn_status st, WGPUCommandBuffer cb) {
+vn_status vn_transfer_submit(vn_device *dev, const char *what, vn_status st, WGPUCommandBuffer cb) {
     vn_status scope = vn_scope_end(dev, what, VN_ERROR_VALIDATION, "check offsets, sizes and usages.");
     if (st == VN_OK) st = scope;
     if (cb == NULL) return st;
@@ -440,22 +408,8 @@ static vn_status end_and_submit(vn_device *dev, const char *what, vn_status st, 
     return st;
 }
 
-static vn_status submittable_one(const void *buffer) {
-    vn_buffer *b = (vn_buffer *)buffer;
-    return vn_buffers_submittable(&b, 1, "a write or copy");
-}
-
-typedef struct two_buffers {
-    vn_buffer *b[2];
-} two_buffers;
-
-static vn_status submittable_two(const void *arg) {
-    const two_buffers *p = arg;
-    return vn_buffers_submittable(p->b, 2, "a copy");
-}
-
 /* COPY_SRC, which reading a partial word back in needs. */
-static vn_status need_copy_src(const vn_buffer *b, const char *what, uint64_t at, uint64_t nbytes) {
+vn_status vn_need_copy_src(const vn_buffer *b, const char *what, uint64_t at, uint64_t nbytes) {
     if (b->usage & VN_USAGE_COPY_SRC) return VN_OK;
     return vn_fail(VN_ERROR_INVALID_ARGUMENT,
                    "%s of %llu bytes at byte %llu of buffer %llu covers only part of a 4-byte word whose other bytes "
@@ -466,291 +420,23 @@ static vn_status need_copy_src(const vn_buffer *b, const char *what, uint64_t at
                    (unsigned long long)b->identity, (unsigned long long)b->usage);
 }
 
-/* ---- writes --------------------------------------------------------------------- */
-
-/* A write into the resolved view v (its buffer held). Whole words go in with
- * wgpuQueueWriteBuffer; a head or tail word covered in part is merged on the queue. */
-static vn_status view_write(const vn_view *v, uint64_t offset, const void *data, uint64_t nbytes) {
-    vn_buffer *buffer = v->buffer;
-    if (!(buffer->usage & VN_USAGE_COPY_DST))
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.write: buffer %llu has usage 0x%llx without COPY_DST. Fix: create it with "
-                       "vn.BufferUsage.COPY_DST (the default usage has it).",
-                       (unsigned long long)buffer->identity, (unsigned long long)buffer->usage);
-    bool whole_buffer = v->offset == 0 && v->size == buffer->byte_len;
-    const char *range = whole_buffer ? "buffer" : "view";
-    if (offset > v->size)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.write of %llu bytes at offset %llu starts past the end of the %s's %llu bytes. Fix: "
-                       "write at an offset of at most %llu.",
-                       (unsigned long long)nbytes, (unsigned long long)offset, range, (unsigned long long)v->size,
-                       (unsigned long long)v->size);
-    if (nbytes > v->size - offset)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT,
-                       "buffer.write of %llu bytes at offset %llu runs past the end of the %s's %llu bytes. Fix: "
-                       "write at most %llu bytes at that offset.",
-                       (unsigned long long)nbytes, (unsigned long long)offset, range, (unsigned long long)v->size,
-                       (unsigned long long)(v->size - offset));
-    if (nbytes == 0) return VN_OK;
-    if (data == NULL) return vn_fail(VN_ERROR_INVALID_ARGUMENT, "buffer.write: data is NULL. Fix: pass the bytes to write.");
-    const uint8_t *bytes = data;
-    uint64_t at = v->offset + offset, end = at + nbytes, len = buffer->byte_len;
-    /* [at, m0): the head, inside one word; [m0, m1): whole words; [m1, end): the tail. */
-    uint64_t m0 = at % 4 == 0 ? at : (round_up4(at) < end ? round_up4(at) : end);
-    uint64_t m1 = (end & ~(uint64_t)3) > m0 ? end & ~(uint64_t)3 : m0;
-    /* A tail that ends the buffer is written whole, zero-padded: the bytes after it are
-     * the allocation's padding, which belongs to no one. */
-    bool pad_tail = m1 < end && end == len;
-    chunk c[2];
-    size_t count = 0;
-    uint8_t host_a[8] = {0};
-    uint64_t host_a_bytes = 0;
-    if (m0 > at) {
-        c[count] = make_chunk(NULL, 0, at, m0, len);
-        memcpy(host_a, bytes, (size_t)(m0 - at));
-        host_a_bytes = 4;
-        count++;
-    }
-    if (m1 < end && !pad_tail) {
-        c[count] = make_chunk(NULL, 0, m1, end, len);
-        c[count].a_at = host_a_bytes;
-        memcpy(host_a + host_a_bytes, bytes + (m1 - at), (size_t)(end - m1));
-        host_a_bytes += 4;
-        count++;
-    }
-    vn_device *dev = buffer->device;
-    vn_status st = VN_OK;
-    if (count > 0) {
-        st = need_copy_src(buffer, "buffer.write", at, nbytes);
-        /* The merge is a submit: on a CPU adapter it waits for the queue first, before
-         * anything is queued (VN_PENDING: call again). */
-        if (st == VN_OK) st = vn_submit_ready(dev);
-        if (st != VN_OK) return st;
-    }
-    /* A CPU adapter's flush (below) waits for an idle queue, so writes made while its queue
-     * stays busy would pile up staging copies without bound: once twice the flush bound
-     * would be queued, the write first waits for the queue (VN_PENDING: call again; nothing
-     * of it is queued yet) and sends what is queued. So after any write, the bytes queued
-     * are under 2 * VN_WRITE_FLUSH_BYTES, or that one write's own. */
-    if (count == 0 && dev->serial_submits && atomic_load(&dev->pending_write_bytes) > 0 &&
-        atomic_load(&dev->pending_write_bytes) + nbytes >= 2 * VN_WRITE_FLUSH_BYTES) {
-        st = vn_submit_ready(dev);
-        if (st == VN_OK) st = vn_device_flush_writes(dev, "buffer.write", NULL);
-        if (st != VN_OK) return st;
-    }
-    /* The life lock's read side: a write is queued work too, so it never lands between
-     * the parts of a replay split into several submits (they hold the write side). */
-    const vn_submit_guard guard = {submittable_one, buffer};
-    st = count > 0 ? vn_submit_begin_guarded(dev, "buffer.write", &guard) : vn_submit_begin(dev, "buffer.write");
-    if (st != VN_OK) return st;
-    vn_scope_begin(dev);
-    if (m1 > m0) wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, m0, bytes + (m0 - at), (size_t)(m1 - m0));
-    if (pad_tail) {
-        uint8_t tail[4] = {0, 0, 0, 0};
-        memcpy(tail, bytes + (m1 - at), (size_t)(end - m1));
-        wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, m1, tail, 4);
-    }
-    WGPUCommandBuffer cb = NULL;
-    if (count > 0) st = encode_chunks(dev, buffer->buffer, NULL, c, count, false, host_a, host_a_bytes, &cb);
-    st = end_and_submit(dev, "buffer.write", st, cb);
-    vn_submit_end(dev);
-    /* On a CPU adapter the flush's submit would block in the driver while earlier work
-     * runs: there it waits for a write that finds the queue idle (one poll, no wait). */
-    if (st == VN_OK && count == 0 &&
-        atomic_fetch_add(&dev->pending_write_bytes, nbytes) + nbytes >= VN_WRITE_FLUSH_BYTES &&
-        (!dev->serial_submits || vn_wait(dev, NULL, 0.0, NULL) == VN_OK))
-        st = vn_device_flush_writes(dev, "buffer.write", NULL);
-    if (st == VN_OK && count > 0) atomic_store(&dev->pending_write_bytes, 0); /* the merge's submit sent them */
-    return st;
-}
-
-uint64_t vn_debug_queued_write_bytes(const vn_device *device) {
-    VN_GET(uint64_t, atomic_load(&device->pending_write_bytes), 0, device, VN_KIND_DEVICE);
-}
-
-vn_status vn_view_write(const vn_view *view, uint64_t offset, const void *data, uint64_t nbytes) {
-    vn_view v;
-    vn_call_guard_enter(); /* as VN_CALL* do: a view is acquired by its own rule */
-    vn_status st = vn_view_acquire(view, "buffer.write", &v);
-    if (st == VN_OK) {
-        st = view_write(&v, offset, data, nbytes);
-        vn_unacquire(v.buffer);
-    }
-    vn_call_guard_leave();
-    return st;
-}
-
-vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes) {
-    vn_view whole = {buffer, 0, 0, 1};
-    return vn_view_write(&whole, offset, data, nbytes);
-}
-
-/* ---- copies --------------------------------------------------------------------- */
-
-/* The rules of a copy between resolved views (buffers held): offsets inside the views,
- * *nbytes (nbytes NULL: as much as fits) inside both, COPY_SRC on the source, COPY_DST on
- * the destination, and COPY_SRC there too where a partial word is merged. *n gets the
- * byte count, *s0 and *d0 the absolute offsets. */
-static vn_status copy_check(const vn_view *src, const vn_view *dst, const uint64_t *nbytes, uint64_t src_offset,
-                            uint64_t dst_offset, uint64_t *n, uint64_t *s0, uint64_t *d0) {
-    if (src_offset > src->size || dst_offset > dst->size)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copy offsets %llu (source of %llu bytes) and %llu (destination of %llu "
-                       "bytes) must lie inside the source and the destination. Fix: pass a src_offset of at most %llu "
-                       "and a dst_offset of at most %llu.",
-                       (unsigned long long)src_offset, (unsigned long long)src->size,
-                       (unsigned long long)dst_offset, (unsigned long long)dst->size,
-                       (unsigned long long)src->size, (unsigned long long)dst->size);
-    uint64_t room_s = src->size - src_offset, room_d = dst->size - dst_offset;
-    uint64_t room = room_s < room_d ? room_s : room_d;
-    uint64_t count = nbytes == NULL ? room : *nbytes;
-    if (count > room)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copying %llu bytes runs past the source (%llu bytes from offset %llu) "
-                       "or the destination (%llu bytes from offset %llu). Fix: copy at most %llu bytes, or pass "
-                       "nbytes=None for as much as fits.",
-                       (unsigned long long)count, (unsigned long long)src->size, (unsigned long long)src_offset,
-                       (unsigned long long)dst->size, (unsigned long long)dst_offset, (unsigned long long)room);
-    if (!(src->buffer->usage & VN_USAGE_COPY_SRC))
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copy source (buffer %llu) has usage 0x%llx without COPY_SRC. Fix: create "
-                       "it with vn.BufferUsage.COPY_SRC (the default usage has it).",
-                       (unsigned long long)src->buffer->identity, (unsigned long long)src->buffer->usage);
-    if (!(dst->buffer->usage & VN_USAGE_COPY_DST))
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copy destination (buffer %llu) has usage 0x%llx without COPY_DST. Fix: "
-                       "create it with vn.BufferUsage.COPY_DST (the default usage has it).",
-                       (unsigned long long)dst->buffer->identity, (unsigned long long)dst->buffer->usage);
-    uint64_t d = dst->offset + dst_offset, e = d + count;
-    bool partial = count > 0 && (d % 4 != 0 || (e % 4 != 0 && e != dst->buffer->byte_len));
-    if (partial) {
-        vn_status st = need_copy_src(dst->buffer, "a copy", d, count);
-        if (st != VN_OK) return st;
-    }
-    *n = count;
-    *s0 = src->offset + src_offset;
-    *d0 = d;
-    return VN_OK;
-}
-
-/* The chunks of a copy whose bytes shift within their words (or stay in one buffer):
- * every destination word through T, chunk_bytes at a time. *out is allocated. */
-static vn_status shifted_chunks(const vn_buffer *src, const vn_buffer *dst, uint64_t s0, uint64_t d0, uint64_t n,
-                                uint64_t chunk_bytes, chunk **out, size_t *count) {
-    uint64_t first = d0 & ~(uint64_t)3, end = d0 + n;
-    size_t total = (size_t)((round_up4(end) - first + chunk_bytes - 1) / chunk_bytes);
-    chunk *c = malloc(total * sizeof *c);
-    if (c == NULL) return vn_fail(VN_ERROR_OUT_OF_MEMORY, "could not allocate a copy's chunks. Fix: free host memory.");
-    size_t k = 0;
-    for (uint64_t w = first; w < end; w += chunk_bytes) {
-        uint64_t c0 = w > d0 ? w : d0, c1 = w + chunk_bytes < end ? w + chunk_bytes : end;
-        c[k++] = make_chunk(src->buffer, s0 + (c0 - d0), c0, c1, dst->byte_len);
-    }
-    *out = c;
-    *count = k;
-    return VN_OK;
-}
-
 /* A shifted copy's whole destination quads [m0, m1) (16-byte aligned) for the shift
  * kernel, and the bytes before and after them (under 16 each) as chunks c (*count of
  * them); n 0 when the kernel cannot take them. */
-static words_copy shifted_words(const vn_device *dev, const vn_buffer *sb, const vn_buffer *db, uint64_t s0,
-                                uint64_t d0, uint64_t d1, const struct vn_transfer *x, chunk *c, size_t *count) {
-    words_copy w = {NULL, 0, 0, 0, NULL, 0, 0};
+vn_words_copy vn_shifted_words(const vn_device *dev, const vn_buffer *sb, const vn_buffer *db, uint64_t s0,
+                                uint64_t d0, uint64_t d1, const struct vn_transfer *x, vn_chunk *c, size_t *count) {
+    vn_words_copy w = {NULL, 0, 0, 0, NULL, 0, 0};
     uint64_t up = (d0 + QUAD - 1) & ~(uint64_t)(QUAD - 1);
     uint64_t m0 = up < d1 ? up : d1;
     uint64_t m1 = (d1 & ~(uint64_t)(QUAD - 1)) > m0 ? d1 & ~(uint64_t)(QUAD - 1) : m0;
     *count = 0;
-    if (!shift_fits(dev, sb, db, s0 + (m0 - d0), m0, m1 - m0, &w)) return (words_copy){NULL, 0, 0, 0, NULL, 0, 0};
+    if (!shift_fits(dev, sb, db, s0 + (m0 - d0), m0, m1 - m0, &w)) return (vn_words_copy){NULL, 0, 0, 0, NULL, 0, 0};
     w.src = sb->buffer;
     w.src_at = s0 + (m0 - d0);
     w.dst_at = m0;
     w.n = m1 - m0;
     w.shift = x;
-    if (m0 > d0) c[(*count)++] = make_chunk(sb->buffer, s0, d0, m0, db->byte_len);
-    if (m1 < d1) c[(*count)++] = make_chunk(sb->buffer, s0 + (m1 - d0), m1, d1, db->byte_len);
+    if (m0 > d0) c[(*count)++] = vn_merge_chunk(sb->buffer, s0, d0, m0, db->byte_len);
+    if (m1 < d1) c[(*count)++] = vn_merge_chunk(sb->buffer, s0 + (m1 - d0), m1, d1, db->byte_len);
     return w;
-}
-
-/* A copy between resolved views of one device (buffers held). Where source and
- * destination sit at the same offset within their words, whole words are one
- * CopyBufferToBuffer and only a partial head and tail go through T; otherwise (and
- * within one buffer, which CopyBufferToBuffer refuses) every word goes through T, in
- * memmove order. */
-static vn_status copy_views(const vn_view *src, const vn_view *dst, const uint64_t *nbytes, uint64_t src_offset,
-                            uint64_t dst_offset) {
-    vn_buffer *sb = src->buffer, *db = dst->buffer;
-    vn_device *dev = db->device;
-    if (sb->device != db->device)
-        return vn_fail(VN_ERROR_BINDING, "copy source (buffer %llu) and destination (buffer %llu) belong to different "
-                       "devices; a GPU copy stays on one. Fix: call Device.copy, which copies between devices through "
-                       "the host.", (unsigned long long)sb->identity, (unsigned long long)db->identity);
-    uint64_t n = 0, s0 = 0, d0 = 0;
-    vn_status st = copy_check(src, dst, nbytes, src_offset, dst_offset, &n, &s0, &d0);
-    if (st != VN_OK || n == 0) return st;
-    uint64_t d1 = d0 + n;
-    st = vn_submit_ready(dev); /* VN_PENDING: nothing queued, call again */
-    if (st != VN_OK) return st;
-    two_buffers both = {{sb, db}};
-    const vn_submit_guard guard = {submittable_two, &both};
-    st = vn_submit_begin_guarded(dev, "a copy", &guard);
-    if (st != VN_OK) return st;
-    vn_scope_begin(dev);
-    struct vn_transfer *x = NULL;
-    st = transfer_get(dev, &x); /* its chunk size, and the pipeline made in this scope */
-    WGPUCommandBuffer cb = NULL;
-    words_copy words = {NULL, 0, 0, 0, NULL, 0, 0};
-    chunk c[2];
-    size_t count = 0;
-    if (st == VN_OK && sb != db && s0 % 4 == d0 % 4) {
-        uint64_t m0 = d0 % 4 == 0 ? d0 : (round_up4(d0) < d1 ? round_up4(d0) : d1);
-        uint64_t m1 = (d1 & ~(uint64_t)3) > m0 ? d1 & ~(uint64_t)3 : m0;
-        /* A tail that ends the destination copies whole: the rest of its word is padding. */
-        if (m1 < d1 && d1 == db->byte_len) m1 = round_up4(d1);
-        if (m0 > d0) c[count++] = make_chunk(sb->buffer, s0, d0, m0, db->byte_len);
-        if (m1 < d1) c[count++] = make_chunk(sb->buffer, s0 + (m1 - d0), m1, d1, db->byte_len);
-        words = (words_copy){sb->buffer, s0 + (m0 - d0), m0, m1 > m0 ? m1 - m0 : 0, NULL, 0, 0};
-        st = encode_chunks(dev, db->buffer, &words, c, count, false, NULL, 0, &cb);
-    } else if (st == VN_OK && (words = shifted_words(dev, sb, db, s0, d0, d1, x, c, &count)).n > 0) {
-        /* Shifted, between two storage buffers: the whole words in one dispatch of the
-         * shift kernel, only a partial head and tail through T. */
-        st = encode_chunks(dev, db->buffer, &words, c, count, false, NULL, 0, &cb);
-    } else if (st == VN_OK) {
-        chunk *all = NULL;
-        st = shifted_chunks(sb, db, s0, d0, n, x->chunk_bytes, &all, &count);
-        if (st == VN_OK) st = encode_chunks(dev, db->buffer, NULL, all, count, sb == db && d0 > s0, NULL, 0, &cb);
-        free(all);
-    }
-    st = end_and_submit(dev, "a copy", st, cb);
-    vn_submit_end(dev);
-    return st;
-}
-
-static vn_status device_copy(vn_device *dev, const vn_view *src_view, const vn_view *dst_view, const uint64_t *nbytes,
-                             uint64_t src_offset, uint64_t dst_offset, int check_only, uint64_t *resolved) {
-    vn_view src, dst = {NULL, 0, 0, 0};
-    vn_status st = vn_device_check(dev, "Device.copy");
-    if (st == VN_OK) st = vn_view_acquire(src_view, "copy source", &src);
-    if (st != VN_OK) return st;
-    st = vn_view_acquire(dst_view, "copy destination", &dst);
-    if (st == VN_OK && src.buffer->device != dev && dst.buffer->device != dev)
-        st = vn_fail(VN_ERROR_BINDING, "Device.copy: neither the source (buffer %llu) nor the destination (buffer %llu) "
-                     "belongs to this device. Fix: call copy on the device of one of them.",
-                     (unsigned long long)src.buffer->identity, (unsigned long long)dst.buffer->identity);
-    if (st == VN_OK && check_only) {
-        uint64_t s0 = 0, d0 = 0;
-        st = copy_check(&src, &dst, nbytes, src_offset, dst_offset, resolved, &s0, &d0);
-    } else if (st == VN_OK) {
-        st = copy_views(&src, &dst, nbytes, src_offset, dst_offset);
-    }
-    if (dst.buffer != NULL) vn_unacquire(dst.buffer);
-    vn_unacquire(src.buffer);
-    return st;
-}
-
-vn_status vn_device_copy(vn_device *device, const vn_view *src, const vn_view *dst, const uint64_t *nbytes,
-                         uint64_t src_offset, uint64_t dst_offset) {
-    VN_CALL1(device_copy(device, src, dst, nbytes, src_offset, dst_offset, 0, NULL), device, VN_KIND_DEVICE);
-}
-
-vn_status vn_device_copy_check(vn_device *device, const vn_view *src, const vn_view *dst, const uint64_t *nbytes,
-                               uint64_t src_offset, uint64_t dst_offset, uint64_t *resolved) {
-    if (resolved == NULL) return vn_null_out("vn_device_copy_check", "resolved");
-    VN_CALL1(device_copy(device, src, dst, nbytes, src_offset, dst_offset, 1, resolved), device, VN_KIND_DEVICE);
 }

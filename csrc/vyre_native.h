@@ -766,7 +766,7 @@ typedef struct vn_live_counts {
  * VN_INTROSPECT_QUEUED_WRITE_BYTES (device -> queued_write_bytes): bytes of buffer.write
  *   queued on the device and not yet sent by a submit (wgpu keeps a staging copy of each
  *   until that submit's work completes); 0 for a handle that is no live device. See
- *   csrc/transfer.c for the bound a write keeps it under.
+ *   csrc/buffer_write.c for the bound a write keeps it under.
  * VN_INTROSPECT_ERROR_STATUS (wgpu_error_type, message -> status): the status a wgpu
  *   error of this WGPUErrorType and message maps to (for tests of the mapping: "Not
  *   enough memory left" is VN_ERROR_OUT_OF_MEMORY whatever its type, "Parent device is

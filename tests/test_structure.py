@@ -265,11 +265,6 @@ def test_live_counts_and_buffer_usages_are_their_tables_rows() -> None:
     ]
 
 
-# Files whose out-of-memory messages are still spelled inline: they were being rewritten
-# when vn_fail_no_memory came (issue 27); each conversion lowers its count here.
-_INLINE_OUT_OF_MEMORY = {"transfer.c": 3}
-
-
 def test_the_out_of_memory_message_is_written_once() -> None:
     """A host allocation that failed is reported through vn_fail_no_memory (error.c),
     which names what and how many bytes; only a message naming another value (a count of
@@ -282,7 +277,7 @@ def test_the_out_of_memory_message_is_written_once() -> None:
         found = len(re.findall(r'"could not allocate [^%"]*Fix: free host memory\.', text))
         if found:
             inline[path.name] = found
-    assert inline == _INLINE_OUT_OF_MEMORY
+    assert inline == {}
 
 
 # Public entry points that never reach wgpu-native or the GPU driver (their own checks,
