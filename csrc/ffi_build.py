@@ -1,10 +1,12 @@
 """Build helper called by CMakeLists.txt.
 
 ``--emit OUT.c``: write the cffi API-mode C source of ``vyre_native._native``. The cdef
-is the text between the VN_CDEF markers of csrc/vyre_native.h, as-is but for the X-macro
-tables it includes (csrc/status_codes.h, csrc/object_kinds.h, csrc/usage_bits.h),
-written out here as the C preprocessor writes them (cffi's cdef runs none): that header
-is the one place C signatures are written, and each table the one place of its rows.
+is the text between the VN_CDEF markers of csrc/vyre_native.h, as-is but for the public
+API's parts it includes there (csrc/vn_*.h, read in where they are included) and the
+X-macro tables (csrc/status_codes.h, csrc/object_kinds.h, csrc/usage_bits.h), written
+out here as the C preprocessor writes them (cffi's cdef runs none): those headers are
+the one place C signatures are written, each declaration in one of them, and each table
+the one place of its rows.
 
 ``--wgpu-info``: print ``<resources dir>;<expected version as 0xMMmmppbb>;<requirement>``:
 the installed ``wgpu`` package's headers, which the C layer compiles against, and its
@@ -26,6 +28,8 @@ HEADER = HERE / "vyre_native.h"
 PYPROJECT = HERE.parent / "pyproject.toml"
 
 
+# A part of the public API, included in the cdef section: its text goes there whole.
+PART_USE = re.compile(r'^#include "(vn_\w+\.h)"\n', re.M)
 # An X-macro table's use: `#define M(params) body` for each macro of its rows, then
 # `#include "table.h"`, then an `#undef` of each.
 TABLE_USE = re.compile(r'((?:^#define \w+\([\w, ]*\).*\n)+)#include "(\w+\.h)"\n(?:#undef \w+\n)+', re.M)
@@ -44,7 +48,7 @@ def expand_tables(text: str) -> str:
         lines = []
         for macro, row in re.findall(r"^\s*(\w+)\(([^)]*)\)", source, re.M):
             if macro not in macros:
-                raise SystemExit(f"{table}: a row of {macro}, which the use in {HEADER.name} does not define")
+                raise SystemExit(f"{table}: a row of {macro}, which its use in a header does not define")
             names, body = macros[macro]
             args = dict(zip(names, (a.strip() for a in row.split(",")), strict=True))
             line = re.sub(r"\b\w+\b", lambda word: args.get(word.group(0), word.group(0)), body)
@@ -61,7 +65,7 @@ def cdef_text() -> str:
     match = re.search(r"/\* VN_CDEF_BEGIN \*/(.*)/\* VN_CDEF_END \*/", text, re.DOTALL)
     if match is None:
         raise SystemExit(f"{HEADER}: VN_CDEF_BEGIN/VN_CDEF_END markers not found")
-    return expand_tables(match.group(1))
+    return expand_tables(PART_USE.sub(lambda use: (HERE / use[1]).read_text(), match.group(1)))
 
 
 def emit(out: pathlib.Path) -> None:

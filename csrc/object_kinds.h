@@ -2,7 +2,7 @@
  * wgpu_functions.h), in the order of their live counts, one row a line:
  *   VN_HANDLE_KIND(name, field, what)  an object behind a handle: its vn_kind
  *     (VN_KIND_<name>, layer_object.h), its live count (VN_LIVE_<name>, layer_base.h,
- *     and the vn_live_counts `field`, vyre_native.h), and `what` a Python user knows it by
+ *     and the vn_live_counts `field`, vn_introspect.h), and `what` a Python user knows it by
  *     (object.c's messages);
  *   VN_INNER_KIND(name, field)  one the C layer holds with no handle: a live count only.
  * Every use defines both macros. No include guard: it is included once per use. */

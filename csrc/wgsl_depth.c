@@ -4,7 +4,7 @@
  * Nesting is bounded here; chains of declarations (each naming the next) are not: naga's
  * dependency walk recurses once per link whatever the kind, so their stack grows with
  * the source, and vn_shader_create gives the compile a stack of vn_wgsl_compile_stack
- * bytes for it (the figures are in vyre_native.h, beside VN_WGSL_STACK_BYTES_PER_BYTE).
+ * bytes for it (the figures are in vn_pipeline.h, beside VN_WGSL_STACK_BYTES_PER_BYTE).
  *
  * naga (wgpu-native's WGSL compiler) recurses once per nesting level and, deep enough,
  * overflows its stack: SIGSEGV, the process gone, no error to catch. So every shader

@@ -6,8 +6,8 @@ linkage (a call, or its address taken). Uses through the layer headers count too
 static inline function or a macro defined there that a file uses stands for the names
 in its body (vn_submit_ready calls vn_wait, so its callers depend on waits.c).
 
-The layers are the headers of csrc/ other than the public API (vyre_native.h) and the
-X-macro tables (wgpu_functions.h, status_codes.h, object_kinds.h, usage_bits.h):
+The layers are the headers of csrc/ other than the public API (vyre_native.h and its
+parts, vn_*.h) and the X-macro tables (wgpu_functions.h, status_codes.h, object_kinds.h, usage_bits.h):
 platform.h, layer_base.h, layer_object.h, layer_device.h, layer_resources.h,
 layer_work.h, each including the one below, so the
 headers' own includes say which layer is below which. A .c file belongs to the one layer header it includes. The order holds
@@ -135,7 +135,9 @@ NOT_LAYERS = ("vyre_native.h", "wgpu_functions.h", "status_codes.h", "object_kin
 
 
 def layer_headers(csrc: Path) -> list[str]:
-    return sorted(p.name for p in csrc.glob("*.h") if p.name not in NOT_LAYERS)
+    """The layer headers: not the public API (vyre_native.h and its parts, vn_*.h) nor a table."""
+    headers = (p.name for p in csrc.glob("*.h"))
+    return sorted(h for h in headers if h not in NOT_LAYERS and not h.startswith("vn_"))
 
 
 def includes(text: str) -> list[str]:

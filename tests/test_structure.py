@@ -38,6 +38,12 @@ def load(name: str) -> ModuleType:
         sys.path.remove(str(SCRIPTS))
 
 
+def public_api() -> str:
+    """The public C API as written: vyre_native.h, then the parts (csrc/vn_*.h) it includes."""
+    csrc = ROOT / "csrc"
+    return "".join(p.read_text() for p in [csrc / "vyre_native.h", *sorted(csrc.glob("vn_*.h"))])
+
+
 @pytest.mark.parametrize("script", ["c_deps.py", "py_deps.py"])
 def test_no_circles_and_layers_in_order(script: str) -> None:
     result = run([str(SCRIPTS / script), "-v"])
@@ -235,8 +241,7 @@ def test_introspection_is_one_door_beside_the_api_and_refuses_what_it_lacks() ->
     import vyre_native as vn
     from vyre_native._lib import ffi, introspect, lib
 
-    header = (ROOT / "csrc" / "vyre_native.h").read_text()
-    assert "vn_debug_" not in header
+    assert "vn_debug_" not in public_api()
     assert not [p.name for p in (ROOT / "csrc").glob("test_*")]
     typed(lambda: introspect(99), vn.InvalidArgumentError, "vn_introspect", "no op 99")
     assert lib.vn_introspect(lib.VN_INTROSPECT_LIVE_IDS, ffi.NULL) == lib.VN_ERROR_INVALID_ARGUMENT
@@ -302,7 +307,7 @@ def test_every_entry_point_that_may_reach_the_driver_is_inside_the_call_guard() 
     above, with a reason that it never reaches the driver."""
     import re
 
-    header = (ROOT / "csrc" / "vyre_native.h").read_text()
+    header = public_api()
     names = set(re.findall(r"^[a-z_ ]*?[\w\*]+\s+\**(vn_\w+)\(", header, re.M))
     sources = [p.read_text() for p in sorted((ROOT / "csrc").glob("*.c"))]
     unguarded = set()
@@ -319,3 +324,36 @@ def test_every_entry_point_that_may_reach_the_driver_is_inside_the_call_guard() 
                 unguarded.add(name)
             break
     assert unguarded == _UNGUARDED_ENTRY_POINTS
+
+
+def test_no_c_source_is_over_600_lines() -> None:
+    """A C file holds one thing (issue 27): a file past 600 lines is split by concern."""
+    lines = {p.name: len(p.read_text().splitlines()) for p in sorted((ROOT / "csrc").rglob("*.[ch]"))}
+    assert {name: n for name, n in lines.items() if n > 600} == {}
+    assert len(lines) > 50
+
+
+def test_the_cdef_comes_from_one_entry_header_and_each_declaration_from_one_part() -> None:
+    """cffi's cdef is vyre_native.h's section (csrc/ffi_build.py): every public part
+    (csrc/vn_*.h) is included there once, and no function is declared in two places."""
+    import re
+
+    csrc = ROOT / "csrc"
+    entry = (csrc / "vyre_native.h").read_text()
+    section = entry[entry.index("/* VN_CDEF_BEGIN */") : entry.index("/* VN_CDEF_END */")]
+    parts = sorted(p.name for p in csrc.glob("vn_*.h"))
+    included = re.findall(r'^#include "(vn_\w+\.h)"$', section, re.M)
+    assert sorted(included) == parts and len(parts) > 1
+    assert re.findall(r'^#include "(vn_\w+\.h)"$', entry, re.M) == included  # none outside the section
+    declared: dict[str, list[str]] = {}
+    for name in ["vyre_native.h", *parts]:
+        for fn in re.findall(r"^[a-z_ ]*?[\w\*]+\s+\**(vn_\w+)\(", (csrc / name).read_text(), re.M):
+            declared.setdefault(fn, []).append(name)
+    assert len(declared) > 50
+    assert {fn: where for fn, where in declared.items() if len(where) > 1} == {}
+    ffi_build = importlib.util.spec_from_file_location("vn_structure_ffi_build", csrc / "ffi_build.py")
+    assert ffi_build is not None and ffi_build.loader is not None
+    module = importlib.util.module_from_spec(ffi_build)
+    ffi_build.loader.exec_module(module)
+    cdef = module.cdef_text()
+    assert "#include" not in cdef and all(f"{fn}(" in cdef for fn in declared)

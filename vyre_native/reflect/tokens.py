@@ -32,7 +32,7 @@ from .._lib import check, ffi, lib
 from ..errors import ShaderError
 
 #: whose compiler recurses per level and would crash the process (C owns the rule and
-#: says why: csrc/vyre_native.h, "WGSL nesting depth").
+#: says why: csrc/vn_pipeline.h, "WGSL nesting depth").
 MAX_NESTING_DEPTH: int = lib.VN_WGSL_MAX_NESTING_DEPTH
 
 # WGSL's line breaks (spec: "Blankspace and line breaks"): LF, VT, FF, CR, NEL, LS and
