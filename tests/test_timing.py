@@ -159,7 +159,7 @@ def test_timed_replay_encodes_the_same_passes_and_commands_as_untimed(device: vn
     for _, message in run_scenario("encode_trace", timeout=120):
         message = message.removeprefix("wgpu-native: ")
         if message.startswith("=== "):
-            lines = trace.setdefault(message[4:], [])
+            lines = trace[message[4:]] = []  # a section made again (records dropped) replaces the first
         elif any(c in message for c in COMMANDS):
             lines.append(message)
     # what each replay encoded: its commands up to its submit

@@ -120,7 +120,7 @@ def main() -> None:
         "compile (pipeline)": ("vn_pipeline_create", lambda: dev.compile(DOUBLE)),
         "record": ("vn_recording_create", lambda: pipe.record([src], [dst])),
         "record (its outputs)": ("vn_recording_output", lambda: pipe.record([src], [dst])),
-        "prerecord": ("vn_dispatch_record", lambda: pipe.prerecord_persistent_dispatch([src], [dst])),
+        "prerecord": ("vn_dispatch_record_buffers", lambda: pipe.prerecord_persistent_dispatch([src], [dst])),
         "prerecord borrowed": (
             "vn_dispatch_record_borrowed",
             lambda: pipe.prerecord_borrowed_dispatch([np.ones(64, np.float32)], output_sizes=[256]),
