@@ -412,14 +412,18 @@ def bench_wgpu_encode_submit(benchmark: Any, wgx: Any, rounds: Rounds, operation
     record_python(benchmark, "wgpu-py", operation)
 
 
-def bench_floor_encode_submit(benchmark: Any, floor: Floor, rounds: Rounds, operation: str) -> None:
-    """The raw-C floor encoding and submitting one dispatch per operation."""
-    lib, ctx = floor.lib, floor.ctx
+def bench_floor_launch(
+    benchmark: Any, floor: Floor, rounds: Rounds, operation: str, entry: str | None = None
+) -> None:
+    """The raw-C floor of a launch-cost row: ``floor_<entry>(ctx, n, samples)`` (``entry``
+    defaults to the operation), ``rounds.c_launch_ops`` operations a round."""
+    run = getattr(floor.lib, "floor_" + (entry or operation))
+    ctx = floor.ctx
     run_floor(
         benchmark,
         floor,
         operation,
-        lambda n, s: lib.floor_encode_submit(ctx, n, s),
+        lambda n, s: run(ctx, n, s),
         rounds.c_launch_ops,
         rounds.c_launch_rounds,
     )
