@@ -395,6 +395,16 @@ def bench_floor_sequence(
     )
 
 
+def bench_vn_launch(benchmark: Any, vnx: Any, rounds: Rounds, target: Callable[[], Any], operation: str) -> None:
+    """``target`` (one vyre_native launch) a round, the queue drained untimed every
+    DRAIN_EVERY rounds and at the end."""
+    benchmark.pedantic(
+        target, setup=Drainer(vnx.dev.wait_idle), rounds=rounds.launch, warmup_rounds=rounds.launch_warmup
+    )
+    vnx.dev.wait_idle()
+    record_python(benchmark, "vyre_native", operation)
+
+
 def bench_wgpu_encode_submit(benchmark: Any, wgx: Any, rounds: Rounds, operation: str) -> None:
     """wgpu-py encoding and submitting one dispatch per round (what vyre_native records)."""
     encode, group, fill, queue = wgx.encode, wgx.group, wgx.fill, wgx.queue

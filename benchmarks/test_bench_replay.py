@@ -21,8 +21,9 @@ from harness import (
     REPLAY_N,
     SEQUENCE_LEN,
     Drainer,
-    bench_floor_encode_submit,
+    bench_floor_launch,
     bench_floor_sequence,
+    bench_vn_launch,
     bench_vn_sequence,
     bench_wgpu_encode_submit,
     bench_wgpu_sequence,
@@ -37,11 +38,7 @@ from harness import (
 @pytest.mark.benchmark(group="recording_replay")
 def test_recording_replay_vyre_native(benchmark, vnx, rounds):
     rec = vnx.prog.record([vnx.a], [vnx.o], workgroups=(1, 1, 1))
-    benchmark.pedantic(
-        rec.replay, setup=Drainer(vnx.dev.wait_idle), rounds=rounds.launch, warmup_rounds=rounds.launch_warmup
-    )
-    vnx.dev.wait_idle()
-    record_python(benchmark, "vyre_native", "recording_replay")
+    bench_vn_launch(benchmark, vnx, rounds, rec.replay, "recording_replay")
 
 
 @pytest.mark.benchmark(group="recording_replay")
@@ -52,7 +49,7 @@ def test_recording_replay_wgpu_py(benchmark, wgx, rounds):
 
 @pytest.mark.benchmark(group="recording_replay")
 def test_recording_replay_raw_c(benchmark, cfloor, rounds):
-    bench_floor_encode_submit(benchmark, cfloor, rounds, "recording_replay")
+    bench_floor_launch(benchmark, cfloor, rounds, "recording_replay", "encode_submit")
 
 
 # ---- Recording.replay(64): many launches, one submit ----------------------------------

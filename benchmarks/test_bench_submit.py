@@ -13,6 +13,7 @@ from harness import (
     BURST,
     Drainer,
     bench_floor_launch,
+    bench_vn_launch,
     bench_wgpu_encode_submit,
     record_python,
     run_floor,
@@ -64,9 +65,10 @@ def _wgpu_submit(benchmark, wgx, rounds, operation, wait):
         def target(cb):
             queue.submit([cb])
 
-    _bench_submit(
-        benchmark, rounds, "wgpu-py", operation, target, lambda: encode(group, fill), lambda: wgpu_wait(wgx), wait
-    )
+    def make():
+        return encode(group, fill)
+
+    _bench_submit(benchmark, rounds, "wgpu-py", operation, target, make, lambda: wgpu_wait(wgx), wait)
 
 
 def _bench_burst(benchmark, rounds, way, target, make_one, wait_idle):
@@ -162,16 +164,12 @@ def test_replay_wait_raw_c(benchmark, cfloor, rounds):
 @pytest.mark.benchmark(group="encode_submit")
 def test_encode_submit_vyre_native(benchmark, vnx, rounds):
     """prerecord_persistent_dispatch + replay, the recording released in the timed part."""
-    prog, a, o, dev = vnx.prog, vnx.a, vnx.o, vnx.dev
+    prog, a, o = vnx.prog, vnx.a, vnx.o
 
     def target():
         prog.prerecord_persistent_dispatch([a], [o], workgroups=(1, 1, 1)).replay()
 
-    benchmark.pedantic(
-        target, setup=Drainer(dev.wait_idle), rounds=rounds.launch, warmup_rounds=rounds.launch_warmup
-    )
-    dev.wait_idle()
-    record_python(benchmark, "vyre_native", "encode_submit")
+    bench_vn_launch(benchmark, vnx, rounds, target, "encode_submit")
 
 
 @pytest.mark.benchmark(group="encode_submit")
