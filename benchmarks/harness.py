@@ -374,28 +374,17 @@ def bench_wgpu_sequence(
 
 
 def bench_floor_sequence(
-    benchmark: Any,
-    floor: Floor,
-    rounds: Rounds,
-    operation: str,
-    wait: bool,
-    call: Callable[[int, int, Any], int],
+    benchmark: Any, floor: Floor, rounds: Rounds, operation: str, wait: bool, call: Callable[[int, Any], int]
 ) -> None:
-    """The raw-C floor of the same: each sample one submit of SEQUENCE_LEN steps;
-    ``call(wait, n, samples)``."""
+    """The raw-C floor of the same: each sample one submit of SEQUENCE_LEN steps,
+    ``call(n, samples)`` (waiting or not as ``wait`` says)."""
     operation = sequence_operation(benchmark, operation, wait)
-    run_floor(
-        benchmark,
-        floor,
-        operation,
-        lambda n, s: call(int(wait), n, s),
-        rounds.burst,
-        1,
-        per_sample=SEQUENCE_LEN,
-    )
+    run_floor(benchmark, floor, operation, call, rounds.burst, 1, per_sample=SEQUENCE_LEN)
 
 
-def bench_vn_launch(benchmark: Any, vnx: Any, rounds: Rounds, target: Callable[[], Any], operation: str) -> None:
+def bench_vn_launch(
+    benchmark: Any, vnx: Any, rounds: Rounds, target: Callable[[], Any], operation: str
+) -> None:
     """``target`` (one vyre_native launch) a round, the queue drained untimed every
     DRAIN_EVERY rounds and at the end."""
     benchmark.pedantic(
@@ -427,16 +416,8 @@ def bench_floor_launch(
 ) -> None:
     """The raw-C floor of a launch-cost row: ``floor_<entry>(ctx, n, samples)`` (``entry``
     defaults to the operation), ``rounds.c_launch_ops`` operations a round."""
-    run = getattr(floor.lib, "floor_" + (entry or operation))
-    ctx = floor.ctx
-    run_floor(
-        benchmark,
-        floor,
-        operation,
-        lambda n, s: run(ctx, n, s),
-        rounds.c_launch_ops,
-        rounds.c_launch_rounds,
-    )
+    call = floor.call(entry or operation)
+    run_floor(benchmark, floor, operation, call, rounds.c_launch_ops, rounds.c_launch_rounds)
 
 
 # ---- the raw-C floor -----------------------------------------------------------------------
@@ -491,6 +472,11 @@ class Floor:
     def __init__(self, ffi: Any, lib: Any, ctx: Any, so_path: str, compiler: str) -> None:
         self.ffi, self.lib, self.ctx = ffi, lib, ctx
         self.so_path, self.compiler = so_path, compiler
+
+    def call(self, entry: str, *args: Any) -> Callable[[int, Any], int]:
+        """``floor_<entry>(ctx, *args, n, samples)`` as run_floor's ``call(n, samples)``."""
+        run, ctx = getattr(self.lib, "floor_" + entry), self.ctx
+        return lambda n, samples: run(ctx, *args, n, samples)
 
     def check(self, ns: int) -> int:
         if ns < 0:

@@ -58,15 +58,8 @@ def test_borrowed_dispatch_wgpu_py(benchmark, wgx, rounds):
 @pytest.mark.benchmark(group="borrowed_dispatch")
 def test_borrowed_dispatch_raw_c(benchmark, cfloor, vnx, rounds):
     lib, ctx = cfloor.lib, cfloor.ctx
-    host = cfloor.ffi.from_buffer(vnx.host)
-    run_floor(
-        benchmark,
-        cfloor,
-        "borrowed_dispatch",
-        lambda n, s: lib.floor_borrowed(ctx, host, IO_BYTES, n, s),
-        rounds.c_small_ops,
-        rounds.c_small_rounds,
-    )
+    call = cfloor.call("borrowed", cfloor.ffi.from_buffer(vnx.host), IO_BYTES)
+    run_floor(benchmark, cfloor, "borrowed_dispatch", call, rounds.c_small_ops, rounds.c_small_rounds)
     out = np.zeros(IO_BYTES // 4, dtype=np.float32)
     assert lib.floor_result(ctx, cfloor.ffi.from_buffer(out), IO_BYTES) == 0
     np.testing.assert_array_equal(out, vnx.host * 2)

@@ -61,7 +61,7 @@ def _floor_read(benchmark, cfloor, rounds, size, operation, mode):
     lib, ctx, which = cfloor.lib, cfloor.ctx, WHICH[size]
     r, ops = _c_rounds(rounds, size)
 
-    def read(n, samples):
+    def read(n, samples):  # floor_read's mode comes after n
         return lib.floor_read(ctx, which, n, mode, samples)
 
     run_floor(benchmark, cfloor, operation, read, ops, r, nbytes=SIZES[size])

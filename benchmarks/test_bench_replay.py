@@ -94,16 +94,8 @@ def test_replay_n_wgpu_py(benchmark, wgx, rounds):
 
 @pytest.mark.benchmark(group="replay_n")
 def test_replay_n_raw_c(benchmark, cfloor, rounds):
-    lib, ctx = cfloor.lib, cfloor.ctx
-    run_floor(
-        benchmark,
-        cfloor,
-        "replay_n",
-        lambda n, s: lib.floor_fill_in_pass(ctx, REPLAY_N, 0, n, s),
-        rounds.burst,
-        1,
-        per_sample=REPLAY_N,
-    )
+    call = cfloor.call("fill_in_pass", REPLAY_N, 0)
+    run_floor(benchmark, cfloor, "replay_n", call, rounds.burst, 1, per_sample=REPLAY_N)
 
 
 # ---- a sequence of 1000 dispatches: one pass, one submit --------------------------------
@@ -164,11 +156,9 @@ def test_sequence_1000_wgpu_py(benchmark, wgx, rounds, operation, wait):
 
 @SEQUENCES
 def test_sequence_1000_raw_c(benchmark, cfloor, rounds, operation, wait):
-    lib, ctx = cfloor.lib, cfloor.ctx
-    run = lib.floor_fill_in_pass if operation.endswith("clear") else lib.floor_one_pass
-    bench_floor_sequence(
-        benchmark, cfloor, rounds, operation, wait, lambda w, n, s: run(ctx, SEQUENCE_LEN, w, n, s)
-    )
+    entry = "fill_in_pass" if operation.endswith("clear") else "one_pass"
+    call = cfloor.call(entry, SEQUENCE_LEN, int(wait))
+    bench_floor_sequence(benchmark, cfloor, rounds, operation, wait, call)
 
 
 # ---- a dependent chain of 1000 dispatches: each reads the one before's output ------------
@@ -209,10 +199,8 @@ def test_sequence_chain_wgpu_py(benchmark, wgx, rounds, wait):
 
 @CHAINS
 def test_sequence_chain_raw_c(benchmark, cfloor, rounds, wait):
-    lib, ctx = cfloor.lib, cfloor.ctx
-    bench_floor_sequence(
-        benchmark, cfloor, rounds, "sequence_1000_chain", wait, lambda w, n, s: lib.floor_chain(ctx, SEQUENCE_LEN, w, n, s)
-    )
+    call = cfloor.call("chain", SEQUENCE_LEN, int(wait))
+    bench_floor_sequence(benchmark, cfloor, rounds, "sequence_1000_chain", wait, call)
 
 
 # ---- 16 x 4 MiB readbacks in flight at once ----------------------------------------------
@@ -249,13 +237,5 @@ def test_async_read_parts_wgpu_py(benchmark, wgx, rounds):
 
 @pytest.mark.benchmark(group="async_read_16x4MiB")
 def test_async_read_parts_raw_c(benchmark, cfloor, rounds):
-    lib, ctx = cfloor.lib, cfloor.ctx
-    run_floor(
-        benchmark,
-        cfloor,
-        "async_read_16x4MiB",
-        lambda n, s: lib.floor_read_parts(ctx, READ_PARTS, n, s),
-        1,
-        rounds.big_read,
-        nbytes=BIG_READ,
-    )
+    call = cfloor.call("read_parts", READ_PARTS)
+    run_floor(benchmark, cfloor, "async_read_16x4MiB", call, 1, rounds.big_read, nbytes=BIG_READ)

@@ -20,7 +20,6 @@ from harness import (
     wgpu_wait,
 )
 
-
 # The timed targets call the API directly (no helper between them and the call), so
 # that each way's figure holds only its own calls; the helpers below set up around them.
 
@@ -126,15 +125,7 @@ def test_replay_burst_wgpu_py(benchmark, wgx, rounds):
 
 @pytest.mark.benchmark(group="replay_burst")
 def test_replay_burst_raw_c(benchmark, cfloor, rounds):
-    lib, ctx = cfloor.lib, cfloor.ctx
-    run_floor(
-        benchmark,
-        cfloor,
-        "replay_burst",
-        lambda n, s: lib.floor_replay_burst(ctx, n, s),
-        BURST * 2,
-        rounds.burst // 2,
-    )
+    run_floor(benchmark, cfloor, "replay_burst", cfloor.call("replay_burst"), BURST * 2, rounds.burst // 2)
 
 
 # ---- 4. replay + wait for completion ------------------------------------------------------

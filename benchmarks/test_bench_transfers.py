@@ -69,12 +69,18 @@ def test_write_1MiB(benchmark: Any, vnx: Any, rounds: Any, bufs: Any, offset: in
 
 
 def _bench_copy(
-    benchmark: Any, vnx: Any, src: Any, dst: Any, size: str, offsets: tuple[int, int], rounds: int, warmup: int
+    benchmark: Any,
+    vnx: Any,
+    bufs: tuple[Any, Any],
+    size: str,
+    offsets: tuple[int, int],
+    rounds: int,
+    warmup: int,
 ) -> None:
-    """Device.copy of ``size`` (its name in MIB_SIZES) at ``offsets`` (source,
-    destination), then wait_idle, a round."""
+    """Device.copy of ``size`` (its name in MIB_SIZES) between ``bufs`` at ``offsets``
+    (source, destination), then wait_idle, a round."""
     benchmark.group = f"copy_{size}"
-    nbytes, (src_offset, dst_offset) = MIB_SIZES[size], offsets
+    nbytes, (src, dst), (src_offset, dst_offset) = MIB_SIZES[size], bufs, offsets
 
     def target() -> None:
         vnx.dev.copy(src, dst, nbytes, src_offset, dst_offset)
@@ -91,7 +97,7 @@ def test_copy_1MiB(
     benchmark: Any, vnx: Any, rounds: Any, bufs: Any, src_offset: int, dst_offset: int
 ) -> None:
     src, dst = bufs["src"], bufs["dst"]
-    _bench_copy(benchmark, vnx, src, dst, "1MiB", (src_offset, dst_offset), max(rounds.big_read, 20), 2)
+    _bench_copy(benchmark, vnx, (src, dst), "1MiB", (src_offset, dst_offset), max(rounds.big_read, 20), 2)
     want = np.arange(MIB + 8, dtype=np.uint8)[src_offset : src_offset + MIB]
     assert np.array_equal(dst.view(dst_offset, MIB).read(np.uint8), want)
 
@@ -100,24 +106,16 @@ def test_copy_1MiB(
 def test_copy_64MiB(
     benchmark: Any, vnx: Any, rounds: Any, bufs: Any, src_offset: int, dst_offset: int
 ) -> None:
-    src, dst = bufs["big_src"], bufs["big_dst"]
-    _bench_copy(benchmark, vnx, src, dst, "64MiB", (src_offset, dst_offset), rounds.big_read, 1)
+    big = bufs["big_src"], bufs["big_dst"]
+    _bench_copy(benchmark, vnx, big, "64MiB", (src_offset, dst_offset), rounds.big_read, 1)
 
 
 @pytest.mark.parametrize("shifted", [0, 1], ids=["aligned", "shifted"])
 def test_copy_64MiB_raw_c(benchmark: Any, cfloor: Any, rounds: Any, shifted: int) -> None:
     benchmark.group = "copy_64MiB"
-    lib, ctx = cfloor.lib, cfloor.ctx
-    n = max(rounds.big_read // 2, 2)
-    run_floor(
-        benchmark,
-        cfloor,
-        f"copy_64MiB_{'1_to_2' if shifted else '0_to_0'}",
-        lambda k, s: lib.floor_copy(ctx, shifted, BIG_READ, k, s),
-        n,
-        2,
-        nbytes=BIG_READ,
-    )
+    operation = f"copy_64MiB_{'1_to_2' if shifted else '0_to_0'}"
+    call = cfloor.call("copy", shifted, BIG_READ)
+    run_floor(benchmark, cfloor, operation, call, max(rounds.big_read // 2, 2), 2, nbytes=BIG_READ)
 
 
 @pytest.mark.parametrize(("offset", "nbytes"), [(4, 4), (5, 3)], ids=["word", "partial"])
