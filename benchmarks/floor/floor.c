@@ -475,17 +475,36 @@ static void fill_in_pass(floor_ctx *c, WGPUComputePassEncoder pass, const struct
     W.ComputePassEncoderDispatchWorkgroups(pass, fb->workgroups, 1, 1);
 }
 
+/* Inside a pass: the launch kernel, one workgroup, on `group`'s buffers. */
+static void kernel_in_pass(floor_ctx *c, WGPUComputePassEncoder pass, WGPUBindGroup group) {
+    W.ComputePassEncoderSetPipeline(pass, c->pipeline);
+    W.ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
+    W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
+}
+
+static void end_pass(WGPUComputePassEncoder pass) {
+    W.ComputePassEncoderEnd(pass);
+    W.ComputePassEncoderRelease(pass);
+}
+
+/* Finish `enc`, submit its one command buffer and release both: the submission's index.
+ * Inside a row's timed part it times what the lines it stands for did. */
+static WGPUSubmissionIndex finish_submit(floor_ctx *c, WGPUCommandEncoder enc) {
+    WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
+    W.CommandEncoderRelease(enc);
+    WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
+    W.CommandBufferRelease(cb);
+    return idx;
+}
+
 /* What vyre_native records for this kernel: one compute pass with the output's
  * fill (its clear) and one 1x1x1 dispatch. */
 static WGPUCommandBuffer encode(floor_ctx *c, WGPUBindGroup group, const struct fill_bind *fill) {
     WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
     WGPUComputePassEncoder pass = W.CommandEncoderBeginComputePass(enc, NULL);
     fill_in_pass(c, pass, fill);
-    W.ComputePassEncoderSetPipeline(pass, c->pipeline);
-    W.ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
-    W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
-    W.ComputePassEncoderEnd(pass);
-    W.ComputePassEncoderRelease(pass);
+    kernel_in_pass(c, pass, group);
+    end_pass(pass);
     WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
     W.CommandEncoderRelease(enc);
     return cb;
@@ -655,11 +674,7 @@ static void sum_f32(const void *p, uint64_t nbytes) {
 static int readback(floor_ctx *c, WGPUBuffer src, WGPUBuffer staging, uint64_t nbytes, void *dst, int sum) {
     WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
     W.CommandEncoderCopyBufferToBuffer(enc, src, 0, staging, 0, nbytes);
-    WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
-    W.CommandEncoderRelease(enc);
-    WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
-    W.CommandBufferRelease(cb);
-    if (map_after(c, staging, nbytes, idx) < 0) return -1;
+    if (map_after(c, staging, nbytes, finish_submit(c, enc)) < 0) return -1;
     const void *p = W.BufferGetConstMappedRange(staging, 0, (size_t)nbytes);
     if (p == NULL) {
         W.BufferUnmap(staging);
@@ -779,47 +794,42 @@ int64_t floor_encode_n_submit(floor_ctx *c, uint32_t launches, uint64_t n, int64
             for (uint32_t k = 0; k < launches; k++) {
                 W.CommandEncoderClearBuffer(enc, c->out, 0, c->io_bytes);
                 WGPUComputePassEncoder pass = W.CommandEncoderBeginComputePass(enc, NULL);
-                W.ComputePassEncoderSetPipeline(pass, c->pipeline);
-                W.ComputePassEncoderSetBindGroup(pass, 0, c->group, 0, NULL);
-                W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
-                W.ComputePassEncoderEnd(pass);
-                W.ComputePassEncoderRelease(pass);
+                kernel_in_pass(c, pass, c->group);
+                end_pass(pass);
             }
-            WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
-            W.CommandEncoderRelease(enc);
-            W.QueueSubmitForIndex(c->queue, 1, &cb);
-            W.CommandBufferRelease(cb);
+            finish_submit(c, enc);
         });
         drain(c);
     }
     return checked(c, total);
 }
 
-/* `steps` dispatches of the launch kernel in ONE compute pass, one submit; with
- * fill, each step first fills the kernel's output (as a vyre_native step that clears
- * it) and then sets the kernel's pipeline and bind group again, else they are set
- * once. With wait, each sample also blocks until the GPU has finished; without, the
- * drain is untimed. */
-static int64_t steps_in_one_pass(floor_ctx *c, uint32_t steps, int fill, int wait, uint64_t n, int64_t *samples) {
+/* How steps_in_one_pass sets up each step: PLAIN, the kernel's pipeline and bind group
+ * set once; FILL, each step first fills the kernel's output (as a vyre_native step that
+ * clears it), then sets the kernel's pipeline and bind group again; CHAIN, the
+ * pipeline set once and the bind group every step, alternating (in, out) and
+ * (out, in), so each step reads what the one before wrote. */
+enum { STEPS_PLAIN, STEPS_FILL, STEPS_CHAIN };
+
+/* `steps` dispatches of the launch kernel in ONE compute pass, one submit, each step
+ * set up as `how` says. With wait, each sample also blocks until the GPU has
+ * finished; without, the drain is untimed. */
+static int64_t steps_in_one_pass(floor_ctx *c, uint32_t steps, int how, int wait, uint64_t n, int64_t *samples) {
     int64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
         TIMED(i, {
             WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
             WGPUComputePassEncoder pass = W.CommandEncoderBeginComputePass(enc, NULL);
             for (uint32_t k = 0; k < steps; k++) {
-                if (fill) fill_in_pass(c, pass, &c->fill.out);
-                if (fill || k == 0) {
-                    W.ComputePassEncoderSetPipeline(pass, c->pipeline);
-                    W.ComputePassEncoderSetBindGroup(pass, 0, c->group, 0, NULL);
-                }
+                if (how == STEPS_FILL) fill_in_pass(c, pass, &c->fill.out);
+                if (how == STEPS_FILL || k == 0) W.ComputePassEncoderSetPipeline(pass, c->pipeline);
+                if (how != STEPS_PLAIN || k == 0)
+                    W.ComputePassEncoderSetBindGroup(pass, 0, how == STEPS_CHAIN && k % 2 ? c->back : c->group, 0,
+                                                     NULL);
                 W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
             }
-            W.ComputePassEncoderEnd(pass);
-            W.ComputePassEncoderRelease(pass);
-            WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
-            W.CommandEncoderRelease(enc);
-            WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
-            W.CommandBufferRelease(cb);
+            end_pass(pass);
+            WGPUSubmissionIndex idx = finish_submit(c, enc);
             if (wait) W.DevicePoll(c->device, 1, &idx);
         });
         if (!wait) drain(c);
@@ -830,7 +840,7 @@ static int64_t steps_in_one_pass(floor_ctx *c, uint32_t steps, int fill, int wai
 /* 10. `dispatches` dispatches in ONE compute pass (pipeline and bind group set once,
  * nothing cleared), one submit: the floor of a vyre_native sequence. */
 int64_t floor_one_pass(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, int64_t *samples) {
-    return steps_in_one_pass(c, dispatches, 0, wait, n, samples);
+    return steps_in_one_pass(c, dispatches, STEPS_PLAIN, wait, n, samples);
 }
 
 /* 10b. a dependent chain of `dispatches` tiny dispatches in ONE compute pass, one
@@ -839,27 +849,7 @@ int64_t floor_one_pass(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, 
  * between every two. What any wgpu-native client pays for a graph of dependent kernels,
  * such as a tinygrad JIT: the floor of a Sequence whose steps change bindings. */
 int64_t floor_chain(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, int64_t *samples) {
-    int64_t total = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        TIMED(i, {
-            WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
-            WGPUComputePassEncoder pass = W.CommandEncoderBeginComputePass(enc, NULL);
-            W.ComputePassEncoderSetPipeline(pass, c->pipeline);
-            for (uint32_t k = 0; k < dispatches; k++) {
-                W.ComputePassEncoderSetBindGroup(pass, 0, k % 2 ? c->back : c->group, 0, NULL);
-                W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
-            }
-            W.ComputePassEncoderEnd(pass);
-            W.ComputePassEncoderRelease(pass);
-            WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
-            W.CommandEncoderRelease(enc);
-            WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
-            W.CommandBufferRelease(cb);
-            if (wait) W.DevicePoll(c->device, 1, &idx);
-        });
-        if (!wait) drain(c);
-    }
-    return checked(c, total);
+    return steps_in_one_pass(c, dispatches, STEPS_CHAIN, wait, n, samples);
 }
 
 /* 11. the big source read back as `parts` equal slices, all in flight at once: one
@@ -888,10 +878,7 @@ int64_t floor_read_parts(floor_ctx *c, uint32_t parts, uint64_t n, int64_t *samp
             WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
             for (uint32_t k = 0; k < parts; k++)
                 W.CommandEncoderCopyBufferToBuffer(enc, c->read_src[1], k * slice, staging[k], 0, slice);
-            WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
-            W.CommandEncoderRelease(enc);
-            WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
-            W.CommandBufferRelease(cb);
+            WGPUSubmissionIndex idx = finish_submit(c, enc);
             for (uint32_t k = 0; k < parts; k++) {
                 memset(&maps[k], 0, sizeof maps[k]);
                 WGPUBufferMapCallbackInfo info = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
@@ -1030,15 +1017,11 @@ int64_t floor_copy(floor_ctx *c, int shifted, uint64_t bytes, uint64_t n, int64_
                 W.ComputePassEncoderSetPipeline(pass, k->shift);
                 W.ComputePassEncoderSetBindGroup(pass, 0, k->group, 0, NULL);
                 W.ComputePassEncoderDispatchWorkgroups(pass, k->workgroups, 1, 1);
-                W.ComputePassEncoderEnd(pass);
-                W.ComputePassEncoderRelease(pass);
+                end_pass(pass);
             } else {
                 W.CommandEncoderCopyBufferToBuffer(enc, k->src, 0, k->dst, 0, bytes);
             }
-            WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
-            W.CommandEncoderRelease(enc);
-            WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
-            W.CommandBufferRelease(cb);
+            WGPUSubmissionIndex idx = finish_submit(c, enc);
             W.DevicePoll(c->device, 1, &idx);
         });
     }
@@ -1126,7 +1109,7 @@ int64_t floor_fill_in_pass(floor_ctx *c, uint32_t steps, int wait, uint64_t n, i
         fail("floor_fill_in_pass: call floor_fill_setup first");
         return -1;
     }
-    return steps_in_one_pass(c, steps, 1, wait, n, samples);
+    return steps_in_one_pass(c, steps, STEPS_FILL, wait, n, samples);
 }
 
 /* A compute pass that writes timestamp `begin` at its start and/or `end` at its end,
@@ -1147,12 +1130,9 @@ static void timed_pass(floor_ctx *c, WGPUCommandEncoder enc, uint32_t begin, uin
             fill_in_pass(c, pass, &c->fill.big);
             continue;
         }
-        W.ComputePassEncoderSetPipeline(pass, c->pipeline);
-        W.ComputePassEncoderSetBindGroup(pass, 0, c->group, 0, NULL);
-        W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
+        kernel_in_pass(c, pass, c->group);
     }
-    W.ComputePassEncoderEnd(pass);
-    W.ComputePassEncoderRelease(pass);
+    end_pass(pass);
 }
 
 /* 17. GPU time (timestamps, ns) of zeroing the big readback source (64 MiB) between
@@ -1182,11 +1162,7 @@ int64_t floor_clear_gpu(floor_ctx *c, int how, uint64_t n, int64_t *samples) {
         }
         W.CommandEncoderResolveQuerySet(enc, f->queries, 0, 2, f->resolve, 0);
         W.CommandEncoderCopyBufferToBuffer(enc, f->resolve, 0, f->ticks, 0, 16);
-        WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
-        W.CommandEncoderRelease(enc);
-        WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
-        W.CommandBufferRelease(cb);
-        if (map_after(c, f->ticks, 16, idx) < 0) return -1;
+        if (map_after(c, f->ticks, 16, finish_submit(c, enc)) < 0) return -1;
         const uint64_t *t = W.BufferGetConstMappedRange(f->ticks, 0, 16);
         int64_t ns = t != NULL && t[1] > t[0] ? (int64_t)((double)(t[1] - t[0]) * period) : 0;
         W.BufferUnmap(f->ticks);
