@@ -70,21 +70,8 @@ def test_replay_n_vyre_native(benchmark, vnx, rounds):
 
 @pytest.mark.benchmark(group="replay_n")
 def test_replay_n_wgpu_py(benchmark, wgx, rounds):
-    device, pipeline, group, queue = wgx.device, wgx.pipeline, wgx.group, wgx.queue
-    fill_in_pass, fill = wgx.fill_in_pass, wgx.fill
-
-    def target():
-        # what Recording.replay(64) encodes: one pass, each launch its output's fill + dispatch
-        enc = device.create_command_encoder()
-        cpass = enc.begin_compute_pass()
-        for _ in range(REPLAY_N):
-            fill_in_pass(cpass, fill)
-            cpass.set_pipeline(pipeline)
-            cpass.set_bind_group(0, group)
-            cpass.dispatch_workgroups(1, 1, 1)
-        cpass.end()
-        queue.submit([enc.finish()])
-
+    # what Recording.replay(64) encodes: one pass, each launch its output's fill + dispatch
+    target = _wgpu_one_pass(wgx, REPLAY_N, clear=True)
     benchmark.pedantic(
         target, setup=Drainer(lambda: wgpu_wait(wgx), every=1), rounds=rounds.burst, warmup_rounds=1
     )
@@ -121,16 +108,20 @@ def _vn_sequence(vnx, clear: bool):
     return seq
 
 
-def _wgpu_one_pass(wgx, clear: bool):
+def _wgpu_one_pass(wgx, steps: int, clear: bool):
+    """``steps`` dispatches in one pass, one submit: with ``clear`` each step its output's
+    fill, then the kernel's pipeline and bind group again (as floor.c's STEPS_FILL),
+    else those set once."""
     device, pipeline, group, queue = wgx.device, wgx.pipeline, wgx.group, wgx.queue
     fill_in_pass, fill = wgx.fill_in_pass, wgx.fill
 
     def submit():
         enc = device.create_command_encoder()
         cpass = enc.begin_compute_pass()
-        cpass.set_pipeline(pipeline)
-        cpass.set_bind_group(0, group)
-        for _ in range(SEQUENCE_LEN):
+        if not clear:
+            cpass.set_pipeline(pipeline)
+            cpass.set_bind_group(0, group)
+        for _ in range(steps):
             if clear:
                 fill_in_pass(cpass, fill)
                 cpass.set_pipeline(pipeline)
@@ -150,7 +141,7 @@ def test_sequence_1000_vyre_native(benchmark, vnx, rounds, operation, wait):
 
 @SEQUENCES
 def test_sequence_1000_wgpu_py(benchmark, wgx, rounds, operation, wait):
-    submit = _wgpu_one_pass(wgx, operation.endswith("clear"))
+    submit = _wgpu_one_pass(wgx, SEQUENCE_LEN, operation.endswith("clear"))
     bench_wgpu_sequence(benchmark, wgx, rounds, submit, operation, wait)
 
 
