@@ -106,7 +106,6 @@ typedef struct floor_ctx {
     WGPUAdapter adapter;
     WGPUDevice device;
     WGPUQueue queue;
-    WGPUShaderModule shader;
     WGPUComputePipeline pipeline;
     WGPUBindGroupLayout layout;
     WGPUBuffer in, out;           /* the launch kernel's buffers */
@@ -241,6 +240,22 @@ static WGPUBindGroup make_group(floor_ctx *c, WGPUBuffer in, WGPUBuffer out, uin
     return W.DeviceCreateBindGroup(c->device, &d);
 }
 
+/* `wgsl`'s entry point "main" as a compute pipeline with an automatic layout (the shader
+ * module released: the pipeline holds what it needs); NULL when none was made. */
+static WGPUComputePipeline compile_main(floor_ctx *c, const char *wgsl) {
+    WGPUShaderSourceWGSL src = WGPU_SHADER_SOURCE_WGSL_INIT;
+    src.code = sv(wgsl);
+    WGPUShaderModuleDescriptor smd = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
+    smd.nextInChain = &src.chain;
+    WGPUShaderModule module = W.DeviceCreateShaderModule(c->device, &smd);
+    WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
+    pd.compute.module = module;
+    pd.compute.entryPoint = sv("main");
+    WGPUComputePipeline pipeline = W.DeviceCreateComputePipeline(c->device, &pd);
+    W.ShaderModuleRelease(module);
+    return pipeline;
+}
+
 void floor_destroy(floor_ctx *c);
 
 const char *floor_adapter_name(floor_ctx *c) { return c->adapter_name; }
@@ -260,6 +275,13 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
         fail("out of host memory");
         return NULL;
     }
+/* floor_create's way out once c is made: the message, then everything made so far released. */
+#define CREATE_FAILED(...)  \
+    do {                    \
+        fail(__VA_ARGS__);  \
+        floor_destroy(c);   \
+        return NULL;        \
+    } while (0)
     c->lib = dlopen(lib_path, RTLD_NOW | RTLD_LOCAL);
     if (c->lib == NULL) {
         fail("dlopen('%s') failed: %s", lib_path, dlerror());
@@ -268,20 +290,12 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
     }
 #define FLOOR_LOAD(name)                                                     \
     W.name = (__typeof__(W.name))dlsym(c->lib, "wgpu" #name);                \
-    if (W.name == NULL) {                                                    \
-        fail("'%s' has no symbol wgpu" #name, lib_path);                     \
-        floor_destroy(c);                                                    \
-        return NULL;                                                         \
-    }
+    if (W.name == NULL) CREATE_FAILED("'%s' has no symbol wgpu" #name, lib_path);
     FLOOR_WGPU_FUNCTIONS(FLOOR_LOAD)
 #undef FLOOR_LOAD
 
     c->instance = W.CreateInstance(NULL);
-    if (c->instance == NULL) {
-        fail("wgpuCreateInstance returned NULL");
-        floor_destroy(c);
-        return NULL;
-    }
+    if (c->instance == NULL) CREATE_FAILED("wgpuCreateInstance returned NULL");
     struct request ar = {0};
     WGPURequestAdapterOptions aopts = WGPU_REQUEST_ADAPTER_OPTIONS_INIT;
     WGPURequestAdapterCallbackInfo acb = WGPU_REQUEST_ADAPTER_CALLBACK_INFO_INIT;
@@ -289,11 +303,8 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
     acb.callback = on_adapter;
     acb.userdata1 = &ar;
     W.InstanceRequestAdapter(c->instance, &aopts, acb);
-    if (!wait_flag(c, &ar.done, 60.0) || ar.status != WGPURequestAdapterStatus_Success || ar.result == NULL) {
-        fail("no adapter: %s", ar.message);
-        floor_destroy(c);
-        return NULL;
-    }
+    if (!wait_flag(c, &ar.done, 60.0) || ar.status != WGPURequestAdapterStatus_Success || ar.result == NULL)
+        CREATE_FAILED("no adapter: %s", ar.message);
     c->adapter = ar.result;
     WGPUAdapterInfo info = WGPU_ADAPTER_INFO_INIT;
     if (W.AdapterGetInfo(c->adapter, &info) == WGPUStatus_Success) {
@@ -306,11 +317,7 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
         W.AdapterInfoFreeMembers(info);
     }
     WGPULimits limits = WGPU_LIMITS_INIT;
-    if (W.AdapterGetLimits(c->adapter, &limits) != WGPUStatus_Success) {
-        fail("wgpuAdapterGetLimits failed");
-        floor_destroy(c);
-        return NULL;
-    }
+    if (W.AdapterGetLimits(c->adapter, &limits) != WGPUStatus_Success) CREATE_FAILED("wgpuAdapterGetLimits failed");
     limits.nextInChain = NULL;
     c->max_groups_per_dim = limits.maxComputeWorkgroupsPerDimension;
     WGPUDeviceDescriptor dd = WGPU_DEVICE_DESCRIPTOR_INIT;
@@ -334,23 +341,12 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
     dcb.callback = on_device;
     dcb.userdata1 = &dr;
     W.AdapterRequestDevice(c->adapter, &dd, dcb);
-    if (!wait_flag(c, &dr.done, 60.0) || dr.status != WGPURequestDeviceStatus_Success || dr.result == NULL) {
-        fail("no device: %s", dr.message);
-        floor_destroy(c);
-        return NULL;
-    }
+    if (!wait_flag(c, &dr.done, 60.0) || dr.status != WGPURequestDeviceStatus_Success || dr.result == NULL)
+        CREATE_FAILED("no device: %s", dr.message);
     c->device = dr.result;
     c->queue = W.DeviceGetQueue(c->device);
 
-    WGPUShaderSourceWGSL src = WGPU_SHADER_SOURCE_WGSL_INIT;
-    src.code = sv(wgsl);
-    WGPUShaderModuleDescriptor smd = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
-    smd.nextInChain = &src.chain;
-    c->shader = W.DeviceCreateShaderModule(c->device, &smd);
-    WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
-    pd.compute.module = c->shader;
-    pd.compute.entryPoint = sv("main");
-    c->pipeline = W.DeviceCreateComputePipeline(c->device, &pd);
+    c->pipeline = compile_main(c, wgsl);
     if (c->pipeline != NULL) c->layout = W.ComputePipelineGetBindGroupLayout(c->pipeline, 0);
 
     const WGPUBufferUsage io = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
@@ -371,17 +367,15 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
         if (c->read_dst[k] != NULL) memset(c->read_dst[k], 1, c->read_bytes[k]); /* fault the pages in */
     }
     W.DevicePoll(c->device, 1, NULL);
-    if (checked(c, 0) < 0) {
+    if (checked(c, 0) < 0) { /* its message is already set */
         floor_destroy(c);
         return NULL;
     }
     if (c->pipeline == NULL || c->layout == NULL || c->group == NULL || c->back == NULL || c->miss_outs == NULL ||
-        c->read_dst[0] == NULL || c->read_dst[1] == NULL) {
-        fail("setting up the floor's pipeline and buffers failed");
-        floor_destroy(c);
-        return NULL;
-    }
+        c->read_dst[0] == NULL || c->read_dst[1] == NULL)
+        CREATE_FAILED("setting up the floor's pipeline and buffers failed");
     return c;
+#undef CREATE_FAILED
 }
 
 void floor_destroy(floor_ctx *c) {
@@ -421,7 +415,6 @@ void floor_destroy(floor_ctx *c) {
     if (c->out) W.BufferRelease(c->out);
     if (c->layout) W.BindGroupLayoutRelease(c->layout);
     if (c->pipeline) W.ComputePipelineRelease(c->pipeline);
-    if (c->shader) W.ShaderModuleRelease(c->shader);
     if (c->queue) W.QueueRelease(c->queue);
     if (c->device) W.DeviceRelease(c->device);
     if (c->adapter) W.AdapterRelease(c->adapter);
@@ -931,22 +924,6 @@ int64_t floor_write(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n,
 }
 
 /* ---- copies ------------------------------------------------------------------------- */
-
-/* `wgsl`'s entry point "main" as a compute pipeline with an automatic layout (the shader
- * module released: the pipeline holds what it needs); NULL when none was made. */
-static WGPUComputePipeline compile_main(floor_ctx *c, const char *wgsl) {
-    WGPUShaderSourceWGSL src = WGPU_SHADER_SOURCE_WGSL_INIT;
-    src.code = sv(wgsl);
-    WGPUShaderModuleDescriptor smd = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
-    smd.nextInChain = &src.chain;
-    WGPUShaderModule module = W.DeviceCreateShaderModule(c->device, &smd);
-    WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
-    pd.compute.module = module;
-    pd.compute.entryPoint = sv("main");
-    WGPUComputePipeline pipeline = W.DeviceCreateComputePipeline(c->device, &pd);
-    W.ShaderModuleRelease(module);
-    return pipeline;
-}
 
 /* The floor of a copy whose bytes shift within their words (1 -> 2: three bytes), which
  * no CopyBufferToBuffer does: the best kernel of that shape, with nothing per call but
