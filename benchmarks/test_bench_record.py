@@ -50,9 +50,9 @@ def _vn_prerecord(benchmark, vnx, rounds, outs):
     return after["hits"] - before["hits"], after["misses"] - before["misses"], after["capacity"]
 
 
-def _wgpu_prerecord(benchmark, wgx, rounds, target, pending):
-    """``target`` a round, appending its command buffer to ``pending``; submitted (untimed)
-    every DRAIN_EVERY rounds and at the end."""
+def _wgpu_prerecord(benchmark, wgx, rounds, outs, target, pending):
+    """``target`` a round, given ``outs`` in turn, appending its command buffer to
+    ``pending``; submitted (untimed) every DRAIN_EVERY rounds and at the end."""
     queue = wgx.queue
 
     def drain():
@@ -62,7 +62,7 @@ def _wgpu_prerecord(benchmark, wgx, rounds, target, pending):
 
     benchmark.pedantic(
         target,
-        setup=Drainer(drain, _next_of(wgx.miss_outs)),
+        setup=Drainer(drain, _next_of(outs)),
         rounds=rounds.launch,
         warmup_rounds=rounds.launch_warmup,
     )
@@ -83,10 +83,10 @@ def test_prerecord_hit_wgpu_py(benchmark, wgx, rounds):
     encode, group, fill = wgx.encode, wgx.group, wgx.fill
     pending = []
 
-    def target(_out):
+    def target(_out):  # the same output every round: group and fill are wgx.o's
         pending.append(encode(group, fill))
 
-    _wgpu_prerecord(benchmark, wgx, rounds, target, pending)
+    _wgpu_prerecord(benchmark, wgx, rounds, [wgx.o], target, pending)
     record_python(benchmark, "wgpu-py", "prerecord_hit")
 
 
@@ -128,7 +128,7 @@ def test_prerecord_miss_wgpu_py(benchmark, wgx, rounds):
         # both of vyre_native's caches miss: the kernel's bind group and the fill's
         pending.append(encode(bind(a, out), bind_fill(out)))
 
-    _wgpu_prerecord(benchmark, wgx, rounds, target, pending)
+    _wgpu_prerecord(benchmark, wgx, rounds, wgx.miss_outs, target, pending)
     record_python(benchmark, "wgpu-py", "prerecord_miss")
 
 
