@@ -480,14 +480,19 @@ static void end_pass(WGPUComputePassEncoder pass) {
     W.ComputePassEncoderRelease(pass);
 }
 
-/* Finish `enc`, submit its one command buffer and release both: the submission's index.
- * Inside a row's timed part it times what the lines it stands for did. */
-static WGPUSubmissionIndex finish_submit(floor_ctx *c, WGPUCommandEncoder enc) {
-    WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
-    W.CommandEncoderRelease(enc);
+/* Submit one command buffer and release it: the submission's index. This and
+ * finish_submit stand inside the rows' timed parts for the calls they make, no more. */
+static WGPUSubmissionIndex submit_one(floor_ctx *c, WGPUCommandBuffer cb) {
     WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
     W.CommandBufferRelease(cb);
     return idx;
+}
+
+/* Finish `enc`, submit its one command buffer and release both: the submission's index. */
+static WGPUSubmissionIndex finish_submit(floor_ctx *c, WGPUCommandEncoder enc) {
+    WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
+    W.CommandEncoderRelease(enc);
+    return submit_one(c, cb);
 }
 
 /* What vyre_native records for this kernel: one compute pass with the output's
@@ -559,10 +564,7 @@ int64_t floor_replay(floor_ctx *c, uint64_t n, int64_t *samples) {
     int64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
         WGPUCommandBuffer cb = encode(c, c->group, &c->fill.out);
-        TIMED(i, {
-            W.QueueSubmitForIndex(c->queue, 1, &cb);
-            W.CommandBufferRelease(cb);
-        });
+        TIMED(i, submit_one(c, cb));
         if ((i + 1) % BATCH == 0) drain(c);
     }
     drain(c);
@@ -578,10 +580,7 @@ int64_t floor_replay_burst(floor_ctx *c, uint64_t n, int64_t *samples) {
         uint64_t k = n - done < BATCH ? n - done : BATCH;
         for (uint64_t j = 0; j < k; j++) cbs[j] = encode(c, c->group, &c->fill.out);
         for (uint64_t j = 0; j < k; j++)
-            TIMED(done + j, {
-                W.QueueSubmitForIndex(c->queue, 1, &cbs[j]);
-                W.CommandBufferRelease(cbs[j]);
-            });
+            TIMED(done + j, submit_one(c, cbs[j]));
         drain(c);
         done += k;
     }
@@ -594,8 +593,7 @@ int64_t floor_replay_wait(floor_ctx *c, uint64_t n, int64_t *samples) {
     for (uint64_t i = 0; i < n; i++) {
         WGPUCommandBuffer cb = encode(c, c->group, &c->fill.out);
         TIMED(i, {
-            WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
-            W.CommandBufferRelease(cb);
+            WGPUSubmissionIndex idx = submit_one(c, cb);
             W.DevicePoll(c->device, 1, &idx);
         });
     }
@@ -606,11 +604,7 @@ int64_t floor_replay_wait(floor_ctx *c, uint64_t n, int64_t *samples) {
 int64_t floor_encode_submit(floor_ctx *c, uint64_t n, int64_t *samples) {
     int64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
-        TIMED(i, {
-            WGPUCommandBuffer cb = encode(c, c->group, &c->fill.out);
-            W.QueueSubmitForIndex(c->queue, 1, &cb);
-            W.CommandBufferRelease(cb);
-        });
+        TIMED(i, submit_one(c, encode(c, c->group, &c->fill.out)));
         if ((i + 1) % BATCH == 0) drain(c);
     }
     drain(c);
@@ -732,8 +726,7 @@ int64_t floor_borrowed(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t
             fill_plan(c, out, nbytes, &fb);
             WGPUCommandBuffer cb = encode(c, g, &fb);
             W.BindGroupRelease(fb.group);
-            W.QueueSubmitForIndex(c->queue, 1, &cb);
-            W.CommandBufferRelease(cb);
+            submit_one(c, cb);
             void *dst = malloc(nbytes);
             rc = dst == NULL ? -1 : readback(c, out, c->staging[0], nbytes, dst, 0);
             if (rc == 0 && i == 0) memcpy(c->read_dst[0], dst, (size_t)nbytes); /* for floor_result() */
