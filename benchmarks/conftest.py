@@ -85,7 +85,14 @@ def vnx() -> Any:
         "vyre_native_version": vn.__version__,
         "vyre_native_path": str(pathlib.Path(vn.__file__).parent),
     }
-    ns = SimpleNamespace(vn=vn, dev=dev, prog=prog, host=host, a=a, o=o, miss_outs=miss_outs, big=big)
+
+    def prerecord(out: Any = o) -> Any:
+        """The launch benchmarks' recording: the kernel once, a -> out, one workgroup."""
+        return prog.prerecord_persistent_dispatch([a], [out], workgroups=(1, 1, 1))
+
+    ns = SimpleNamespace(
+        vn=vn, dev=dev, prog=prog, host=host, a=a, o=o, miss_outs=miss_outs, big=big, prerecord=prerecord
+    )
     yield ns
     dev.wait_idle()
 

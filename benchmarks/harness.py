@@ -374,25 +374,24 @@ def bench_wgpu_sequence(
 
 
 def bench_floor_sequence(
-    benchmark: Any,
-    floor: Floor,
-    rounds: Rounds,
-    operation: str,
-    wait: bool,
-    call: Callable[[int, int, Any], int],
+    benchmark: Any, floor: Floor, rounds: Rounds, operation: str, wait: bool, call: Callable[[int, Any], int]
 ) -> None:
-    """The raw-C floor of the same: each sample one submit of SEQUENCE_LEN steps;
-    ``call(wait, n, samples)``."""
+    """The raw-C floor of the same: each sample one submit of SEQUENCE_LEN steps,
+    ``call(n, samples)`` (waiting or not as ``wait`` says)."""
     operation = sequence_operation(benchmark, operation, wait)
-    run_floor(
-        benchmark,
-        floor,
-        operation,
-        lambda n, s: call(int(wait), n, s),
-        rounds.burst,
-        1,
-        per_sample=SEQUENCE_LEN,
+    run_floor(benchmark, floor, operation, call, rounds.burst, 1, per_sample=SEQUENCE_LEN)
+
+
+def bench_vn_launch(
+    benchmark: Any, vnx: Any, rounds: Rounds, target: Callable[[], Any], operation: str
+) -> None:
+    """``target`` (one vyre_native launch) a round, the queue drained untimed every
+    DRAIN_EVERY rounds and at the end."""
+    benchmark.pedantic(
+        target, setup=Drainer(vnx.dev.wait_idle), rounds=rounds.launch, warmup_rounds=rounds.launch_warmup
     )
+    vnx.dev.wait_idle()
+    record_python(benchmark, "vyre_native", operation)
 
 
 def bench_wgpu_encode_submit(benchmark: Any, wgx: Any, rounds: Rounds, operation: str) -> None:
@@ -412,17 +411,13 @@ def bench_wgpu_encode_submit(benchmark: Any, wgx: Any, rounds: Rounds, operation
     record_python(benchmark, "wgpu-py", operation)
 
 
-def bench_floor_encode_submit(benchmark: Any, floor: Floor, rounds: Rounds, operation: str) -> None:
-    """The raw-C floor encoding and submitting one dispatch per operation."""
-    lib, ctx = floor.lib, floor.ctx
-    run_floor(
-        benchmark,
-        floor,
-        operation,
-        lambda n, s: lib.floor_encode_submit(ctx, n, s),
-        rounds.c_launch_ops,
-        rounds.c_launch_rounds,
-    )
+def bench_floor_launch(
+    benchmark: Any, floor: Floor, rounds: Rounds, operation: str, entry: str | None = None
+) -> None:
+    """The raw-C floor of a launch-cost row: ``floor_<entry>(ctx, n, samples)`` (``entry``
+    defaults to the operation), ``rounds.c_launch_ops`` operations a round."""
+    call = floor.call(entry or operation)
+    run_floor(benchmark, floor, operation, call, rounds.c_launch_ops, rounds.c_launch_rounds)
 
 
 # ---- the raw-C floor -----------------------------------------------------------------------
@@ -477,6 +472,11 @@ class Floor:
     def __init__(self, ffi: Any, lib: Any, ctx: Any, so_path: str, compiler: str) -> None:
         self.ffi, self.lib, self.ctx = ffi, lib, ctx
         self.so_path, self.compiler = so_path, compiler
+
+    def call(self, entry: str, *args: Any) -> Callable[[int, Any], int]:
+        """``floor_<entry>(ctx, *args, n, samples)`` as run_floor's ``call(n, samples)``."""
+        run, ctx = getattr(self.lib, "floor_" + entry), self.ctx
+        return lambda n, samples: run(ctx, *args, n, samples)
 
     def check(self, ns: int) -> int:
         if ns < 0:

@@ -296,14 +296,25 @@ def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = F
     def ratio(a: float | None, b: float | None) -> float | None:
         return a / b if a and b else None
 
+    def vs(
+        op: str, way: str, other: str | None = None, other_way: str = "raw-C", field: str = "per_op_us"
+    ) -> float | None:
+        """``op``'s ``way`` over ``other``'s (default: the same op) ``other_way``."""
+        return ratio(pick(op, way, field), pick(other or op, other_way, field))
+
+    def vn_and_raw_c(op: str) -> dict[str, float | None]:
+        return {
+            "vyre_native_us": pick(op, "vyre_native"),
+            "raw_c_us": pick(op, "raw-C"),
+            "ratio": vs(op, "vyre_native"),
+        }
+
     raw_c = machine["raw_c"]
     targets = {
         "replay_vs_raw_c_submit": {
             "what": "vyre_native replay() host cost / raw-C submit of a pre-recorded command buffer (1.0 = the floor)",
-            "vyre_native_us": pick("replay", "vyre_native"),
-            "raw_c_us": pick("replay", "raw-C"),
-            "ratio": ratio(pick("replay", "vyre_native"), pick("replay", "raw-C")),
-            "burst_ratio": ratio(pick("replay_burst", "vyre_native"), pick("replay_burst", "raw-C")),
+            **vn_and_raw_c("replay"),
+            "burst_ratio": vs("replay_burst", "vyre_native"),
         },
         "read_output_into_64MiB": {
             "what": "read_output_into of 64 MiB: throughput vs raw-C staging copy and vs wgpu-py read_buffer",
@@ -311,74 +322,55 @@ def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = F
             "raw_c_gb_per_s": pick("read_output_into_64MiB", "raw-C", "gb_per_s"),
             "wgpu_py_gb_per_s": pick("read_output_into_64MiB", "wgpu-py", "gb_per_s"),
             "host_memcpy_gb_per_s": raw_c.get("host_memcpy_64MiB_gb_per_s"),
-            "vn_over_raw_c_throughput": ratio(
-                pick("read_output_into_64MiB", "vyre_native", "gb_per_s"),
-                pick("read_output_into_64MiB", "raw-C", "gb_per_s"),
+            "vn_over_raw_c_throughput": vs(
+                "read_output_into_64MiB", "vyre_native", "read_output_into_64MiB", "raw-C", "gb_per_s"
             ),
-            "vn_over_wgpu_py_throughput": ratio(
-                pick("read_output_into_64MiB", "vyre_native", "gb_per_s"),
-                pick("read_output_into_64MiB", "wgpu-py", "gb_per_s"),
+            "vn_over_wgpu_py_throughput": vs(
+                "read_output_into_64MiB", "vyre_native", "read_output_into_64MiB", "wgpu-py", "gb_per_s"
             ),
         },
         "read_zero_copy_64MiB": {
             "what": "64 MiB read(dtype, copy=False), time to a usable array / raw-C staging + memcpy (target "
             "<= 0.35); then the sum that reads it all, against the same for copy=True",
-            "vyre_native_us": pick("read_zero_copy_64MiB", "vyre_native"),
-            "raw_c_us": pick("read_zero_copy_64MiB", "raw-C"),
-            "ratio": ratio(
-                pick("read_zero_copy_64MiB", "vyre_native"), pick("read_zero_copy_64MiB", "raw-C")
-            ),
+            **vn_and_raw_c("read_zero_copy_64MiB"),
             "raw_c_map_only_us": pick("read_typed_map_64MiB", "raw-C"),
-            "vs_map_only": ratio(
-                pick("read_zero_copy_64MiB", "vyre_native"), pick("read_typed_map_64MiB", "raw-C")
-            ),
+            "vs_map_only": vs("read_zero_copy_64MiB", "vyre_native", "read_typed_map_64MiB"),
             "copy_true_us": pick("read_typed_copy_64MiB", "vyre_native"),
-            "vs_copy_true": ratio(
-                pick("read_zero_copy_64MiB", "vyre_native"), pick("read_typed_copy_64MiB", "vyre_native")
-            ),
+            "vs_copy_true": vs("read_zero_copy_64MiB", "vyre_native", "read_typed_copy_64MiB", "vyre_native"),
             "with_sum_us": pick("read_zero_copy_sum_64MiB", "vyre_native"),
             "copy_true_with_sum_us": pick("read_typed_copy_sum_64MiB", "vyre_native"),
-            "with_sum_vs_copy_true": ratio(
-                pick("read_zero_copy_sum_64MiB", "vyre_native"),
-                pick("read_typed_copy_sum_64MiB", "vyre_native"),
+            "with_sum_vs_copy_true": vs(
+                "read_zero_copy_sum_64MiB", "vyre_native", "read_typed_copy_sum_64MiB", "vyre_native"
             ),
         },
         "record_replay_vs_wgpu_py": {
             "what": "wgpu-py encode + submit / vyre_native record + replay (above 1.0: vyre_native is faster)",
             "vyre_native_us": pick("encode_submit", "vyre_native"),
             "wgpu_py_us": pick("encode_submit", "wgpu-py"),
-            "speedup": ratio(pick("encode_submit", "wgpu-py"), pick("encode_submit", "vyre_native")),
-            "vn_over_raw_c": ratio(pick("encode_submit", "vyre_native"), pick("encode_submit", "raw-C")),
+            "speedup": vs("encode_submit", "wgpu-py", "encode_submit", "vyre_native"),
+            "vn_over_raw_c": vs("encode_submit", "vyre_native"),
         },
         "recording_replay_vs_raw_c": {
             "what": "Recording.replay() host cost / raw-C encode + submit of the same dispatch (target <= 1.15)",
-            "ratio": ratio(pick("recording_replay", "vyre_native"), pick("recording_replay", "raw-C")),
-            "replay_n_ratio": ratio(pick("replay_n", "vyre_native"), pick("replay_n", "raw-C")),
+            "ratio": vs("recording_replay", "vyre_native"),
+            "replay_n_ratio": vs("replay_n", "vyre_native"),
         },
         "sequence_1000": {
             "what": "per dispatch in a 1000-dispatch sequence: vs raw C one pass (target <= 1.25), "
             "and wgpu-py encode + submit per dispatch / it (target >= 20)",
-            "vyre_native_us": pick("sequence_1000", "vyre_native"),
-            "raw_c_us": pick("sequence_1000", "raw-C"),
-            "ratio": ratio(pick("sequence_1000", "vyre_native"), pick("sequence_1000", "raw-C")),
+            **vn_and_raw_c("sequence_1000"),
             "done_us": pick("sequence_1000_wait", "vyre_native"),
             "raw_c_done_us": pick("sequence_1000_wait", "raw-C"),
-            "vs_wgpu_py_encode_submit": ratio(
-                pick("encode_submit", "wgpu-py"), pick("sequence_1000", "vyre_native")
-            ),
+            "vs_wgpu_py_encode_submit": vs("encode_submit", "wgpu-py", "sequence_1000", "vyre_native"),
         },
         "sequence_1000_clear": {
             "what": "per step in a 1000-step sequence that clears its outputs (the default): host and to "
             "completion vs raw C's fill-in-pass floor (targets <= 1.25), and vs the same sequence with "
             "clear_outputs=False and the naive raw-C clear_buffer + pass per step",
-            "vyre_native_us": pick("sequence_1000_clear", "vyre_native"),
-            "raw_c_us": pick("sequence_1000_clear", "raw-C"),
-            "ratio": ratio(pick("sequence_1000_clear", "vyre_native"), pick("sequence_1000_clear", "raw-C")),
+            **vn_and_raw_c("sequence_1000_clear"),
             "done_us": pick("sequence_1000_clear_wait", "vyre_native"),
             "raw_c_done_us": pick("sequence_1000_clear_wait", "raw-C"),
-            "done_ratio": ratio(
-                pick("sequence_1000_clear_wait", "vyre_native"), pick("sequence_1000_clear_wait", "raw-C")
-            ),
+            "done_ratio": vs("sequence_1000_clear_wait", "vyre_native"),
             "no_clear_us": pick("sequence_1000", "vyre_native"),
             "raw_c_naive_us": pick("sequence_1000_clear_naive", "raw-C"),
         },
@@ -387,7 +379,7 @@ def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = F
             "pass, or clear_buffer where the fill loses) / raw-C clear_buffer (target <= 1.2)",
             "vyre_native_us": pick("clear_64MiB_gpu", "vyre_native"),
             "raw_c_clear_buffer_us": pick("clear_64MiB_gpu", "raw-C"),
-            "ratio": ratio(pick("clear_64MiB_gpu", "vyre_native"), pick("clear_64MiB_gpu", "raw-C")),
+            "ratio": vs("clear_64MiB_gpu", "vyre_native"),
             "raw_c_fill_us": _extra_us(by_id, "clear_64MiB_gpu", "fill_ns_median"),
             "raw_c_no_clear_us": _extra_us(by_id, "clear_64MiB_gpu", "no_clear_ns_median"),
         },
@@ -395,15 +387,13 @@ def build_report(raw: dict[str, Any], stat: str = "mean", keep_samples: bool = F
             "what": "16 x 4 MiB readbacks in flight, total / one 64 MiB read_output_into (target <= 1.2)",
             "total_us": pick("async_read_16x4MiB", "vyre_native"),
             "one_64MiB_us": pick("read_output_into_64MiB", "vyre_native"),
-            "ratio": ratio(
-                pick("async_read_16x4MiB", "vyre_native"), pick("read_output_into_64MiB", "vyre_native")
-            ),
+            "ratio": vs("async_read_16x4MiB", "vyre_native", "read_output_into_64MiB", "vyre_native"),
         },
     }
     two = by_id.get("multi_device_two", {}).get("detail", {}).get("vyre_native", {})
     targets["multi_device"] = {
         "what": "throughput of two devices from two threads / one device (target >= 1.8 with two adapters)",
-        "speedup": ratio(pick("multi_device_one", "vyre_native"), pick("multi_device_two", "vyre_native")),
+        "speedup": vs("multi_device_one", "vyre_native", "multi_device_two", "vyre_native"),
         "distinct_adapters": (raw_info(raw, "multi_device_two") or {}).get("distinct_adapters"),
         "detail": two.get("test"),
     }

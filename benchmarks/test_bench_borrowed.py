@@ -9,6 +9,18 @@ import pytest
 from harness import IO_BYTES, record_python, run_floor
 
 
+def _bench_borrowed(benchmark, rounds, way, once, host):
+    """``once()`` (one borrowed dispatch, returning the output's bytes) a round, its
+    bytes freed inside the timer; then one more, checked against the kernel."""
+
+    def target():
+        once()
+
+    benchmark.pedantic(target, rounds=rounds.small_read, warmup_rounds=8)
+    np.testing.assert_array_equal(np.frombuffer(once(), dtype=np.float32), host * 2)
+    record_python(benchmark, way, "borrowed_dispatch")
+
+
 @pytest.mark.benchmark(group="borrowed_dispatch")
 def test_borrowed_dispatch_vyre_native(benchmark, vnx, rounds):
     prog, host = vnx.prog, vnx.host
@@ -18,12 +30,7 @@ def test_borrowed_dispatch_vyre_native(benchmark, vnx, rounds):
         rec.replay()
         return rec.read_output(0)
 
-    def target():
-        once()
-
-    benchmark.pedantic(target, rounds=rounds.small_read, warmup_rounds=8)
-    np.testing.assert_array_equal(np.frombuffer(once(), dtype=np.float32), host * 2)
-    record_python(benchmark, "vyre_native", "borrowed_dispatch")
+    _bench_borrowed(benchmark, rounds, "vyre_native", once, host)
 
 
 @pytest.mark.benchmark(group="borrowed_dispatch")
@@ -45,26 +52,14 @@ def test_borrowed_dispatch_wgpu_py(benchmark, wgx, rounds):
         queue.submit([encode(bind(src, out), bind_fill(out))])
         return queue.read_buffer(out)
 
-    def target():
-        once()
-
-    benchmark.pedantic(target, rounds=rounds.small_read, warmup_rounds=8)
-    np.testing.assert_array_equal(np.frombuffer(once(), dtype=np.float32), host * 2)
-    record_python(benchmark, "wgpu-py", "borrowed_dispatch")
+    _bench_borrowed(benchmark, rounds, "wgpu-py", once, host)
 
 
 @pytest.mark.benchmark(group="borrowed_dispatch")
 def test_borrowed_dispatch_raw_c(benchmark, cfloor, vnx, rounds):
     lib, ctx = cfloor.lib, cfloor.ctx
-    host = cfloor.ffi.from_buffer(vnx.host)
-    run_floor(
-        benchmark,
-        cfloor,
-        "borrowed_dispatch",
-        lambda n, s: lib.floor_borrowed(ctx, host, IO_BYTES, n, s),
-        rounds.c_small_ops,
-        rounds.c_small_rounds,
-    )
+    call = cfloor.call("borrowed", cfloor.ffi.from_buffer(vnx.host), IO_BYTES)
+    run_floor(benchmark, cfloor, "borrowed_dispatch", call, rounds.c_small_ops, rounds.c_small_rounds)
     out = np.zeros(IO_BYTES // 4, dtype=np.float32)
     assert lib.floor_result(ctx, cfloor.ffi.from_buffer(out), IO_BYTES) == 0
     np.testing.assert_array_equal(out, vnx.host * 2)

@@ -21,15 +21,8 @@ from harness import BIG_READ, SEQUENCE_LEN, _per_operation, bench_floor_sequence
 @pytest.mark.benchmark(group="sequence_1000_clear_naive")
 def test_sequence_1000_clear_naive_raw_c(benchmark, cfloor, rounds):
     """The reference the issue measured: clear_buffer + pass + dispatch per step."""
-    lib, ctx = cfloor.lib, cfloor.ctx
-    bench_floor_sequence(
-        benchmark,
-        cfloor,
-        rounds,
-        "sequence_1000_clear_naive",
-        False,
-        lambda w, n, s: lib.floor_encode_n_submit(ctx, SEQUENCE_LEN, n, s),
-    )
+    call = cfloor.call("encode_n_submit", SEQUENCE_LEN)
+    bench_floor_sequence(benchmark, cfloor, rounds, "sequence_1000_clear_naive", False, call)
 
 
 # ---- GPU time of clearing 64 MiB: fill vs clear_buffer -------------------------------------
@@ -87,15 +80,7 @@ def test_clear_64MiB_gpu_raw_c(benchmark, cfloor, rounds):
     if not lib.floor_timestamps(ctx):
         pytest.skip("the adapter has no timestamp queries")
     n = rounds.big_read
-    run_floor(
-        benchmark,
-        cfloor,
-        "clear_64MiB_gpu",
-        lambda k, s: lib.floor_clear_gpu(ctx, 0, k, s),
-        n,
-        1,
-        nbytes=BIG_READ,
-    )
+    run_floor(benchmark, cfloor, "clear_64MiB_gpu", cfloor.call("clear_gpu", 0), n, 1, nbytes=BIG_READ)
     samples = ffi.new("int64_t[]", n)
     for how, key in ((1, "fill_ns_median"), (2, "no_clear_ns_median")):
         cfloor.check(lib.floor_clear_gpu(ctx, how, n, samples))

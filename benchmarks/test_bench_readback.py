@@ -48,49 +48,53 @@ def _warmup(size):
     return 1 if size == "64MiB" else 8
 
 
+def _bench_read(benchmark, rounds, size, way, operation, target):
+    """``target`` (one read of ``size``) a round, in the row's group."""
+    benchmark.group = operation
+    benchmark.pedantic(target, rounds=_rounds(rounds, size), warmup_rounds=_warmup(size))
+    record_python(benchmark, way, operation, nbytes=SIZES[size])
+
+
+def _floor_read(benchmark, cfloor, rounds, size, operation, mode):
+    """The raw-C floor_read of ``size`` in ``mode`` (see floor.c), in the row's group."""
+    benchmark.group = operation
+    lib, ctx, which = cfloor.lib, cfloor.ctx, WHICH[size]
+    r, ops = _c_rounds(rounds, size)
+
+    def read(n, samples):  # floor_read's mode comes after n
+        return lib.floor_read(ctx, which, n, mode, samples)
+
+    run_floor(benchmark, cfloor, operation, read, ops, r, nbytes=SIZES[size])
+
+
 # ---- 6. read_output: into new host memory ------------------------------------------------
 
 
 @pytest.mark.parametrize("size", list(SIZES))
 def test_read_output_vyre_native(benchmark, vnx, vn_sources, rounds, size):
-    benchmark.group = f"read_output_{size}"
     rec = vn_sources[size]
 
     def target():
         rec.read_output(0)
 
-    benchmark.pedantic(target, rounds=_rounds(rounds, size), warmup_rounds=_warmup(size))
-    record_python(benchmark, "vyre_native", f"read_output_{size}", nbytes=SIZES[size])
+    _bench_read(benchmark, rounds, size, "vyre_native", f"read_output_{size}", target)
 
 
 @pytest.mark.parametrize("size", list(SIZES))
 def test_read_output_wgpu_py(benchmark, wgx, wg_sources, rounds, size):
     """queue.read_buffer: a new MAP_READ buffer, copy, submit, map, copy out."""
-    benchmark.group = f"read_output_{size}"
     buf, queue = wg_sources[size], wgx.queue
 
     def target():
         queue.read_buffer(buf)
 
-    benchmark.pedantic(target, rounds=_rounds(rounds, size), warmup_rounds=_warmup(size))
-    record_python(benchmark, "wgpu-py", f"read_output_{size}", nbytes=SIZES[size])
+    _bench_read(benchmark, rounds, size, "wgpu-py", f"read_output_{size}", target)
 
 
 @pytest.mark.parametrize("size", list(SIZES))
 def test_read_output_raw_c(benchmark, cfloor, rounds, size):
     """Reused staging buffer, a fresh malloc'ed destination freed after each copy."""
-    benchmark.group = f"read_output_{size}"
-    lib, ctx, which = cfloor.lib, cfloor.ctx, WHICH[size]
-    r, ops = _c_rounds(rounds, size)
-    run_floor(
-        benchmark,
-        cfloor,
-        f"read_output_{size}",
-        lambda n, s: lib.floor_read(ctx, which, n, 0, s),
-        ops,
-        r,
-        nbytes=SIZES[size],
-    )
+    _floor_read(benchmark, cfloor, rounds, size, f"read_output_{size}", 0)
 
 
 # ---- 7. read_output_into: into a reused numpy array ------------------------------------------
@@ -98,21 +102,18 @@ def test_read_output_raw_c(benchmark, cfloor, rounds, size):
 
 @pytest.mark.parametrize("size", list(SIZES))
 def test_read_output_into_vyre_native(benchmark, vnx, vn_sources, rounds, size):
-    benchmark.group = f"read_output_into_{size}"
     rec = vn_sources[size]
     arr = np.ones(SIZES[size] // 4, dtype=np.float32)  # pages touched before timing
 
     def target():
         rec.read_output_into(0, arr)
 
-    benchmark.pedantic(target, rounds=_rounds(rounds, size), warmup_rounds=_warmup(size))
-    record_python(benchmark, "vyre_native", f"read_output_into_{size}", nbytes=SIZES[size])
+    _bench_read(benchmark, rounds, size, "vyre_native", f"read_output_into_{size}", target)
 
 
 @pytest.mark.parametrize("size", list(SIZES))
 def test_read_output_into_wgpu_py(benchmark, wgx, wg_sources, rounds, size):
     """wgpu-py has no read-into: read_buffer, then one copy into the reused array."""
-    benchmark.group = f"read_output_into_{size}"
     buf, queue = wg_sources[size], wgx.queue
     arr = np.ones(SIZES[size] // 4, dtype=np.float32)
     dst = memoryview(arr).cast("B")
@@ -120,25 +121,13 @@ def test_read_output_into_wgpu_py(benchmark, wgx, wg_sources, rounds, size):
     def target():
         dst[:] = queue.read_buffer(buf)
 
-    benchmark.pedantic(target, rounds=_rounds(rounds, size), warmup_rounds=_warmup(size))
-    record_python(benchmark, "wgpu-py", f"read_output_into_{size}", nbytes=SIZES[size])
+    _bench_read(benchmark, rounds, size, "wgpu-py", f"read_output_into_{size}", target)
 
 
 @pytest.mark.parametrize("size", list(SIZES))
 def test_read_output_into_raw_c(benchmark, cfloor, rounds, size):
     """Reused staging buffer and reused destination."""
-    benchmark.group = f"read_output_into_{size}"
-    lib, ctx, which = cfloor.lib, cfloor.ctx, WHICH[size]
-    r, ops = _c_rounds(rounds, size)
-    run_floor(
-        benchmark,
-        cfloor,
-        f"read_output_into_{size}",
-        lambda n, s: lib.floor_read(ctx, which, n, 1, s),
-        ops,
-        r,
-        nbytes=SIZES[size],
-    )
+    _floor_read(benchmark, cfloor, rounds, size, f"read_output_into_{size}", 1)
 
 
 # ---- 6b. typed 64 MiB reads: copy=False (the mapped staging memory) vs copy=True ---------
@@ -161,7 +150,6 @@ TYPED = {
 
 @pytest.mark.parametrize("op", list(TYPED))
 def test_typed_read_vyre_native(benchmark, vnx, vn_sources, rounds, op):
-    benchmark.group = f"read_{op}"
     rec = vn_sources["64MiB"]
     copy, then_sum = TYPED[op]
 
@@ -170,8 +158,7 @@ def test_typed_read_vyre_native(benchmark, vnx, vn_sources, rounds, op):
         if then_sum:
             arr.sum()
 
-    benchmark.pedantic(target, rounds=rounds.big_read, warmup_rounds=_warmup("64MiB"))
-    record_python(benchmark, "vyre_native", f"read_{op}", nbytes=BIG_READ)
+    _bench_read(benchmark, rounds, "64MiB", "vyre_native", f"read_{op}", target)
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +174,6 @@ def wg_staging(wgx):
 def test_typed_read_wgpu_py(benchmark, wgx, wg_sources, wg_staging, rounds, op):
     """copy=False: a copy into a reused MAP_READ buffer, map_sync, read_mapped(copy=False),
     unmap after; copy=True: queue.read_buffer (a copy of its own) as a numpy array."""
-    benchmark.group = f"read_{op}"
     src, device, queue = wg_sources["64MiB"], wgx.device, wgx.queue
     copy, then_sum = TYPED[op]
 
@@ -209,24 +195,12 @@ def test_typed_read_wgpu_py(benchmark, wgx, wg_sources, wg_staging, rounds, op):
         view.release()
         wg_staging.unmap()
 
-    benchmark.pedantic(target, rounds=rounds.big_read, warmup_rounds=_warmup("64MiB"))
-    record_python(benchmark, "wgpu-py", f"read_{op}", nbytes=BIG_READ)
+    _bench_read(benchmark, rounds, "64MiB", "wgpu-py", f"read_{op}", target)
 
 
 @pytest.mark.parametrize("op", [*TYPED, "typed_map_64MiB"])
 def test_typed_read_raw_c(benchmark, cfloor, rounds, op):
     """Reused staging buffer; memcpy into a reused destination (mode 1), or none (mode 2);
     + 4: then the float32 sum of what was read (the _sum rows)."""
-    benchmark.group = f"read_{op}"
-    lib, ctx = cfloor.lib, cfloor.ctx
     mode = (2 if op == "typed_map_64MiB" else 1) + (4 if op.endswith("_sum_64MiB") else 0)
-    r, ops = _c_rounds(rounds, "64MiB")
-    run_floor(
-        benchmark,
-        cfloor,
-        f"read_{op}",
-        lambda n, s: lib.floor_read(ctx, 1, n, mode, s),
-        ops,
-        r,
-        nbytes=BIG_READ,
-    )
+    _floor_read(benchmark, cfloor, rounds, "64MiB", f"read_{op}", mode)

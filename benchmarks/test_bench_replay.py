@@ -21,8 +21,9 @@ from harness import (
     REPLAY_N,
     SEQUENCE_LEN,
     Drainer,
-    bench_floor_encode_submit,
+    bench_floor_launch,
     bench_floor_sequence,
+    bench_vn_launch,
     bench_vn_sequence,
     bench_wgpu_encode_submit,
     bench_wgpu_sequence,
@@ -37,11 +38,7 @@ from harness import (
 @pytest.mark.benchmark(group="recording_replay")
 def test_recording_replay_vyre_native(benchmark, vnx, rounds):
     rec = vnx.prog.record([vnx.a], [vnx.o], workgroups=(1, 1, 1))
-    benchmark.pedantic(
-        rec.replay, setup=Drainer(vnx.dev.wait_idle), rounds=rounds.launch, warmup_rounds=rounds.launch_warmup
-    )
-    vnx.dev.wait_idle()
-    record_python(benchmark, "vyre_native", "recording_replay")
+    bench_vn_launch(benchmark, vnx, rounds, rec.replay, "recording_replay")
 
 
 @pytest.mark.benchmark(group="recording_replay")
@@ -52,7 +49,7 @@ def test_recording_replay_wgpu_py(benchmark, wgx, rounds):
 
 @pytest.mark.benchmark(group="recording_replay")
 def test_recording_replay_raw_c(benchmark, cfloor, rounds):
-    bench_floor_encode_submit(benchmark, cfloor, rounds, "recording_replay")
+    bench_floor_launch(benchmark, cfloor, rounds, "recording_replay", "encode_submit")
 
 
 # ---- Recording.replay(64): many launches, one submit ----------------------------------
@@ -73,21 +70,8 @@ def test_replay_n_vyre_native(benchmark, vnx, rounds):
 
 @pytest.mark.benchmark(group="replay_n")
 def test_replay_n_wgpu_py(benchmark, wgx, rounds):
-    device, pipeline, group, queue = wgx.device, wgx.pipeline, wgx.group, wgx.queue
-    fill_in_pass, fill = wgx.fill_in_pass, wgx.fill
-
-    def target():
-        # what Recording.replay(64) encodes: one pass, each launch its output's fill + dispatch
-        enc = device.create_command_encoder()
-        cpass = enc.begin_compute_pass()
-        for _ in range(REPLAY_N):
-            fill_in_pass(cpass, fill)
-            cpass.set_pipeline(pipeline)
-            cpass.set_bind_group(0, group)
-            cpass.dispatch_workgroups(1, 1, 1)
-        cpass.end()
-        queue.submit([enc.finish()])
-
+    # what Recording.replay(64) encodes: one pass, each launch its output's fill + dispatch
+    target = _wgpu_one_pass(wgx, REPLAY_N, clear=True)
     benchmark.pedantic(
         target, setup=Drainer(lambda: wgpu_wait(wgx), every=1), rounds=rounds.burst, warmup_rounds=1
     )
@@ -97,16 +81,8 @@ def test_replay_n_wgpu_py(benchmark, wgx, rounds):
 
 @pytest.mark.benchmark(group="replay_n")
 def test_replay_n_raw_c(benchmark, cfloor, rounds):
-    lib, ctx = cfloor.lib, cfloor.ctx
-    run_floor(
-        benchmark,
-        cfloor,
-        "replay_n",
-        lambda n, s: lib.floor_fill_in_pass(ctx, REPLAY_N, 0, n, s),
-        rounds.burst,
-        1,
-        per_sample=REPLAY_N,
-    )
+    call = cfloor.call("fill_in_pass", REPLAY_N, 0)
+    run_floor(benchmark, cfloor, "replay_n", call, rounds.burst, 1, per_sample=REPLAY_N)
 
 
 # ---- a sequence of 1000 dispatches: one pass, one submit --------------------------------
@@ -132,16 +108,20 @@ def _vn_sequence(vnx, clear: bool):
     return seq
 
 
-def _wgpu_one_pass(wgx, clear: bool):
+def _wgpu_one_pass(wgx, steps: int, clear: bool):
+    """``steps`` dispatches in one pass, one submit: with ``clear`` each step its output's
+    fill, then the kernel's pipeline and bind group again (as floor.c's STEPS_FILL),
+    else those set once."""
     device, pipeline, group, queue = wgx.device, wgx.pipeline, wgx.group, wgx.queue
     fill_in_pass, fill = wgx.fill_in_pass, wgx.fill
 
     def submit():
         enc = device.create_command_encoder()
         cpass = enc.begin_compute_pass()
-        cpass.set_pipeline(pipeline)
-        cpass.set_bind_group(0, group)
-        for _ in range(SEQUENCE_LEN):
+        if not clear:
+            cpass.set_pipeline(pipeline)
+            cpass.set_bind_group(0, group)
+        for _ in range(steps):
             if clear:
                 fill_in_pass(cpass, fill)
                 cpass.set_pipeline(pipeline)
@@ -161,17 +141,15 @@ def test_sequence_1000_vyre_native(benchmark, vnx, rounds, operation, wait):
 
 @SEQUENCES
 def test_sequence_1000_wgpu_py(benchmark, wgx, rounds, operation, wait):
-    submit = _wgpu_one_pass(wgx, operation.endswith("clear"))
+    submit = _wgpu_one_pass(wgx, SEQUENCE_LEN, operation.endswith("clear"))
     bench_wgpu_sequence(benchmark, wgx, rounds, submit, operation, wait)
 
 
 @SEQUENCES
 def test_sequence_1000_raw_c(benchmark, cfloor, rounds, operation, wait):
-    lib, ctx = cfloor.lib, cfloor.ctx
-    run = lib.floor_fill_in_pass if operation.endswith("clear") else lib.floor_one_pass
-    bench_floor_sequence(
-        benchmark, cfloor, rounds, operation, wait, lambda w, n, s: run(ctx, SEQUENCE_LEN, w, n, s)
-    )
+    entry = "fill_in_pass" if operation.endswith("clear") else "one_pass"
+    call = cfloor.call(entry, SEQUENCE_LEN, int(wait))
+    bench_floor_sequence(benchmark, cfloor, rounds, operation, wait, call)
 
 
 # ---- a dependent chain of 1000 dispatches: each reads the one before's output ------------
@@ -212,10 +190,8 @@ def test_sequence_chain_wgpu_py(benchmark, wgx, rounds, wait):
 
 @CHAINS
 def test_sequence_chain_raw_c(benchmark, cfloor, rounds, wait):
-    lib, ctx = cfloor.lib, cfloor.ctx
-    bench_floor_sequence(
-        benchmark, cfloor, rounds, "sequence_1000_chain", wait, lambda w, n, s: lib.floor_chain(ctx, SEQUENCE_LEN, w, n, s)
-    )
+    call = cfloor.call("chain", SEQUENCE_LEN, int(wait))
+    bench_floor_sequence(benchmark, cfloor, rounds, "sequence_1000_chain", wait, call)
 
 
 # ---- 16 x 4 MiB readbacks in flight at once ----------------------------------------------
@@ -252,13 +228,5 @@ def test_async_read_parts_wgpu_py(benchmark, wgx, rounds):
 
 @pytest.mark.benchmark(group="async_read_16x4MiB")
 def test_async_read_parts_raw_c(benchmark, cfloor, rounds):
-    lib, ctx = cfloor.lib, cfloor.ctx
-    run_floor(
-        benchmark,
-        cfloor,
-        "async_read_16x4MiB",
-        lambda n, s: lib.floor_read_parts(ctx, READ_PARTS, n, s),
-        1,
-        rounds.big_read,
-        nbytes=BIG_READ,
-    )
+    call = cfloor.call("read_parts", READ_PARTS)
+    run_floor(benchmark, cfloor, "async_read_16x4MiB", call, 1, rounds.big_read, nbytes=BIG_READ)

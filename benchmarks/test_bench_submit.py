@@ -12,64 +12,92 @@ import pytest
 from harness import (
     BURST,
     Drainer,
-    bench_floor_encode_submit,
+    bench_floor_launch,
+    bench_vn_launch,
     bench_wgpu_encode_submit,
     record_python,
     run_floor,
     wgpu_wait,
 )
 
+# The timed targets call the API directly (no helper between them and the call), so
+# that each way's figure holds only its own calls; the helpers below set up around them.
+
+
+def _bench_submit(benchmark, rounds, way, operation, target, make, wait_idle, wait):
+    """``target`` a round on what ``make()`` recorded (untimed); where the target does
+    not ``wait`` itself, the queue is drained untimed every DRAIN_EVERY rounds and at
+    the end."""
+    setup = Drainer(lambda: None, make) if wait else Drainer(wait_idle, make)
+    benchmark.pedantic(target, setup=setup, rounds=rounds.launch, warmup_rounds=rounds.launch_warmup)
+    if not wait:
+        wait_idle()
+    record_python(benchmark, way, operation)
+
+
+def _vn_submit(benchmark, vnx, rounds, operation, wait):
+    dev = vnx.dev
+    if wait:
+
+        def target(rec):
+            rec.replay()
+            dev.wait_idle()
+
+    else:
+
+        def target(rec):
+            rec.replay()
+
+    _bench_submit(benchmark, rounds, "vyre_native", operation, target, vnx.prerecord, dev.wait_idle, wait)
+
+
+def _wgpu_submit(benchmark, wgx, rounds, operation, wait):
+    encode, group, fill, queue = wgx.encode, wgx.group, wgx.fill, wgx.queue
+    if wait:
+
+        def target(cb):
+            queue.submit([cb])
+            wgpu_wait(wgx)
+
+    else:
+
+        def target(cb):
+            queue.submit([cb])
+
+    def make():
+        return encode(group, fill)
+
+    _bench_submit(benchmark, rounds, "wgpu-py", operation, target, make, lambda: wgpu_wait(wgx), wait)
+
+
+def _bench_burst(benchmark, rounds, way, target, make_one, wait_idle):
+    """``target`` a round on BURST recordings made (untimed) after a wait."""
+
+    def make():
+        wait_idle()
+        return [make_one() for _ in range(BURST)]
+
+    benchmark.pedantic(target, setup=lambda: ((make(),), {}), rounds=rounds.burst, warmup_rounds=2)
+    wait_idle()
+    record_python(benchmark, way, "replay_burst", ops_per_round=BURST)
+
+
 # ---- 3. replay: submit a pre-recorded command buffer ------------------------------------
 
 
 @pytest.mark.benchmark(group="replay")
 def test_replay_vyre_native(benchmark, vnx, rounds):
-    prog, a, o, dev = vnx.prog, vnx.a, vnx.o, vnx.dev
-
-    def make():
-        return prog.prerecord_persistent_dispatch([a], [o], workgroups=(1, 1, 1))
-
-    def target(rec):
-        rec.replay()
-
-    benchmark.pedantic(
-        target, setup=Drainer(dev.wait_idle, make), rounds=rounds.launch, warmup_rounds=rounds.launch_warmup
-    )
-    dev.wait_idle()
-    record_python(benchmark, "vyre_native", "replay")
+    _vn_submit(benchmark, vnx, rounds, "replay", wait=False)
 
 
 @pytest.mark.benchmark(group="replay")
 def test_replay_wgpu_py(benchmark, wgx, rounds):
-    encode, group, fill, queue = wgx.encode, wgx.group, wgx.fill, wgx.queue
-
-    def make():
-        return encode(group, fill)
-
-    def target(cb):
-        queue.submit([cb])
-
-    benchmark.pedantic(
-        target,
-        setup=Drainer(lambda: wgpu_wait(wgx), make),
-        rounds=rounds.launch,
-        warmup_rounds=rounds.launch_warmup,
-    )
-    wgpu_wait(wgx)
-    record_python(benchmark, "wgpu-py", "replay")
+    _wgpu_submit(benchmark, wgx, rounds, "replay", wait=False)
 
 
 @pytest.mark.benchmark(group="replay")
 def test_replay_raw_c(benchmark, cfloor, rounds):
-    lib, ctx = cfloor.lib, cfloor.ctx
-    run_floor(
-        benchmark,
-        cfloor,
-        "replay",
-        lambda n, s: lib.floor_replay(ctx, n, s),
-        rounds.c_launch_ops,
-        rounds.c_launch_rounds,
-    )
+    bench_floor_launch(benchmark, cfloor, rounds, "replay")
 
 
 # ---- 3b. replay burst: BURST pre-recorded submits back to back ----------------------------
@@ -77,49 +105,27 @@ def test_replay_raw_c(benchmark, cfloor, rounds):
 
 @pytest.mark.benchmark(group="replay_burst")
 def test_replay_burst_vyre_native(benchmark, vnx, rounds):
-    prog, a, o, dev = vnx.prog, vnx.a, vnx.o, vnx.dev
-
-    def make():
-        dev.wait_idle()
-        return [prog.prerecord_persistent_dispatch([a], [o], workgroups=(1, 1, 1)) for _ in range(BURST)]
-
     def target(recs):
         for rec in recs:
             rec.replay()
 
-    benchmark.pedantic(target, setup=lambda: ((make(),), {}), rounds=rounds.burst, warmup_rounds=2)
-    dev.wait_idle()
-    record_python(benchmark, "vyre_native", "replay_burst", ops_per_round=BURST)
+    _bench_burst(benchmark, rounds, "vyre_native", target, vnx.prerecord, vnx.dev.wait_idle)
 
 
 @pytest.mark.benchmark(group="replay_burst")
 def test_replay_burst_wgpu_py(benchmark, wgx, rounds):
     encode, group, fill, queue = wgx.encode, wgx.group, wgx.fill, wgx.queue
 
-    def make():
-        wgpu_wait(wgx)
-        return [encode(group, fill) for _ in range(BURST)]
-
     def target(cbs):
         for cb in cbs:
             queue.submit([cb])
 
-    benchmark.pedantic(target, setup=lambda: ((make(),), {}), rounds=rounds.burst, warmup_rounds=2)
-    wgpu_wait(wgx)
-    record_python(benchmark, "wgpu-py", "replay_burst", ops_per_round=BURST)
+    _bench_burst(benchmark, rounds, "wgpu-py", target, lambda: encode(group, fill), lambda: wgpu_wait(wgx))
 
 
 @pytest.mark.benchmark(group="replay_burst")
 def test_replay_burst_raw_c(benchmark, cfloor, rounds):
-    lib, ctx = cfloor.lib, cfloor.ctx
-    run_floor(
-        benchmark,
-        cfloor,
-        "replay_burst",
-        lambda n, s: lib.floor_replay_burst(ctx, n, s),
-        BURST * 2,
-        rounds.burst // 2,
-    )
+    run_floor(benchmark, cfloor, "replay_burst", cfloor.call("replay_burst"), BURST * 2, rounds.burst // 2)
 
 
 # ---- 4. replay + wait for completion ------------------------------------------------------
@@ -128,51 +134,19 @@ def test_replay_burst_raw_c(benchmark, cfloor, rounds):
 @pytest.mark.benchmark(group="replay_wait")
 def test_replay_wait_vyre_native(benchmark, vnx, rounds):
     """No public wait-for-one-submission call yet: Device.wait_idle() after replay()."""
-    prog, a, o, dev = vnx.prog, vnx.a, vnx.o, vnx.dev
-
-    def make():
-        return prog.prerecord_persistent_dispatch([a], [o], workgroups=(1, 1, 1))
-
-    def target(rec):
-        rec.replay()
-        dev.wait_idle()
-
-    benchmark.pedantic(
-        target, setup=Drainer(lambda: None, make), rounds=rounds.launch, warmup_rounds=rounds.launch_warmup
-    )
-    record_python(benchmark, "vyre_native", "replay_wait")
+    _vn_submit(benchmark, vnx, rounds, "replay_wait", wait=True)
 
 
 @pytest.mark.benchmark(group="replay_wait")
 def test_replay_wait_wgpu_py(benchmark, wgx, rounds):
     """queue.submit, then a blocking device poll (see harness.wgpu_wait: wgpu-py 0.32's
     public on_submitted_work_done_sync() is broken against its wgpu-native)."""
-    encode, group, fill, queue = wgx.encode, wgx.group, wgx.fill, wgx.queue
-
-    def make():
-        return encode(group, fill)
-
-    def target(cb):
-        queue.submit([cb])
-        wgpu_wait(wgx)
-
-    benchmark.pedantic(
-        target, setup=Drainer(lambda: None, make), rounds=rounds.launch, warmup_rounds=rounds.launch_warmup
-    )
-    record_python(benchmark, "wgpu-py", "replay_wait")
+    _wgpu_submit(benchmark, wgx, rounds, "replay_wait", wait=True)
 
 
 @pytest.mark.benchmark(group="replay_wait")
 def test_replay_wait_raw_c(benchmark, cfloor, rounds):
-    lib, ctx = cfloor.lib, cfloor.ctx
-    run_floor(
-        benchmark,
-        cfloor,
-        "replay_wait",
-        lambda n, s: lib.floor_replay_wait(ctx, n, s),
-        rounds.c_launch_ops,
-        rounds.c_launch_rounds,
-    )
+    bench_floor_launch(benchmark, cfloor, rounds, "replay_wait")
 
 
 # ---- 5. encode + submit per dispatch ----------------------------------------------------------
@@ -181,16 +155,12 @@ def test_replay_wait_raw_c(benchmark, cfloor, rounds):
 @pytest.mark.benchmark(group="encode_submit")
 def test_encode_submit_vyre_native(benchmark, vnx, rounds):
     """prerecord_persistent_dispatch + replay, the recording released in the timed part."""
-    prog, a, o, dev = vnx.prog, vnx.a, vnx.o, vnx.dev
+    prog, a, o = vnx.prog, vnx.a, vnx.o
 
     def target():
         prog.prerecord_persistent_dispatch([a], [o], workgroups=(1, 1, 1)).replay()
 
-    benchmark.pedantic(
-        target, setup=Drainer(dev.wait_idle), rounds=rounds.launch, warmup_rounds=rounds.launch_warmup
-    )
-    dev.wait_idle()
-    record_python(benchmark, "vyre_native", "encode_submit")
+    bench_vn_launch(benchmark, vnx, rounds, target, "encode_submit")
 
 
 @pytest.mark.benchmark(group="encode_submit")
@@ -200,4 +170,4 @@ def test_encode_submit_wgpu_py(benchmark, wgx, rounds):
 
 @pytest.mark.benchmark(group="encode_submit")
 def test_encode_submit_raw_c(benchmark, cfloor, rounds):
-    bench_floor_encode_submit(benchmark, cfloor, rounds, "encode_submit")
+    bench_floor_launch(benchmark, cfloor, rounds, "encode_submit")

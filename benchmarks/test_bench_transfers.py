@@ -26,6 +26,7 @@ import pytest
 from harness import BIG_READ, record_python, run_floor
 
 MIB = 1 << 20
+MIB_SIZES = {"1MiB": MIB, "64MiB": BIG_READ}
 
 
 @pytest.fixture(scope="module")
@@ -67,54 +68,54 @@ def test_write_1MiB(benchmark: Any, vnx: Any, rounds: Any, bufs: Any, offset: in
     record_python(benchmark, "vyre_native", f"write_1MiB_at_{offset}", nbytes=MIB)
 
 
+def _bench_copy(
+    benchmark: Any,
+    vnx: Any,
+    bufs: tuple[Any, Any],
+    size: str,
+    offsets: tuple[int, int],
+    rounds: int,
+    warmup: int,
+) -> None:
+    """Device.copy of ``size`` (its name in MIB_SIZES) between ``bufs`` at ``offsets``
+    (source, destination), then wait_idle, a round."""
+    benchmark.group = f"copy_{size}"
+    nbytes, (src, dst), (src_offset, dst_offset) = MIB_SIZES[size], bufs, offsets
+
+    def target() -> None:
+        vnx.dev.copy(src, dst, nbytes, src_offset, dst_offset)
+        vnx.dev.wait_idle()
+
+    benchmark.pedantic(target, rounds=rounds, iterations=1, warmup_rounds=warmup)
+    record_python(benchmark, "vyre_native", f"copy_{size}_{src_offset}_to_{dst_offset}", nbytes=nbytes)
+
+
 @pytest.mark.parametrize(
     ("src_offset", "dst_offset"), [(0, 0), (1, 1), (1, 2)], ids=["aligned", "same_shift", "shifted"]
 )
 def test_copy_1MiB(
     benchmark: Any, vnx: Any, rounds: Any, bufs: Any, src_offset: int, dst_offset: int
 ) -> None:
-    benchmark.group = "copy_1MiB"
     src, dst = bufs["src"], bufs["dst"]
-
-    def target() -> None:
-        vnx.dev.copy(src, dst, MIB, src_offset, dst_offset)
-        vnx.dev.wait_idle()
-
-    benchmark.pedantic(target, rounds=max(rounds.big_read, 20), iterations=1, warmup_rounds=2)
+    _bench_copy(benchmark, vnx, (src, dst), "1MiB", (src_offset, dst_offset), max(rounds.big_read, 20), 2)
     want = np.arange(MIB + 8, dtype=np.uint8)[src_offset : src_offset + MIB]
     assert np.array_equal(dst.view(dst_offset, MIB).read(np.uint8), want)
-    record_python(benchmark, "vyre_native", f"copy_1MiB_{src_offset}_to_{dst_offset}", nbytes=MIB)
 
 
 @pytest.mark.parametrize(("src_offset", "dst_offset"), [(0, 0), (1, 2)], ids=["aligned", "shifted"])
 def test_copy_64MiB(
     benchmark: Any, vnx: Any, rounds: Any, bufs: Any, src_offset: int, dst_offset: int
 ) -> None:
-    benchmark.group = "copy_64MiB"
-    src, dst = bufs["big_src"], bufs["big_dst"]
-
-    def target() -> None:
-        vnx.dev.copy(src, dst, BIG_READ, src_offset, dst_offset)
-        vnx.dev.wait_idle()
-
-    benchmark.pedantic(target, rounds=rounds.big_read, iterations=1, warmup_rounds=1)
-    record_python(benchmark, "vyre_native", f"copy_64MiB_{src_offset}_to_{dst_offset}", nbytes=BIG_READ)
+    big = bufs["big_src"], bufs["big_dst"]
+    _bench_copy(benchmark, vnx, big, "64MiB", (src_offset, dst_offset), rounds.big_read, 1)
 
 
 @pytest.mark.parametrize("shifted", [0, 1], ids=["aligned", "shifted"])
 def test_copy_64MiB_raw_c(benchmark: Any, cfloor: Any, rounds: Any, shifted: int) -> None:
     benchmark.group = "copy_64MiB"
-    lib, ctx = cfloor.lib, cfloor.ctx
-    n = max(rounds.big_read // 2, 2)
-    run_floor(
-        benchmark,
-        cfloor,
-        f"copy_64MiB_{'1_to_2' if shifted else '0_to_0'}",
-        lambda k, s: lib.floor_copy(ctx, shifted, BIG_READ, k, s),
-        n,
-        2,
-        nbytes=BIG_READ,
-    )
+    operation = f"copy_64MiB_{'1_to_2' if shifted else '0_to_0'}"
+    call = cfloor.call("copy", shifted, BIG_READ)
+    run_floor(benchmark, cfloor, operation, call, max(rounds.big_read // 2, 2), 2, nbytes=BIG_READ)
 
 
 @pytest.mark.parametrize(("offset", "nbytes"), [(4, 4), (5, 3)], ids=["word", "partial"])

@@ -40,14 +40,5 @@ def test_write_64MiB_wgpu_py(benchmark, wgx, rounds):
 
 def test_write_64MiB_raw_c(benchmark, cfloor, rounds):
     benchmark.group = "write_64MiB"
-    lib, ctx, ffi = cfloor.lib, cfloor.ctx, cfloor.ffi
-    src = ffi.from_buffer(HOST)
-    run_floor(
-        benchmark,
-        cfloor,
-        "write_64MiB",
-        lambda n, s: lib.floor_write(ctx, src, BIG_READ, n, s),
-        1,
-        rounds.big_read,
-        nbytes=BIG_READ,
-    )
+    call = cfloor.call("write", cfloor.ffi.from_buffer(HOST), BIG_READ)
+    run_floor(benchmark, cfloor, "write_64MiB", call, 1, rounds.big_read, nbytes=BIG_READ)

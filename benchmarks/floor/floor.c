@@ -106,7 +106,6 @@ typedef struct floor_ctx {
     WGPUAdapter adapter;
     WGPUDevice device;
     WGPUQueue queue;
-    WGPUShaderModule shader;
     WGPUComputePipeline pipeline;
     WGPUBindGroupLayout layout;
     WGPUBuffer in, out;           /* the launch kernel's buffers */
@@ -241,6 +240,22 @@ static WGPUBindGroup make_group(floor_ctx *c, WGPUBuffer in, WGPUBuffer out, uin
     return W.DeviceCreateBindGroup(c->device, &d);
 }
 
+/* `wgsl`'s entry point "main" as a compute pipeline with an automatic layout (the shader
+ * module released: the pipeline holds what it needs); NULL when none was made. */
+static WGPUComputePipeline compile_main(floor_ctx *c, const char *wgsl) {
+    WGPUShaderSourceWGSL src = WGPU_SHADER_SOURCE_WGSL_INIT;
+    src.code = sv(wgsl);
+    WGPUShaderModuleDescriptor smd = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
+    smd.nextInChain = &src.chain;
+    WGPUShaderModule module = W.DeviceCreateShaderModule(c->device, &smd);
+    WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
+    pd.compute.module = module;
+    pd.compute.entryPoint = sv("main");
+    WGPUComputePipeline pipeline = W.DeviceCreateComputePipeline(c->device, &pd);
+    W.ShaderModuleRelease(module);
+    return pipeline;
+}
+
 void floor_destroy(floor_ctx *c);
 
 const char *floor_adapter_name(floor_ctx *c) { return c->adapter_name; }
@@ -260,6 +275,13 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
         fail("out of host memory");
         return NULL;
     }
+/* floor_create's way out once c is made: the message, then everything made so far released. */
+#define CREATE_FAILED(...)  \
+    do {                    \
+        fail(__VA_ARGS__);  \
+        floor_destroy(c);   \
+        return NULL;        \
+    } while (0)
     c->lib = dlopen(lib_path, RTLD_NOW | RTLD_LOCAL);
     if (c->lib == NULL) {
         fail("dlopen('%s') failed: %s", lib_path, dlerror());
@@ -268,20 +290,12 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
     }
 #define FLOOR_LOAD(name)                                                     \
     W.name = (__typeof__(W.name))dlsym(c->lib, "wgpu" #name);                \
-    if (W.name == NULL) {                                                    \
-        fail("'%s' has no symbol wgpu" #name, lib_path);                     \
-        floor_destroy(c);                                                    \
-        return NULL;                                                         \
-    }
+    if (W.name == NULL) CREATE_FAILED("'%s' has no symbol wgpu" #name, lib_path);
     FLOOR_WGPU_FUNCTIONS(FLOOR_LOAD)
 #undef FLOOR_LOAD
 
     c->instance = W.CreateInstance(NULL);
-    if (c->instance == NULL) {
-        fail("wgpuCreateInstance returned NULL");
-        floor_destroy(c);
-        return NULL;
-    }
+    if (c->instance == NULL) CREATE_FAILED("wgpuCreateInstance returned NULL");
     struct request ar = {0};
     WGPURequestAdapterOptions aopts = WGPU_REQUEST_ADAPTER_OPTIONS_INIT;
     WGPURequestAdapterCallbackInfo acb = WGPU_REQUEST_ADAPTER_CALLBACK_INFO_INIT;
@@ -289,11 +303,8 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
     acb.callback = on_adapter;
     acb.userdata1 = &ar;
     W.InstanceRequestAdapter(c->instance, &aopts, acb);
-    if (!wait_flag(c, &ar.done, 60.0) || ar.status != WGPURequestAdapterStatus_Success || ar.result == NULL) {
-        fail("no adapter: %s", ar.message);
-        floor_destroy(c);
-        return NULL;
-    }
+    if (!wait_flag(c, &ar.done, 60.0) || ar.status != WGPURequestAdapterStatus_Success || ar.result == NULL)
+        CREATE_FAILED("no adapter: %s", ar.message);
     c->adapter = ar.result;
     WGPUAdapterInfo info = WGPU_ADAPTER_INFO_INIT;
     if (W.AdapterGetInfo(c->adapter, &info) == WGPUStatus_Success) {
@@ -306,11 +317,7 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
         W.AdapterInfoFreeMembers(info);
     }
     WGPULimits limits = WGPU_LIMITS_INIT;
-    if (W.AdapterGetLimits(c->adapter, &limits) != WGPUStatus_Success) {
-        fail("wgpuAdapterGetLimits failed");
-        floor_destroy(c);
-        return NULL;
-    }
+    if (W.AdapterGetLimits(c->adapter, &limits) != WGPUStatus_Success) CREATE_FAILED("wgpuAdapterGetLimits failed");
     limits.nextInChain = NULL;
     c->max_groups_per_dim = limits.maxComputeWorkgroupsPerDimension;
     WGPUDeviceDescriptor dd = WGPU_DEVICE_DESCRIPTOR_INIT;
@@ -334,23 +341,12 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
     dcb.callback = on_device;
     dcb.userdata1 = &dr;
     W.AdapterRequestDevice(c->adapter, &dd, dcb);
-    if (!wait_flag(c, &dr.done, 60.0) || dr.status != WGPURequestDeviceStatus_Success || dr.result == NULL) {
-        fail("no device: %s", dr.message);
-        floor_destroy(c);
-        return NULL;
-    }
+    if (!wait_flag(c, &dr.done, 60.0) || dr.status != WGPURequestDeviceStatus_Success || dr.result == NULL)
+        CREATE_FAILED("no device: %s", dr.message);
     c->device = dr.result;
     c->queue = W.DeviceGetQueue(c->device);
 
-    WGPUShaderSourceWGSL src = WGPU_SHADER_SOURCE_WGSL_INIT;
-    src.code = sv(wgsl);
-    WGPUShaderModuleDescriptor smd = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
-    smd.nextInChain = &src.chain;
-    c->shader = W.DeviceCreateShaderModule(c->device, &smd);
-    WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
-    pd.compute.module = c->shader;
-    pd.compute.entryPoint = sv("main");
-    c->pipeline = W.DeviceCreateComputePipeline(c->device, &pd);
+    c->pipeline = compile_main(c, wgsl);
     if (c->pipeline != NULL) c->layout = W.ComputePipelineGetBindGroupLayout(c->pipeline, 0);
 
     const WGPUBufferUsage io = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
@@ -371,17 +367,15 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
         if (c->read_dst[k] != NULL) memset(c->read_dst[k], 1, c->read_bytes[k]); /* fault the pages in */
     }
     W.DevicePoll(c->device, 1, NULL);
-    if (checked(c, 0) < 0) {
+    if (checked(c, 0) < 0) { /* its message is already set */
         floor_destroy(c);
         return NULL;
     }
     if (c->pipeline == NULL || c->layout == NULL || c->group == NULL || c->back == NULL || c->miss_outs == NULL ||
-        c->read_dst[0] == NULL || c->read_dst[1] == NULL) {
-        fail("setting up the floor's pipeline and buffers failed");
-        floor_destroy(c);
-        return NULL;
-    }
+        c->read_dst[0] == NULL || c->read_dst[1] == NULL)
+        CREATE_FAILED("setting up the floor's pipeline and buffers failed");
     return c;
+#undef CREATE_FAILED
 }
 
 void floor_destroy(floor_ctx *c) {
@@ -421,7 +415,6 @@ void floor_destroy(floor_ctx *c) {
     if (c->out) W.BufferRelease(c->out);
     if (c->layout) W.BindGroupLayoutRelease(c->layout);
     if (c->pipeline) W.ComputePipelineRelease(c->pipeline);
-    if (c->shader) W.ShaderModuleRelease(c->shader);
     if (c->queue) W.QueueRelease(c->queue);
     if (c->device) W.DeviceRelease(c->device);
     if (c->adapter) W.AdapterRelease(c->adapter);
@@ -475,17 +468,41 @@ static void fill_in_pass(floor_ctx *c, WGPUComputePassEncoder pass, const struct
     W.ComputePassEncoderDispatchWorkgroups(pass, fb->workgroups, 1, 1);
 }
 
+/* Inside a pass: the launch kernel, one workgroup, on `group`'s buffers. */
+static void kernel_in_pass(floor_ctx *c, WGPUComputePassEncoder pass, WGPUBindGroup group) {
+    W.ComputePassEncoderSetPipeline(pass, c->pipeline);
+    W.ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
+    W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
+}
+
+static void end_pass(WGPUComputePassEncoder pass) {
+    W.ComputePassEncoderEnd(pass);
+    W.ComputePassEncoderRelease(pass);
+}
+
+/* Submit one command buffer and release it: the submission's index. This and
+ * finish_submit stand inside the rows' timed parts for the calls they make, no more. */
+static WGPUSubmissionIndex submit_one(floor_ctx *c, WGPUCommandBuffer cb) {
+    WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
+    W.CommandBufferRelease(cb);
+    return idx;
+}
+
+/* Finish `enc`, submit its one command buffer and release both: the submission's index. */
+static WGPUSubmissionIndex finish_submit(floor_ctx *c, WGPUCommandEncoder enc) {
+    WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
+    W.CommandEncoderRelease(enc);
+    return submit_one(c, cb);
+}
+
 /* What vyre_native records for this kernel: one compute pass with the output's
  * fill (its clear) and one 1x1x1 dispatch. */
 static WGPUCommandBuffer encode(floor_ctx *c, WGPUBindGroup group, const struct fill_bind *fill) {
     WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
     WGPUComputePassEncoder pass = W.CommandEncoderBeginComputePass(enc, NULL);
     fill_in_pass(c, pass, fill);
-    W.ComputePassEncoderSetPipeline(pass, c->pipeline);
-    W.ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
-    W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
-    W.ComputePassEncoderEnd(pass);
-    W.ComputePassEncoderRelease(pass);
+    kernel_in_pass(c, pass, group);
+    end_pass(pass);
     WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
     W.CommandEncoderRelease(enc);
     return cb;
@@ -547,10 +564,7 @@ int64_t floor_replay(floor_ctx *c, uint64_t n, int64_t *samples) {
     int64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
         WGPUCommandBuffer cb = encode(c, c->group, &c->fill.out);
-        TIMED(i, {
-            W.QueueSubmitForIndex(c->queue, 1, &cb);
-            W.CommandBufferRelease(cb);
-        });
+        TIMED(i, submit_one(c, cb));
         if ((i + 1) % BATCH == 0) drain(c);
     }
     drain(c);
@@ -566,10 +580,7 @@ int64_t floor_replay_burst(floor_ctx *c, uint64_t n, int64_t *samples) {
         uint64_t k = n - done < BATCH ? n - done : BATCH;
         for (uint64_t j = 0; j < k; j++) cbs[j] = encode(c, c->group, &c->fill.out);
         for (uint64_t j = 0; j < k; j++)
-            TIMED(done + j, {
-                W.QueueSubmitForIndex(c->queue, 1, &cbs[j]);
-                W.CommandBufferRelease(cbs[j]);
-            });
+            TIMED(done + j, submit_one(c, cbs[j]));
         drain(c);
         done += k;
     }
@@ -582,8 +593,7 @@ int64_t floor_replay_wait(floor_ctx *c, uint64_t n, int64_t *samples) {
     for (uint64_t i = 0; i < n; i++) {
         WGPUCommandBuffer cb = encode(c, c->group, &c->fill.out);
         TIMED(i, {
-            WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
-            W.CommandBufferRelease(cb);
+            WGPUSubmissionIndex idx = submit_one(c, cb);
             W.DevicePoll(c->device, 1, &idx);
         });
     }
@@ -594,11 +604,7 @@ int64_t floor_replay_wait(floor_ctx *c, uint64_t n, int64_t *samples) {
 int64_t floor_encode_submit(floor_ctx *c, uint64_t n, int64_t *samples) {
     int64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
-        TIMED(i, {
-            WGPUCommandBuffer cb = encode(c, c->group, &c->fill.out);
-            W.QueueSubmitForIndex(c->queue, 1, &cb);
-            W.CommandBufferRelease(cb);
-        });
+        TIMED(i, submit_one(c, encode(c, c->group, &c->fill.out)));
         if ((i + 1) % BATCH == 0) drain(c);
     }
     drain(c);
@@ -655,11 +661,7 @@ static void sum_f32(const void *p, uint64_t nbytes) {
 static int readback(floor_ctx *c, WGPUBuffer src, WGPUBuffer staging, uint64_t nbytes, void *dst, int sum) {
     WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
     W.CommandEncoderCopyBufferToBuffer(enc, src, 0, staging, 0, nbytes);
-    WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
-    W.CommandEncoderRelease(enc);
-    WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
-    W.CommandBufferRelease(cb);
-    if (map_after(c, staging, nbytes, idx) < 0) return -1;
+    if (map_after(c, staging, nbytes, finish_submit(c, enc)) < 0) return -1;
     const void *p = W.BufferGetConstMappedRange(staging, 0, (size_t)nbytes);
     if (p == NULL) {
         W.BufferUnmap(staging);
@@ -724,8 +726,7 @@ int64_t floor_borrowed(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t
             fill_plan(c, out, nbytes, &fb);
             WGPUCommandBuffer cb = encode(c, g, &fb);
             W.BindGroupRelease(fb.group);
-            W.QueueSubmitForIndex(c->queue, 1, &cb);
-            W.CommandBufferRelease(cb);
+            submit_one(c, cb);
             void *dst = malloc(nbytes);
             rc = dst == NULL ? -1 : readback(c, out, c->staging[0], nbytes, dst, 0);
             if (rc == 0 && i == 0) memcpy(c->read_dst[0], dst, (size_t)nbytes); /* for floor_result() */
@@ -779,47 +780,42 @@ int64_t floor_encode_n_submit(floor_ctx *c, uint32_t launches, uint64_t n, int64
             for (uint32_t k = 0; k < launches; k++) {
                 W.CommandEncoderClearBuffer(enc, c->out, 0, c->io_bytes);
                 WGPUComputePassEncoder pass = W.CommandEncoderBeginComputePass(enc, NULL);
-                W.ComputePassEncoderSetPipeline(pass, c->pipeline);
-                W.ComputePassEncoderSetBindGroup(pass, 0, c->group, 0, NULL);
-                W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
-                W.ComputePassEncoderEnd(pass);
-                W.ComputePassEncoderRelease(pass);
+                kernel_in_pass(c, pass, c->group);
+                end_pass(pass);
             }
-            WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
-            W.CommandEncoderRelease(enc);
-            W.QueueSubmitForIndex(c->queue, 1, &cb);
-            W.CommandBufferRelease(cb);
+            finish_submit(c, enc);
         });
         drain(c);
     }
     return checked(c, total);
 }
 
-/* `steps` dispatches of the launch kernel in ONE compute pass, one submit; with
- * fill, each step first fills the kernel's output (as a vyre_native step that clears
- * it) and then sets the kernel's pipeline and bind group again, else they are set
- * once. With wait, each sample also blocks until the GPU has finished; without, the
- * drain is untimed. */
-static int64_t steps_in_one_pass(floor_ctx *c, uint32_t steps, int fill, int wait, uint64_t n, int64_t *samples) {
+/* How steps_in_one_pass sets up each step: PLAIN, the kernel's pipeline and bind group
+ * set once; FILL, each step first fills the kernel's output (as a vyre_native step that
+ * clears it), then sets the kernel's pipeline and bind group again; CHAIN, the
+ * pipeline set once and the bind group every step, alternating (in, out) and
+ * (out, in), so each step reads what the one before wrote. */
+enum { STEPS_PLAIN, STEPS_FILL, STEPS_CHAIN };
+
+/* `steps` dispatches of the launch kernel in ONE compute pass, one submit, each step
+ * set up as `how` says. With wait, each sample also blocks until the GPU has
+ * finished; without, the drain is untimed. */
+static int64_t steps_in_one_pass(floor_ctx *c, uint32_t steps, int how, int wait, uint64_t n, int64_t *samples) {
     int64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
         TIMED(i, {
             WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
             WGPUComputePassEncoder pass = W.CommandEncoderBeginComputePass(enc, NULL);
             for (uint32_t k = 0; k < steps; k++) {
-                if (fill) fill_in_pass(c, pass, &c->fill.out);
-                if (fill || k == 0) {
-                    W.ComputePassEncoderSetPipeline(pass, c->pipeline);
-                    W.ComputePassEncoderSetBindGroup(pass, 0, c->group, 0, NULL);
-                }
+                if (how == STEPS_FILL) fill_in_pass(c, pass, &c->fill.out);
+                if (how == STEPS_FILL || k == 0) W.ComputePassEncoderSetPipeline(pass, c->pipeline);
+                if (how != STEPS_PLAIN || k == 0)
+                    W.ComputePassEncoderSetBindGroup(pass, 0, how == STEPS_CHAIN && k % 2 ? c->back : c->group, 0,
+                                                     NULL);
                 W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
             }
-            W.ComputePassEncoderEnd(pass);
-            W.ComputePassEncoderRelease(pass);
-            WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
-            W.CommandEncoderRelease(enc);
-            WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
-            W.CommandBufferRelease(cb);
+            end_pass(pass);
+            WGPUSubmissionIndex idx = finish_submit(c, enc);
             if (wait) W.DevicePoll(c->device, 1, &idx);
         });
         if (!wait) drain(c);
@@ -830,7 +826,7 @@ static int64_t steps_in_one_pass(floor_ctx *c, uint32_t steps, int fill, int wai
 /* 10. `dispatches` dispatches in ONE compute pass (pipeline and bind group set once,
  * nothing cleared), one submit: the floor of a vyre_native sequence. */
 int64_t floor_one_pass(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, int64_t *samples) {
-    return steps_in_one_pass(c, dispatches, 0, wait, n, samples);
+    return steps_in_one_pass(c, dispatches, STEPS_PLAIN, wait, n, samples);
 }
 
 /* 10b. a dependent chain of `dispatches` tiny dispatches in ONE compute pass, one
@@ -839,27 +835,7 @@ int64_t floor_one_pass(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, 
  * between every two. What any wgpu-native client pays for a graph of dependent kernels,
  * such as a tinygrad JIT: the floor of a Sequence whose steps change bindings. */
 int64_t floor_chain(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, int64_t *samples) {
-    int64_t total = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        TIMED(i, {
-            WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
-            WGPUComputePassEncoder pass = W.CommandEncoderBeginComputePass(enc, NULL);
-            W.ComputePassEncoderSetPipeline(pass, c->pipeline);
-            for (uint32_t k = 0; k < dispatches; k++) {
-                W.ComputePassEncoderSetBindGroup(pass, 0, k % 2 ? c->back : c->group, 0, NULL);
-                W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
-            }
-            W.ComputePassEncoderEnd(pass);
-            W.ComputePassEncoderRelease(pass);
-            WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
-            W.CommandEncoderRelease(enc);
-            WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
-            W.CommandBufferRelease(cb);
-            if (wait) W.DevicePoll(c->device, 1, &idx);
-        });
-        if (!wait) drain(c);
-    }
-    return checked(c, total);
+    return steps_in_one_pass(c, dispatches, STEPS_CHAIN, wait, n, samples);
 }
 
 /* 11. the big source read back as `parts` equal slices, all in flight at once: one
@@ -888,10 +864,7 @@ int64_t floor_read_parts(floor_ctx *c, uint32_t parts, uint64_t n, int64_t *samp
             WGPUCommandEncoder enc = W.DeviceCreateCommandEncoder(c->device, NULL);
             for (uint32_t k = 0; k < parts; k++)
                 W.CommandEncoderCopyBufferToBuffer(enc, c->read_src[1], k * slice, staging[k], 0, slice);
-            WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
-            W.CommandEncoderRelease(enc);
-            WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
-            W.CommandBufferRelease(cb);
+            WGPUSubmissionIndex idx = finish_submit(c, enc);
             for (uint32_t k = 0; k < parts; k++) {
                 memset(&maps[k], 0, sizeof maps[k]);
                 WGPUBufferMapCallbackInfo info = WGPU_BUFFER_MAP_CALLBACK_INFO_INIT;
@@ -944,22 +917,6 @@ int64_t floor_write(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n,
 }
 
 /* ---- copies ------------------------------------------------------------------------- */
-
-/* `wgsl`'s entry point "main" as a compute pipeline with an automatic layout (the shader
- * module released: the pipeline holds what it needs); NULL when none was made. */
-static WGPUComputePipeline compile_main(floor_ctx *c, const char *wgsl) {
-    WGPUShaderSourceWGSL src = WGPU_SHADER_SOURCE_WGSL_INIT;
-    src.code = sv(wgsl);
-    WGPUShaderModuleDescriptor smd = WGPU_SHADER_MODULE_DESCRIPTOR_INIT;
-    smd.nextInChain = &src.chain;
-    WGPUShaderModule module = W.DeviceCreateShaderModule(c->device, &smd);
-    WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
-    pd.compute.module = module;
-    pd.compute.entryPoint = sv("main");
-    WGPUComputePipeline pipeline = W.DeviceCreateComputePipeline(c->device, &pd);
-    W.ShaderModuleRelease(module);
-    return pipeline;
-}
 
 /* The floor of a copy whose bytes shift within their words (1 -> 2: three bytes), which
  * no CopyBufferToBuffer does: the best kernel of that shape, with nothing per call but
@@ -1030,15 +987,11 @@ int64_t floor_copy(floor_ctx *c, int shifted, uint64_t bytes, uint64_t n, int64_
                 W.ComputePassEncoderSetPipeline(pass, k->shift);
                 W.ComputePassEncoderSetBindGroup(pass, 0, k->group, 0, NULL);
                 W.ComputePassEncoderDispatchWorkgroups(pass, k->workgroups, 1, 1);
-                W.ComputePassEncoderEnd(pass);
-                W.ComputePassEncoderRelease(pass);
+                end_pass(pass);
             } else {
                 W.CommandEncoderCopyBufferToBuffer(enc, k->src, 0, k->dst, 0, bytes);
             }
-            WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
-            W.CommandEncoderRelease(enc);
-            WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
-            W.CommandBufferRelease(cb);
+            WGPUSubmissionIndex idx = finish_submit(c, enc);
             W.DevicePoll(c->device, 1, &idx);
         });
     }
@@ -1126,7 +1079,7 @@ int64_t floor_fill_in_pass(floor_ctx *c, uint32_t steps, int wait, uint64_t n, i
         fail("floor_fill_in_pass: call floor_fill_setup first");
         return -1;
     }
-    return steps_in_one_pass(c, steps, 1, wait, n, samples);
+    return steps_in_one_pass(c, steps, STEPS_FILL, wait, n, samples);
 }
 
 /* A compute pass that writes timestamp `begin` at its start and/or `end` at its end,
@@ -1147,12 +1100,9 @@ static void timed_pass(floor_ctx *c, WGPUCommandEncoder enc, uint32_t begin, uin
             fill_in_pass(c, pass, &c->fill.big);
             continue;
         }
-        W.ComputePassEncoderSetPipeline(pass, c->pipeline);
-        W.ComputePassEncoderSetBindGroup(pass, 0, c->group, 0, NULL);
-        W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
+        kernel_in_pass(c, pass, c->group);
     }
-    W.ComputePassEncoderEnd(pass);
-    W.ComputePassEncoderRelease(pass);
+    end_pass(pass);
 }
 
 /* 17. GPU time (timestamps, ns) of zeroing the big readback source (64 MiB) between
@@ -1182,11 +1132,7 @@ int64_t floor_clear_gpu(floor_ctx *c, int how, uint64_t n, int64_t *samples) {
         }
         W.CommandEncoderResolveQuerySet(enc, f->queries, 0, 2, f->resolve, 0);
         W.CommandEncoderCopyBufferToBuffer(enc, f->resolve, 0, f->ticks, 0, 16);
-        WGPUCommandBuffer cb = W.CommandEncoderFinish(enc, NULL);
-        W.CommandEncoderRelease(enc);
-        WGPUSubmissionIndex idx = W.QueueSubmitForIndex(c->queue, 1, &cb);
-        W.CommandBufferRelease(cb);
-        if (map_after(c, f->ticks, 16, idx) < 0) return -1;
+        if (map_after(c, f->ticks, 16, finish_submit(c, enc)) < 0) return -1;
         const uint64_t *t = W.BufferGetConstMappedRange(f->ticks, 0, 16);
         int64_t ns = t != NULL && t[1] > t[0] ? (int64_t)((double)(t[1] - t[0]) * period) : 0;
         W.BufferUnmap(f->ticks);
