@@ -126,7 +126,7 @@ static vn_status buffer_create(vn_device *device, uint64_t byte_len, uint64_t us
     /* Map only a buffer known to be valid, and only while the device cannot be
      * destroyed under us: GetMappedRange on an invalid or destroyed buffer aborts. */
     if (st == VN_OK && data != NULL) {
-        st = vn_submit_begin(device, what);
+        st = vn_life_lock_read(device, what);
         if (st == VN_OK) {
             void *mapped = wgpu.BufferGetMappedRange(handle, 0, (size_t)allocation_len);
             if (mapped != NULL) {
@@ -134,7 +134,7 @@ static vn_status buffer_create(vn_device *device, uint64_t byte_len, uint64_t us
                 memset((char *)mapped + byte_len, 0, (size_t)(allocation_len - byte_len));
             }
             wgpu.BufferUnmap(handle);
-            vn_submit_end(device);
+            vn_life_unlock_read(device);
             if (mapped == NULL)
                 st = vn_fail(VN_ERROR_OUT_OF_MEMORY, "%s: the new buffer could not be mapped for its initial data. "
                              "Fix: free GPU memory or upload smaller buffers.", what);
@@ -257,4 +257,4 @@ vn_status vn_view_check(const vn_view *view, vn_view *resolved) {
     return VN_OK;
 }
 
-void vn_buffer_release(vn_buffer *buffer) { vn_release_handle(buffer, VN_KIND_BUFFER); }
+void vn_buffer_release(vn_buffer *buffer) { vn_id_release(buffer, VN_KIND_BUFFER); }

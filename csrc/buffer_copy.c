@@ -97,7 +97,7 @@ static vn_status copy_views(const vn_view *src, const vn_view *dst, const uint64
     if (st != VN_OK) return st;
     two_buffers both = {{sb, db}};
     const vn_submit_guard guard = {submittable_two, &both};
-    st = vn_submit_begin_guarded(dev, "a copy", &guard);
+    st = vn_life_lock_read_guarded(dev, "a copy", &guard);
     if (st != VN_OK) return st;
     vn_scope_begin(dev);
     struct vn_transfer *x = NULL;
@@ -126,7 +126,7 @@ static vn_status copy_views(const vn_view *src, const vn_view *dst, const uint64
         free(all);
     }
     st = vn_transfer_submit(dev, "a copy", st, cb);
-    vn_submit_end(dev);
+    vn_life_unlock_read(dev);
     return st;
 }
 

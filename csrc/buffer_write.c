@@ -85,7 +85,7 @@ static vn_status view_write(const vn_view *v, uint64_t offset, const void *data,
     /* The life lock's read side: a write is queued work too, so it never lands between
      * the parts of a replay split into several submits (they hold the write side). */
     const vn_submit_guard guard = {submittable_one, buffer};
-    st = count > 0 ? vn_submit_begin_guarded(dev, "buffer.write", &guard) : vn_submit_begin(dev, "buffer.write");
+    st = count > 0 ? vn_life_lock_read_guarded(dev, "buffer.write", &guard) : vn_life_lock_read(dev, "buffer.write");
     if (st != VN_OK) return st;
     vn_scope_begin(dev);
     if (m1 > m0) wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, m0, bytes + (m0 - at), (size_t)(m1 - m0));
@@ -97,7 +97,7 @@ static vn_status view_write(const vn_view *v, uint64_t offset, const void *data,
     WGPUCommandBuffer cb = NULL;
     if (count > 0) st = vn_encode_merge(dev, buffer->buffer, NULL, c, count, false, host_a, host_a_bytes, &cb);
     st = vn_transfer_submit(dev, "buffer.write", st, cb);
-    vn_submit_end(dev);
+    vn_life_unlock_read(dev);
     /* On a CPU adapter the flush's submit would block in the driver while earlier work
      * runs: there it waits for a write that finds the queue idle (one poll, no wait). */
     if (st == VN_OK && count == 0 &&

@@ -31,10 +31,10 @@ void vn_device_init_locks(vn_device *dev) {
     atomic_init(&dev->abandoned_count, 0);
     for (int part = 0; part < VN_PART_COUNT; part++) atomic_init(&dev->hooks[part], NULL);
     vn_mutex_init(&dev->scope_lock);
-    vn_rwlock_init(&dev->submit_lock);
+    vn_rwlock_init(&dev->life_lock);
     vn_mutex_init(&dev->pipelines_lock);
     vn_lock_rank_set(&dev->scope_lock, VN_LOCK_SCOPE, "vn_device.scope_lock");
-    vn_lock_rank_set(&dev->submit_lock, VN_LOCK_LIFE, "vn_device.submit_lock");
+    vn_lock_rank_set(&dev->life_lock, VN_LOCK_LIFE, "vn_device.life_lock");
     vn_lock_rank_set(&dev->pipelines_lock, VN_LOCK_PIPELINES, "vn_device.pipelines_lock");
     vn_live_add(VN_LIVE_DEVICE, 1);
 }
@@ -355,5 +355,5 @@ void vn_device_close(vn_device *device) {
     vn_unacquire(held);
 }
 
-void vn_device_release(vn_device *device) { vn_release_handle(device, VN_KIND_DEVICE); }
+void vn_device_release(vn_device *device) { vn_id_release(device, VN_KIND_DEVICE); }
 

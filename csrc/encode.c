@@ -40,13 +40,13 @@ WGPUSubmissionIndex vn_submit_locked(vn_device *dev, WGPUCommandBuffer cb) {
 }
 
 vn_status vn_submit_guarded(vn_device *dev, WGPUCommandBuffer cb, const char *what, const vn_submit_guard *guard) {
-    vn_status st = vn_submit_begin_guarded(dev, what, guard);
+    vn_status st = vn_life_lock_read_guarded(dev, what, guard);
     if (st != VN_OK) {
         wgpu.CommandBufferRelease(cb);
         return st;
     }
     vn_submit_locked(dev, cb);
-    vn_submit_end(dev);
+    vn_life_unlock_read(dev);
     return VN_OK;
 }
 

@@ -126,13 +126,13 @@ static vn_foreign_state set_foreign_state(vn_buffer *buffer, vn_foreign_state st
     if (state != VN_FOREIGN_USABLE && state != VN_FOREIGN_MAPPED && state != VN_FOREIGN_DESTROYED)
         state = VN_FOREIGN_DESTROYED; /* an unknown report: refuse the buffer rather than trust it */
     /* The write side of the life lock: every submit reads its buffers' states under the
-     * read side (vn_submit_begin_guarded), so none is between that check and its queue
+     * read side (vn_life_lock_read_guarded), so none is between that check and its queue
      * call when this returns, and every later one sees the new state. */
-    vn_rwlock_write_lock(&buffer->device->submit_lock);
+    vn_rwlock_write_lock(&buffer->device->life_lock);
     vn_foreign_state before = (vn_foreign_state)atomic_load(&buffer->foreign);
     /* Destroyed is final: a later unmap report must not make it usable again. */
     if (before != VN_FOREIGN_DESTROYED) atomic_store(&buffer->foreign, (int)state);
-    vn_rwlock_write_unlock(&buffer->device->submit_lock);
+    vn_rwlock_write_unlock(&buffer->device->life_lock);
     return before;
 }
 

@@ -60,7 +60,7 @@ struct vn_device {
      * mapped range of a buffer it destroyed, aborts the process inside wgpu-native,
      * so every submit and every mapped-range access holds this for reading (after
      * checking the flags) and vn_device_destroy holds it for writing. */
-    vn_rwlock submit_lock;
+    vn_rwlock life_lock;
 
     /* Staging buffers pinned mapped by a vn_mapping (a zero-copy read): destroying the
      * device would free the memory a caller still reads, so while any is pinned
@@ -205,10 +205,10 @@ void vn_device_mark_destroyed(vn_device *device, const char *reason);
 void vn_device_destroy_deferred(vn_device *device);
 
 /* Take the life lock for reading and check the device; on VN_OK the caller
- * submits or reads a mapped range, then calls vn_submit_end. On failure nothing is
+ * submits or reads a mapped range, then calls vn_life_unlock_read. On failure nothing is
  * held. */
-vn_status vn_submit_begin(vn_device *device, const char *what);
-void vn_submit_end(vn_device *device);
+vn_status vn_life_lock_read(vn_device *device, const char *what);
+void vn_life_unlock_read(vn_device *device);
 
 /* A check a submit makes while it holds the device's life lock for reading, right
  * before its queue call: that wgpu-py has not mapped or destroyed a buffer the work
@@ -220,15 +220,15 @@ typedef struct vn_submit_guard {
     const void *arg;
 } vn_submit_guard;
 
-/* vn_submit_begin, then guard->check (guard may be NULL) with the lock held; on
+/* vn_life_lock_read, then guard->check (guard may be NULL) with the lock held; on
  * failure nothing is held. */
-vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard);
+vn_status vn_life_lock_read_guarded(vn_device *device, const char *what, const vn_submit_guard *guard);
 /* The same with the write side: no other submit, queued write, readback, destroy, or
- * wgpu-py map of a shared buffer can come until vn_submit_end_exclusive. A replay in
+ * wgpu-py map of a shared buffer can come until vn_life_unlock_write. A replay in
  * several parts holds it across all of them, so it runs as one unit, as one command
  * buffer would (replay_in_submits). */
-vn_status vn_submit_begin_exclusive(vn_device *device, const char *what, const vn_submit_guard *guard);
-void vn_submit_end_exclusive(vn_device *device);
+vn_status vn_life_lock_write(vn_device *device, const char *what, const vn_submit_guard *guard);
+void vn_life_unlock_write(vn_device *device);
 /* The guard's check now (VN_OK for NULL). Work that encodes before it submits calls it
  * first too: refused at once, it encodes nothing (a command buffer finished and never
  * submitted is memory wgpu-native 29 does not reclaim); the check under the lock decides. */

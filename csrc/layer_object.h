@@ -117,7 +117,7 @@ static inline void vn_unacquire(const void *object) { vn_release((vn_object *)ob
  * any kind, with VN_KIND_DEAD), it goes stale and its reference is dropped; anything
  * else (NULL, stale, another kind, made up) is ignored, since a release has no status to
  * report it with. Inherited across fork(): the id goes stale, the object is left alone. */
-void vn_release_handle(const void *handle, vn_kind kind);
+void vn_id_release(const void *handle, vn_kind kind);
 /* Hand an object to a caller: `slot` (a vn_<kind> **, or &view->buffer) holds an object
  * pointer that owns one reference; with st VN_OK or VN_PENDING and *slot not NULL, *slot
  * becomes a new id that owns that reference. Returns st, or, when no id can be had (the
@@ -222,7 +222,7 @@ void vn_unacquire_all(vn_object *const *objects, size_t n);
  * than or equal to one the thread holds (object locks apart) aborts, naming both. */
 typedef enum vn_lock_rank {
     VN_LOCK_OBJECT = 1,     /* object locks: vn_sequence.lock, vn_submission.lock, vn_pending_read.lock */
-    VN_LOCK_LIFE = 2,       /* vn_device.submit_lock (the life lock; read by submits, which check
+    VN_LOCK_LIFE = 2,       /* vn_device.life_lock (the life lock; read by submits, which check
                              * their shared buffers under it, mapped-range reads, and pins and
                              * unpins of staging buffers; written by destroy, vn_device_destroy_shared,
                              * a destroy deferred to the last unpin, vn_buffer_set_foreign_state,

@@ -129,7 +129,7 @@ typedef struct vn_binding {
 } vn_binding;
 /* An output whose contents start at zero: a read_write binding that is not preserved
  * in/out state. A dispatch clears it (bind.c, unless the caller keeps its outputs); a
- * borrowed dispatch allocates it (record.c). */
+ * borrowed dispatch allocates it (prerecorded.c). */
 static inline bool vn_binding_cleared_output(const vn_binding *b) {
     return b->kind == VN_BINDING_STORAGE_READ_WRITE && !b->preserve;
 }

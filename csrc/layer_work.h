@@ -2,7 +2,7 @@
  * its clears into a pass, and the pass walk of every replay (encode.c), GPU timing
  * (timing.c), readback (readback.c; its staging ring, staging.c; the reads of buffers
  * and views, buffer_read.c), submissions (submission.c), pre-recorded dispatches
- * (record.c), recordings (recording.c), sequences (sequence.c), batches of them
+ * (prerecorded.c), recordings (recording.c), sequences (sequence.c), batches of them
  * (batch.c), submitting those whole or in parts (submit.c), writes and copies (transfer.c,
  * the byte merge and shift kernels; buffer_write.c; buffer_copy.c). */
 #ifndef VN_LAYER_WORK_H
@@ -108,7 +108,7 @@ vn_status vn_submit_tracked_locked(vn_device *device, WGPUCommandBuffer cb, vn_t
  * Every command buffer goes one road: vn_encode_begin opens an encoder inside an error
  * scope, the work is encoded, vn_encode_finish finishes it and pops the scope, and only
  * a buffer whose scope popped clean reaches vn_submit_locked (wgpu-native aborts the
- * process on submitting an invalid one), under the life lock (vn_submit_begin*, whose
+ * process on submitting an invalid one), under the life lock (vn_life_lock_read*, whose
  * checks make a submit to a destroyed device or of a buffer wgpu-py mapped impossible).
  * The one other submit is waits.c's empty one (vn_device_flush_writes: no command
  * buffer, nothing to validate). */
@@ -124,7 +124,7 @@ vn_status vn_encode_finish(vn_device *device, WGPUCommandEncoder encoder, const 
  * then released. The caller holds the life lock, either side, its checks made. Returns
  * the submission index. */
 WGPUSubmissionIndex vn_submit_locked(vn_device *device, WGPUCommandBuffer cb);
-/* vn_submit_locked inside vn_submit_begin_guarded / vn_submit_end (guard may be NULL);
+/* vn_submit_locked inside vn_life_lock_read_guarded / vn_life_unlock_read (guard may be NULL);
  * refused, cb is released unsubmitted. */
 vn_status vn_submit_guarded(vn_device *device, WGPUCommandBuffer cb, const char *what, const vn_submit_guard *guard);
 

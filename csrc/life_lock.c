@@ -1,4 +1,4 @@
-/* life_lock.c - the device's life lock (vn_device.submit_lock): submitting to a
+/* life_lock.c - the device's life lock (vn_device.life_lock): submitting to a
  * destroyed device, or reading the mapped range of a buffer it destroyed, aborts the
  * process inside wgpu-native, so every submit and mapped-range read holds it for reading
  * after checking the device, and destroy() holds it for writing (deferred while a
@@ -17,7 +17,7 @@ void vn_device_mark_destroyed(vn_device *device, const char *reason) {
      * goes away (wgpu-native aborts on a submit to a destroyed device), and none starts
      * afterwards without seeing `lost`; under the scope lock no encoding of ours is
      * between its pushes and pops. */
-    vn_rwlock_write_lock(&device->submit_lock);
+    vn_rwlock_write_lock(&device->life_lock);
     vn_device_note_lost(device, reason);
     /* Destroying the GPU device frees every buffer's memory, the mapped memory of a
      * pinned staging buffer too, which a zero-copy array still reads: with pins alive,
@@ -25,7 +25,7 @@ void vn_device_mark_destroyed(vn_device *device, const char *reason) {
      * the last unpin destroys it (vn_device_destroy_deferred). */
     if (atomic_load(&device->staging_pinned) > 0) device->destroy_deferred = true;
     else destroy_gpu_device(device);
-    vn_rwlock_write_unlock(&device->submit_lock);
+    vn_rwlock_write_unlock(&device->life_lock);
 }
 
 static vn_status device_destroy_now(vn_device *device) {
@@ -38,41 +38,41 @@ static vn_status device_destroy_now(vn_device *device) {
 vn_status vn_device_destroy(vn_device *device) { VN_CALL1(device_destroy_now(device), device, VN_KIND_DEVICE); }
 
 void vn_device_destroy_deferred(vn_device *device) {
-    vn_rwlock_write_lock(&device->submit_lock);
+    vn_rwlock_write_lock(&device->life_lock);
     if (device->destroy_deferred && atomic_load(&device->staging_pinned) == 0) {
         device->destroy_deferred = false;
         destroy_gpu_device(device);
     }
-    vn_rwlock_write_unlock(&device->submit_lock);
+    vn_rwlock_write_unlock(&device->life_lock);
 }
 
-vn_status vn_submit_begin(vn_device *device, const char *what) {
-    vn_rwlock_read_lock(&device->submit_lock);
+vn_status vn_life_lock_read(vn_device *device, const char *what) {
+    vn_rwlock_read_lock(&device->life_lock);
     vn_status st = vn_device_check(device, what);
-    if (st != VN_OK) vn_rwlock_read_unlock(&device->submit_lock);
+    if (st != VN_OK) vn_rwlock_read_unlock(&device->life_lock);
     return st;
 }
 
-void vn_submit_end(vn_device *device) { vn_rwlock_read_unlock(&device->submit_lock); }
+void vn_life_unlock_read(vn_device *device) { vn_rwlock_read_unlock(&device->life_lock); }
 
 vn_status vn_submit_guard_check(const vn_submit_guard *guard) {
     return guard == NULL || guard->check == NULL ? VN_OK : guard->check(guard->arg);
 }
 
-vn_status vn_submit_begin_guarded(vn_device *device, const char *what, const vn_submit_guard *guard) {
-    vn_status st = vn_submit_begin(device, what);
+vn_status vn_life_lock_read_guarded(vn_device *device, const char *what, const vn_submit_guard *guard) {
+    vn_status st = vn_life_lock_read(device, what);
     if (st != VN_OK) return st;
     st = vn_submit_guard_check(guard);
-    if (st != VN_OK) vn_submit_end(device);
+    if (st != VN_OK) vn_life_unlock_read(device);
     return st;
 }
 
-vn_status vn_submit_begin_exclusive(vn_device *device, const char *what, const vn_submit_guard *guard) {
-    vn_rwlock_write_lock(&device->submit_lock);
+vn_status vn_life_lock_write(vn_device *device, const char *what, const vn_submit_guard *guard) {
+    vn_rwlock_write_lock(&device->life_lock);
     vn_status st = vn_device_check(device, what);
     if (st == VN_OK) st = vn_submit_guard_check(guard);
-    if (st != VN_OK) vn_rwlock_write_unlock(&device->submit_lock);
+    if (st != VN_OK) vn_rwlock_write_unlock(&device->life_lock);
     return st;
 }
 
-void vn_submit_end_exclusive(vn_device *device) { vn_rwlock_write_unlock(&device->submit_lock); }
+void vn_life_unlock_write(vn_device *device) { vn_rwlock_write_unlock(&device->life_lock); }

@@ -335,13 +335,13 @@ static void release_handle(const void *handle, vn_kind kind) {
 
 /* Every release is a call into the driver (the last reference destroys the object): the
  * exit guard brackets it as it does every entry point (layer_object.h). */
-void vn_release_handle(const void *handle, vn_kind kind) {
+void vn_id_release(const void *handle, vn_kind kind) {
     vn_call_guard_enter();
     release_handle(handle, kind);
     vn_call_guard_leave();
 }
 
-void vn_handle_release(void *handle) { vn_release_handle(handle, VN_KIND_DEAD); }
+void vn_handle_release(void *handle) { vn_id_release(handle, VN_KIND_DEAD); }
 
 vn_status vn_acquire_all(const void *const *handles, const vn_kind *kinds, size_t n, const char *fn,
                          vn_object **objects) {

@@ -56,7 +56,7 @@ void vn_device_free(vn_device *device) {
     if (device->adapter) wgpu.AdapterRelease(device->adapter);
     if (device->instance) wgpu.InstanceRelease(device->instance);
     vn_mutex_destroy(&device->scope_lock);
-    vn_rwlock_destroy(&device->submit_lock);
+    vn_rwlock_destroy(&device->life_lock);
     vn_mutex_destroy(&device->pipelines_lock);
     vn_scope_results_free(device);
     free(device);

@@ -136,7 +136,7 @@ vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len,
     VN_CALL1_OUT(shader_create(device, wgsl, wgsl_len, checks, out), out, device, VN_KIND_DEVICE);
 }
 
-void vn_shader_release(vn_shader *shader) { vn_release_handle(shader, VN_KIND_SHADER); }
+void vn_shader_release(vn_shader *shader) { vn_id_release(shader, VN_KIND_SHADER); }
 
 void vn_pipeline_retain(vn_pipeline *pipeline) { vn_retain(&pipeline->obj); }
 
@@ -446,7 +446,7 @@ vn_status vn_pipeline_cache_stats(const vn_pipeline *pipeline, vn_cache_stats *o
     VN_CALL1(pipeline_cache_stats(pipeline, out), pipeline, VN_KIND_PIPELINE);
 }
 
-void vn_pipeline_release(vn_pipeline *pipeline) { vn_release_handle(pipeline, VN_KIND_PIPELINE); }
+void vn_pipeline_release(vn_pipeline *pipeline) { vn_id_release(pipeline, VN_KIND_PIPELINE); }
 
 static void pipeline_destroy(vn_object *object) {
     vn_pipeline *pipeline = (vn_pipeline *)object;

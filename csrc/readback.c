@@ -206,12 +206,12 @@ static void settle(vn_pending_read *r) {
     if (s == NULL) return;
     bool reuse = false;
     if (r->status == WGPUMapAsyncStatus_Success) {
-        vn_rwlock_read_lock(&dev->submit_lock); /* destroy() cannot run between check and unmap */
+        vn_rwlock_read_lock(&dev->life_lock); /* destroy() cannot run between check and unmap */
         if (!atomic_load(&dev->lost)) {
             wgpu.BufferUnmap(s->buffer);
             reuse = true;
         }
-        vn_rwlock_read_unlock(&dev->submit_lock);
+        vn_rwlock_read_unlock(&dev->life_lock);
     }
     if (reuse) vn_staging_return(dev, s);
     else vn_staging_destroy(s);
@@ -285,7 +285,7 @@ static void take_outcome(vn_pending_read *r) {
         return;
     }
     vn_mapping *m = calloc(1, sizeof *m);
-    st = m == NULL ? vn_fail_no_memory("a mapping record", sizeof *m) : vn_submit_begin(dev, "reading back");
+    st = m == NULL ? vn_fail_no_memory("a mapping record", sizeof *m) : vn_life_lock_read(dev, "reading back");
     if (st != VN_OK) {
         vn_staging_destroy(s); /* released mapped: wgpu unmaps it */
         free(m);
@@ -295,14 +295,14 @@ static void take_outcome(vn_pending_read *r) {
     const void *p = wgpu.BufferGetConstMappedRange(s->buffer, 0, (size_t)vn_pad4(r->skip + r->nbytes));
     if (p == NULL) {
         wgpu.BufferUnmap(s->buffer);
-        vn_submit_end(dev);
+        vn_life_unlock_read(dev);
         vn_staging_return(dev, s);
         free(m);
         keep_failure(r, no_range());
         return;
     }
     atomic_fetch_add(&dev->staging_pinned, 1);
-    vn_submit_end(dev);
+    vn_life_unlock_read(dev);
     vn_object_init(&m->obj, VN_KIND_MAPPING, mapping_destroy);
     m->staging = s;
     m->data = (const char *)p + r->skip;
@@ -344,19 +344,19 @@ static vn_status kept_readable(const vn_pending_read *r) {
  * memcpy only. */
 static vn_status read_copy(vn_pending_read *r, void *dst) {
     vn_device *dev = r->device;
-    vn_rwlock_read_lock(&dev->submit_lock);
+    vn_rwlock_read_lock(&dev->life_lock);
     vn_status st = kept_readable(r);
     if (st == VN_OK && dst != NULL) memcpy(dst, r->kept->data, (size_t)r->nbytes);
-    vn_rwlock_read_unlock(&dev->submit_lock);
+    vn_rwlock_read_unlock(&dev->life_lock);
     return st;
 }
 
 /* The pinning ending: a reference of the caller's own on the kept mapping. */
 static vn_status read_pin(vn_pending_read *r, vn_mapping **out, const void **data) {
     vn_device *dev = r->device;
-    vn_rwlock_read_lock(&dev->submit_lock);
+    vn_rwlock_read_lock(&dev->life_lock);
     vn_status st = kept_readable(r);
-    vn_rwlock_read_unlock(&dev->submit_lock);
+    vn_rwlock_read_unlock(&dev->life_lock);
     if (st != VN_OK) return st;
     vn_retain(&r->kept->obj);
     *out = r->kept;
@@ -364,7 +364,7 @@ static vn_status read_pin(vn_pending_read *r, vn_mapping **out, const void **dat
     return VN_OK;
 }
 
-void vn_mapping_release(vn_mapping *m) { vn_release_handle(m, VN_KIND_MAPPING); }
+void vn_mapping_release(vn_mapping *m) { vn_id_release(m, VN_KIND_MAPPING); }
 
 /* The unpin. Never waits for the GPU; the locks it takes are held only inside C. */
 static void mapping_destroy(vn_object *object) {
@@ -372,7 +372,7 @@ static void mapping_destroy(vn_object *object) {
     vn_device *dev = m->device;
     vn_staging *s = m->staging;
     bool reuse = false;
-    vn_rwlock_read_lock(&dev->submit_lock);
+    vn_rwlock_read_lock(&dev->life_lock);
     /* A lost device (destroyed, its destruction deferred for this pin, or lost for
      * real) is letting its buffers go: release this one without an unmap. */
     if (!atomic_load(&dev->lost)) {
@@ -380,7 +380,7 @@ static void mapping_destroy(vn_object *object) {
         reuse = true;
     }
     bool destroy_now = atomic_fetch_sub(&dev->staging_pinned, 1) == 1 && dev->destroy_deferred;
-    vn_rwlock_read_unlock(&dev->submit_lock);
+    vn_rwlock_read_unlock(&dev->life_lock);
     if (reuse) vn_staging_return(dev, s);
     else vn_staging_destroy(s);
     if (destroy_now) vn_device_destroy_deferred(dev);
@@ -476,7 +476,7 @@ vn_status vn_pending_read_finish_held(vn_pending_read *r, void *dst, uint64_t ca
     return pending_read_finish(r, dst, capacity);
 }
 
-void vn_pending_read_release(vn_pending_read *r) { vn_release_handle(r, VN_KIND_PENDING_READ); }
+void vn_pending_read_release(vn_pending_read *r) { vn_id_release(r, VN_KIND_PENDING_READ); }
 
 /* The last reference: no waiter is inside a call on it, so no lock is needed. */
 static void pending_read_destroy(vn_object *object) {

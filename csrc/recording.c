@@ -127,4 +127,4 @@ vn_status vn_recording_read_output(vn_recording *r, int64_t index, void *dst, ui
     VN_CALL1_OUT(recording_read_output(r, index, dst, capacity, written, pending), pending, r, VN_KIND_RECORDING);
 }
 
-void vn_recording_release(vn_recording *r) { vn_release_handle(r, VN_KIND_RECORDING); }
+void vn_recording_release(vn_recording *r) { vn_id_release(r, VN_KIND_RECORDING); }

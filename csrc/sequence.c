@@ -372,7 +372,7 @@ vn_status vn_sequence_replay(vn_sequence *s, uint32_t n, vn_timing_mode timing, 
     VN_CALL1_OUT(sequence_replay(s, n, timing, out), out, s, VN_KIND_SEQUENCE);
 }
 
-void vn_sequence_release(vn_sequence *s) { vn_release_handle(s, VN_KIND_SEQUENCE); }
+void vn_sequence_release(vn_sequence *s) { vn_id_release(s, VN_KIND_SEQUENCE); }
 
 static void sequence_destroy(vn_object *object) {
     vn_sequence *s = (vn_sequence *)object;

@@ -62,14 +62,14 @@ static void submission_destroy(vn_object *object) {
 
 vn_status vn_submit_tracked(vn_device *dev, WGPUCommandBuffer cb, const char *what, vn_timing *timing,
                             const vn_submit_guard *guard, vn_submission **out) {
-    vn_status st = vn_submit_begin_guarded(dev, what, guard);
+    vn_status st = vn_life_lock_read_guarded(dev, what, guard);
     if (st != VN_OK) {
         wgpu.CommandBufferRelease(cb);
         if (timing != NULL) vn_timing_release(timing);
         return st;
     }
     st = vn_submit_tracked_locked(dev, cb, timing, out);
-    vn_submit_end(dev);
+    vn_life_unlock_read(dev);
     return st;
 }
 
@@ -179,4 +179,4 @@ vn_status vn_submission_gpu_times(vn_submission *s, uint64_t *out, size_t capaci
     VN_CALL1(submission_gpu_times(s, out, capacity, count), s, VN_KIND_SUBMISSION);
 }
 
-void vn_submission_release(vn_submission *s) { vn_release_handle(s, VN_KIND_SUBMISSION); }
+void vn_submission_release(vn_submission *s) { vn_id_release(s, VN_KIND_SUBMISSION); }

@@ -136,7 +136,7 @@ static vn_status parts_failed(vn_status st, uint64_t first, uint64_t total, cons
  * is the whole work's. Should a later part fail (the device lost meanwhile), the error
  * says how many steps went before it. */
 vn_status vn_submit_parts(vn_device *dev, const vn_parts_job *job, uint64_t total, vn_submission **out) {
-    vn_status st = vn_submit_begin_exclusive(dev, job->label, job->guard);
+    vn_status st = vn_life_lock_write(dev, job->label, job->guard);
     if (st != VN_OK) return st;
     /* Part p's fence is in_flight[p % VN_MAX_SUBMITS_IN_FLIGHT] until that slot's next part. */
     vn_fence *in_flight[VN_MAX_SUBMITS_IN_FLIGHT] = {NULL};
@@ -166,6 +166,6 @@ vn_status vn_submit_parts(vn_device *dev, const vn_parts_job *job, uint64_t tota
         size = next_part_size(&job->rule, size);
     }
     for (int i = 0; i < VN_MAX_SUBMITS_IN_FLIGHT; i++) vn_fence_release(in_flight[i]);
-    vn_submit_end_exclusive(dev);
+    vn_life_unlock_write(dev);
     return parts_failed(st, first, total, job->what);
 }

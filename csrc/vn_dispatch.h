@@ -4,7 +4,7 @@
  * section may (csrc/ffi_build.py reads it in where it is included): no include guard, no
  * preprocessor line but a table's use. */
 
-/* ---- pre-recorded dispatches (csrc/record.c, csrc/readback.c) ------------- */
+/* ---- pre-recorded dispatches (csrc/prerecorded.c, csrc/readback.c) ------------- */
 
 /* Which of the two ways of naming a dispatch's buffers a call used (bits). */
 typedef enum vn_bind_form {

@@ -130,11 +130,11 @@ vn_status vn_fence_wait_held(vn_device *device, vn_fence *f) {
 }
 
 vn_status vn_device_flush_writes(vn_device *device, const char *what, uint64_t *index) {
-    vn_status st = vn_submit_begin(device, what);
+    vn_status st = vn_life_lock_read(device, what);
     if (st != VN_OK) return st;
     atomic_store(&device->pending_write_bytes, 0);
     WGPUSubmissionIndex idx = wgpu.QueueSubmitForIndex(device->queue, 0, NULL);
-    vn_submit_end(device);
+    vn_life_unlock_read(device);
     if (index != NULL) *index = idx;
     return VN_OK;
 }

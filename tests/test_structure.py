@@ -108,8 +108,8 @@ def test_c_graph_sees_the_known_edges() -> None:
     edges = c_deps.graph(ROOT / "csrc")
     nodes = {p.name for p in (ROOT / "csrc").glob("*.c") if not p.name.startswith("platform_")}
     assert set(edges) == nodes | {"platform_*.c"}
-    assert edges["record.c"]["bind.c"] >= {"vn_bound_resolve"}  # a call
-    assert "vn_bound_encode" in edges["record.c"]["encode.c"]
+    assert edges["prerecorded.c"]["bind.c"] >= {"vn_bound_resolve"}  # a call
+    assert "vn_bound_encode" in edges["prerecorded.c"]["encode.c"]
     assert "vn_buffer_submittable" in edges["buffer_read.c"]["buffer.c"]  # a function's address
     assert "vn_readback" not in edges["staging.c"].get("readback.c", set())  # struct vn_readback is a tag
     assert "wgpu" in edges["submit.c"]["loader.c"]  # a global
@@ -320,7 +320,7 @@ def test_every_entry_point_that_may_reach_the_driver_is_inside_the_call_guard() 
             while depth and j < len(text):
                 depth += {"{": 1, "}": -1}.get(text[j], 0)
                 j += 1
-            if not re.search(r"VN_CALL|VN_GET|VN_PROBE|vn_call_guard_enter|vn_release_handle", text[m.end() : j]):
+            if not re.search(r"VN_CALL|VN_GET|VN_PROBE|vn_call_guard_enter|vn_id_release", text[m.end() : j]):
                 unguarded.add(name)
             break
     assert unguarded == _UNGUARDED_ENTRY_POINTS

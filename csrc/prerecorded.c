@@ -1,4 +1,4 @@
-/* record.c - pre-recorded dispatches: encoded once, submitted at most once. */
+/* prerecorded.c - pre-recorded dispatches: encoded once, submitted at most once. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,12 +104,12 @@ static vn_status dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
         st = vn_device_check(dev, "replaying a pre-recorded dispatch");
         if (st == VN_OK) st = vn_submit_ready(dev);
     }
-    if (st == VN_OK) st = vn_submit_begin_guarded(dev, "replaying a pre-recorded dispatch", &guard);
+    if (st == VN_OK) st = vn_life_lock_read_guarded(dev, "replaying a pre-recorded dispatch", &guard);
     if (st != VN_OK) return st;
     /* Exactly one caller wins the exchange, however many threads race here. */
     int expected = DISPATCH_RECORDED;
     if (!atomic_compare_exchange_strong(&d->state, &expected, DISPATCH_SUBMITTING)) {
-        vn_submit_end(dev);
+        vn_life_unlock_read(dev);
         return vn_fail(VN_ERROR_ALREADY_SUBMITTED,
                        "this pre-recorded dispatch was already submitted (submission %llu). Fix: record a new "
                        "PrerecordedDispatch for each launch (wgpu command buffers are single-submit), or use "
@@ -119,7 +119,7 @@ static vn_status dispatch_replay(vn_dispatch *d, uint64_t *submission_index) {
     WGPUCommandBuffer cb = d->command_buffer;
     d->command_buffer = NULL;
     d->submission_index = vn_submit_locked(dev, cb);
-    vn_submit_end(dev);
+    vn_life_unlock_read(dev);
     atomic_store(&d->state, DISPATCH_SUBMITTED);
     if (submission_index != NULL) *submission_index = d->submission_index;
     return VN_OK;
@@ -303,4 +303,4 @@ vn_status vn_dispatch_read_output(vn_dispatch *d, int64_t index, void *dst, uint
     VN_CALL1_OUT(dispatch_read_output(d, index, dst, capacity, written, pending), pending, d, VN_KIND_DISPATCH);
 }
 
-void vn_dispatch_release(vn_dispatch *d) { vn_release_handle(d, VN_KIND_DISPATCH); }
+void vn_dispatch_release(vn_dispatch *d) { vn_id_release(d, VN_KIND_DISPATCH); }
