@@ -243,8 +243,9 @@ static VN_ALWAYS_INLINE void walk_recording(pass_walk *w, const vn_recording *r,
 static VN_ALWAYS_INLINE void walk_steps(pass_walk *w, const vn_sequence *s, size_t first, size_t end, const bool encode) {
     /* Each launch's run of steps as one pointer loop: one compare a step. */
     const size_t count = s->count;
-    size_t i = first % count;
-    for (size_t g = first; g < end; i = 0) {
+    /* An empty sequence (one in a batch: Device.submit takes it) walks no step. */
+    size_t i = count > 0 ? first % count : 0;
+    for (size_t g = first; count > 0 && g < end; i = 0) {
         size_t run = count - i < end - g ? count - i : end - g;
         for (const vn_step *st = s->steps + i, *stop = st + run; st < stop; st++) walk_step(w, st, encode);
         g += run;

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
 from support.child import run
 
 import vyre_native as vn
@@ -137,6 +138,20 @@ def test_bench_help_names_the_command_as_typed() -> None:
     res = cli("bench", "--help")
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("usage: python -m vyre_native bench "), res.stdout
+
+
+def test_bench_help_away_from_the_suite_is_help_not_an_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An installed package (the ASan and wheel stages) has no benchmarks/ beside it: help
+    # exited 2 with "the benchmarks/ folder was not found".
+    from vyre_native import bench
+
+    monkeypatch.setattr(bench, "find_suite", lambda explicit: None)
+    assert bench.main(["--help"], prog="python -m vyre_native bench") == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m vyre_native bench "), out
+    assert "none is found from here" in out
 
 
 def test_the_console_script_names_itself() -> None:

@@ -782,6 +782,15 @@ def test_submit_of_an_empty_list_raises_value_error(device: vn.Device) -> None:
         device.submit([])
 
 
+def test_submit_of_an_empty_sequence_beside_work_runs_the_work(device: vn.Device, acc_prog) -> None:
+    # The pass walk took the step index modulo the sequence's length: with an empty
+    # sequence in a batch that divided by zero (UBSan saw it, in test_stateful).
+    acc = device.alloc(256)
+    rec = acc_prog.record([], [acc])
+    device.submit([device.sequence(), rec, device.sequence()]).wait()
+    np.testing.assert_array_equal(u32(acc.read()), 1)
+
+
 @pytest.mark.parametrize("item", [object(), None, 3])
 def test_submit_of_a_non_recording_item_raises_type_error(device: vn.Device, acc_prog, item: object) -> None:
     rec = acc_prog.record([], [device.alloc(256)])

@@ -78,6 +78,15 @@ def main(argv: list[str], prog: str = "bench") -> int:
         )
         return 2
     suite = find_suite(explicit)
+    ours = argv[: argv.index("--")] if "--" in argv else argv
+    if suite is None and any(a in ("-h", "--help") for a in ours):
+        # Help is not an error: what bench takes, and where the report's own options come from.
+        _usage(prog).print_help()
+        print(
+            "\nThe report's options are listed by bench -h run where the benchmarks/ folder is found "
+            "(the source checkout, --suite DIR or VN_BENCH_SUITE); none is found from here."
+        )
+        return 0
     if suite is None:
         _usage(prog).print_usage(sys.stderr)
         print(
