@@ -371,6 +371,17 @@ def _chain(x: Tensor, y: Tensor) -> Tensor:
     return (h.exp2().sum(0) - h.max()).contiguous()
 
 
+def test_a_jit_on_vn_1_replays_its_graph_on_vn_1() -> None:
+    @TinyJit
+    def f(x: Tensor) -> Tensor:
+        return ((x + 1).contiguous() * 2).contiguous().realize()  # two kernels: one graph
+
+    a = np.arange(8, dtype=np.float32)
+    for i in range(4):  # the third call on replays the graph
+        np.testing.assert_array_equal(f(Tensor(a + i, device=f"{VN}:1").realize()).numpy(), (a + i + 1) * 2)
+    assert any(g.dev is Device[f"{VN}:1"] for g in _graphs())
+
+
 def test_memory_planner_is_on_and_binds_views_of_one_arena() -> None:
     assert not NO_MEMORY_PLANNER
     graph_cache.clear()
