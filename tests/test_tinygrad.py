@@ -85,12 +85,34 @@ def test_dev_vn_opens_the_vn_device_with_no_import_of_vyre_native() -> None:
         "t = Tensor([1.0, 2.0]) * 3\n"
         "print(t.device, type(Device[t.device]).__module__, t.tolist())\n"
     )
+    assert _run_with_dev_vn(code) == ["VN", "vyre_native.tinygrad.ops_vn", "[3.0,", "6.0]"]
+
+
+@pytest.mark.skipif(not _start_up_hook_runs(), reason="this interpreter ran no .pth file of vyre_native's")
+def test_dev_vn_runs_the_device_module_once_so_vn_1_renderers_pickle() -> None:
+    # the .pth's import of its finder registers the module; importlib then loaded it again,
+    # and VN:1 (opened through tinygrad.runtime.ops_vn) got the other copy's VNDevice, whose
+    # renderer tinygrad's compile workers could not pickle
+    code = (
+        "import pickle, sys\n"
+        "from tinygrad import Device\n"
+        "Device['VN']\n"
+        "ops, ours = sys.modules['tinygrad.runtime.ops_vn'], sys.modules['vyre_native.tinygrad.ops_vn']\n"
+        "second = Device['VN:1']\n"
+        "pickle.dumps(second.renderer)\n"
+        "print(ops is ours, type(second) is ours.VNDevice, ours.__spec__.name)\n"
+    )
+    assert _run_with_dev_vn(code) == ["True", "True", "vyre_native.tinygrad.ops_vn"]
+
+
+def _run_with_dev_vn(code: str) -> list[str]:
+    """The words a fresh interpreter prints running ``code`` under ``DEV=VN``."""
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHON"}, "DEV": "VN"}
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300, check=False
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["VN", "vyre_native.tinygrad.ops_vn", "[3.0,", "6.0]"]
+    return out.stdout.split()
 
 
 def test_tinygrad_runtime_ops_vn_is_the_packages_module() -> None:
@@ -347,6 +369,17 @@ def _chain(x: Tensor, y: Tensor) -> Tensor:
     h = (x @ y).relu().contiguous()
     h = (h * 2 + x.sum(1, keepdim=True)).contiguous()
     return (h.exp2().sum(0) - h.max()).contiguous()
+
+
+def test_a_jit_on_vn_1_replays_its_graph_on_vn_1() -> None:
+    @TinyJit
+    def f(x: Tensor) -> Tensor:
+        return ((x + 1).contiguous() * 2).contiguous().realize()  # two kernels: one graph
+
+    a = np.arange(8, dtype=np.float32)
+    for i in range(4):  # the third call on replays the graph
+        np.testing.assert_array_equal(f(Tensor(a + i, device=f"{VN}:1").realize()).numpy(), (a + i + 1) * 2)
+    assert any(g.dev is Device[f"{VN}:1"] for g in _graphs())
 
 
 def test_memory_planner_is_on_and_binds_views_of_one_arena() -> None:

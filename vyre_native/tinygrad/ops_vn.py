@@ -355,7 +355,8 @@ class VNGraph(GraphRunner):
 
     def __init__(self, linear: UOp, input_uops: tuple[UOp, ...] = ()) -> None:
         super().__init__(linear, input_uops)
-        self.dev = cast(VNDevice, _device(self.device))
+        # the batch's own device: tinygrad's self.device drops the index ("VN" for VN:1)
+        self.dev = cast(VNProgram, self.runtimes[0]).dev
         align = self.dev.vn.limits["min_uniform_buffer_offset_alignment"]
         slots = [(j, i) for j, (_, ast, _, _) in enumerate(self.calls) for i in range(len(ast.arg.vars))]
         self.slot_of = {s: k * align for k, s in enumerate(slots)}
