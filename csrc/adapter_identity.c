@@ -246,7 +246,7 @@ static const struct assigner {
     uint32_t vendor_id;
     const char *vendor;
 } assigners[] = {
-    {"CUDA_VISIBLE_DEVICES", 0x10DE, "NVIDIA"},
+    {"CUDA_VISIBLE_DEVICES", VN_VENDOR_NVIDIA, "NVIDIA"},
     {"ROCR_VISIBLE_DEVICES", 0x1002, "AMD"},
     {"HIP_VISIBLE_DEVICES", 0x1002, "AMD"},
     {"ZE_AFFINITY_MASK", 0x8086, "Intel"},
@@ -354,7 +354,7 @@ static vn_status apply_assigner(const struct assigner *as, const char *value, co
                                "pass vn.Device(adapter=...) an index or UUID from vn.enumerate_adapters().",
                                as->variable, value, as->vendor, at, *n, as->vendor,
                                adapters_text(adapters, count, seen, sizeof seen), as->variable);
-        } else if (as->vendor_id == 0x10DE && len > 4 && strncmp(s, "GPU-", 4) == 0 && is_uuid_text(s + 4, len - 4)) {
+        } else if (as->vendor_id == VN_VENDOR_NVIDIA && len > 4 && strncmp(s, "GPU-", 4) == 0 && is_uuid_text(s + 4, len - 4)) {
             size_t found = uuid_matches(adapters, list, *n, s + 4, len - 4, &at);
             if (found != 1)
                 return vn_fail(VN_ERROR_INVALID_ARGUMENT,
@@ -369,7 +369,7 @@ static vn_status apply_assigner(const struct assigner *as, const char *value, co
                            "takes GPU indices%s; MIG instances, sub-devices and other vendors' UUIDs have no "
                            "Vulkan counterpart; adapters seen: %s). Fix: assign whole GPUs by index, or unset %s "
                            "and pass vn.Device(adapter=...) an index or UUID from vn.enumerate_adapters().",
-                           as->variable, value, entry, as->vendor_id == 0x10DE ? " and GPU-<uuid>" : "",
+                           as->variable, value, entry, as->vendor_id == VN_VENDOR_NVIDIA ? " and GPU-<uuid>" : "",
                            adapters_text(adapters, count, seen, sizeof seen), as->variable);
         }
         if (kept < MAX_ADAPTERS) named[kept++] = list[at];

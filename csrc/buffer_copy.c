@@ -16,28 +16,38 @@ static vn_status submittable_two(const void *arg) {
     return vn_buffers_submittable(p->b, 2, "a copy");
 }
 
-/* The rules of a copy between resolved views (buffers held): offsets inside the views,
- * *nbytes (nbytes NULL: as much as fits) inside both, COPY_SRC on the source, COPY_DST on
- * the destination, and COPY_SRC there too where a partial word is merged. *n gets the
- * byte count, *s0 and *d0 the absolute offsets. */
-static vn_status copy_check(const vn_view *src, const vn_view *dst, const uint64_t *nbytes, uint64_t src_offset,
-                            uint64_t dst_offset, uint64_t *n, uint64_t *s0, uint64_t *d0) {
-    if (src_offset > src->size || dst_offset > dst->size)
+vn_status vn_copy_range(uint64_t src_len, uint64_t src_offset, uint64_t dst_len, uint64_t dst_offset,
+                        const uint64_t *nbytes, uint64_t align, uint64_t *n) {
+    if (src_offset > src_len || dst_offset > dst_len)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copy offsets %llu (source of %llu bytes) and %llu (destination of %llu "
                        "bytes) must lie inside the source and the destination. Fix: pass a src_offset of at most %llu "
                        "and a dst_offset of at most %llu.",
-                       (unsigned long long)src_offset, (unsigned long long)src->size,
-                       (unsigned long long)dst_offset, (unsigned long long)dst->size,
-                       (unsigned long long)src->size, (unsigned long long)dst->size);
-    uint64_t room_s = src->size - src_offset, room_d = dst->size - dst_offset;
+                       (unsigned long long)src_offset, (unsigned long long)src_len,
+                       (unsigned long long)dst_offset, (unsigned long long)dst_len,
+                       (unsigned long long)src_len, (unsigned long long)dst_len);
+    uint64_t room_s = src_len - src_offset, room_d = dst_len - dst_offset;
     uint64_t room = room_s < room_d ? room_s : room_d;
     uint64_t count = nbytes == NULL ? room : *nbytes;
     if (count > room)
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copying %llu bytes runs past the source (%llu bytes from offset %llu) "
                        "or the destination (%llu bytes from offset %llu). Fix: copy at most %llu bytes, or pass "
                        "nbytes=None for as much as fits.",
-                       (unsigned long long)count, (unsigned long long)src->size, (unsigned long long)src_offset,
-                       (unsigned long long)dst->size, (unsigned long long)dst_offset, (unsigned long long)room);
+                       (unsigned long long)count, (unsigned long long)src_len, (unsigned long long)src_offset,
+                       (unsigned long long)dst_len, (unsigned long long)dst_offset,
+                       (unsigned long long)(room - room % align));
+    *n = count;
+    return VN_OK;
+}
+
+/* The rules of a copy between resolved views (buffers held): offsets inside the views,
+ * *nbytes (nbytes NULL: as much as fits) inside both, COPY_SRC on the source, COPY_DST on
+ * the destination, and COPY_SRC there too where a partial word is merged. *n gets the
+ * byte count, *s0 and *d0 the absolute offsets. */
+static vn_status copy_check(const vn_view *src, const vn_view *dst, const uint64_t *nbytes, uint64_t src_offset,
+                            uint64_t dst_offset, uint64_t *n, uint64_t *s0, uint64_t *d0) {
+    uint64_t count;
+    vn_status st = vn_copy_range(src->size, src_offset, dst->size, dst_offset, nbytes, 1, &count);
+    if (st != VN_OK) return st;
     if (!(src->buffer->usage & VN_USAGE_COPY_SRC))
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copy source (buffer %llu) has usage 0x%llx without COPY_SRC. Fix: create "
                        "it with vn.BufferUsage.COPY_SRC (the default usage has it).",
@@ -49,7 +59,7 @@ static vn_status copy_check(const vn_view *src, const vn_view *dst, const uint64
     uint64_t d = dst->offset + dst_offset, e = d + count;
     bool partial = count > 0 && (d % 4 != 0 || (e % 4 != 0 && e != dst->buffer->byte_len));
     if (partial) {
-        vn_status st = vn_need_copy_src(dst->buffer, "a copy", d, count);
+        st = vn_need_copy_src(dst->buffer, "a copy", d, count);
         if (st != VN_OK) return st;
     }
     *n = count;

@@ -86,8 +86,6 @@ static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStr
  * Some drivers cannot start again in a child forked after the parent used them: on the
  * H200, NVIDIA's refuses every new device there ("Parent device is lost"), while
  * lavapipe gives one. The cause is the fork, so the error is ForkedError. */
-enum { VN_VENDOR_NVIDIA = 0x10de }; /* PCI vendor id */
-
 static vn_status refused_in_fork_child(const char *adapter, const char *why) {
     return vn_fail(VN_ERROR_FORKED,
                    "adapter '%s' refused to create a device in this process, a fork() child of a process that "

@@ -12,6 +12,10 @@
 
 /* ---- the device's record --------------------------------------------------------- */
 
+/* NVIDIA's PCI vendor id (vn_device_info.vendor_id): its drivers' own rules (adapter_identity.c's
+ * CUDA_VISIBLE_DEVICES and GPU-<uuid>, device.c's fork child). */
+enum { VN_VENDOR_NVIDIA = 0x10DE };
+
 typedef struct vn_fence vn_fence;
 
 /* State a file above the device attaches to it (readback.c's staging buffers and

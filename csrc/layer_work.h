@@ -165,6 +165,13 @@ void vn_clear_fill_in_pass(const vn_clear *clear, WGPUComputePassEncoder pass, v
 
 /* ---- writes and copies (transfer.c, buffer_write.c, buffer_copy.c) -------------- */
 
+/* A copy's range, the rule Device.copy and Sequence.copy share (buffer_copy.c): both
+ * offsets inside their spans (src_len, dst_len bytes), *nbytes (NULL: as much as fits)
+ * inside both; *n gets the count. A refusal's Fix names the most that fits, rounded
+ * down to `align` (1 for Device.copy's byte-exact copy, 4 for a sequence's word copy). */
+vn_status vn_copy_range(uint64_t src_len, uint64_t src_offset, uint64_t dst_len, uint64_t dst_offset,
+                        const uint64_t *nbytes, uint64_t align, uint64_t *n);
+
 /* The device's transfer kernels (transfer.c): the byte merge and the shifted copy. */
 struct vn_transfer {
     WGPUShaderModule module;

@@ -174,24 +174,11 @@ static vn_status sequence_copy(vn_sequence *s, const vn_view *src, const vn_view
     if (st == VN_OK) st = check_sequence_view(s, dst, "copy destination", VN_USAGE_COPY_DST);
     if (st != VN_OK) return st;
     uint64_t src_len = extent(src), dst_len = extent(dst);
-    if (src_offset > src_len || dst_offset > dst_len)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copy offsets %llu (source of %llu bytes) and %llu (destination of %llu "
-                       "bytes) must lie inside the buffers. Fix: pass a src_offset of at most %llu and a dst_offset "
-                       "of at most %llu.",
-                       (unsigned long long)src_offset, (unsigned long long)src_len,
-                       (unsigned long long)dst_offset, (unsigned long long)dst_len,
-                       (unsigned long long)src_len, (unsigned long long)dst_len);
-    uint64_t room_s = src_len - src_offset, room_d = dst_len - dst_offset;
-    uint64_t room = room_s < room_d ? room_s : room_d;
-    uint64_t nbytes = count == NULL ? room : *count;
-    /* The range first: the alignment refusal's Fix (round to 4) then names a count that fits. */
-    if (nbytes > room)
-        return vn_fail(VN_ERROR_INVALID_ARGUMENT, "copying %llu bytes runs past the source (%llu bytes from offset %llu) "
-                       "or the destination (%llu bytes from offset %llu). Fix: copy at most %llu bytes, or pass "
-                       "nbytes=None for as much as fits.",
-                       (unsigned long long)nbytes, (unsigned long long)src_len, (unsigned long long)src_offset,
-                       (unsigned long long)dst_len, (unsigned long long)dst_offset,
-                       (unsigned long long)(room & ~(uint64_t)3));
+    uint64_t nbytes;
+    /* The range first (Device.copy's rule): the alignment refusal's Fix (round to 4)
+     * then names a count that fits, and the range refusal's a count of whole words. */
+    st = vn_copy_range(src_len, src_offset, dst_len, dst_offset, count, 4, &nbytes);
+    if (st != VN_OK) return st;
     /* A step is one CopyBufferToBuffer, which moves whole words: the byte-exact copy,
      * which merges partial words with a dispatch of its own, is Device.copy. */
     if ((src->offset + src_offset) % 4 || (dst->offset + dst_offset) % 4 || nbytes % 4)
