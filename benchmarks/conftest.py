@@ -4,6 +4,9 @@ pipeline and buffers; and the facts about the machine that go into the JSON.
 
 Run explicitly: ``pytest benchmarks`` (the project's normal test run collects only
 tests/). ``--vn-quick`` (or VN_BENCH_QUICK=1) shortens every benchmark.
+``--vn-reverse`` runs the benchmarks in the opposite order: a row whose ratio holds only
+when it runs before (or after) its floor is the machine's state, not the code (issue 26
+counts a row as met only in both orders).
 """
 
 from __future__ import annotations
@@ -46,6 +49,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="vyre_native benchmarks: few rounds each (a smoke run, not numbers to report)",
     )
+    parser.addoption(
+        "--vn-reverse",
+        action="store_true",
+        default=False,
+        help="vyre_native benchmarks: run them in the reverse of their collected order",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--vn-reverse"):
+        items.reverse()
 
 
 @pytest.fixture(scope="session")

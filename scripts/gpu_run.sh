@@ -4,7 +4,7 @@
 # size, and leave logs and pytest-benchmark JSON in $OUT. Prepared beforehand on the
 # development machine with the shared gpu/prepare.sh (wheels + Vulkan loader in .gpu/).
 #
-#   device run, carry [".gpu"]:  bash scripts/gpu_run.sh [tests] [files] [bench] [tinygrad] [workloads]
+#   device run, carry [".gpu"]:  bash scripts/gpu_run.sh [tests] [files] [bench] [bench-reversed] [tinygrad] [workloads]
 #
 # tinygrad: benchmarks/test_bench_tinygrad.py alone (DEV=VN beside tinygrad's CUDA and the
 # others found; its log ends with the ratios and VN's breakdown), $OUT/tinygrad.{log,json}.
@@ -12,7 +12,9 @@
 # Each stage has its own time limit (VN_GPU_*_S) so one slow stage cannot eat the
 # others'; a stage's exit status goes to $OUT/summary.txt. VN_GPU_TEST_ARGS adds pytest
 # arguments to the tests stage (e.g. --ignore=... to leave files out), VN_GPU_BENCH_ARGS
-# to the bench stage (e.g. -k scaling for operation 18 alone). VN_GPU_FILES (names such as
+# to the bench stage (split on spaces), VN_GPU_BENCH_K its -k expression whole (e.g.
+# "prerecord or chain"); the bench-reversed stage runs the same benchmarks in the reverse
+# order (--vn-reverse) into $OUT/bench-reversed.json. VN_GPU_FILES (names such as
 # "test_exit test_turns") runs those files alone in the files stage.
 # The raw JSON comes back in $OUT and is not committed: render a run's summary with
 # benchmarks/report.py --from $OUT/bench.json --md benchmarks/results/<run>.md (and
@@ -81,13 +83,15 @@ for stage in "${stages[@]}"; do
           python3 -m pytest "$f" -q -rfE -p no:cacheprovider
         echo "  $(tail -1 "$OUT/files/$name.log")" >> "$OUT/summary.txt"
       done ;;
-    bench) run bench "${VN_GPU_BENCH_S:-300}" python3 -m pytest -c "$ROOT/benchmarks/pytest.ini" "$ROOT/benchmarks" \
-             ${VN_GPU_BENCH_ARGS:-} -q --benchmark-json "$OUT/bench.json" ;;
+    bench|bench-reversed)
+      order=(); [ "$stage" = bench ] || order=(--vn-reverse)
+      run "$stage" "${VN_GPU_BENCH_S:-300}" python3 -m pytest -c "$ROOT/benchmarks/pytest.ini" "$ROOT/benchmarks" \
+             ${VN_GPU_BENCH_ARGS:-} ${VN_GPU_BENCH_K:+-k "$VN_GPU_BENCH_K"} "${order[@]}" -q --benchmark-json "$OUT/$stage.json" ;;
     tinygrad) run tinygrad "${VN_GPU_TINYGRAD_S:-500}" python3 -m pytest -c "$ROOT/benchmarks/pytest.ini" \
              "$ROOT/benchmarks/test_bench_tinygrad.py" -q -rs --benchmark-json "$OUT/tinygrad.json" ;;
     workloads) VN_WORKLOAD_SIZE=full run workloads "${VN_GPU_WORKLOADS_S:-200}" python3 -m pytest \
              -c "$ROOT/benchmarks/pytest.ini" "$ROOT/benchmarks/workloads" -q --benchmark-json "$OUT/workloads.json" ;;
-    *) echo "gpu_run: unknown stage $stage (tests, files, bench, tinygrad, workloads)" >> "$OUT/summary.txt" ;;
+    *) echo "gpu_run: unknown stage $stage (tests, files, bench, bench-reversed, tinygrad, workloads)" >> "$OUT/summary.txt" ;;
   esac
 done
 cat "$OUT/summary.txt"
