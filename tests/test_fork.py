@@ -141,6 +141,42 @@ def test_multiprocessing_spawn_pool_workers_get_their_own_devices_beside_a_live_
     assert res["parent"] == [0.0, 1.0, 2.0, 3.0]
 
 
+# Six forks at random moments while the threads the script started run; each child
+# (after `inherited`, its use of what it inherited) makes its own device and exits; the
+# parent prints "exit <status>" per child, or "hang" for one killed after 30 s.
+FORK_SIX_TIMES = """
+rng = random.Random({seed})
+for i in range(6):
+    time.sleep(rng.random() * 0.2)
+    pid = os.fork()
+    if pid == 0:{inherited}
+        try:
+            vn.Device().close()     # its own device: lavapipe gives one, NVIDIA refuses it
+        except vn.ForkedError:
+            pass
+        os._exit(0)
+    for _ in range(300):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            print("exit", status, flush=True)
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, 9); os.waitpid(pid, 0)
+        print("hang", flush=True)
+stop = True
+os._exit(0)
+"""
+
+
+def _six_children_exit_cleanly(script: str) -> None:
+    from support.child import run
+
+    res = run(["-c", script], timeout=240)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.split("\n")[:6] == ["exit 0"] * 6, res.stdout
+
+
 FORK_DURING_DRIVER_CALLS = """
 import os, random, sys, threading, time
 import vyre_native as vn
@@ -154,28 +190,7 @@ def busy(make):
             pass
 for make in (True, False):
     threading.Thread(target=busy, args=(make,), daemon=True).start()
-rng = random.Random(1)
-for i in range(6):
-    time.sleep(rng.random() * 0.2)
-    pid = os.fork()
-    if pid == 0:
-        try:
-            vn.Device().close()     # its own device: lavapipe gives one, NVIDIA refuses it
-        except vn.ForkedError:
-            pass
-        os._exit(0)
-    for _ in range(300):
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            print("exit", status, flush=True)
-            break
-        time.sleep(0.1)
-    else:
-        os.kill(pid, 9); os.waitpid(pid, 0)
-        print("hang", flush=True)
-stop = True
-os._exit(0)
-"""
+""" + FORK_SIX_TIMES.format(seed=1, inherited="")
 
 
 def test_a_fork_while_other_threads_make_devices_and_list_adapters_leaves_the_child_working() -> None:
@@ -184,11 +199,7 @@ def test_a_fork_while_other_threads_make_devices_and_list_adapters_leaves_the_ch
     waited for ever on the loader's mutex in its own vn.Device() (lavapipe: 2-4 of 6 forks
     during devices, 6 of 6 during listings; the H200 inside vkCreateDevice). The fork now
     waits for the calls in flight (layer_object.h, the call guard)."""
-    from support.child import run
-
-    res = run(["-c", FORK_DURING_DRIVER_CALLS], timeout=240)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert res.stdout.split("\n")[:6] == ["exit 0"] * 6, res.stdout
+    _six_children_exit_cleanly(FORK_DURING_DRIVER_CALLS)
 
 
 FORK_DURING_CROSS_DEVICE_COPIES = """
@@ -202,33 +213,12 @@ def busy():
     while not stop:
         b.copy(src, dst)   # a readback from a, a write into b: both devices in the driver
 threading.Thread(target=busy, daemon=True).start()
-rng = random.Random(2)
-for i in range(6):
-    time.sleep(rng.random() * 0.2)
-    pid = os.fork()
-    if pid == 0:
+""" + FORK_SIX_TIMES.format(seed=2, inherited="""
         try:
             dst.read()              # inherited: ForkedError, never the driver
             os._exit(3)
         except vn.ForkedError:
-            pass
-        try:
-            vn.Device().close()     # its own device: lavapipe gives one, NVIDIA refuses it
-        except vn.ForkedError:
-            pass
-        os._exit(0)
-    for _ in range(300):
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            print("exit", status, flush=True)
-            break
-        time.sleep(0.1)
-    else:
-        os.kill(pid, 9); os.waitpid(pid, 0)
-        print("hang", flush=True)
-stop = True
-os._exit(0)
-"""
+            pass""")
 
 
 def test_a_fork_while_a_thread_copies_between_two_devices_leaves_the_child_working() -> None:
@@ -236,8 +226,4 @@ def test_a_fork_while_a_thread_copies_between_two_devices_leaves_the_child_worki
     came back from vkCreateDevice (3 of 3): NVIDIA's driver gives no device in a fork()
     child, so vn.Device() there is refused before the driver is asked (device.c), and the
     inherited buffer raises ForkedError; lavapipe gives the child its device."""
-    from support.child import run
-
-    res = run(["-c", FORK_DURING_CROSS_DEVICE_COPIES], timeout=240)
-    assert res.returncode == 0, res.stderr[-2000:]
-    assert res.stdout.split("\n")[:6] == ["exit 0"] * 6, res.stdout
+    _six_children_exit_cleanly(FORK_DURING_CROSS_DEVICE_COPIES)
