@@ -29,6 +29,14 @@ static const char *adapter_type_name(WGPUAdapterType t) {
     }
 }
 
+/* Set once this process has described an adapter of NVIDIA's: its Vulkan driver is then
+ * loaded, with threads and locks of its own, and it never starts again in a fork() child,
+ * which inherits this flag. There it refuses every device ("Parent device is lost"), or
+ * never returns: on the H200, children forked while another thread copied between two
+ * devices, or made devices and listed adapters, hung in vkCreateDevice and earlier in
+ * the driver's start. So such a child is refused before any instance is made. */
+static atomic_bool nvidia_driver_started;
+
 /* What wgpu-native's adapter info says: names, backend, type, vendor and device ids. */
 static void describe_info(WGPUAdapter adapter, vn_device_info *out) {
     memset(out, 0, sizeof *out);
@@ -41,7 +49,26 @@ static void describe_info(WGPUAdapter adapter, vn_device_info *out) {
     snprintf(out->adapter_type, sizeof out->adapter_type, "%s", adapter_type_name(info.adapterType));
     out->vendor_id = info.vendorID;
     out->device_id = info.deviceID;
+    if (info.vendorID == VN_VENDOR_NVIDIA || vn_test_switch_on(VN_TEST_DRIVER_CANNOT_FORK))
+        atomic_store(&nvidia_driver_started, true);
     wgpu.AdapterInfoFreeMembers(info);
+}
+
+/* ---- drivers in a fork() child ------------------------------------------------------ */
+
+vn_status vn_refused_in_fork_child(const char *adapter, const char *why) {
+    return vn_fail(VN_ERROR_FORKED,
+                   "adapter '%s' refused to start in this process, a fork() child of a process that had already "
+                   "used the GPU: %s. Some GPU drivers (NVIDIA's among them) cannot start again in a forked child. "
+                   "Fix: start worker processes with multiprocessing.get_context(\"spawn\") or \"forkserver\", "
+                   "or fork before the parent creates its first vn.Device or lists the adapters.",
+                   adapter, why[0] ? why : "no reason given");
+}
+
+vn_status vn_fork_child_may_start_drivers(void) {
+    if (atomic_load(&vn_fork_generation) == 0 || !atomic_load(&nvidia_driver_started)) return VN_OK;
+    return vn_refused_in_fork_child("NVIDIA", "NVIDIA's driver, which the parent had started, gives no device in a "
+                                    "forked child and may never return there");
 }
 
 void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out) {
@@ -84,6 +111,7 @@ static vn_status enumerate_adapters(const char *backend, vn_device_info *out, si
         return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_enumerate_adapters: NULL argument. Fix: pass a result array and count.");
     WGPUInstanceBackend backends;
     if ((st = vn_parse_backend(backend, &backends)) != VN_OK) return st;
+    if ((st = vn_fork_child_may_start_drivers()) != VN_OK) return st;
     WGPUInstance instance;
     if ((st = vn_new_instance(backends, &instance)) != VN_OK) return st;
     WGPUAdapter *adapters;

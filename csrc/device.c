@@ -81,20 +81,6 @@ static void on_device(WGPURequestDeviceStatus status, WGPUDevice device, WGPUStr
     if (vn_request_complete(&req->state)) free(req);
 }
 
-/* This process is a fork() child of one that had made vyre_native objects (the fork
- * handler is registered with the first), and the adapter refused it a device.
- * Some drivers cannot start again in a child forked after the parent used them: on the
- * H200, NVIDIA's refuses every new device there ("Parent device is lost"), while
- * lavapipe gives one. The cause is the fork, so the error is ForkedError. */
-static vn_status refused_in_fork_child(const char *adapter, const char *why) {
-    return vn_fail(VN_ERROR_FORKED,
-                   "adapter '%s' refused to create a device in this process, a fork() child of a process that "
-                   "had already used the GPU: %s. Some GPU drivers (NVIDIA's among them) cannot start again in "
-                   "a forked child. Fix: start worker processes with multiprocessing.get_context(\"spawn\") "
-                   "or \"forkserver\", or fork before the parent creates its first vn.Device.",
-                   adapter, why[0] ? why : "no reason given");
-}
-
 /* The adapter refused a device for another reason. A GPU driver bounds the devices
  * (contexts) one process may hold, so the message counts this process's: past that
  * bound the refusal is the count's, not the driver's version. */
@@ -123,6 +109,7 @@ static vn_status device_create(vn_power_preference power_preference, int32_t ada
                        "2 (high-performance). Fix: pass one of those.", (int)power_preference);
     WGPUInstanceBackend backends;
     if ((st = vn_parse_backend(backend, &backends)) != VN_OK) return st;
+    if ((st = vn_fork_child_may_start_drivers()) != VN_OK) return st;
     /* For the messages: the backend asked for, or what the default means. */
     const char *wanted = backend ? backend : "primary: Vulkan, Metal or DX12";
 
@@ -234,15 +221,6 @@ static vn_status finish_device(vn_device *dev, const char *required_features, WG
     ddesc.deviceLostCallbackInfo.callback = on_device_lost;
     ddesc.deviceLostCallbackInfo.userdata1 = dev;
     vn_scope_catch_uncaptured(&ddesc, dev);
-    /* NVIDIA's driver never gives a device in a fork() child of a process that used the
-     * GPU: it refuses ("Parent device is lost"), or its vkCreateDevice never returns (the
-     * H200, 3 of 3 children forked while another thread copied between two devices). So
-     * the child is refused before the driver is asked. */
-    if (atomic_load(&vn_fork_generation) > 0 && dev->info.vendor_id == VN_VENDOR_NVIDIA) {
-        vn_status st = refused_in_fork_child(dev->info.name, "NVIDIA's driver gives no device in a forked child");
-        vn_device_unref(dev);
-        return st;
-    }
     struct device_request *pending = calloc(1, sizeof *pending);
     if (pending == NULL) {
         vn_device_unref(dev);
@@ -265,7 +243,7 @@ static vn_status finish_device(vn_device *dev, const char *required_features, WG
     free(pending);
     if (dreq.status != WGPURequestDeviceStatus_Success || dreq.device == NULL) {
         vn_status st = atomic_load(&vn_fork_generation) > 0
-                           ? refused_in_fork_child(dev->info.name, dreq.message)
+                           ? vn_refused_in_fork_child(dev->info.name, dreq.message)
                            : refused(dev->info.name, dreq.message);
         vn_device_unref(dev);
         return st;

@@ -165,6 +165,11 @@ bool vn_switch_to_reserve(WGPUInstance *instance, WGPUInstanceBackend backends, 
 /* ---- adapters (adapters.c) ------------------------------------------------------------ */
 
 void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out);
+/* A ForkedError naming the adapter and why it cannot start in this fork() child. */
+vn_status vn_refused_in_fork_child(const char *adapter, const char *why);
+/* VN_OK, or in a fork() child of a process that had started a driver which cannot start
+ * again there (NVIDIA's), the ForkedError to return before any instance is made. */
+vn_status vn_fork_child_may_start_drivers(void);
 /* adapter_identity.c: fill uuid and pci_bus of `count` adapters in wgpu's order (the
  * whole list, or one alone: then only a (vendor, device) pair Vulkan shows once). */
 void vn_identify_adapters(vn_device_info *adapters, size_t count);

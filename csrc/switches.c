@@ -3,10 +3,10 @@
  * test sets them. Lock-free, so a fork() child never waits on a parent's lock here. */
 #include "layer_base.h"
 
-static atomic_int switches[VN_TEST_BREAK_LOCK_ORDER + 1];
+static atomic_int switches[VN_TEST_DRIVER_CANNOT_FORK + 1];
 
 int vn_test_control(vn_test_switch which, int value) {
-    if ((int)which < VN_TEST_SPLIT_SUBMITS_EVERYWHERE || (int)which > VN_TEST_BREAK_LOCK_ORDER) {
+    if ((int)which < VN_TEST_SPLIT_SUBMITS_EVERYWHERE || (int)which > VN_TEST_DRIVER_CANNOT_FORK) {
         vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_test_control: no switch %d. Fix: pass a vn_test_switch.", (int)which);
         return -1;
     }

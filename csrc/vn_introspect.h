@@ -78,12 +78,16 @@ vn_status vn_introspect(vn_introspect_op op, vn_introspection *io);
  * VN_TEST_BREAK_LOCK_ORDER 1: vn_sequence_length takes the sequence's lock (rank 1)
  * under its device's pipelines lock (rank 4), against the lock order, so the lock-order
  * check must abort the process (only a child process should set it); refused, -1 with
- * VN_ERROR_UNSUPPORTED, in a build without the check (VN_LOCK_RANK_CHECK). */
+ * VN_ERROR_UNSUPPORTED, in a build without the check (VN_LOCK_RANK_CHECK).
+ * VN_TEST_DRIVER_CANNOT_FORK 1: every adapter described from now on counts as one whose
+ * driver never starts again in a fork() child (NVIDIA's), so the refusal of a later
+ * fork child's vn.Device() and adapter listing runs on any adapter. */
 typedef enum vn_test_switch {
     VN_TEST_SPLIT_SUBMITS_EVERYWHERE = 1,
     VN_TEST_REFUSE_NEW_INSTANCES = 2,
     VN_TEST_COMPILE_STACK_KIB = 3,
     VN_TEST_BREAK_LOCK_ORDER = 4,
+    VN_TEST_DRIVER_CANNOT_FORK = 5,
 } vn_test_switch;
 /* Set switch `which` to `value` (0 or 1; any value >= 0 for VN_TEST_COMPILE_STACK_KIB)
  * and return its value before; -1 for a switch or value that does not exist

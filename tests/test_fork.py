@@ -227,3 +227,38 @@ def test_a_fork_while_a_thread_copies_between_two_devices_leaves_the_child_worki
     child, so vn.Device() there is refused before the driver is asked (device.c), and the
     inherited buffer raises ForkedError; lavapipe gives the child its device."""
     _six_children_exit_cleanly(FORK_DURING_CROSS_DEVICE_COPIES)
+
+
+FORK_AFTER_A_DRIVER_THAT_CANNOT_FORK = """
+import os, sys
+import vyre_native as vn
+from vyre_native._lib import lib
+
+lib.vn_test_control(lib.VN_TEST_DRIVER_CANNOT_FORK, 1)  # as NVIDIA's: described below
+dev = vn.Device()
+pid = os.fork()
+if pid == 0:
+    for call in (vn.Device, vn.enumerate_adapters):
+        try:
+            call()
+            os._exit(3)
+        except vn.ForkedError as err:
+            if "fork() child" not in str(err) or 'get_context("spawn")' not in str(err):
+                os._exit(4)
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+print("child", status, "parent", vn.Device().info["name"] == dev.info["name"], len(vn.enumerate_adapters()) > 0)
+"""
+
+
+def test_a_fork_child_of_a_process_that_started_nvidias_driver_is_refused_before_any_driver_call() -> None:
+    """NVIDIA's driver never starts again in a fork() child of a process that had started
+    it (it refuses, or never returns: the H200's children hung in vkCreateDevice and
+    earlier). Once such an adapter was described, a fork child's vn.Device() and
+    enumerate_adapters() are ForkedError before any instance is made; the parent carries on.
+    A test switch makes lavapipe's adapter count as one."""
+    from support.child import run
+
+    res = run(["-c", FORK_AFTER_A_DRIVER_THAT_CANNOT_FORK], timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip() == "child 0 parent True True", res.stdout
