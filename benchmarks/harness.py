@@ -443,6 +443,7 @@ int64_t floor_read(floor_ctx *c, int which, uint64_t n, int reuse, int64_t *samp
 int64_t floor_borrowed(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n, int64_t *samples);
 int64_t floor_write(floor_ctx *c, const void *host, uint64_t nbytes, uint64_t n, int64_t *samples);
 int64_t floor_compile(floor_ctx *c, const char *wgsl, uint64_t n, int64_t *samples);
+int64_t floor_compile_on_new_thread(floor_ctx *c, const char *wgsl, uint64_t n, int64_t *samples);
 int floor_result(floor_ctx *c, void *dst, uint64_t nbytes);
 int64_t floor_memcpy(floor_ctx *c, uint64_t n);
 int64_t floor_encode_n_submit(floor_ctx *c, uint32_t launches, uint64_t n, int64_t *samples);
@@ -557,7 +558,7 @@ def build_floor(build_dir: pathlib.Path) -> Floor | FloorUnavailable:
         return FloorUnavailable("cffi is not installed")
     src = HERE / "floor" / "floor.c"
     so_path = build_dir / "floor.so"
-    cmd = [cc, "-O2", "-shared", "-fPIC", "-std=gnu11", "-I", str(res), str(src), "-o", str(so_path), "-ldl"]
+    cmd = [cc, "-O2", "-shared", "-fPIC", "-std=gnu11", "-I", str(res), str(src), "-o", str(so_path), "-ldl", "-pthread"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     except (OSError, subprocess.TimeoutExpired) as err:

@@ -103,3 +103,14 @@ def test_compile_seen_raw_c(benchmark, cfloor):
     lib, ctx, ffi = cfloor.lib, cfloor.ctx, cfloor.ffi
     seen = ffi.new("char[]", SEEN.encode())
     run_floor(benchmark, cfloor, "compile_seen", lambda n, s: lib.floor_compile(ctx, seen, n, s), 1, ROUNDS)
+
+
+def test_compile_seen_raw_c_on_new_thread(benchmark, cfloor):
+    """Raw C's compile_seen with each compile on a new 8 MiB-stack thread, as
+    vyre_native's compile runs (pipeline.c): the thread's cost beside the row above."""
+    benchmark.group = "compile_seen_thread"
+    lib, ctx, ffi = cfloor.lib, cfloor.ctx, cfloor.ffi
+    seen = ffi.new("char[]", SEEN.encode())
+    run_floor(
+        benchmark, cfloor, "compile_seen_thread", lambda n, s: lib.floor_compile_on_new_thread(ctx, seen, n, s), 1, ROUNDS
+    )

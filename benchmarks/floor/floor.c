@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -1013,6 +1014,42 @@ int64_t floor_compile(floor_ctx *c, const char *wgsl, uint64_t n, int64_t *sampl
             else W.ComputePipelineRelease(pipeline);
         });
     }
+    return rc < 0 ? -1 : checked(c, total);
+}
+
+/* 15b. floor_compile with each compile on a new thread of an 8 MiB stack, joined at
+ * once: what a compile costs when it runs where its stack is known (vyre_native
+ * compiles on such a thread: pipeline.c, vn_wgsl_compile_stack), so the thread's own
+ * cost, and any per-thread start of the driver's, shows against floor_compile. */
+struct compile_on_thread {
+    floor_ctx *c;
+    const char *wgsl;
+    WGPUComputePipeline pipeline;
+};
+
+static void *compile_there(void *arg) {
+    struct compile_on_thread *job = arg;
+    job->pipeline = compile_main(job->c, job->wgsl);
+    return NULL;
+}
+
+int64_t floor_compile_on_new_thread(floor_ctx *c, const char *wgsl, uint64_t n, int64_t *samples) {
+    int64_t total = 0;
+    int rc = 0;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, (size_t)8 << 20);
+    for (uint64_t i = 0; i < n && rc == 0; i++) {
+        TIMED(i, {
+            struct compile_on_thread job = {c, wgsl, NULL};
+            pthread_t thread;
+            if (pthread_create(&thread, &attr, compile_there, &job) != 0) rc = (fail("floor_compile_on_new_thread: no thread"), -1);
+            else pthread_join(thread, NULL);
+            if (rc == 0 && job.pipeline == NULL) rc = (fail("floor_compile_on_new_thread: no pipeline"), -1);
+            else if (job.pipeline != NULL) W.ComputePipelineRelease(job.pipeline);
+        });
+    }
+    pthread_attr_destroy(&attr);
     return rc < 0 ? -1 : checked(c, total);
 }
 
