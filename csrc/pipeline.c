@@ -43,6 +43,11 @@ static void scoped_there(void *arg) {
     }
 }
 
+/* Sources up to this long compile on the process's kept thread (vn_run_on_stack), whose
+ * stack is sized for them (8 MiB + 4 MiB: address space, committed only as used); a
+ * longer one, or a compile while another thread's holds it, on a thread of its own. */
+#define KEPT_THREAD_SOURCE_BYTES ((size_t)64 << 10)
+
 /* `work(arg)` inside an error scope (vn_scope_end's what, kind and fix), on its own stack
  * sized for wgsl_len bytes of WGSL; the scope's error, with its place, on this thread. */
 static vn_status scoped_on_own_stack(vn_device *device, size_t wgsl_len, const char *what, vn_status kind,
@@ -51,7 +56,7 @@ static vn_status scoped_on_own_stack(vn_device *device, size_t wgsl_len, const c
     int kib = vn_test_switch_value(VN_TEST_COMPILE_STACK_KIB);
     size_t stack = kib > 0 ? (size_t)kib * 1024u : vn_wgsl_compile_stack(wgsl_len);
     char why[256] = "";
-    if (vn_run_on_new_stack(stack, scoped_there, &job, why, sizeof why) != 0)
+    if (vn_run_on_stack(stack, vn_wgsl_compile_stack(KEPT_THREAD_SOURCE_BYTES), scoped_there, &job, why, sizeof why) != 0)
         return vn_fail(VN_ERROR_OUT_OF_MEMORY, "%s from %zu bytes of WGSL needs a thread with a stack of %zu bytes "
                        "(reserved address space, committed only as used), and the system refused it: %s. Fix: "
                        "compile a smaller module, or allow more virtual memory (ulimit -v, vm.overcommit_memory).",

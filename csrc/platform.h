@@ -153,6 +153,18 @@ static inline double vn_monotonic_seconds(void) { return (double)vn_monotonic_ns
  * refused a stack that large, or threads) and err has the system's reason (always
  * terminated). */
 int vn_run_on_new_stack(size_t stack_bytes, void (*fn)(void *), void *arg, char *err, size_t cap);
+/* As vn_run_on_new_stack, but on the process's kept thread when it is free and its stack
+ * holds stack_bytes: that thread is made by the first such call with a stack of
+ * kept_bytes (at least stack_bytes), and then waits for the next call instead of ending.
+ * A new thread costs more than the work it runs when that work is short (a compile of a
+ * WGSL the driver has cached: about 100 us a thread on lavapipe). A call whose stack
+ * does not fit, or that finds the kept thread busy (another thread's call), or that
+ * runs in a fork() child (the thread stayed in the parent), gets a new thread. Windows:
+ * always a new thread. */
+int vn_run_on_stack(size_t stack_bytes, size_t kept_bytes, void (*fn)(void *), void *arg, char *err, size_t cap);
+/* Threads vn_run_on_new_stack and vn_run_on_stack have made in this process (the kept one
+ * included): for the tests of the kept thread. */
+int64_t vn_stack_threads_made(void);
 
 /* ---- processes ------------------------------------------------------------------ */
 

@@ -12,6 +12,8 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,7 +262,14 @@ static void *run_there(void *p) {
     return NULL;
 }
 
-int vn_run_on_new_stack(size_t stack_bytes, void (*fn)(void *), void *arg, char *err, size_t cap) {
+static atomic_llong stack_threads_made;
+
+int64_t vn_stack_threads_made(void) { return atomic_load(&stack_threads_made); }
+
+/* A thread of `stack_bytes` (rounded up to whole pages) running start(arg), with every
+ * asynchronous signal blocked there; 0, or -1 with err. */
+static int start_thread(size_t stack_bytes, void *(*start)(void *), void *arg, pthread_t *thread, char *err,
+                        size_t cap) {
     long page = sysconf(_SC_PAGESIZE);
     size_t unit = page > 0 ? (size_t)page : 4096u;
     if (stack_bytes < (size_t)PTHREAD_STACK_MIN) stack_bytes = (size_t)PTHREAD_STACK_MIN;
@@ -278,16 +287,84 @@ int vn_run_on_new_stack(size_t stack_bytes, void (*fn)(void *), void *arg, char 
             sigset_t all, old;
             sigfillset(&all);
             pthread_sigmask(SIG_SETMASK, &all, &old);
-            stack_run run = {fn, arg};
-            pthread_t thread;
-            rc = pthread_create(&thread, &attr, run_there, &run);
+            rc = pthread_create(thread, &attr, start, arg);
             pthread_sigmask(SIG_SETMASK, &old, NULL);
-            if (rc == 0) pthread_join(thread, NULL);
         }
         pthread_attr_destroy(&attr);
     }
-    if (rc != 0) snprintf(err, cap, "%s", strerror(rc));
-    return rc == 0 ? 0 : -1;
+    if (rc != 0) {
+        snprintf(err, cap, "%s", strerror(rc));
+        return -1;
+    }
+    atomic_fetch_add(&stack_threads_made, 1);
+    return 0;
+}
+
+int vn_run_on_new_stack(size_t stack_bytes, void (*fn)(void *), void *arg, char *err, size_t cap) {
+    stack_run run = {fn, arg};
+    pthread_t thread;
+    if (start_thread(stack_bytes, run_there, &run, &thread, err, cap) != 0) return -1;
+    pthread_join(thread, NULL);
+    return 0;
+}
+
+/* The kept thread. `claim` is held by the one caller whose work it runs, for the whole
+ * run (taken with trylock: a second caller never waits for the first's work); `lock`
+ * guards the hand-over, in which the caller posts `job` and waits for `done`. */
+static struct {
+    pthread_mutex_t claim, lock;
+    pthread_cond_t posted, finished;
+    pid_t pid;    /* the process that made the thread: 0 before; a fork() child's differs */
+    size_t stack; /* its stack */
+    bool has_job, done;
+    stack_run job;
+} kept = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
+          0, 0, false, false, {NULL, NULL}};
+
+static void *kept_loop(void *unused) {
+    (void)unused;
+    pthread_mutex_lock(&kept.lock);
+    for (;;) {
+        while (!kept.has_job) pthread_cond_wait(&kept.posted, &kept.lock);
+        kept.has_job = false;
+        stack_run job = kept.job;
+        pthread_mutex_unlock(&kept.lock);
+        job.fn(job.arg);
+        pthread_mutex_lock(&kept.lock);
+        kept.done = true;
+        pthread_cond_signal(&kept.finished);
+    }
+    return NULL;
+}
+
+int vn_run_on_stack(size_t stack_bytes, size_t kept_bytes, void (*fn)(void *), void *arg, char *err, size_t cap) {
+    if (stack_bytes > kept_bytes || pthread_mutex_trylock(&kept.claim) != 0)
+        return vn_run_on_new_stack(stack_bytes, fn, arg, err, cap);
+    pid_t self = getpid();
+    if (kept.pid != 0 && (kept.pid != self || kept.stack < stack_bytes)) {
+        /* a fork() child: the kept thread is its parent's (or one made smaller) */
+        pthread_mutex_unlock(&kept.claim);
+        return vn_run_on_new_stack(stack_bytes, fn, arg, err, cap);
+    }
+    if (kept.pid == 0) {
+        pthread_t thread;
+        if (start_thread(kept_bytes, kept_loop, NULL, &thread, err, cap) != 0) {
+            pthread_mutex_unlock(&kept.claim);
+            return vn_run_on_new_stack(stack_bytes, fn, arg, err, cap);
+        }
+        pthread_detach(thread);
+        kept.pid = self;
+        kept.stack = kept_bytes;
+    }
+    pthread_mutex_lock(&kept.lock);
+    kept.job = (stack_run){fn, arg};
+    kept.done = false;
+    kept.has_job = true;
+    pthread_cond_signal(&kept.posted);
+    while (!kept.done) pthread_cond_wait(&kept.finished, &kept.lock);
+    pthread_mutex_unlock(&kept.lock);
+    pthread_mutex_unlock(&kept.claim);
+    return 0;
 }
 
 void vn_at_fork(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {

@@ -210,6 +210,8 @@ static DWORD WINAPI run_there(LPVOID p) {
     return 0;
 }
 
+static volatile LONG64 stack_threads_made;
+
 int vn_run_on_new_stack(size_t stack_bytes, void (*fn)(void *), void *arg, char *err, size_t cap) {
     /* A reservation, not a commit (the flag): the pages are committed as the stack grows.
      * Windows has no asynchronous signals to block; Ctrl-C runs on a thread of its own. */
@@ -219,10 +221,18 @@ int vn_run_on_new_stack(size_t stack_bytes, void (*fn)(void *), void *arg, char 
         describe_error(GetLastError(), err, cap);
         return -1;
     }
+    InterlockedIncrement64(&stack_threads_made);
     WaitForSingleObject(thread, INFINITE);
     CloseHandle(thread);
     return 0;
 }
+
+int vn_run_on_stack(size_t stack_bytes, size_t kept_bytes, void (*fn)(void *), void *arg, char *err, size_t cap) {
+    (void)kept_bytes; /* no kept thread here yet: a new one each time */
+    return vn_run_on_new_stack(stack_bytes, fn, arg, err, cap);
+}
+
+int64_t vn_stack_threads_made(void) { return stack_threads_made; }
 
 void vn_at_fork(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {
     (void)prepare, (void)parent, (void)child;

@@ -35,13 +35,17 @@ typedef struct vn_live_counts {
  *   (array<u32> at @binding(0)) and fill_quads (array<vec4<u32>> at @binding(1), for
  *   sizes that are multiples of 16), both @workgroup_size(256), one dispatch of
  *   min(ceil(elements / 256), 65535) workgroups. For the benchmarks' raw-C floor, which
- *   dispatches the same kernel. */
+ *   dispatches the same kernel.
+ * VN_INTROSPECT_STACK_THREADS (-> stack_threads): threads made so far in this process to
+ *   run compiles on a stack sized for them (csrc/pipeline.c), the kept one included:
+ *   compiles one after another reuse one kept thread. */
 typedef enum vn_introspect_op {
     VN_INTROSPECT_LIVE_COUNTS = 1,
     VN_INTROSPECT_LIVE_IDS = 2,
     VN_INTROSPECT_QUEUED_WRITE_BYTES = 3,
     VN_INTROSPECT_ERROR_STATUS = 4,
     VN_INTROSPECT_FILL_WGSL = 5,
+    VN_INTROSPECT_STACK_THREADS = 6,
 } vn_introspect_op;
 typedef struct vn_introspection {
     /* what the op reads */
@@ -55,6 +59,7 @@ typedef struct vn_introspection {
     uint64_t queued_write_bytes;
     vn_status status;
     const char *fill_wgsl;
+    int64_t stack_threads;
 } vn_introspection;
 /* Read what `op` names into *io: VN_OK, or VN_ERROR_INVALID_ARGUMENT for an op that
  * does not exist or a NULL io. The one door to what the C layer shows of its insides:

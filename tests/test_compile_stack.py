@@ -170,3 +170,46 @@ report(create(chain('const', 10)))
 def test_the_compile_stack_switch_takes_no_negative_size() -> None:
     assert lib.vn_test_control(lib.VN_TEST_COMPILE_STACK_KIB, -1) == -1
     assert lib.vn_test_control(lib.VN_TEST_COMPILE_STACK_KIB, 0) == 0
+
+
+KEPT_THREAD_CHILD = """
+import threading
+from vyre_native._lib import introspect, lib
+
+def made():
+    return int(introspect(lib.VN_INTROSPECT_STACK_THREADS).stack_threads)
+
+dev = vn.Device()
+src = "@compute @workgroup_size(1) fn main() {{}}"
+dev.compile(src).release()                      # makes the kept thread
+before = made()
+for i in range(20):
+    dev.compile(src + "\\n" * i).release()      # module and pipeline on it: no new thread
+serial = made() - before
+errors = []
+def compile_many():
+    try:
+        for i in range(10):
+            dev.compile(src + " " * i).release()
+    except Exception as err:
+        errors.append(repr(err))
+threads = [threading.Thread(target=compile_many) for _ in range(4)]
+[t.start() for t in threads]; [t.join() for t in threads]
+big = dev.compile({big!r})                      # past the kept thread's stack: a thread of its own
+report({{"serial": serial, "errors": errors, "big_bindings": len(big.bindings), "after_big": made() - before}})
+"""
+
+
+def test_compiles_one_after_another_reuse_one_kept_thread_and_concurrent_or_large_ones_still_compile() -> None:
+    """A compile runs on a thread whose stack is sized for it; making one per compile cost
+    more than compiling a source the driver had cached (issue 26's compile_seen row). So
+    sources up to 64 KiB go to one thread kept for the process (pipeline.c,
+    vn_run_on_stack); a compile while another thread's holds it, or a longer source, gets a
+    thread of its own, and compiles either way."""
+    big = "@group(0) @binding(0) var<storage, read_write> o: array<u32>;\n" + "// pad\n" * 12_000
+    big += "@compute @workgroup_size(1) fn main() { o[0] = 1u; }\n"
+    res = run_child(KEPT_THREAD_CHILD.format(big=big), timeout=240)
+    assert res["serial"] == 0, res
+    assert res["errors"] == [], res
+    assert res["big_bindings"] == 1
+    assert res["after_big"] >= 2, res  # the long source's module and pipeline: new threads
