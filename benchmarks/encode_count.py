@@ -25,8 +25,8 @@ not depend on the machine's load.
     python benchmarks/encode_count.py --shape graph --replays 5   # run it, no counting
 
 ``--split`` turns on the split-submit road on a CPU adapter too (vn_test_control), as
-a GPU replays a long sequence (csrc/sequence.c, replay_in_submits); without it lavapipe
-encodes each replay as one command buffer (vn_encode_and_submit, csrc/submit.c).
+a GPU replays a long sequence (csrc/work/sequence.c, replay_in_submits); without it lavapipe
+encodes each replay as one command buffer (vn_encode_and_submit, csrc/work/submit.c).
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ WAYS = ("vyre_native", "wgpu-py", "raw-C")
 
 
 def fill_dispatch(nbytes: int, max_per_dimension: int) -> tuple[int, int]:
-    """How vyre_native's zero fill (vn.debug.fill_wgsl(), csrc/fill.c) clears a buffer
+    """How vyre_native's zero fill (vn.debug.fill_wgsl(), csrc/resources/fill.c) clears a buffer
     of ``nbytes`` (a multiple of 4): (entry point: 0 ``fill_words``, 1 ``fill_quads``
     where nbytes is a multiple of 16; workgroups of 256, at most 65535 or the device's
     per-dimension limit). floor.c's fill_plan is the same rule in C."""

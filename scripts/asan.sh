@@ -5,7 +5,7 @@
 #   bash scripts/asan.sh                 # tests/ minus the soak tests and the 64 MiB kernel test
 #   bash scripts/asan.sh tests/test_misuse.py -x    # any pytest arguments replace the default selection
 #
-# What is instrumented: only vyre_native's own C (csrc/*.c and the cffi glue). The
+# What is instrumented: only vyre_native's own C (csrc/'s .c files and the cffi glue). The
 # Python interpreter is not rebuilt, and wgpu-native is Rust shipped as a binary, so a
 # bug inside either is invisible here except where our C passes it bad memory.
 #

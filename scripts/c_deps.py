@@ -1,24 +1,32 @@
 #!/usr/bin/env python3
-"""The dependency graph of the C files in csrc/, its circles, and its layer order.
+"""The dependency graph of the C files in csrc/, its circles, its layer order, and its rooms.
 
 File A depends on file B when A uses a function or global that B defines with external
 linkage (a call, or its address taken). Uses through the layer headers count too: a
 static inline function or a macro defined there that a file uses stands for the names
 in its body (vn_submit_ready calls vn_wait, so its callers depend on waits.c).
 
-The layers are the headers of csrc/ other than the public API (vyre_native.h and its
-parts, vn_*.h) and the X-macro tables (wgpu_functions.h, status_codes.h, object_kinds.h, usage_bits.h):
-platform.h, layer_base.h, layer_object.h, layer_device.h, layer_resources.h,
-layer_work.h, each including the one below, so the
-headers' own includes say which layer is below which. A .c file belongs to the one layer header it includes. The order holds
-when every file includes exactly one layer header, every internal name it defines is
-declared in that header (not in another layer's), every file it depends on belongs to
-its layer or one below, and every inline or macro of a header uses only names of files
-at or below that header's layer.
+csrc/ is a folder a layer (a room): platform/, base/, object/, device/, resources/, work/,
+each holding its layer header and the .c files of that layer; interop/ stands beside
+resources/ on its header (ROOMS_BESIDE); include/ holds the public API (vyre_native.h
+and its parts, vn_*.h) and the X-macro tables it includes; python/ is no part of the C
+layer (the _owner module, Python's C API). A file names a header of another folder by
+its relative path ("../device/layer_device.h"); a header is known by its file name,
+unique in csrc/.
+
+The layers are the headers of csrc/ other than the public API (include/) and the
+X-macro table wgpu_functions.h: platform.h, layer_base.h, layer_object.h,
+layer_device.h, layer_resources.h, layer_work.h, each including the one below, so the
+headers' own includes say which layer is below which. A .c file belongs to the one layer
+header it includes. The order holds when every file includes exactly one layer header,
+lives in that layer's room, every internal name it defines is declared in that header
+(not in another layer's), every file it depends on belongs to its layer or one below,
+and every inline or macro of a header uses only names of files at or below that
+header's layer.
 
 Prints each file with the files it depends on, then every strongly connected component
-of more than one file (a circle), then every break of the layer order, and exits 1 when
-there is either.
+of more than one file (a circle), then every break of the layer order or of the rooms,
+and exits 1 when there is either.
 
     python3 scripts/c_deps.py [-v] [csrc]     # -v: with the names that make each edge
 
@@ -131,26 +139,46 @@ def defined_names(code: list[str]) -> set[str]:
     return names
 
 
-NOT_LAYERS = ("vyre_native.h", "wgpu_functions.h", "status_codes.h", "object_kinds.h", "usage_bits.h")  # the public API; X-macro tables
+PUBLIC = "include"  # the public API's room: vyre_native.h, its parts, their tables
+NOT_C_LAYER = ("python",)  # the _owner module: Python's C API, built apart
+NOT_LAYERS = ("wgpu_functions.h",)  # an X-macro table of the base room
+# Rooms of entry points that stand beside a layer on its header (the diagram's "beside").
+ROOMS_BESIDE = {"interop": "layer_resources.h"}
+
+
+def c_files(csrc: Path) -> list[Path]:
+    """The .c files of the C layer: every room's but python/'s."""
+    return sorted(p for p in csrc.glob("*/*.c") if p.parent.name not in NOT_C_LAYER)
+
+
+def headers_by_name(csrc: Path) -> dict[str, Path]:
+    """Every header of the C layer by its file name (which the layer check knows it by)."""
+    found: dict[str, Path] = {}
+    for path in sorted(csrc.glob("*/*.h")):
+        if found.setdefault(path.name, path) != path:
+            raise SystemExit(f"c_deps: two headers named {path.name}: {found[path.name]} and {path}")
+    return found
 
 
 def layer_headers(csrc: Path) -> list[str]:
-    """The layer headers: not the public API (vyre_native.h and its parts, vn_*.h) nor a table."""
-    headers = (p.name for p in csrc.glob("*.h"))
-    return sorted(h for h in headers if h not in NOT_LAYERS and not h.startswith("vn_"))
+    """The layer headers: not the public API (include/) nor a table."""
+    headers = headers_by_name(csrc).items()
+    return sorted(h for h, path in headers if h not in NOT_LAYERS and path.parent.name != PUBLIC)
 
 
 def includes(text: str) -> list[str]:
-    """The quoted #includes of a file, in order."""
-    return re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', text, re.M)
+    """The quoted #includes of a file, in order, each by its file name (a relative path
+    such as "../device/layer_device.h" names layer_device.h)."""
+    return [Path(inc).name for inc in re.findall(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', text, re.M)]
 
 
 def header_expansions(csrc: Path) -> dict[str, set[str]]:
     """For each static inline function and each macro of the layer headers: the
     identifiers its body uses (a file that uses it uses those)."""
     out: dict[str, set[str]] = {}
+    paths = headers_by_name(csrc)
     for header in layer_headers(csrc):
-        text = re.sub(r"/\*.*?\*/", " ", (csrc / header).read_text().replace("\\\n", " "), flags=re.S)
+        text = re.sub(r"/\*.*?\*/", " ", paths[header].read_text().replace("\\\n", " "), flags=re.S)
         for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+(\w+)(.*)$", text, re.M):
             out[m.group(1)] = uses(tokens(m.group(2))[0])
         for head, body in top_level(tokens(text)[0]):
@@ -162,7 +190,7 @@ def header_expansions(csrc: Path) -> dict[str, set[str]]:
 def graph(csrc: Path) -> dict[str, dict[str, set[str]]]:
     """file -> {a file whose external names it uses: those names}."""
     files: dict[str, list[tuple[list[str], list[str]]]] = {}
-    for path in sorted(csrc.glob("*.c")):
+    for path in c_files(csrc):
         # platform_posix.c and platform_win32.c define the same names, one per OS (one
         # of them is compiled): they are one node of the graph, "platform_*.c".
         node = "platform_*.c" if path.name.startswith("platform_") else path.name
@@ -216,12 +244,13 @@ def layers_below(csrc: Path) -> dict[str, set[str]]:
     """Each layer header -> the layer headers at or below it (itself and what its
     #includes reach)."""
     headers = layer_headers(csrc)
+    paths = headers_by_name(csrc)
     below: dict[str, set[str]] = {}
 
     def reach(h: str) -> set[str]:
         if h not in below:
             below[h] = {h}
-            for inc in includes((csrc / h).read_text()):
+            for inc in includes(paths[h].read_text()):
                 if inc in headers:
                     below[h] |= reach(inc)
         return below[h]
@@ -234,7 +263,45 @@ def layers_below(csrc: Path) -> dict[str, set[str]]:
 def layer_of(csrc: Path) -> dict[str, list[str]]:
     """Each .c file -> the layer headers it includes (its layer, when there is one)."""
     headers = layer_headers(csrc)
-    return {p.name: [inc for inc in includes(p.read_text()) if inc in headers] for p in sorted(csrc.glob("*.c"))}
+    files = c_files(csrc)
+    names = [p.name for p in files]
+    if len(set(names)) != len(names):
+        raise SystemExit(f"c_deps: two .c files of one name: {sorted(n for n in names if names.count(n) > 1)}")
+    return {p.name: [inc for inc in includes(p.read_text()) if inc in headers] for p in files}
+
+
+def room_of(csrc: Path) -> dict[str, str]:
+    """Each room (folder) of the C layer -> the layer header its .c files include: the one
+    it holds, or the one it stands beside (ROOMS_BESIDE)."""
+    rooms: dict[str, str] = {}
+    for h in layer_headers(csrc):
+        rooms.setdefault(headers_by_name(csrc)[h].parent.name, h)
+    rooms.update(ROOMS_BESIDE)
+    return rooms
+
+
+def room_breaks(csrc: Path) -> list[str]:
+    """A room holding two layers, a .c file in a room of no layer or out of its layer's
+    room: one line each."""
+    breaks: list[str] = []
+    paths = headers_by_name(csrc)
+    rooms = room_of(csrc)
+    for h in layer_headers(csrc):
+        room = paths[h].parent.name
+        if rooms[room] != h:
+            breaks.append(f"{room}/ holds two layer headers ({rooms[room]} {h}): one layer a room")
+    own = layer_of(csrc)
+    for path in c_files(csrc):
+        room = path.parent.name
+        if room not in rooms:
+            breaks.append(f"{room}/{path.name} is in {room}/, the room of no layer: move it to its layer's")
+        elif len(own[path.name]) == 1 and own[path.name][0] != rooms[room]:
+            home = sorted(r for r, h in rooms.items() if h == own[path.name][0] and r not in ROOMS_BESIDE)
+            breaks.append(
+                f"{room}/{path.name} includes {own[path.name][0]}, the layer of {' '.join(f'{r}/' for r in home)},"
+                f" not of {room}/: a file lives in its layer's room"
+            )
+    return breaks
 
 
 def layer_breaks(csrc: Path, edges: dict[str, dict[str, set[str]]] | None = None) -> list[str]:
@@ -243,11 +310,13 @@ def layer_breaks(csrc: Path, edges: dict[str, dict[str, set[str]]] | None = None
     headers = layer_headers(csrc)
     below = layers_below(csrc)
     reach = below.__getitem__
-    declared = {h: declared_names(tokens((csrc / h).read_text())[0]) for h in headers}
-    breaks: list[str] = []
+    paths = headers_by_name(csrc)
+    declared = {h: declared_names(tokens(paths[h].read_text())[0]) for h in headers}
+    breaks: list[str] = room_breaks(csrc)
     layer: dict[str, str] = {}  # node -> its layer header
+    files = {p.name: p for p in c_files(csrc)}
     for name_c, own in layer_of(csrc).items():
-        path = csrc / name_c
+        path = files[name_c]
         text = path.read_text()
         if len(own) != 1:
             breaks.append(f"{path.name} includes {len(own)} layer headers ({' '.join(own) or 'none'}): one, its own")
@@ -263,7 +332,7 @@ def layer_breaks(csrc: Path, edges: dict[str, dict[str, set[str]]] | None = None
                 names = " ".join(sorted(edges[node][dep]))
                 breaks.append(f"{node} ({layer[node]}) uses {dep} ({layer[dep]}), a higher layer: {names}")
     owner: dict[str, str] = {}
-    for path in csrc.glob("*.c"):
+    for path in c_files(csrc):
         for name in defined_names(tokens(path.read_text())[0]):
             owner[name] = node_of(path)
     expand = header_expansions(csrc)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Cross-compile the C layer (csrc/*.c) for 64-bit Windows with MinGW-w64, as object
-# files only, at -Wall -Wextra -Werror: proof that csrc/ builds on Windows through its
-# platform layer (csrc/platform.h, platform_win32.c) and that platform_posix.c
+# Cross-compile the C layer (csrc/*/*.c but python/) for 64-bit Windows with MinGW-w64, as
+# object files only, at -Wall -Wextra -Werror: proof that csrc/ builds on Windows through
+# its platform layer (csrc/platform/: platform.h, platform_win32.c) and that platform_posix.c
 # compiles to nothing there. Then, as a control, the same files with the host compiler
 # in the mode the CMake build uses, where platform_win32.c compiles to nothing.
 #
@@ -10,11 +10,11 @@
 #
 # PYTHON is an interpreter with the pinned wgpu package installed: its headers
 # (webgpu.h, wgpu.h) and version are what the C compiles against, and pyproject.toml's
-# pin the requirement its messages name (csrc/ffi_build.py --wgpu-info). It is used as given:
+# pin the requirement its messages name (scripts/ffi_build.py --wgpu-info). It is used as given:
 # resolving a venv's python through its symlink would name the base interpreter,
 # which has no wgpu.
 #
-# Not compiled: the cffi-generated module source (csrc/ffi_build.py --emit), which
+# Not compiled: the cffi-generated module source (scripts/ffi_build.py --emit), which
 # includes Python.h. Windows' Python headers (pyconfig.h differs per platform) ship
 # with Windows Python installers, not with any Debian package, so they are not here.
 #
@@ -44,7 +44,7 @@ if ! command -v "$CROSS_CC" >/dev/null 2>&1; then
   fi
 fi
 
-if ! WGPU_INFO=$("$PYTHON" csrc/ffi_build.py --wgpu-info); then
+if ! WGPU_INFO=$("$PYTHON" scripts/ffi_build.py --wgpu-info); then
   echo "cross_windows.sh: '$PYTHON' has no wgpu package. Fix: bash scripts/setup.sh, or set PYTHON" >&2
   exit 2
 fi
@@ -53,16 +53,20 @@ IFS=';' read -r WGPU_RESOURCES WGPU_VERSION WGPU_REQUIREMENT <<<"$WGPU_INFO"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/vn-cross.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
-# compile LABEL CC FLAGS...: every csrc/*.c into $WORK/LABEL; counts failures.
+# compile LABEL CC FLAGS...: every .c of the C layer into $WORK/LABEL; counts failures.
+# As CMakeLists.txt compiles them: every folder of csrc/ but python/ (the _owner module,
+# which needs Python.h), and no include path of csrc/'s (a file names another folder's
+# header by its relative path), only wgpu-native's.
 failed=0
 compile() {
   local label=$1 cc=$2
   shift 2
   mkdir -p "$WORK/$label"
   local src n=0
-  for src in csrc/*.c; do
+  for src in csrc/*/*.c; do
+    [[ $src == csrc/python/* ]] && continue
     if "$cc" "$@" -Wall -Wextra -Werror -DVN_EXPECTED_WGPU_VERSION="$WGPU_VERSION" \
-        -DVN_WGPU_REQUIREMENT="\"$WGPU_REQUIREMENT\"" -Icsrc -I"$WGPU_RESOURCES" -c "$src" -o "$WORK/$label/$(basename "$src" .c).o"; then
+        -DVN_WGPU_REQUIREMENT="\"$WGPU_REQUIREMENT\"" -I"$WGPU_RESOURCES" -c "$src" -o "$WORK/$label/$(basename "$src" .c).o"; then
       n=$((n + 1))
     else
       echo "cross_windows.sh: FAILED [$label] $src" >&2

@@ -60,7 +60,7 @@ fi
 
 # The editable install maps the package's module names when it is made: a new module
 # file (in a subpackage too) counts as a change.
-build_id=$( (LC_ALL=C find vyre_native -not -path "*__pycache__*" | LC_ALL=C sort; cat pyproject.toml CMakeLists.txt $(LC_ALL=C find csrc -type f | LC_ALL=C sort)) | fingerprint)
+build_id=$( (LC_ALL=C find vyre_native -not -path "*__pycache__*" | LC_ALL=C sort; cat pyproject.toml CMakeLists.txt scripts/ffi_build.py $(LC_ALL=C find csrc -type f | LC_ALL=C sort)) | fingerprint)
 if [ "$(cat .venv/.vn-build 2>/dev/null)" != "$build_id" ] || ! "$VPY" -c 'import vyre_native._native' 2>/dev/null; then
   say "building the C layer and installing vyre_native editable (pip; incremental in build/)"
   "$VPY" -m pip install -q --no-build-isolation --no-deps -e .

@@ -1,4 +1,5 @@
-"""WebGPU's rule for one buffer used twice by one dispatch, exactly (csrc/bind_checks.c, check_aliasing).
+"""WebGPU's rule for one buffer used twice by one dispatch, exactly (csrc/resources/bind_checks.c,
+check_aliasing).
 
 - Read-only uses (``var<storage, read>``, ``var<uniform>``, the indirect counts) share
   anything, overlapping or not.

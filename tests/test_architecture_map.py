@@ -3,7 +3,7 @@ Python name it puts in backticks is defined in the tree.
 
 A file is a backticked word with a path or a file extension (`bind.c`, `reflect/`,
 `tests/test_pin.py`), or a C or Python file named in the layer diagram, found under the
-root, csrc/, vyre_native/ or vyre_native/reflect/. A name is any other backticked
+root, csrc/ or a folder of it, vyre_native/ or vyre_native/reflect/. A name is any other backticked
 identifier, dotted or called (`vn_replay_split`, `Recording.replay`, `_marshal.to_u32(n)`):
 a C name must be in csrc/'s code (comments and strings do not count) or in wgpu-native's
 headers, a Python name defined in vyre_native/ or scripts/ (`Class.member` in that class,
@@ -30,7 +30,8 @@ from vyre_native._lib import lib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MAP = ROOT / "docs" / "ARCHITECTURE.md"
-PLACES = [ROOT, ROOT / "csrc", ROOT / "vyre_native", ROOT / "vyre_native" / "reflect"]
+CSRC_FOLDERS = sorted(p for p in (ROOT / "csrc").iterdir() if p.is_dir())  # a layer each, include/, python/
+PLACES = [ROOT, ROOT / "csrc", *CSRC_FOLDERS, ROOT / "vyre_native", ROOT / "vyre_native" / "reflect"]
 FILE_EXTENSIONS = {"c", "h", "py", "pyi", "md", "sh", "toml", "txt", "typed", "json", "yml"}
 NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\*?(?:\(\w*(?:\.\w+)*\))?")
 # Backticked identifiers that name something outside the tree, each with what it is.

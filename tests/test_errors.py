@@ -1,5 +1,5 @@
-"""The status codes have one table (csrc/status_codes.h): C's enum is made of it, cffi's
-cdef is written out of it (csrc/ffi_build.py), and every error code in it maps to exactly
+"""The status codes have one table (csrc/include/status_codes.h): C's enum is made of it, cffi's
+cdef is written out of it (scripts/ffi_build.py), and every error code in it maps to exactly
 one exception class (vyre_native/errors.py), each listed once in the guide's table
 (docs/guide/errors.md) with the built-in class it also is."""
 
@@ -21,7 +21,7 @@ NOT_ERRORS = {"VN_OK", "VN_PENDING"}
 
 
 def _table() -> dict[str, int]:
-    """csrc/status_codes.h's rows, name -> value."""
+    """csrc/include/status_codes.h's rows, name -> value."""
     return {name: int(value) for name, value in rows("status_codes.h", "VN_STATUS")}
 
 

@@ -1,4 +1,4 @@
-"""Clears encoded as fill dispatches inside the compute pass (csrc/fill.c).
+"""Clears encoded as fill dispatches inside the compute pass (csrc/resources/fill.c).
 
 Every output that is not preserved reads all zeros when its step starts, however the
 clear is encoded (a fill in the pass; clear_buffer where the fill is not used): in

@@ -1,7 +1,7 @@
 """Handles are ids, not addresses: a stale or made-up handle never reaches an object.
 
 Every handle the C API hands out is a slot of a process-wide table and that slot's
-generation (csrc/object.c, docs/LOCKING.md). Releasing it bumps the generation, so a
+generation (csrc/object/object.c, docs/LOCKING.md). Releasing it bumps the generation, so a
 copy of the value kept past its release names no object, however many objects were
 made since and whatever now lives in its slot: it is a ReleasedError. A value that
 never was a handle is a typed error too. These tests call the C API directly

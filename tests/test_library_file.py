@@ -1,4 +1,4 @@
-"""The wgpu-native file is checked before the system loader maps it (csrc/library_file.c).
+"""The wgpu-native file is checked before the system loader maps it (csrc/base/library_file.c).
 
 A truncated copy still has a valid header, so dlopen maps it and the process dies of
 SIGBUS on the first page past the end of the file. The C layer checks the file first:

@@ -4,7 +4,7 @@ boundary refuses handles of the wrong kind and released ones with a typed error.
 Every handle is an id (a slot and its generation) of a C object that starts with one
 header (kind, references, destroy), and each entry point translates the ids it
 receives, checks their kinds and holds a reference on each object for the length of
-the call (csrc/object.c, docs/LOCKING.md). The
+the call (csrc/object/object.c, docs/LOCKING.md). The
 races run in a child interpreter, so a crash fails one test rather than the suite; each
 round must either succeed or raise ReleasedError.
 """

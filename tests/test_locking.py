@@ -1,5 +1,5 @@
 """Lock order: operations over several objects take their locks in one canonical order,
-so no interleaving of threads can deadlock (csrc/layer_object.h "lock order", docs/LOCKING.md).
+so no interleaving of threads can deadlock (csrc/object/layer_object.h "lock order", docs/LOCKING.md).
 
 Each case runs tests/scenarios/locking.py in a child interpreter whose threads are joined with a time limit: a
 deadlock is reported as a hang and fails the test instead of hanging the suite.

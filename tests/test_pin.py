@@ -2,7 +2,7 @@
 of webgpu.h changes between wgpu-native releases, so the headers compiled against, the
 library loaded and every message that says what to install name one release.
 
-The build reads the pin (csrc/ffi_build.py --wgpu-info) and compiles it into the C
+The build reads the pin (scripts/ffi_build.py --wgpu-info) and compiles it into the C
 layer (VN_WGPU_REQUIREMENT); Python reads it from there (``_lib.WGPU_REQUIREMENT``).
 """
 

@@ -740,7 +740,7 @@ def test_workgroup_storage_sized_by_an_override_without_value_is_an_error() -> N
 
 # ---------------------------------------------------------------- nesting depth
 #
-# The rule is C's (csrc/wgsl_depth.c, vn_wgsl_check_nesting, which vn_shader_create
+# The rule is C's (csrc/resources/wgsl_depth.c, vn_wgsl_check_nesting, which vn_shader_create
 # applies); reflection itself reads any depth. These tests call the C entry directly, the
 # way vn_shader_create does, and compare it on random text with the Python walk it was
 # ported from (nesting_model below, kept as the oracle).

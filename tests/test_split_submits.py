@@ -1,4 +1,4 @@
-"""Long sequence replays in several submits (csrc/sequence.c, replay_in_submits).
+"""Long sequence replays in several submits (csrc/work/sequence.c, replay_in_submits).
 
 On a GPU an untimed replay of VN_SPLIT_MIN_STEPS steps or more, of steps already
 replayed whole once, goes in several submits (8 steps, then twice as many each time),

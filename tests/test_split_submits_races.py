@@ -1,4 +1,4 @@
-"""Split sequence replays (csrc/sequence.c, replay_in_submits) racing other threads, in
+"""Split sequence replays (csrc/work/sequence.c, replay_in_submits) racing other threads, in
 child processes (a wgpu-native abort fails one test): wgpu-py destroying or mapping a
 buffer the sequence shares with it, Device.destroy() and close(), adds, releases, other
 replays and batches of the same sequence, and Ctrl-C. Every outcome is success or a

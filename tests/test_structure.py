@@ -3,8 +3,8 @@ when A uses a function or global B defines) nor among the modules of vyre_native
 (runtime imports), as scripts/c_deps.py and scripts/py_deps.py read them; the Python
 layers in order (py_deps.LAYERS); and the C layers in order: each .c includes its own
 layer's header (platform.h, layer_base.h, layer_object.h, layer_device.h,
-layer_resources.h, layer_work.h, each including the one below) and uses nothing a file
-of a higher layer defines.
+layer_resources.h, layer_work.h, each including the one below), lives in that layer's
+folder of csrc/ and uses nothing a file of a higher layer defines.
 
 A circle means no file of it can be read, changed or tested without the others; the
 layers (docs/ARCHITECTURE.md draws them: base, objects, device, resources, work, with
@@ -39,8 +39,8 @@ def load(name: str) -> ModuleType:
 
 
 def public_api() -> str:
-    """The public C API as written: vyre_native.h, then the parts (csrc/vn_*.h) it includes."""
-    csrc = ROOT / "csrc"
+    """The public C API as written: vyre_native.h, then the parts (csrc/include/vn_*.h) it includes."""
+    csrc = ROOT / "csrc" / "include"
     return "".join(p.read_text() for p in [csrc / "vyre_native.h", *sorted(csrc.glob("vn_*.h"))])
 
 
@@ -68,6 +68,12 @@ def test_c_layers_are_the_headers_in_include_order() -> None:
     assert layer["bind.c"] == layer["fill.c"] == layer["buffer.c"] == ["layer_resources.h"]
     assert layer["encode.c"] == layer["sequence.c"] == layer["readback.c"] == ["layer_work.h"]
     assert layer["platform_posix.c"] == ["platform.h"]
+    assert c_deps.room_of(ROOT / "csrc") == {
+        "platform": "platform.h", "base": "layer_base.h", "object": "layer_object.h", "device": "layer_device.h",
+        "resources": "layer_resources.h", "interop": "layer_resources.h", "work": "layer_work.h",
+    }
+    folders = sorted(p.name for p in (ROOT / "csrc").iterdir())
+    assert folders == sorted(["include", "python", *c_deps.room_of(ROOT / "csrc")])  # nothing loose in csrc/
 
 
 def test_c_layer_check_finds_planted_breaks(tmp_path: pathlib.Path) -> None:
@@ -78,25 +84,33 @@ def test_c_layer_check_finds_planted_breaks(tmp_path: pathlib.Path) -> None:
     shutil.copytree(ROOT / "csrc", tree, ignore=shutil.ignore_patterns("python", "*.py"))
     assert c_deps.layer_breaks(tree) == []
     # A resources file calling into the work layer.
-    with (tree / "bind.c").open("a") as f:
+    with (tree / "resources" / "bind.c").open("a") as f:
         f.write("\nvoid vn_planted(WGPUCommandEncoder e) { vn_begin_pass(e, NULL); }\n")
     # A file including a second layer header besides its own.
-    features = tree / "features.c"
-    features.write_text(features.read_text().replace('#include "layer_device.h"', '#include "layer_device.h"\n#include "layer_work.h"'))
+    features = tree / "device" / "features.c"
+    features.write_text(
+        features.read_text().replace('#include "layer_device.h"', '#include "layer_device.h"\n#include "../work/layer_work.h"')
+    )
     # A device header inline reaching up into the work layer.
-    device_h = tree / "layer_device.h"
+    device_h = tree / "device" / "layer_device.h"
     text = device_h.read_text()
     inline = "static inline void vn_device_attach(vn_device *device, vn_device_part part, const vn_device_hooks *hooks) {"
     assert inline in text
     device_h.write_text(text.replace(inline, inline + " (void)vn_timing_release;"))
     # A work file pretending to be a resources file: it defines layer_work.h's names.
-    submission = tree / "submission.c"
-    submission.write_text(submission.read_text().replace('#include "layer_work.h"', '#include "layer_resources.h"'))
+    submission = tree / "work" / "submission.c"
+    submission.write_text(submission.read_text().replace('#include "layer_work.h"', '#include "../resources/layer_resources.h"'))
+    # A device file in the work layer's folder, and one in a folder of no layer.
+    (tree / "device" / "callbacks.c").rename(tree / "work" / "callbacks.c")
+    (tree / "misc").mkdir()
+    (tree / "base" / "debug.c").rename(tree / "misc" / "debug.c")
     breaks = c_deps.layer_breaks(tree)
     assert "bind.c (layer_resources.h) uses encode.c (layer_work.h), a higher layer: vn_begin_pass" in breaks
     assert "features.c includes 2 layer headers (layer_device.h layer_work.h): one, its own" in breaks
     assert "layer_device.h's vn_device_attach uses vn_timing_release of timing.c (layer_work.h), a higher layer" in breaks
     assert "submission.c includes layer_resources.h but defines vn_submit_tracked, which layer_work.h declares" in breaks
+    assert "work/callbacks.c includes layer_device.h, the layer of device/, not of work/: a file lives in its layer's room" in breaks
+    assert "misc/debug.c is in misc/, the room of no layer: move it to its layer's" in breaks
     result = run([str(SCRIPTS / "c_deps.py"), str(tree)])
     assert result.returncode == 1 and "layer order: bind.c (layer_resources.h) uses encode.c" in result.stdout, result.stdout
 
@@ -106,7 +120,7 @@ def test_c_graph_sees_the_known_edges() -> None:
     pass for a clean one."""
     c_deps = load("c_deps")
     edges = c_deps.graph(ROOT / "csrc")
-    nodes = {p.name for p in (ROOT / "csrc").glob("*.c") if not p.name.startswith("platform_")}
+    nodes = {p.name for p in c_deps.c_files(ROOT / "csrc") if not p.name.startswith("platform_")}
     assert set(edges) == nodes | {"platform_*.c"}
     assert edges["prerecorded.c"]["bind.c"] >= {"vn_bound_resolve"}  # a call
     assert "vn_bound_encode" in edges["prerecorded.c"]["encode.c"]
@@ -242,7 +256,7 @@ def test_introspection_is_one_door_beside_the_api_and_refuses_what_it_lacks() ->
     from vyre_native._lib import ffi, introspect, lib
 
     assert "vn_debug_" not in public_api()
-    assert not [p.name for p in (ROOT / "csrc").glob("test_*")]
+    assert not [p.name for p in (ROOT / "csrc").rglob("test_*")]
     typed(lambda: introspect(99), vn.InvalidArgumentError, "vn_introspect", "no op 99")
     assert lib.vn_introspect(lib.VN_INTROSPECT_LIVE_IDS, ffi.NULL) == lib.VN_ERROR_INVALID_ARGUMENT
     assert introspect(lib.VN_INTROSPECT_LIVE_IDS).live_ids >= 0
@@ -250,8 +264,8 @@ def test_introspection_is_one_door_beside_the_api_and_refuses_what_it_lacks() ->
 
 def test_live_counts_and_buffer_usages_are_their_tables_rows() -> None:
     """vn_live_counts' fields and vn_buffer_usage's bits are written once, in
-    csrc/object_kinds.h and csrc/usage_bits.h; the compiled module (through cffi's cdef,
-    which csrc/ffi_build.py writes out of them) and the Python API follow them."""
+    csrc/include/object_kinds.h and csrc/include/usage_bits.h; the compiled module (through cffi's cdef,
+    which scripts/ffi_build.py writes out of them) and the Python API follow them."""
     from support.tables import rows
 
     import vyre_native as vn
@@ -277,7 +291,7 @@ def test_the_out_of_memory_message_is_written_once() -> None:
     import re
 
     inline = {}
-    for path in sorted((ROOT / "csrc").glob("*.c")):
+    for path in sorted((ROOT / "csrc").rglob("*.c")):
         text = re.sub(r'"\s*\n\s*"', "", path.read_text())  # adjacent literals joined
         found = len(re.findall(r'"could not allocate [^%"]*Fix: free host memory\.', text))
         if found:
@@ -309,7 +323,7 @@ def test_every_entry_point_that_may_reach_the_driver_is_inside_the_call_guard() 
 
     header = public_api()
     names = set(re.findall(r"^[a-z_ ]*?[\w\*]+\s+\**(vn_\w+)\(", header, re.M))
-    sources = [p.read_text() for p in sorted((ROOT / "csrc").glob("*.c"))]
+    sources = [p.read_text() for p in load("c_deps").c_files(ROOT / "csrc")]
     unguarded = set()
     for name in names:
         for text in sources:
@@ -334,11 +348,11 @@ def test_no_c_source_is_over_600_lines() -> None:
 
 
 def test_the_cdef_comes_from_one_entry_header_and_each_declaration_from_one_part() -> None:
-    """cffi's cdef is vyre_native.h's section (csrc/ffi_build.py): every public part
-    (csrc/vn_*.h) is included there once, and no function is declared in two places."""
+    """cffi's cdef is vyre_native.h's section (scripts/ffi_build.py): every public part
+    (csrc/include/vn_*.h) is included there once, and no function is declared in two places."""
     import re
 
-    csrc = ROOT / "csrc"
+    csrc = ROOT / "csrc" / "include"
     entry = (csrc / "vyre_native.h").read_text()
     section = entry[entry.index("/* VN_CDEF_BEGIN */") : entry.index("/* VN_CDEF_END */")]
     parts = sorted(p.name for p in csrc.glob("vn_*.h"))
@@ -351,7 +365,7 @@ def test_the_cdef_comes_from_one_entry_header_and_each_declaration_from_one_part
             declared.setdefault(fn, []).append(name)
     assert len(declared) > 50
     assert {fn: where for fn, where in declared.items() if len(where) > 1} == {}
-    ffi_build = importlib.util.spec_from_file_location("vn_structure_ffi_build", csrc / "ffi_build.py")
+    ffi_build = importlib.util.spec_from_file_location("vn_structure_ffi_build", SCRIPTS / "ffi_build.py")
     assert ffi_build is not None and ffi_build.loader is not None
     module = importlib.util.module_from_spec(ffi_build)
     ffi_build.loader.exec_module(module)

@@ -1,4 +1,4 @@
-"""``device.submit(work)`` of any size (csrc/batch.c, submit_in_parts).
+"""``device.submit(work)`` of any size (csrc/work/batch.c, submit_in_parts).
 
 Past ``VN_MAX_LAUNCHES_PER_SUBMIT`` (256) steps in all (a recording is one step, a
 sequence its length), a batch goes in submits of 256 steps, in order, as ``replay(n)``

@@ -25,7 +25,7 @@ def test_wait_idle_sends_queued_writes_and_the_bytes_land(device: vn.Device) -> 
     buf.release()
 
 
-# The C layer's own bound (csrc/buffer_write.c): after any write, the bytes queued and not yet
+# The C layer's own bound (csrc/work/buffer_write.c): after any write, the bytes queued and not yet
 # sent by a submit are under twice the 64 MiB flush bound. What the process's RSS does
 # with them is the allocator's and the machine's, so it is a benchmark's figure, not this.
 QUEUED_BOUND = 128 * MiB

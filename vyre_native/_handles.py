@@ -1,7 +1,7 @@
 """What every handle class shares: the owned C pointer, release, and what a handle refuses.
 
 A handle's pointer is ``ffi.from_buffer(ctype, owner)``: a typed pointer whose value is
-the C handle (an id, slot + generation, never an address: csrc/object.c) and which keeps
+the C handle (an id, slot + generation, never an address: csrc/object/object.c) and which keeps
 an ``Owner`` (``vyre_native._owner``, csrc/python/owner.c) alive; the owner holds that id,
 the handle's one reference to the object. Two handles of one object are two ids, so
 pointer values never mean identity (``allocation_identity`` does). ``release()`` only drops the

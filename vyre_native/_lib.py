@@ -152,7 +152,7 @@ def load_library() -> Any:
             path = library_path()
             check(lib.vn_library_load(to_path(path, "WGPU_LIB_PATH")))
             # Before the driver's C exit handlers, which crash under a device creation
-            # in flight on another thread (csrc/layer_object.h, the exit guard).
+            # in flight on another thread (csrc/object/layer_object.h, the exit guard).
             atexit.register(lib.vn_process_exiting)
             _log.start()
             _loaded = True

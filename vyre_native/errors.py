@@ -1,6 +1,6 @@
 """One exception class per C status code, and the one-line check every call site uses.
 
-The C layer returns a ``vn_status`` (a stable enum, its one table ``csrc/status_codes.h``)
+The C layer returns a ``vn_status`` (a stable enum, its one table ``csrc/include/status_codes.h``)
 and keeps the message of the last failure in thread-local storage. Each class's ``code``
 is read from the compiled module, never copied here, and is that class's one entry in the
 map from code to class (``tests/test_errors.py`` holds every error code of C's table to

@@ -440,7 +440,7 @@ void floor_destroy(floor_ctx *c) {
         if (samples != NULL) samples[(i)] = d_;      \
     } while (0)
 
-/* The fill of `bytes` (a multiple of 4) as vyre_native dispatches it (csrc/fill.c):
+/* The fill of `bytes` (a multiple of 4) as vyre_native dispatches it (csrc/resources/fill.c):
  * the quads entry point where the size is a multiple of 16, else words; one
  * workgroup of 256 per 256 elements, at most 65535 (or the device's per-dimension
  * limit), each invocation looping with that stride. Needs floor_fill_setup's layouts;

@@ -11,7 +11,7 @@
  * It is also the out-parameter of the creating call: its storage is the slot the C call
  * writes the new object into (the writable buffer export), so it owns the object from
  * the moment C creates it, with no Python step between (no signal, trace or profile hook
- * can orphan it). Its read-only export is the handle itself (an id, csrc/object.c: a
+ * can orphan it). Its read-only export is the handle itself (an id, csrc/object/object.c: a
  * value, never dereferenced) as the buffer's address, zero bytes long: what
  * ffi.from_buffer("vn_buffer *", owner) turns into a typed pointer whose value is the id
  * and which keeps the owner alive, for as long as any call or holder has that pointer.
@@ -23,7 +23,7 @@
 
 #include <stddef.h>
 
-#include "../vyre_native.h"
+#include "../include/vyre_native.h"
 
 typedef struct {
     PyObject_HEAD

@@ -1,4 +1,4 @@
-"""The rows of csrc/'s X-macro tables (status_codes.h, object_kinds.h, usage_bits.h), read
+"""The rows of csrc/include/'s X-macro tables (status_codes.h, object_kinds.h, usage_bits.h), read
 as the tests that hold the compiled module and the Python API to them need them."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pathlib
 import re
 
-CSRC = pathlib.Path(__file__).resolve().parent.parent.parent / "csrc"
+CSRC = pathlib.Path(__file__).resolve().parent.parent.parent / "csrc" / "include"
 
 
 def rows(table: str, macro: str) -> list[list[str]]:

@@ -45,7 +45,7 @@ about, worded as the compiler's (see tokens.py), or says it has no line or colum
 argument's error, or a name the module lacks).
 
 Depth: nesting deeper than wgpu-native's compiler survives is C's rule
-(``vn_wgsl_check_nesting``, csrc/wgsl_depth.c, which ``vn_shader_create`` applies;
+(``vn_wgsl_check_nesting``, csrc/resources/wgsl_depth.c, which ``vn_shader_create`` applies;
 ``MAX_NESTING_DEPTH`` is its limit, read from the library). Text from a caller reaches
 the parser only through ``_prepare``, which asks C first, so ``compile()``,
 ``reflect()`` and ``tokenize()`` refuse deep nesting with C's ShaderError, its line and

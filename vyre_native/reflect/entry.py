@@ -9,7 +9,7 @@ from .parser import _Fn, _Var
 from .tokens import _error, _unplaced
 
 # The binding kinds, Python's one account of them: each kind's name (Binding.kind) with
-# C's code for it (vn_binding_kind in csrc/vn_pipeline.h, read from the library), and the
+# C's code for it (vn_binding_kind in csrc/include/vn_pipeline.h, read from the library), and the
 # (address space, access mode) each is declared with.
 _KIND_CODES: dict[str, int] = {
     "storage_read": lib.VN_BINDING_STORAGE_READ,

@@ -8,12 +8,12 @@ in the blanked text is its offset in the text as written (line breaks normalised
 its line and column are the ones the author sees.
 
 Text from a caller reaches the tokenizer only through ``_prepare``, which asks C first
-(``vn_wgsl_check_size``, ``vn_wgsl_check_nesting``, csrc/wgsl_depth.c: the rules
+(``vn_wgsl_check_size``, ``vn_wgsl_check_nesting``, csrc/resources/wgsl_depth.c: the rules
 ``vn_shader_create`` applies), so nothing longer than ``VN_WGSL_MAX_SOURCE_BYTES`` or
 nested deeper than ``MAX_NESTING_DEPTH`` is read here.
 
 Errors found here and in the rest of reflection are worded as the compiler's
-(csrc/diagnostics.c): what happened "at line L, column C (wgsl:L:C)", the source line
+(csrc/resources/diagnostics.c): what happened "at line L, column C (wgsl:L:C)", the source line
 with carets under the token, then the Fix on a line of its own, and ``line`` and
 ``column`` set on the ShaderError. Lines count WGSL's line breaks and columns characters
 (code points, a tab one), as C's nesting check counts them. An error with no place in
@@ -32,7 +32,7 @@ from .._lib import check, ffi, lib
 from ..errors import ShaderError
 
 #: whose compiler recurses per level and would crash the process (C owns the rule and
-#: says why: csrc/vn_pipeline.h, "WGSL nesting depth").
+#: says why: csrc/include/vn_pipeline.h, "WGSL nesting depth").
 MAX_NESTING_DEPTH: int = lib.VN_WGSL_MAX_NESTING_DEPTH
 
 # WGSL's line breaks (spec: "Blankspace and line breaks"): LF, VT, FF, CR, NEL, LS and
@@ -119,7 +119,7 @@ def _char_class(chars: list[str]) -> str:
 
 _COMMENT_RE = re.compile(r"//[^\n]*|/\*")
 _DEPTH_STEPS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
-#: characters of a long source line shown around the column (csrc/diagnostics.c's
+#: characters of a long source line shown around the column (csrc/resources/diagnostics.c's
 #: SHOWN_LINE_MAX, there in bytes)
 _SHOWN_LINE_MAX = 600
 
@@ -214,7 +214,7 @@ def _place(text: str, offset: int) -> tuple[int, int]:
 
 def _error_at(text: str, offset: int, length: int, what: str, fix: str) -> ShaderError:
     """A ShaderError at the ``length`` characters at ``offset`` of ``text`` (line breaks
-    normalised), worded as csrc/diagnostics.c words the compiler's."""
+    normalised), worded as csrc/resources/diagnostics.c words the compiler's."""
     line, column = _place(text, offset)
     start = offset - column + 1
     end = text.find("\n", offset)

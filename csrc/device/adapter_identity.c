@@ -179,7 +179,7 @@ static void describe_gpu(vk_physical_device pd, vk_get_properties_fn props, vk_g
 }
 
 /* One instance of Vulkan 1.1, no layers or extensions, destroyed at once (NVIDIA's driver
- * allows a process about 30 instances in all: csrc/device.c's reserve). Nothing is found
+ * allows a process about 30 instances in all: csrc/device/device.c's reserve). Nothing is found
  * where there is no loader, or one older than 1.1: adapters then have no identity. */
 static void read_gpus(void) {
     char err[256];

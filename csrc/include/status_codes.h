@@ -1,6 +1,6 @@
 /* status_codes.h - the status codes, one table (an X-macro list, as wgpu_functions.h):
  * VN_STATUS(name, value) a row, one a line. vyre_native.h makes the vn_status enum of it,
- * and csrc/ffi_build.py writes that enum out for cffi's cdef, which runs no preprocessor;
+ * and scripts/ffi_build.py writes that enum out for cffi's cdef, which runs no preprocessor;
  * Python reads the codes and their names from the compiled module (vyre_native/errors.py
  * maps each error code to its one class; tests/test_errors.py holds them and the guide's
  * table, docs/guide/errors.md, to this one). A code never changes meaning. No include

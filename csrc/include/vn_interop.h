@@ -1,10 +1,10 @@
 /* vn_interop.h - part of the public C API: interop with wgpu-py's objects. vyre_native.h
  * includes it inside its cdef section, after the parts before it, whose types it uses:
  * include vyre_native.h, never this alone. It holds only what that section may
- * (csrc/ffi_build.py reads it in where it is included): no include guard, no
+ * (scripts/ffi_build.py reads it in where it is included): no include guard, no
  * preprocessor line but a table's use. */
 
-/* ---- interop with wgpu-py in the same process (csrc/interop.c) ---------------- */
+/* ---- interop with wgpu-py in the same process (csrc/interop/interop.c) ---------------- */
 
 /* Wrap objects another binding of the same wgpu-native library made (wgpu-py):
  * each takes a reference of its own (AddRef), released with the vn object. The

@@ -1,12 +1,12 @@
 /* vn_buffer.h - part of the public C API: buffers, views and their reads, writes and
  * copies. vyre_native.h includes it inside its cdef section, after the parts before it,
  * whose types it uses: include vyre_native.h, never this alone. It holds only what that
- * section may (csrc/ffi_build.py reads it in where it is included): no include guard, no
+ * section may (scripts/ffi_build.py reads it in where it is included): no include guard, no
  * preprocessor line but a table's use. */
 
-/* ---- buffers (csrc/buffer.c; reads, writes, copies: buffer_read.c, _write.c, _copy.c) */
+/* ---- buffers (csrc/resources/buffer.c; reads, writes, copies: buffer_read.c, _write.c, _copy.c) */
 
-/* WGPUBufferUsage bits, their one table csrc/usage_bits.h; mirrored by
+/* WGPUBufferUsage bits, their one table csrc/include/usage_bits.h; mirrored by
  * vyre_native.BufferUsage. */
 typedef enum vn_buffer_usage {
 #define VN_USAGE(name, bit) VN_USAGE_##name = bit,

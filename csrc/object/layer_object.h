@@ -4,7 +4,7 @@
 #ifndef VN_LAYER_OBJECT_H
 #define VN_LAYER_OBJECT_H
 
-#include "layer_base.h"
+#include "../base/layer_base.h"
 
 /* ---- the object header and handle ids (object.c) ------------------------------
  *
@@ -44,7 +44,7 @@ typedef enum vn_kind {
     VN_KIND_DEAD = 0x766e0000,
 #define VN_HANDLE_KIND(name, field, what) VN_KIND_##name,
 #define VN_INNER_KIND(name, field)
-#include "object_kinds.h"
+#include "../include/object_kinds.h"
 #undef VN_HANDLE_KIND
 #undef VN_INNER_KIND
 } vn_kind;

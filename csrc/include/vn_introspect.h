@@ -1,12 +1,12 @@
 /* vn_introspect.h - part of the public C API: introspection and the test switches.
  * vyre_native.h includes it inside its cdef section, after the parts before it, whose
  * types it uses: include vyre_native.h, never this alone. It holds only what that
- * section may (csrc/ffi_build.py reads it in where it is included): no include guard, no
+ * section may (scripts/ffi_build.py reads it in where it is included): no include guard, no
  * preprocessor line but a table's use. */
 
-/* ---- introspection (csrc/introspect.c): for tests, leak hunts, benchmarks ------- */
+/* ---- introspection (csrc/work/introspect.c): for tests, leak hunts, benchmarks ------- */
 
-/* Live native objects of each kind of csrc/object_kinds.h, for leak tests. */
+/* Live native objects of each kind of csrc/include/object_kinds.h, for leak tests. */
 typedef struct vn_live_counts {
 #define VN_HANDLE_KIND(name, field, what) int64_t field;
 #define VN_INNER_KIND(name, field) int64_t field;
@@ -19,19 +19,19 @@ typedef struct vn_live_counts {
  * VN_INTROSPECT_LIVE_COUNTS (wait_s -> live): live objects by kind. Devices released
  *   while their work was still running are finished first, waiting up to wait_s
  *   seconds for that work.
- * VN_INTROSPECT_LIVE_IDS (-> live_ids): handle ids live now (csrc/object.c): each
+ * VN_INTROSPECT_LIVE_IDS (-> live_ids): handle ids live now (csrc/object/object.c): each
  *   creating call's result, each second handle of vn_*_retain_for_watch, until its
  *   release.
  * VN_INTROSPECT_QUEUED_WRITE_BYTES (device -> queued_write_bytes): bytes of buffer.write
  *   queued on the device and not yet sent by a submit (wgpu keeps a staging copy of each
  *   until that submit's work completes); 0 for a handle that is no live device. See
- *   csrc/buffer_write.c for the bound a write keeps it under.
+ *   csrc/work/buffer_write.c for the bound a write keeps it under.
  * VN_INTROSPECT_ERROR_STATUS (wgpu_error_type, message -> status): the status a wgpu
  *   error of this WGPUErrorType and message maps to (for tests of the mapping: "Not
  *   enough memory left" is VN_ERROR_OUT_OF_MEMORY whatever its type, "Parent device is
  *   lost" VN_ERROR_DEVICE_LOST; a NULL message is the empty one).
  * VN_INTROSPECT_FILL_WGSL (-> fill_wgsl): the WGSL of the built-in zero fill
- *   (csrc/fill.c) that clears outputs inside the compute pass: entry points fill_words
+ *   (csrc/resources/fill.c) that clears outputs inside the compute pass: entry points fill_words
  *   (array<u32> at @binding(0)) and fill_quads (array<vec4<u32>> at @binding(1), for
  *   sizes that are multiples of 16), both @workgroup_size(256), one dispatch of
  *   min(ceil(elements / 256), 65535) workgroups. For the benchmarks' raw-C floor, which
@@ -65,7 +65,7 @@ typedef struct vn_introspection {
  * does not exist or a NULL io. The one door to what the C layer shows of its insides:
  * read-only, beside the API (vyre_native.debug hands out its functions). */
 vn_status vn_introspect(vn_introspect_op op, vn_introspection *io);
-/* ---- test switches (csrc/switches.c): for the project's tests, not the API ----- */
+/* ---- test switches (csrc/base/switches.c): for the project's tests, not the API ----- */
 
 /* Behaviour a test needs that no real adapter shows on demand, as SQLite's
  * sqlite3_test_control is: one door, switches off (0) unless a test sets them.

@@ -1,10 +1,10 @@
 /* vn_pipeline.h - part of the public C API: shaders, pipelines, binding kinds, the WGSL
  * nesting depth. vyre_native.h includes it inside its cdef section, after the parts
  * before it, whose types it uses: include vyre_native.h, never this alone. It holds only
- * what that section may (csrc/ffi_build.py reads it in where it is included): no include
+ * what that section may (scripts/ffi_build.py reads it in where it is included): no include
  * guard, no preprocessor line but a table's use. */
 
-/* ---- shaders and pipelines (csrc/pipeline.c) ------------------------------ */
+/* ---- shaders and pipelines (csrc/resources/pipeline.c) ------------------------------ */
 
 /* The runtime checks naga compiles into a shader (wgpu's ShaderRuntimeChecks), as bits.
  * VN_CHECK_BOUNDS: an index, pointer or array length out of range reads zero or an
@@ -26,7 +26,7 @@ typedef enum vn_runtime_checks {
 vn_status vn_shader_create(vn_device *device, const char *wgsl, size_t wgsl_len, uint32_t checks, vn_shader **out);
 void vn_shader_release(vn_shader *shader);
 
-/* ---- WGSL nesting depth (csrc/wgsl_depth.c) ------------------------------- */
+/* ---- WGSL nesting depth (csrc/resources/wgsl_depth.c) ------------------------------- */
 
 /* How deep WGSL may nest before vn_shader_create refuses it (VN_ERROR_SHADER), unseen
  * by wgpu-native: naga, its compiler, recurses once per level and overflows its stack,

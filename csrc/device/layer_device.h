@@ -8,7 +8,7 @@
 #ifndef VN_LAYER_DEVICE_H
 #define VN_LAYER_DEVICE_H
 
-#include "layer_object.h"
+#include "../object/layer_object.h"
 
 /* ---- the device's record --------------------------------------------------------- */
 

@@ -11,7 +11,7 @@
 #ifndef VN_EXPECTED_WGPU_VERSION
 #error "VN_EXPECTED_WGPU_VERSION must be defined by the build (CMakeLists.txt)"
 #endif
-/* pyproject.toml's pin of wgpu, "wgpu==X.Y.Z" (csrc/ffi_build.py --wgpu-info). */
+/* pyproject.toml's pin of wgpu, "wgpu==X.Y.Z" (scripts/ffi_build.py --wgpu-info). */
 #ifndef VN_WGPU_REQUIREMENT
 #error "VN_WGPU_REQUIREMENT must be defined by the build (CMakeLists.txt)"
 #endif

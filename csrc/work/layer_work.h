@@ -8,7 +8,7 @@
 #ifndef VN_LAYER_WORK_H
 #define VN_LAYER_WORK_H
 
-#include "layer_resources.h"
+#include "../resources/layer_resources.h"
 
 /* ---- readback (readback.c, staging.c, buffer_read.c) ----------------------------- */
 

@@ -1,10 +1,10 @@
 /* vn_work.h - part of the public C API: submissions, recordings, sequences, batches,
  * asynchronous readback. vyre_native.h includes it inside its cdef section, after the
  * parts before it, whose types it uses: include vyre_native.h, never this alone. It
- * holds only what that section may (csrc/ffi_build.py reads it in where it is included):
+ * holds only what that section may (scripts/ffi_build.py reads it in where it is included):
  * no include guard, no preprocessor line but a table's use. */
 
-/* ---- submissions (csrc/submission.c) ----------------------------------------- */
+/* ---- submissions (csrc/work/submission.c) ----------------------------------------- */
 
 typedef struct vn_submission vn_submission;
 
@@ -32,7 +32,7 @@ int vn_submission_done(vn_submission *submission);
 vn_status vn_submission_wait(vn_submission *submission, double timeout_s, double *waited_s);
 void vn_submission_release(vn_submission *submission);
 
-/* ---- replayable recordings and sequences (csrc/recording.c, sequence.c, batch.c) */
+/* ---- replayable recordings and sequences (csrc/work/recording.c, sequence.c, batch.c) */
 
 typedef struct vn_recording vn_recording;
 typedef struct vn_sequence vn_sequence;
@@ -118,7 +118,7 @@ typedef struct vn_work {
 vn_status vn_device_submit(vn_device *device, const vn_work *work, size_t count, vn_timing_mode timing,
                            vn_submission **out);
 
-/* ---- asynchronous readback (csrc/readback.c) -------------------------------- */
+/* ---- asynchronous readback (csrc/work/readback.c) -------------------------------- */
 
 /* Queue a copy of the view's bytes into a staging buffer from the device's ring
  * and return at once; many may be in flight. VN_PENDING (*out NULL): a CPU adapter's

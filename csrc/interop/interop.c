@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layer_resources.h"
+#include "../resources/layer_resources.h"
 
 static vn_status device_adopt(uintptr_t instance, uintptr_t adapter, uintptr_t device, uintptr_t queue,
                               vn_device **out) {

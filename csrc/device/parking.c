@@ -72,7 +72,7 @@ void vn_debug_live_counts(vn_live_counts *out, double wait_s) {
     vn_devices_reap(wait_s);
 #define VN_HANDLE_KIND(name, field, what) out->field = vn_live_count(VN_LIVE_##name);
 #define VN_INNER_KIND(name, field) out->field = vn_live_count(VN_LIVE_##name);
-#include "object_kinds.h"
+#include "../include/object_kinds.h"
 #undef VN_HANDLE_KIND
 #undef VN_INNER_KIND
 }

@@ -1,6 +1,6 @@
 /* usage_bits.h - the buffer usage bits, one table (an X-macro list, as wgpu_functions.h):
  * VN_USAGE(name, bit) a row, one a line, the bit WGPUBufferUsage's. vn_buffer.h makes the
- * vn_buffer_usage enum of it (VN_USAGE_<name>; csrc/ffi_build.py writes it out for cffi),
+ * vn_buffer_usage enum of it (VN_USAGE_<name>; scripts/ffi_build.py writes it out for cffi),
  * and a message naming usages writes each row's name; vyre_native.BufferUsage has a
  * member for each (tests/test_structure.py holds it to this table). No include guard: it
  * is included once per use. */

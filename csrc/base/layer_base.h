@@ -23,8 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "platform.h"
-#include "vyre_native.h"
+#include "../platform/platform.h"
+#include "../include/vyre_native.h"
 #include "webgpu.h"
 #include "wgpu.h"
 
@@ -94,7 +94,7 @@ int vn_test_switch_value(vn_test_switch which);
 enum vn_live_kind {
 #define VN_HANDLE_KIND(name, field, what) VN_LIVE_##name,
 #define VN_INNER_KIND(name, field) VN_LIVE_##name,
-#include "object_kinds.h"
+#include "../include/object_kinds.h"
 #undef VN_HANDLE_KIND
 #undef VN_INNER_KIND
     VN_LIVE_KIND_COUNT

@@ -1,10 +1,10 @@
 /* vn_device.h - part of the public C API: devices: adapters, creation, limits, features,
  * loss, waits. vyre_native.h includes it inside its cdef section, after the parts before
  * it, whose types it uses: include vyre_native.h, never this alone. It holds only what
- * that section may (csrc/ffi_build.py reads it in where it is included): no include
+ * that section may (scripts/ffi_build.py reads it in where it is included): no include
  * guard, no preprocessor line but a table's use. */
 
-/* ---- device (csrc/device.c) ----------------------------------------------- */
+/* ---- device (csrc/device/device.c) ----------------------------------------------- */
 
 typedef enum vn_power_preference {
     VN_POWER_DEFAULT = 0,
@@ -20,7 +20,7 @@ typedef struct vn_device_info {
     char driver[256];
     uint32_t vendor_id;
     uint32_t device_id;
-    /* What wgpu-native does not say, from the Vulkan loader (csrc/adapter_identity.c);
+    /* What wgpu-native does not say, from the Vulkan loader (csrc/device/adapter_identity.c);
      * "" where unknown: the deviceUUID as 8-4-4-4-12 hex (NVIDIA's is the GPU's UUID,
      * "GPU-<uuid>" in nvidia-smi), and the PCI address "dddd:bb:dd.f". */
     char uuid[40];

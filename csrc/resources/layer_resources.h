@@ -8,7 +8,7 @@
 #ifndef VN_LAYER_RESOURCES_H
 #define VN_LAYER_RESOURCES_H
 
-#include "layer_device.h"
+#include "../device/layer_device.h"
 
 /* ---- diagnostics (diagnostics.c) ------------------------------------------------ */
 

@@ -1,10 +1,10 @@
 /* vn_dispatch.h - part of the public C API: pre-recorded dispatches and the binding
  * forms. vyre_native.h includes it inside its cdef section, after the parts before it,
  * whose types it uses: include vyre_native.h, never this alone. It holds only what that
- * section may (csrc/ffi_build.py reads it in where it is included): no include guard, no
+ * section may (scripts/ffi_build.py reads it in where it is included): no include guard, no
  * preprocessor line but a table's use. */
 
-/* ---- pre-recorded dispatches (csrc/prerecorded.c, csrc/readback.c) ------------- */
+/* ---- pre-recorded dispatches (csrc/work/prerecorded.c, csrc/work/readback.c) ------------- */
 
 /* Which of the two ways of naming a dispatch's buffers a call used (bits). */
 typedef enum vn_bind_form {
@@ -13,7 +13,7 @@ typedef enum vn_bind_form {
 } vn_bind_form;
 
 /* One dispatch's buffers and size: what record, recording_create and sequence_add take.
- * The binding rule lives in C alone (csrc/bind.c), one of two forms, never both
+ * The binding rule lives in C alone (csrc/resources/bind.c), one of two forms, never both
  * (VN_ERROR_BINDING when `forms` has both bits):
  * - positional: bindings in (group, binding) order; a read_write binding takes the next
  *   output, the first uniform takes params when not NULL, every other the next input;

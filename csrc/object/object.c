@@ -248,7 +248,7 @@ static const char *kind_name(unsigned kind) {
     switch (kind) {
 #define VN_HANDLE_KIND(name, field, what) case VN_KIND_##name: return what;
 #define VN_INNER_KIND(name, field)
-#include "object_kinds.h"
+#include "../include/object_kinds.h"
 #undef VN_HANDLE_KIND
 #undef VN_INNER_KIND
     default: return "object";

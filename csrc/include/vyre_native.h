@@ -2,7 +2,7 @@
  *
  * This is the only place C signatures are written for Python, with the parts of the API
  * it includes (csrc/vn_*.h, by area, each declaration in one): the build reads the text
- * between the VN_CDEF markers into cffi's cdef (csrc/ffi_build.py), as-is but for those
+ * between the VN_CDEF markers into cffi's cdef (scripts/ffi_build.py), as-is but for those
  * parts, read in where they are included, and the X-macro tables, which ffi_build.py
  * writes out as the preprocessor would (`#define M(...) ...`, `#include "table.h"`,
  * `#undef M`: one table, written once, for C and for cffi). So that section, the parts
@@ -50,7 +50,7 @@ extern "C" {
 
 /* VN_CDEF_BEGIN */
 
-/* Stable status codes: their one table is csrc/status_codes.h. */
+/* Stable status codes: their one table is csrc/include/status_codes.h. */
 typedef enum vn_status {
 #define VN_STATUS(name, value) name = value,
 #include "status_codes.h"
@@ -91,7 +91,7 @@ const char *vn_last_error(void);
  * as the message shows them; else 0. */
 int vn_last_error_position(uint32_t *line, uint32_t *column);
 
-/* ---- library (csrc/loader.c) ---------------------------------------------- */
+/* ---- library (csrc/base/loader.c) ---------------------------------------------- */
 
 /* Load wgpu-native from `path` once per process and check its version against
  * the headers compiled in. Later calls with any path return the first result. */
@@ -99,7 +99,7 @@ vn_status vn_library_load(const char *path);
 /* The process is exiting (Python's atexit calls it, before any C exit handler runs):
  * from now on a call that would start the GPU driver (device creation, adapter listing)
  * never returns, and this waits up to 10 s for those in flight, so that the driver's own
- * exit handlers never run under one (csrc/object.c). */
+ * exit handlers never run under one (csrc/object/object.c). */
 void vn_process_exiting(void);
 /* wgpuGetVersion() of the loaded library, 0 when none is loaded. */
 uint32_t vn_library_version(void);
@@ -109,7 +109,7 @@ uint32_t vn_expected_version(void);
  * pins it ("wgpu==X.Y.Z"): what every message that says what to install names. */
 const char *vn_wgpu_requirement(void);
 
-/* ---- log (csrc/log.c) ------------------------------------------------------ */
+/* ---- log (csrc/base/log.c) ------------------------------------------------------ */
 
 /* The ring's size (messages) and the longest message it keeps (bytes, NUL included). */
 enum { VN_LOG_RING_SLOTS = 256, VN_LOG_MESSAGE_BYTES = 1024 };

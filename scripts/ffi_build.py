@@ -1,12 +1,12 @@
 """Build helper called by CMakeLists.txt.
 
 ``--emit OUT.c``: write the cffi API-mode C source of ``vyre_native._native``. The cdef
-is the text between the VN_CDEF markers of csrc/vyre_native.h, as-is but for the public
-API's parts it includes there (csrc/vn_*.h, read in where they are included) and the
-X-macro tables (csrc/status_codes.h, csrc/object_kinds.h, csrc/usage_bits.h), written
-out here as the C preprocessor writes them (cffi's cdef runs none): those headers are
-the one place C signatures are written, each declaration in one of them, and each table
-the one place of its rows.
+is the text between the VN_CDEF markers of csrc/include/vyre_native.h, as-is but for the
+public API's parts it includes there (csrc/include/vn_*.h, read in where they are
+included) and the X-macro tables (status_codes.h, object_kinds.h, usage_bits.h, beside
+them in csrc/include/), written out here as the C preprocessor writes them (cffi's cdef
+runs none): those headers are the one place C signatures are written, each declaration
+in one of them, and each table the one place of its rows.
 
 ``--wgpu-info``: print ``<resources dir>;<expected version as 0xMMmmppbb>;<requirement>``:
 the installed ``wgpu`` package's headers, which the C layer compiles against, and its
@@ -23,9 +23,11 @@ import pathlib
 import re
 import sys
 
-HERE = pathlib.Path(__file__).resolve().parent
-HEADER = HERE / "vyre_native.h"
-PYPROJECT = HERE.parent / "pyproject.toml"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+# The public headers: the entry header, its parts and the tables they include, one folder.
+INCLUDE = ROOT / "csrc" / "include"
+HEADER = INCLUDE / "vyre_native.h"
+PYPROJECT = ROOT / "pyproject.toml"
 
 
 # A part of the public API, included in the cdef section: its text goes there whole.
@@ -43,7 +45,7 @@ def expand_tables(text: str) -> str:
 
     def expand(use: re.Match[str]) -> str:
         macros = {m[1]: ([p.strip() for p in m[2].split(",")], m[3].strip()) for m in MACRO.finditer(use[1])}
-        table = HERE / use[2]
+        table = INCLUDE / use[2]
         source = re.sub(r"/\*.*?\*/", " ", table.read_text(), flags=re.S)
         lines = []
         for macro, row in re.findall(r"^\s*(\w+)\(([^)]*)\)", source, re.M):
@@ -65,7 +67,7 @@ def cdef_text() -> str:
     match = re.search(r"/\* VN_CDEF_BEGIN \*/(.*)/\* VN_CDEF_END \*/", text, re.DOTALL)
     if match is None:
         raise SystemExit(f"{HEADER}: VN_CDEF_BEGIN/VN_CDEF_END markers not found")
-    return expand_tables(PART_USE.sub(lambda use: (HERE / use[1]).read_text(), match.group(1)))
+    return expand_tables(PART_USE.sub(lambda use: (INCLUDE / use[1]).read_text(), match.group(1)))
 
 
 def emit(out: pathlib.Path) -> None:
