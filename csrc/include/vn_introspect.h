@@ -37,7 +37,7 @@ typedef struct vn_live_counts {
  *   min(ceil(elements / 256), 65535) workgroups. For the benchmarks' raw-C floor, which
  *   dispatches the same kernel.
  * VN_INTROSPECT_STACK_THREADS (-> stack_threads): threads made so far in this process to
- *   run compiles on a stack sized for them (csrc/pipeline.c), the kept one included:
+ *   run compiles on a stack sized for them (csrc/resources/pipeline.c), the kept one included:
  *   compiles one after another reuse one kept thread. */
 typedef enum vn_introspect_op {
     VN_INTROSPECT_LIVE_COUNTS = 1,
