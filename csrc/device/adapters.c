@@ -66,9 +66,16 @@ vn_status vn_refused_in_fork_child(const char *adapter, const char *why) {
 }
 
 vn_status vn_fork_child_may_start_drivers(void) {
-    if (atomic_load(&vn_fork_generation) == 0 || !atomic_load(&nvidia_driver_started)) return VN_OK;
-    return vn_refused_in_fork_child("NVIDIA", "NVIDIA's driver, which the parent had started, gives no device in a "
-                                    "forked child and may never return there");
+    if (atomic_load(&vn_fork_generation) == 0) return VN_OK;
+    if (atomic_load(&nvidia_driver_started))
+        return vn_refused_in_fork_child("NVIDIA", "NVIDIA's driver, which the parent had started, gives no device in a "
+                                        "forked child and may never return there");
+    /* The H200: a child forked while a thread's first vn.Device() was still starting the
+     * driver (past the fork's 10 s wait, before any adapter was described) hung there. */
+    if (vn_forked_during_a_call())
+        return vn_refused_in_fork_child("any", "the fork came while another thread was inside the GPU driver (its "
+                                        "call had not returned in 10 s), whose locks this child holds copies of");
+    return VN_OK;
 }
 
 void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out) {

@@ -91,6 +91,10 @@ void vn_call_guard_enter(void);
 void vn_call_guard_leave(void);
 void vn_exit_guard_arm(void);
 void vn_fork_guard_arm(void);
+/* True in a fork() child whose fork did not wait out every call in flight (one ran past
+ * the 10 s): a parent thread was inside the GPU driver, whose locks the child holds
+ * copies of, taken. Such a child starts no driver (adapters.c). */
+bool vn_forked_during_a_call(void);
 /* True when the object was made before a fork() and this process is the child. */
 static inline bool vn_inherited(const vn_object *object) {
     return object->generation != atomic_load_explicit(&vn_fork_generation, memory_order_relaxed);

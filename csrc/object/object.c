@@ -56,15 +56,22 @@ void vn_process_exiting(void) {
     wait_for_calls(guard_depth > 0);
 }
 
+/* The last fork's wait ended with calls still in flight; in the child, that its fork did. */
+static atomic_bool fork_left_calls, forked_during_a_call;
+
 static void on_fork_prepare(void) {
     atomic_store(&forking, 1);
     wait_for_calls(guard_depth > 0);
+    atomic_store(&fork_left_calls, atomic_load(&calls_in_flight) > (int)(guard_depth > 0));
 }
+
+bool vn_forked_during_a_call(void) { return atomic_load(&forked_during_a_call); }
 
 static void on_fork_parent(void) { atomic_store(&forking, 0); }
 
 static void on_fork_child(void) {
     atomic_fetch_add(&vn_fork_generation, 1);
+    if (atomic_load(&fork_left_calls)) atomic_store(&forked_during_a_call, true); /* sticky: its children too */
     /* The calls in flight, none by the fork's wait, were the parent's threads' anyway. */
     atomic_store(&calls_in_flight, guard_depth > 0);
     atomic_store(&forking, 0);
