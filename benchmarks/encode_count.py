@@ -39,20 +39,14 @@ import sys
 import tempfile
 from collections import defaultdict
 
+from harness import elementwise
+
 STEPS = 1000
 N = 64  # f32 elements a step
 
 # Bound as tinygrad's renderer binds an elementwise kernel: a read-only constant at 0,
 # then every buffer read_write (the output first), so the input is among the outputs.
-WGSL = """
-@group(0) @binding(0) var<storage, read> inf: array<f32>;
-@group(0) @binding(1) var<storage, read_write> b: array<f32>;
-@group(0) @binding(2) var<storage, read_write> a: array<f32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    if (g.x < arrayLength(&b)) { b[g.x] = min(a[g.x] + 1.0, inf[0]); }
-}
-"""
+WGSL = elementwise("b[i] = min(a[i] + 1.0, inf[0]);", "read inf", "read_write b", "read_write a")
 
 
 def build(dev, shape: str):

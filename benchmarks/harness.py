@@ -19,6 +19,12 @@ from typing import Any
 
 HERE = pathlib.Path(__file__).resolve().parent
 
+# The tests' kernels and their one kernel writer (tests/support/kernels.py), so that a
+# kernel both suites run is written once.
+sys.path.insert(0, str(HERE.parent / "tests"))
+from support.kernels import ADD_IMMEDIATE as ADD_IMMEDIATE  # noqa: E402
+from support.kernels import elementwise as elementwise  # noqa: E402
+
 # ---- the kernel and sizes ----------------------------------------------------------
 
 #: out[i] = in[i] * 2.0; one workgroup of 64 covers the launch benchmarks' 64 floats.

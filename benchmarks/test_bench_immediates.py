@@ -13,25 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from harness import SEQUENCE_LEN, Drainer, record_python, wgpu_wait
+from harness import ADD_IMMEDIATE, SEQUENCE_LEN, Drainer, elementwise, record_python, wgpu_wait
 
 N = 64
-IMMEDIATE = """
-var<immediate> k: u32;
-@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if (gid.x < arrayLength(&acc)) { acc[gid.x] = acc[gid.x] + k; }
-}
-"""
-UNIFORM = """
-@group(0) @binding(0) var<storage, read_write> acc: array<u32>;
-@group(0) @binding(1) var<uniform> k: vec4<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if (gid.x < arrayLength(&acc)) { acc[gid.x] = acc[gid.x] + k.x; }
-}
-"""
+IMMEDIATE = ADD_IMMEDIATE
+UNIFORM = elementwise("acc[i] = acc[i] + k.x;", "read_write acc", "uniform k: vec4<u32>", ty="u32")
 #: one 16-byte uniform per step: vec4<u32>(k, 0, 0, 0)
 VALUES = [np.array([k, 0, 0, 0], np.uint32) for k in range(SEQUENCE_LEN)]
 

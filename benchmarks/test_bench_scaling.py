@@ -25,24 +25,18 @@ from typing import Any
 
 import numpy as np
 import pytest
-from harness import record_python
+from harness import elementwise, record_python
 
 import vyre_native as vn
 
 UNITS = 16
 WORKERS = (1, 2, 4)
 # Each invocation runs a dependent FMA chain on its input element: compute-bound.
-KERNEL = """
-@group(0) @binding(0) var<storage, read> params: array<u32>;
-@group(0) @binding(1) var<storage, read> inp: array<f32>;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    var x = inp[gid.x];
-    for (var i = 0u; i < params[0]; i = i + 1u) { x = fma(x, 0.999999, 1e-7); }
-    out[gid.x] = x;
-}
-"""
+KERNEL = elementwise(
+    "var x = inp[i]; for (var k = 0u; k < params[0]; k = k + 1u) { x = fma(x, 0.999999, 1e-7); } out[i] = x;",
+    *("read params: array<u32>", "read inp", "read_write out"),
+    size=256,
+)
 KERNELS = {"fma": KERNEL}
 
 

@@ -33,6 +33,13 @@ def mlp_training_step(device: str) -> Step:
     x = Tensor(rng.standard_normal((64, 784), np.float32), device=device).realize()
     y = Tensor(rng.integers(0, 10, 64).astype(np.int32), device=device).realize()
 
+    return (x, y), mlp_step(l1, l2, opt)
+
+
+def mlp_step(l1: Tensor, l2: Tensor, opt: SGD) -> Callable[[Tensor, Tensor], Tensor]:
+    """One training step of the MLP ``relu(x @ l1) @ l2`` by ``opt``: ``step(x, y)``
+    returns the realized loss (tests/test_tinygrad.py trains it against tinygrad's CPU)."""
+
     def step(x: Tensor, y: Tensor) -> Tensor:
         with Context(TRAINING=1):
             opt.zero_grad()
@@ -40,7 +47,7 @@ def mlp_training_step(device: str) -> Step:
             opt.step()
             return loss.realize()
 
-    return (x, y), step
+    return step
 
 
 def _on(device: str, layers: list[Any]) -> list[Any]:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support.kernels import INC_U32
+from support.kernels import INC_U32, elementwise
 
 import vyre_native as vn
 
@@ -44,16 +44,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {{
 """
 
 # Two read-only bindings, out[i] = x[i] + 2 * y[i].
-TWO_READ = """
-@group(0) @binding(0) var<storage, read> x: array<u32>;
-@group(0) @binding(1) var<storage, read> y: array<u32>;
-@group(0) @binding(2) var<storage, read_write> out: array<u32>;
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
-    let i = g.x;
-    if (i < arrayLength(&out)) { out[i] = x[i] + 2u * y[i]; }
-}
-"""
+TWO_READ = elementwise("out[i] = x[i] + 2u * y[i];", "read x", "read y", "read_write out", ty="u32")
 
 # A uniform and a read-only storage binding, out[i] = s[i] + 10 * u[i].
 UNIFORM_AND_READ = """

@@ -10,7 +10,7 @@ import gc
 
 import numpy as np
 import pytest
-from support.kernels import COUNTER, DOUBLE
+from support.kernels import COUNTER, DOUBLE, elementwise
 
 import vyre_native as vn
 
@@ -22,31 +22,16 @@ U = vn.BufferUsage
 # ---------------------------------------------------------------- shaders used here
 
 # b = a * scale + c, for i < n; the uniform sits between two inputs and the output.
-AXPY = """
-struct Params { scale: f32, n: u32 }
-@group(0) @binding(0) var<storage, read> a: array<f32>;
-@group(0) @binding(1) var<uniform> params: Params;
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;
-@group(0) @binding(3) var<storage, read> c: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < params.n) { out[i] = a[i] * params.scale + c[i]; }
-}
-"""
+AXPY = elementwise(
+    "out[i] = a[i] * params.scale + c[i];",
+    *("read a", "uniform params: Params", "read_write out", "read c"),
+    head="struct Params { scale: f32, n: u32 }",
+    guard="i < params.n",
+)
 
 
 # Writes only the first half of out (i < n / 2).
-HALF = """
-@group(0) @binding(0) var<storage, read_write> out: array<u32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < arrayLength(&out) / 2u) { out[i] = i + 1u; }
-}
-"""
+HALF = elementwise("out[i] = i + 1u;", "read_write out", ty="u32", guard="i < arrayLength(&out) / 2u")
 
 # One invocation per workgroup marks its cell in an 8x8 grid with args[x_at]
 # (the x count it was dispatched with), so the grid shows which workgroups ran.

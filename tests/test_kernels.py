@@ -9,21 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support.kernels import elementwise
 
 import vyre_native as vn
 
-SCALE = """
-struct Params { scale: f32, n: u32 }
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read_write> y: array<f32>;
-@group(0) @binding(2) var<uniform> params: Params;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < params.n) { y[i] = x[i] * params.scale; }
-}
-"""
+SCALE = elementwise(
+    "y[i] = x[i] * params.scale;",
+    *("read x", "read_write y", "uniform params: Params"),
+    head="struct Params { scale: f32, n: u32 }",
+    guard="i < params.n",
+)
 
 TRANSPOSE = """
 struct Dims { rows: u32, cols: u32 }

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 from support.child import run_child
-from support.kernels import COUNTER, DOUBLE, DOUBLE_IN_PLACE, SCALE
+from support.kernels import COUNTER, DOUBLE, DOUBLE_IN_PLACE, SCALE, elementwise
 
 import vyre_native as vn
 
@@ -22,29 +22,12 @@ import vyre_native as vn
 
 # out[i] += inp[i] * 2 on a non-preserved output: the result shows whether out was
 # cleared before the launch (in*2) or kept what an earlier launch left (k*in*2).
-ADD_DOUBLE = """
-@group(0) @binding(0) var<storage, read> inp: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < arrayLength(&out)) { out[i] = out[i] + inp[i] * 2.0; }
-}
-"""
+ADD_DOUBLE = elementwise("out[i] = out[i] + inp[i] * 2.0;", "read inp", "read_write out")
 
 # Two outputs: lo = inp * 2, hi = inp + 1.
-TWO_OUTPUTS = """
-@group(0) @binding(0) var<storage, read> inp: array<f32>;
-@group(0) @binding(1) var<storage, read_write> lo: array<f32>;
-@group(0) @binding(2) var<storage, read_write> hi: array<f32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < arrayLength(&lo)) { lo[i] = inp[i] * 2.0; hi[i] = inp[i] + 1.0; }
-}
-"""
+TWO_OUTPUTS = elementwise(
+    "lo[i] = inp[i] * 2.0; hi[i] = inp[i] + 1.0;", "read inp", "read_write lo", "read_write hi"
+)
 
 # acc[i] += params.step (preserve=["acc"]): shows in which order params writes land.
 ADD_PARAM = """
@@ -115,43 +98,19 @@ fn main(@builtin(local_invocation_index) lid: u32) {
 """
 
 # One Hillis-Steele step: dst[i] = src[i] + src[i - d] (i >= d).
-SCAN_STEP = """
-struct Params { d: u32, pad0: u32, pad1: u32, pad2: u32 }
-@group(0) @binding(0) var<storage, read> src: array<u32>;
-@group(0) @binding(1) var<uniform> p: Params;
-@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < arrayLength(&dst)) {
-        var v = src[i];
-        if (i >= p.d) { v = v + src[i - p.d]; }
-        dst[i] = v;
-    }
-}
-"""
+SCAN_STEP = elementwise(
+    "var v = src[i]; if (i >= p.d) { v = v + src[i - p.d]; } dst[i] = v;",
+    *("read src", "uniform p: Params", "read_write dst"),
+    ty="u32",
+    head="struct Params { d: u32, pad0: u32, pad1: u32, pad2: u32 }",
+)
 
 # Writes 7 to the first half of out, 9 to the second half.
-FIRST_HALF = """
-@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+FIRST_HALF = elementwise("out[i] = 7u;", "read_write out", ty="u32", guard="i < arrayLength(&out) / 2u")
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i < arrayLength(&out) / 2u) { out[i] = 7u; }
-}
-"""
-
-SECOND_HALF = """
-@group(0) @binding(0) var<storage, read_write> out: array<u32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.x;
-    if (i >= arrayLength(&out) / 2u && i < arrayLength(&out)) { out[i] = 9u; }
-}
-"""
+SECOND_HALF = elementwise(
+    "out[i] = 9u;", "read_write out", ty="u32", guard="i >= arrayLength(&out) / 2u && i < arrayLength(&out)"
+)
 
 # One invocation writes the indirect args (5, 1, 1) for a later step to consume.
 WRITE_ARGS = """

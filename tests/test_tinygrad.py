@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -24,12 +25,16 @@ if shutil.which(os.environ.get("CC", "clang")) is None:
 
 from tinygrad import Device, Tensor, TinyJit, Variable, dtypes
 from tinygrad.engine.realize import graph_cache
-from tinygrad.helpers import DEV, NO_MEMORY_PLANNER, Context
+from tinygrad.helpers import DEV, NO_MEMORY_PLANNER
 from tinygrad.nn.optim import SGD
 from tinygrad.schedule import rangeify
 
 import vyre_native as vn
 from vyre_native.tinygrad import VNDevice, VNGraph
+
+# The MLP's training step, as the tinygrad benchmark times it (benchmarks/tinygrad_steps.py).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
+from tinygrad_steps import mlp_step  # noqa: E402
 
 VN = "VN"
 # tinygrad picks a default device (for tensors made with none) by reading an environment
@@ -470,14 +475,7 @@ def _mlp_losses(device: str, steps: int = 8) -> list[float]:
     opt = SGD([l1, l2], lr=0.05)
     x, y = Tensor(xs, device=device), Tensor(ys.astype(np.int32), device=device)
 
-    @TinyJit
-    def step(x: Tensor, y: Tensor) -> Tensor:
-        with Context(TRAINING=1):
-            opt.zero_grad()
-            loss = (x @ l1).relu().matmul(l2).sparse_categorical_crossentropy(y).backward()
-            opt.step()
-            return loss.realize()
-
+    step = TinyJit(mlp_step(l1, l2, opt))
     return [step(x, y).item() for _ in range(steps)]
 
 

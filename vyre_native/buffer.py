@@ -142,10 +142,7 @@ class Buffer(_Reads, Handle):
         copies and a one-word dispatch each), which needs COPY_SRC usage (the default
         has it), except for a last word that ends the buffer.
         """
-        ptr = self._live()
-        src, nbytes = to_readable(data, "Buffer.write")
-        at = to_u64(offset, "Buffer.write offset")
-        call_waiting(lib.vn_buffer_write, ptr, at, src, nbytes)
+        _write(lib.vn_buffer_write, self._live(), data, offset, "Buffer.write")
 
     def _read_len(self) -> int:
         return self.byte_len
@@ -253,9 +250,7 @@ class BufferView(_Reads):
         """Queue a write of ``data`` at byte ``offset`` into the view (as ``Buffer.write``);
         it must lie inside the view."""
         view = self._c_view("BufferView.write")
-        src, nbytes = to_readable(data, "BufferView.write")
-        at = to_u64(offset, "BufferView.write offset")
-        call_waiting(lib.vn_view_write, view, at, src, nbytes)
+        _write(lib.vn_view_write, view, data, offset, "BufferView.write")
 
     def _read_len(self) -> int:
         return self.nbytes
@@ -292,6 +287,13 @@ def copy_args(
         to_u64(src_offset, "copy src_offset"),
         to_u64(dst_offset, "copy dst_offset"),
     )
+
+
+def _write(c_write: Any, target: Any, data: Any, offset: Any, what: str) -> None:
+    """``Buffer.write`` and ``BufferView.write``: ``data`` at byte ``offset`` of ``target``
+    (a ``vn_buffer *`` or ``vn_view *``), by ``c_write``, waiting where the queue is busy."""
+    src, nbytes = to_readable(data, what)
+    call_waiting(c_write, target, to_u64(offset, f"{what} offset"), src, nbytes)
 
 
 def as_output(buffer: Buffer, offset: int, nbytes: int) -> Buffer | BufferView:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from harness import elementwise
 from workload import Program, blocks, params
 
 HEAD = 64
@@ -198,18 +199,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 """
 
-ADD = """
-struct Params { n: u32, p1: u32, p2: u32, p3: u32 }
-@group(0) @binding(0) var<storage, read> a: array<f32>;
-@group(0) @binding(1) var<storage, read> b: array<f32>;
-@group(0) @binding(2) var<storage, read_write> c: array<f32>;
-@group(0) @binding(3) var<uniform> params: Params;
-
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if (gid.x < params.n) { c[gid.x] = a[gid.x] + b[gid.x]; }
-}
-"""
+ADD = elementwise(
+    "c[i] = a[i] + b[i];",
+    *("read a", "read b", "read_write c", "uniform params: Params"),
+    head="struct Params { n: u32, p1: u32, p2: u32, p3: u32 }",
+    guard="i < params.n",
+    size=256,
+)
 
 SIZES = {
     # (sequence, width, depth)
