@@ -29,13 +29,14 @@ static const char *adapter_type_name(WGPUAdapterType t) {
     }
 }
 
-/* Set once this process has described an adapter of NVIDIA's: its Vulkan driver is then
+/* Set once this process has described an adapter of NVIDIA's (or any, while the test
+ * switch VN_TEST_DRIVER_CANNOT_FORK stands for such a driver): its Vulkan driver is then
  * loaded, with threads and locks of its own, and it never starts again in a fork() child,
  * which inherits this flag. There it refuses every device ("Parent device is lost"), or
  * never returns: on the H200, children forked while another thread copied between two
  * devices, or made devices and listed adapters, hung in vkCreateDevice and earlier in
  * the driver's start. So such a child is refused before any instance is made. */
-static atomic_bool nvidia_driver_started;
+static atomic_bool unforkable_driver_started;
 
 /* What wgpu-native's adapter info says: names, backend, type, vendor and device ids. */
 static void describe_info(WGPUAdapter adapter, vn_device_info *out) {
@@ -50,30 +51,29 @@ static void describe_info(WGPUAdapter adapter, vn_device_info *out) {
     out->vendor_id = info.vendorID;
     out->device_id = info.deviceID;
     if (info.vendorID == VN_VENDOR_NVIDIA || vn_test_switch_on(VN_TEST_DRIVER_CANNOT_FORK))
-        atomic_store(&nvidia_driver_started, true);
+        atomic_store(&unforkable_driver_started, true);
     wgpu.AdapterInfoFreeMembers(info);
 }
 
 /* ---- drivers in a fork() child ------------------------------------------------------ */
 
-vn_status vn_refused_in_fork_child(const char *adapter, const char *why) {
+vn_status vn_refused_in_fork_child(const char *refusal, const char *why) {
     return vn_fail(VN_ERROR_FORKED,
-                   "adapter '%s' refused to start in this process, a fork() child of a process that had already "
-                   "used the GPU: %s. Some GPU drivers (NVIDIA's among them) cannot start again in a forked child. "
+                   "%s in this process, a fork() child of a process that had already used the GPU: %s. Some GPU drivers (NVIDIA's among them) cannot start again in a forked child. "
                    "Fix: start worker processes with multiprocessing.get_context(\"spawn\") or \"forkserver\", "
                    "or fork before the parent creates its first vn.Device or lists the adapters.",
-                   adapter, why[0] ? why : "no reason given");
+                   refusal, why[0] ? why : "no reason given");
 }
 
 vn_status vn_fork_child_may_start_drivers(void) {
     if (atomic_load(&vn_fork_generation) == 0) return VN_OK;
-    if (atomic_load(&nvidia_driver_started))
-        return vn_refused_in_fork_child("NVIDIA", "NVIDIA's driver, which the parent had started, gives no device in a "
+    if (atomic_load(&unforkable_driver_started))
+        return vn_refused_in_fork_child("no GPU driver may start", "NVIDIA's driver, which the parent had started, gives no device in a "
                                         "forked child and may never return there");
     /* The H200: a child forked while a thread's first vn.Device() was still starting the
      * driver (past the fork's 10 s wait, before any adapter was described) hung there. */
     if (vn_forked_during_a_call())
-        return vn_refused_in_fork_child("any", "the fork came while another thread was inside the GPU driver (its "
+        return vn_refused_in_fork_child("no GPU driver may start", "the fork came while another thread was inside the GPU driver (its "
                                         "call had not returned in 10 s), whose locks this child holds copies of");
     return VN_OK;
 }

@@ -242,9 +242,10 @@ static vn_status finish_device(vn_device *dev, const char *required_features, WG
     memcpy(&dreq, pending, sizeof dreq); /* the callback is done with it */
     free(pending);
     if (dreq.status != WGPURequestDeviceStatus_Success || dreq.device == NULL) {
-        vn_status st = atomic_load(&vn_fork_generation) > 0
-                           ? vn_refused_in_fork_child(dev->info.name, dreq.message)
-                           : refused(dev->info.name, dreq.message);
+        char refusal[sizeof dev->info.name + 48];
+        snprintf(refusal, sizeof refusal, "adapter '%s' refused to create a device", dev->info.name);
+        vn_status st = atomic_load(&vn_fork_generation) > 0 ? vn_refused_in_fork_child(refusal, dreq.message)
+                                                            : refused(dev->info.name, dreq.message);
         vn_device_unref(dev);
         return st;
     }

@@ -165,8 +165,9 @@ bool vn_switch_to_reserve(WGPUInstance *instance, WGPUInstanceBackend backends, 
 /* ---- adapters (adapters.c) ------------------------------------------------------------ */
 
 void vn_describe_adapter(WGPUAdapter adapter, vn_device_info *out);
-/* A ForkedError naming the adapter and why it cannot start in this fork() child. */
-vn_status vn_refused_in_fork_child(const char *adapter, const char *why);
+/* A ForkedError: `refusal` (what was refused, e.g. "adapter 'X' refused to create a
+ * device") in this fork() child, and why. */
+vn_status vn_refused_in_fork_child(const char *refusal, const char *why);
 /* VN_OK, or in a fork() child of a process that had started a driver which cannot start
  * again there (NVIDIA's), the ForkedError to return before any instance is made. */
 vn_status vn_fork_child_may_start_drivers(void);
