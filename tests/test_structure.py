@@ -317,7 +317,8 @@ def test_every_entry_point_that_may_reach_the_driver_is_inside_the_call_guard() 
     """exit() and fork() wait for the calls in flight (layer_object.h, the call guard): an
     entry point outside it races the driver's exit handlers (the H200 crashed so) or
     leaves a fork child a lock held for ever. A new entry point is either guarded (a
-    VN_CALL*, VN_GET or VN_PROBE body, a release, or vn_call_guard_enter itself) or named
+    VN_CALL*, VN_VIEW_CALL, VN_GET or VN_PROBE body, a release, or vn_call_guard_enter
+    itself) or named
     above, with a reason that it never reaches the driver."""
     import re
 
@@ -334,7 +335,7 @@ def test_every_entry_point_that_may_reach_the_driver_is_inside_the_call_guard() 
             while depth and j < len(text):
                 depth += {"{": 1, "}": -1}.get(text[j], 0)
                 j += 1
-            if not re.search(r"VN_CALL|VN_GET|VN_PROBE|vn_call_guard_enter|vn_id_release", text[m.end() : j]):
+            if not re.search(r"VN_CALL|VN_VIEW_CALL|VN_GET|VN_PROBE|vn_call_guard_enter|vn_id_release", text[m.end() : j]):
                 unguarded.add(name)
             break
     assert unguarded == _UNGUARDED_ENTRY_POINTS

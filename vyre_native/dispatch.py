@@ -20,10 +20,7 @@ class PrerecordedDispatch(OutputReads):
     """
 
     _kind = "PrerecordedDispatch"
-    _c_output_count = lib.vn_dispatch_output_count
-    _c_output_len = lib.vn_dispatch_output_len
-    _c_read_output = lib.vn_dispatch_read_output
-    _c_read_output_async = lib.vn_dispatch_read_output_async
+    _c_prefix = "vn_dispatch"
     _made_by = "pipeline.prerecord_persistent_dispatch(...) or pipeline.prerecord_borrowed_dispatch(...)"
     _pipeline: Pipeline
     _index: Any

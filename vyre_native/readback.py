@@ -226,11 +226,22 @@ class OutputReads(Handle):
     outcomes; C checks the index, and for a pre-recorded dispatch that it was replayed)."""
 
     __slots__ = ()
-    # the kind's C entry points, as class attributes (cffi functions do not bind)
+    # the kind's C entry points, as class attributes (cffi functions do not bind), read
+    # once per subclass from its prefix: ``{prefix}_output_count``, ``_output_len``,
+    # ``_read_output`` and ``_read_output_async``
+    _c_prefix: ClassVar[str]
     _c_output_count: ClassVar[Any]
     _c_output_len: ClassVar[Any]
     _c_read_output: ClassVar[Any]
     _c_read_output_async: ClassVar[Any]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        prefix = cls._c_prefix
+        cls._c_output_count = getattr(lib, f"{prefix}_output_count")
+        cls._c_output_len = getattr(lib, f"{prefix}_output_len")
+        cls._c_read_output = getattr(lib, f"{prefix}_read_output")
+        cls._c_read_output_async = getattr(lib, f"{prefix}_read_output_async")
 
     @property
     def output_count(self) -> int:

@@ -24,10 +24,7 @@ class Recording(OutputReads):
     """
 
     _kind = "Recording"
-    _c_output_count = lib.vn_recording_output_count
-    _c_output_len = lib.vn_recording_output_len
-    _c_read_output = lib.vn_recording_read_output
-    _c_read_output_async = lib.vn_recording_read_output_async
+    _c_prefix = "vn_recording"
     _made_by = "pipeline.record(inputs, outputs, ...)"
     _pipeline: Pipeline
     _outputs: list[Bindable]

@@ -23,14 +23,8 @@ static vn_status view_read(const vn_view *v, void *dst, uint64_t capacity, vn_pe
 
 vn_status vn_view_read(const vn_view *view, void *dst, uint64_t capacity, vn_pending_read **pending) {
     vn_view v;
-    vn_call_guard_enter(); /* as VN_CALL* do: a view is acquired by its own rule */
-    vn_status st = vn_view_acquire(view, "buffer.read", &v);
-    if (st == VN_OK) {
-        st = view_read(&v, dst, capacity, pending);
-        vn_unacquire(v.buffer);
-        st = vn_publish(st, pending);
-    }
-    vn_call_guard_leave();
+    vn_status st;
+    VN_VIEW_CALL(st, view, "buffer.read", v, view_read(&v, dst, capacity, pending), pending);
     return st;
 }
 
@@ -75,14 +69,8 @@ vn_status vn_output_read(const vn_view *v, int64_t index, void *dst, uint64_t ca
 
 vn_status vn_view_read_async(const vn_view *view, vn_pending_read **out) {
     vn_view v;
-    vn_call_guard_enter();
-    vn_status st = vn_view_acquire(view, "buffer.read_async", &v);
-    if (st == VN_OK) {
-        st = vn_view_read_async_held(&v, out);
-        vn_unacquire(v.buffer);
-        st = vn_publish(st, out);
-    }
-    vn_call_guard_leave();
+    vn_status st;
+    VN_VIEW_CALL(st, view, "buffer.read_async", v, vn_view_read_async_held(&v, out), out);
     return st;
 }
 

@@ -114,13 +114,8 @@ uint64_t vn_debug_queued_write_bytes(const vn_device *device) {
 
 vn_status vn_view_write(const vn_view *view, uint64_t offset, const void *data, uint64_t nbytes) {
     vn_view v;
-    vn_call_guard_enter(); /* as VN_CALL* do: a view is acquired by its own rule */
-    vn_status st = vn_view_acquire(view, "buffer.write", &v);
-    if (st == VN_OK) {
-        st = view_write(&v, offset, data, nbytes);
-        vn_unacquire(v.buffer);
-    }
-    vn_call_guard_leave();
+    vn_status st;
+    VN_VIEW_CALL(st, view, "buffer.write", v, view_write(&v, offset, data, nbytes), NULL);
     return st;
 }
 

@@ -163,6 +163,24 @@ static inline bool vn_clear_outside(const vn_clear *clear, const vn_timing *timi
 void vn_clear_encode_outside(const vn_clear *clear, WGPUCommandEncoder encoder);
 void vn_clear_fill_in_pass(const vn_clear *clear, WGPUComputePassEncoder pass, vn_pass_state *state);
 
+/* ---- entry points over one view (buffer_read.c, buffer_write.c) ----------------- */
+
+/* The body of a public call on one view (buffer.read, read_async, write): bracketed as
+ * VN_CALL* are, since a view is acquired by its own rule (vn_view_acquire); `op`, an
+ * expression over `v`, runs with the view's buffer held, and the handle it leaves in
+ * `slot` (NULL: none) is published. `st` gets the status. */
+#define VN_VIEW_CALL(st, view, what, v, op, slot)          \
+    do {                                                   \
+        vn_call_guard_enter();                             \
+        (st) = vn_view_acquire((view), (what), &(v));      \
+        if ((st) == VN_OK) {                               \
+            (st) = (op);                                   \
+            vn_unacquire((v).buffer);                      \
+            (st) = vn_publish((st), (slot));               \
+        }                                                  \
+        vn_call_guard_leave();                             \
+    } while (0)
+
 /* ---- writes and copies (transfer.c, buffer_write.c, buffer_copy.c) -------------- */
 
 /* A copy's range, the rule Device.copy and Sequence.copy share (buffer_copy.c): both
