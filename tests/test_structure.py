@@ -306,6 +306,7 @@ _UNGUARDED_ENTRY_POINTS = {
     "vn_adapter_choose", "vn_assigned_by_environment", "vn_binding_kind_name", "vn_binding_kind_wgsl",
     "vn_buffer_read", "vn_buffer_read_async", "vn_buffer_write", "vn_buffer_retain_for_watch",
     "vn_device_retain_for_watch", "vn_device_close", "vn_device_destroy_shared", "vn_expected_version",
+    "vn_host_block_give", "vn_host_block_take", "vn_host_blocks_free_kept",
     "vn_last_error", "vn_last_error_position", "vn_library_load", "vn_library_version",
     "vn_log_next", "vn_log_set_level", "vn_log_start", "vn_process_exiting", "vn_replay_split",
     "vn_sequence_clear", "vn_sequence_copy", "vn_sequence_length", "vn_test_control", "vn_view_check",

@@ -10,10 +10,10 @@ from numpy.typing import NDArray
 
 from ._handles import Handle, not_picklable
 from ._lib import call_waiting, check, ffi, lib, read_sliced
-from ._marshal import new_array, to_count, to_destination, to_readable, to_u64, to_view
+from ._marshal import to_count, to_destination, to_readable, to_u64, to_view
 from ._typing import DTypeLike, ShapeLike
 from .errors import WrongTypeError
-from .readback import PendingRead, complete, layout, read_async, read_view_async, start, want_copy
+from .readback import PendingRead, complete, layout, new_read_array, read_async, read_view_async, start, want_copy
 
 if TYPE_CHECKING:
     from .device import Device
@@ -84,7 +84,7 @@ class _Reads:
         if want_copy(copy, what + " copy"):
             if dtype is None and shape is None:
                 return complete(self._start_read(), None, True)
-            arr = new_array(dtype, shape, self._read_len(), what)
+            arr = new_read_array(dtype, shape, self._read_len(), what)
             self.read_into(arr)
             return arr
         form = layout(dtype, shape, self._read_len(), what)

@@ -13,7 +13,7 @@ from ._marshal import to_seconds as _to_seconds
 from ._marshal import wrong_type as _wrong_type
 from .device import Device as _Device
 
-__all__ = ["fill_wgsl", "live_objects", "queued_write_bytes"]
+__all__ = ["fill_wgsl", "free_kept_host_memory", "kept_host_bytes", "live_objects", "queued_write_bytes"]
 
 #: the most seconds ``live_objects`` waits: a test's wait, not a timeout for ever
 _MAX_WAIT = 3600.0
@@ -51,6 +51,22 @@ def queued_write_bytes(device: _Device) -> int:
     if not isinstance(device, _Device):
         raise _wrong_type("queued_write_bytes device", device, "a vn.Device", "pass the Device the writes went to.")
     return int(_introspect(_lib.VN_INTROSPECT_QUEUED_WRITE_BYTES, device=device._live()).queued_write_bytes)
+
+
+def kept_host_bytes() -> int:
+    """Bytes of host memory kept for the arrays of later copying typed reads: a read's new
+    array of 1 MiB or more (``Buffer.read(dtype)``, ``read_output(i, dtype)``,
+    ``PendingRead.result(dtype)``) reuses the memory of one that is gone, so its copy
+    does not fault in fresh pages. At most 256 MiB (``VN_HOST_BLOCKS_KEPT_BYTES``; the
+    oldest is freed first), never memory an array still uses. One C call."""
+    return int(_introspect(_lib.VN_INTROSPECT_HOST_BLOCKS_KEPT_BYTES).host_blocks_kept_bytes)
+
+
+def free_kept_host_memory() -> None:
+    """Free the host memory ``kept_host_bytes`` counts (back to the system allocator),
+    as after a phase of large reads that will not come again. Later reads work as before
+    and keep memory again. One C call."""
+    _lib.vn_host_blocks_free_kept()
 
 
 def fill_wgsl() -> str:

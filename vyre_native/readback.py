@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from ._handles import Handle, new_slot, not_picklable, owned
 from ._lib import call_waiting, check, done_flag, ffi, lib, read_sliced
-from ._marshal import new_array, to_bool, to_destination, to_index, to_layout
+from ._marshal import to_bool, to_destination, to_index, to_layout
 from ._typing import DTypeLike, ShapeLike
 from .errors import WrongTypeError
 
@@ -137,6 +137,32 @@ def complete(read: Any, form: Layout | None, copy: bool) -> bytes | memoryview |
         ffi.release(read)
 
 
+#: A new array of at least this many bytes is a host block C keeps for reuse (its constant).
+_HOST_BLOCK_MIN = int(lib.VN_HOST_BLOCK_MIN_BYTES)
+
+
+def new_read_array(dtype: Any, shape: Any, nbytes: int, what: str) -> NDArray[Any]:
+    """A new writable C-contiguous array of ``dtype`` and ``shape`` holding exactly
+    ``nbytes``, for a copying read to fill (a shape that does not cover them is an
+    ``InvalidArgumentError``)."""
+    dt, dims = to_layout(dtype, shape, nbytes, what)
+    return array_of(dt, dims, nbytes)
+
+
+def array_of(dt: np.dtype[Any], dims: tuple[int, ...], nbytes: int) -> NDArray[Any]:
+    """An uninitialised array of ``nbytes`` for a read to fill. From ``_HOST_BLOCK_MIN``
+    bytes on, its memory is a host block (``vn_host_block_take``): one given back by an
+    earlier array is reused, its pages already in place, so the read's copy is not slowed
+    by faulting in fresh pages (host_blocks.c). The block's cffi owner is the array's
+    ``base``, kept by every view of it, and is given back when the last of them is gone."""
+    if nbytes < _HOST_BLOCK_MIN:
+        return np.empty(dims, dtype=dt)
+    slot = ffi.new("void **")
+    check(lib.vn_host_block_take(nbytes, slot))
+    block = ffi.gc(slot[0], lib.vn_host_block_give, size=nbytes)
+    return np.frombuffer(ffi.buffer(block, nbytes), dtype=dt).reshape(dims)
+
+
 def want_copy(copy: Any, what: str) -> bool:
     """The ``copy=`` flag: a bool, or a numpy bool."""
     return copy is True or (copy is not False and bool(to_bool(copy, what)))
@@ -208,7 +234,7 @@ class PendingRead(Handle):
             return mapped(ptr, form)
         if form is None:
             return mapped_bytes(ptr)
-        arr = np.empty(form[1], dtype=form[0])
+        arr = array_of(form[0], form[1], self.byte_len)
         self.result_into(arr)
         return arr
 
@@ -282,7 +308,7 @@ class OutputReads(Handle):
         ptr = self._live()
         i = to_index(index, "output index")
         if copying and (dtype is not None or shape is not None):
-            arr = new_array(dtype, shape, self.output_byte_len(i), "read_output")
+            arr = new_read_array(dtype, shape, self.output_byte_len(i), "read_output")
             self.read_output_into(i, arr)
             return arr
         form = None if copying else layout(dtype, shape, self.output_byte_len(i), "read_output")

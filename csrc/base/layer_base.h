@@ -1,7 +1,8 @@
 /* layer_base.h - layer 1 of the C layer, the one every file stands on: the wgpu-native
  * function table (loader.c, library_file.c), the thread's error slot and message
- * formatting (error.c), the log ring (log.c), the live-object counters (debug.c) and the
- * test switches (switches.c). Uses nothing of the C layer but platform.h.
+ * formatting (error.c), the log ring (log.c), the live-object counters (debug.c), the
+ * test switches (switches.c) and the host blocks typed reads fill (host_blocks.c). Uses
+ * nothing of the C layer but platform.h.
  *
  * The layers, lowest first, each header including the one below:
  *   platform.h         the operating system (platform_posix.c, platform_win32.c)
@@ -104,5 +105,10 @@ int64_t vn_live_count(enum vn_live_kind kind);
 
 /* wgpu's string view of a terminated C string. */
 static inline WGPUStringView vn_sv(const char *s) { WGPUStringView v = {s, WGPU_STRLEN}; return v; }
+
+/* ---- host blocks for typed reads (host_blocks.c) ----------------------------- */
+
+/* Bytes kept for later vn_host_block_take calls (VN_INTROSPECT_HOST_BLOCKS_KEPT_BYTES). */
+uint64_t vn_debug_host_blocks_kept_bytes(void);
 
 #endif /* VN_LAYER_BASE_H */

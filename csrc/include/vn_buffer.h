@@ -73,6 +73,22 @@ vn_status vn_view_read(const vn_view *view, void *dst, uint64_t capacity, vn_pen
 /* The whole-buffer forms of vn_view_write and vn_view_read. */
 vn_status vn_buffer_write(vn_buffer *buffer, uint64_t offset, const void *data, uint64_t nbytes);
 vn_status vn_buffer_read(vn_buffer *buffer, void *dst, uint64_t capacity, vn_pending_read **pending);
+/* Host memory for a new array a typed read fills (csrc/base/host_blocks.c): *out gets
+ * a block of at least nbytes (16-byte aligned, contents undefined), reused from one given
+ * back when one fits (at most twice the size), so its pages are in place and the read's
+ * copy into it runs at memcpy's speed; VN_ERROR_OUT_OF_MEMORY when the host has none.
+ * vn_host_block_give hands a block back (NULL: nothing), once, when nothing uses it: it
+ * is kept for a later take while the blocks kept stay within VN_HOST_BLOCKS_KEPT_BYTES
+ * (the oldest freed first), else freed. Python takes blocks for arrays of at least
+ * VN_HOST_BLOCK_MIN_BYTES (a smaller new array has its pages at hand already). */
+typedef enum vn_host_block_bounds {
+    VN_HOST_BLOCK_MIN_BYTES = 1048576,
+    VN_HOST_BLOCKS_KEPT_BYTES = 268435456
+} vn_host_block_bounds;
+vn_status vn_host_block_take(uint64_t nbytes, void **out);
+void vn_host_block_give(void *block);
+/* Free every block kept for later takes (their memory goes back to the host). */
+void vn_host_blocks_free_kept(void);
 void vn_buffer_release(vn_buffer *buffer);
 /* Queue a copy of *nbytes (nbytes NULL: as much as fits from the offsets; any count, 0
  * and UINT64_MAX included, is checked as the count it is) from src_offset into the src

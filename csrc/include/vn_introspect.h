@@ -38,7 +38,10 @@ typedef struct vn_live_counts {
  *   dispatches the same kernel.
  * VN_INTROSPECT_STACK_THREADS (-> stack_threads): threads made so far in this process to
  *   run compiles on a stack sized for them (csrc/resources/pipeline.c), the kept one included:
- *   compiles one after another reuse one kept thread. */
+ *   compiles one after another reuse one kept thread.
+ * VN_INTROSPECT_HOST_BLOCKS_KEPT_BYTES (-> host_blocks_kept_bytes): bytes of host blocks
+ *   given back and kept for later typed reads (vn_host_block_take), at most
+ *   VN_HOST_BLOCKS_KEPT_BYTES. */
 typedef enum vn_introspect_op {
     VN_INTROSPECT_LIVE_COUNTS = 1,
     VN_INTROSPECT_LIVE_IDS = 2,
@@ -46,6 +49,7 @@ typedef enum vn_introspect_op {
     VN_INTROSPECT_ERROR_STATUS = 4,
     VN_INTROSPECT_FILL_WGSL = 5,
     VN_INTROSPECT_STACK_THREADS = 6,
+    VN_INTROSPECT_HOST_BLOCKS_KEPT_BYTES = 7,
 } vn_introspect_op;
 typedef struct vn_introspection {
     /* what the op reads */
@@ -60,6 +64,7 @@ typedef struct vn_introspection {
     vn_status status;
     const char *fill_wgsl;
     int64_t stack_threads;
+    uint64_t host_blocks_kept_bytes;
 } vn_introspection;
 /* Read what `op` names into *io: VN_OK, or VN_ERROR_INVALID_ARGUMENT for an op that
  * does not exist or a NULL io. The one door to what the C layer shows of its insides:

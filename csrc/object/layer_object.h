@@ -236,9 +236,12 @@ typedef enum vn_lock_rank {
     VN_LOCK_BIND_CACHE = 5, /* vn_bind_cache.lock (one pipeline's bind groups, or the device's
                              * zero-fill ones) */
     VN_LOCK_READBACK = 6,   /* vn_readback.lock (readback.c: the staging ring and abandoned reads) */
-    VN_LOCK_LOG = 7         /* the log ring's lock (log.c, below this layer, so unranked by the
+    VN_LOCK_LOG = 7,        /* the log ring's lock (log.c, below this layer, so unranked by the
                              * check): taken by wgpu's log callback on any thread, inside any of
                              * the above; nothing is taken or called under it */
+    VN_LOCK_HOST_BLOCKS = 8 /* the host block pool's lock (host_blocks.c, below this layer, so
+                             * unranked): taken by vn_host_block_take and _give alone, called
+                             * from Python with no other lock held; nothing is taken under it */
 } vn_lock_rank;
 
 /* Handle ids live now (VN_INTROSPECT_LIVE_IDS, introspect.c). */

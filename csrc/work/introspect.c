@@ -19,6 +19,7 @@ vn_status vn_introspect(vn_introspect_op op, vn_introspection *io) {
     case VN_INTROSPECT_ERROR_STATUS: io->status = vn_debug_error_status(io->wgpu_error_type, io->message); return VN_OK;
     case VN_INTROSPECT_FILL_WGSL: io->fill_wgsl = vn_debug_fill_wgsl(); return VN_OK;
     case VN_INTROSPECT_STACK_THREADS: io->stack_threads = vn_stack_threads_made(); return VN_OK;
+    case VN_INTROSPECT_HOST_BLOCKS_KEPT_BYTES: io->host_blocks_kept_bytes = vn_debug_host_blocks_kept_bytes(); return VN_OK;
     }
     return vn_fail(VN_ERROR_INVALID_ARGUMENT, "vn_introspect: no op %d. Fix: pass a vn_introspect_op.", (int)op);
 }
