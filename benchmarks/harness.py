@@ -105,6 +105,14 @@ OPERATIONS: dict[str, tuple[str, str]] = {
         "sequence of 1000, dependent chain, per dispatch (done)",
         "the same chain, submit + wait: GPU time per dispatch with a barrier between each two",
     ),
+    "sequence_1000_graph": (
+        "sequence of 1000, graph (pipeline and bindings change every step, host)",
+        "one of 1000 dependent dispatches in one pass, alternating two pipelines, each step its own bind group",
+    ),
+    "sequence_1000_graph_wait": (
+        "sequence of 1000, graph, per dispatch (done)",
+        "the same graph, submit + wait",
+    ),
     "sequence_1000_immediates": (
         "sequence of 1000, per-step immediates",
         "one of 1000 dispatches in one pass, each setting its own var<immediate> scalar",
@@ -455,6 +463,7 @@ int64_t floor_memcpy(floor_ctx *c, uint64_t n);
 int64_t floor_encode_n_submit(floor_ctx *c, uint32_t launches, uint64_t n, int64_t *samples);
 int64_t floor_one_pass(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, int64_t *samples);
 int64_t floor_chain(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, int64_t *samples);
+int64_t floor_graph(floor_ctx *c, uint32_t steps, int wait, uint64_t n, int64_t *samples);
 int64_t floor_read_parts(floor_ctx *c, uint32_t parts, uint64_t n, int64_t *samples);
 int floor_fill_setup(floor_ctx *c, const char *fill_wgsl);
 int64_t floor_fill_in_pass(floor_ctx *c, uint32_t steps, int wait, uint64_t n, int64_t *samples);

@@ -194,6 +194,38 @@ def test_sequence_chain_raw_c(benchmark, cfloor, rounds, wait):
     bench_floor_sequence(benchmark, cfloor, rounds, "sequence_1000_chain", wait, call)
 
 
+# ---- a graph of 1000 dependent dispatches: pipeline and bindings change every step -----
+#
+# The shape of a tinygrad JIT of many kernels: each step its own buffers (a ring of 1001,
+# step k reading buffer k and writing k + 1) and, every other step, another pipeline (the
+# same kernel compiled twice: two pipelines, as two kernels are). Raw C's floor_graph
+# encodes the same steps setting pipeline and bind group at each; vyre_native's Sequence
+# is built once, untimed, as the JIT's graph is.
+
+
+@pytest.fixture(scope="module")
+def vn_graph(vnx):
+    from harness import IO_BYTES, WGSL
+
+    second = vnx.dev.compile(WGSL + "\n// the graph's second kernel: a pipeline of its own\n", entry_point="main")
+    buffers = [vnx.dev.alloc(IO_BYTES) for _ in range(SEQUENCE_LEN + 1)]
+    seq = vnx.dev.sequence()
+    for k in range(SEQUENCE_LEN):
+        seq.add(second if k % 2 else vnx.prog, [buffers[k]], [buffers[k + 1]], workgroups=(1, 1, 1), clear_outputs=False)
+    return seq
+
+
+@CHAINS
+def test_sequence_graph_vyre_native(benchmark, vnx, vn_graph, rounds, wait):
+    bench_vn_sequence(benchmark, vnx, rounds, vn_graph, "sequence_1000_graph", wait)
+
+
+@CHAINS
+def test_sequence_graph_raw_c(benchmark, cfloor, rounds, wait):
+    call = cfloor.call("graph", SEQUENCE_LEN, int(wait))
+    bench_floor_sequence(benchmark, cfloor, rounds, "sequence_1000_graph", wait, call)
+
+
 # ---- 16 x 4 MiB readbacks in flight at once ----------------------------------------------
 
 SLICE = BIG_READ // READ_PARTS

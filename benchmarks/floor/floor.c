@@ -139,6 +139,13 @@ typedef struct floor_ctx {
         WGPUBindGroup group;
         uint32_t workgroups;
     } copy;
+    struct floor_graph {          /* floor_graph: a chain whose every step has its own bindings */
+        WGPUComputePipeline second;          /* the launch kernel again: a pipeline of its own */
+        WGPUBindGroupLayout second_layout;
+        uint32_t steps;
+        WGPUBuffer *buffers;                 /* steps + 1, io_bytes each */
+        WGPUBindGroup *groups;               /* step k: (buffers[k], buffers[k + 1]) */
+    } graph;
     atomic_int error;
     char error_message[1536];
     char adapter_name[256];
@@ -226,7 +233,8 @@ static WGPUBuffer make_buffer(floor_ctx *c, uint64_t size, WGPUBufferUsage usage
     return W.DeviceCreateBuffer(c->device, &d);
 }
 
-static WGPUBindGroup make_group(floor_ctx *c, WGPUBuffer in, WGPUBuffer out, uint64_t bytes) {
+static WGPUBindGroup make_group_of(floor_ctx *c, WGPUBindGroupLayout layout, WGPUBuffer in, WGPUBuffer out,
+                                   uint64_t bytes) {
     WGPUBindGroupEntry e[2] = {WGPU_BIND_GROUP_ENTRY_INIT, WGPU_BIND_GROUP_ENTRY_INIT};
     e[0].binding = 0;
     e[0].buffer = in;
@@ -235,10 +243,29 @@ static WGPUBindGroup make_group(floor_ctx *c, WGPUBuffer in, WGPUBuffer out, uin
     e[1].buffer = out;
     e[1].size = bytes;
     WGPUBindGroupDescriptor d = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
-    d.layout = c->layout;
+    d.layout = layout;
     d.entryCount = 2;
     d.entries = e;
     return W.DeviceCreateBindGroup(c->device, &d);
+}
+
+/* The launch kernel's bind group over (in, out). */
+static WGPUBindGroup make_group(floor_ctx *c, WGPUBuffer in, WGPUBuffer out, uint64_t bytes) {
+    return make_group_of(c, c->layout, in, out, bytes);
+}
+
+/* floor_graph's buffers and bind groups (made at its first call for a step count). */
+static void graph_release(floor_ctx *c) {
+    struct floor_graph *g = &c->graph;
+    for (uint32_t k = 0; g->groups != NULL && k < g->steps; k++)
+        if (g->groups[k]) W.BindGroupRelease(g->groups[k]);
+    for (uint32_t k = 0; g->buffers != NULL && k <= g->steps; k++)
+        if (g->buffers[k]) W.BufferRelease(g->buffers[k]);
+    free(g->groups);
+    free(g->buffers);
+    g->groups = NULL;
+    g->buffers = NULL;
+    g->steps = 0;
 }
 
 /* `wgsl`'s entry point "main" as a compute pipeline with an automatic layout (the shader
@@ -349,6 +376,8 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
 
     c->pipeline = compile_main(c, wgsl);
     if (c->pipeline != NULL) c->layout = W.ComputePipelineGetBindGroupLayout(c->pipeline, 0);
+    c->graph.second = compile_main(c, wgsl);
+    if (c->graph.second != NULL) c->graph.second_layout = W.ComputePipelineGetBindGroupLayout(c->graph.second, 0);
 
     const WGPUBufferUsage io = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
     c->io_bytes = io_bytes;
@@ -410,6 +439,9 @@ void floor_destroy(floor_ctx *c) {
             if (c->miss_outs[i]) W.BufferRelease(c->miss_outs[i]);
         free(c->miss_outs);
     }
+    graph_release(c);
+    if (c->graph.second_layout) W.BindGroupLayoutRelease(c->graph.second_layout);
+    if (c->graph.second) W.ComputePipelineRelease(c->graph.second);
     if (c->group) W.BindGroupRelease(c->group);
     if (c->back) W.BindGroupRelease(c->back);
     if (c->in) W.BufferRelease(c->in);
@@ -795,8 +827,9 @@ int64_t floor_encode_n_submit(floor_ctx *c, uint32_t launches, uint64_t n, int64
  * set once; FILL, each step first fills the kernel's output (as a vyre_native step that
  * clears it), then sets the kernel's pipeline and bind group again; CHAIN, the
  * pipeline set once and the bind group every step, alternating (in, out) and
- * (out, in), so each step reads what the one before wrote. */
-enum { STEPS_PLAIN, STEPS_FILL, STEPS_CHAIN };
+ * (out, in), so each step reads what the one before wrote; GRAPH, pipeline and bind
+ * group both set every step, from floor_graph's (made before the first). */
+enum { STEPS_PLAIN, STEPS_FILL, STEPS_CHAIN, STEPS_GRAPH };
 
 /* `steps` dispatches of the launch kernel in ONE compute pass, one submit, each step
  * set up as `how` says. With wait, each sample also blocks until the GPU has
@@ -809,10 +842,15 @@ static int64_t steps_in_one_pass(floor_ctx *c, uint32_t steps, int how, int wait
             WGPUComputePassEncoder pass = W.CommandEncoderBeginComputePass(enc, NULL);
             for (uint32_t k = 0; k < steps; k++) {
                 if (how == STEPS_FILL) fill_in_pass(c, pass, &c->fill.out);
-                if (how == STEPS_FILL || k == 0) W.ComputePassEncoderSetPipeline(pass, c->pipeline);
-                if (how != STEPS_PLAIN || k == 0)
-                    W.ComputePassEncoderSetBindGroup(pass, 0, how == STEPS_CHAIN && k % 2 ? c->back : c->group, 0,
-                                                     NULL);
+                if (how == STEPS_GRAPH) {
+                    W.ComputePassEncoderSetPipeline(pass, k % 2 ? c->graph.second : c->pipeline);
+                    W.ComputePassEncoderSetBindGroup(pass, 0, c->graph.groups[k], 0, NULL);
+                } else {
+                    if (how == STEPS_FILL || k == 0) W.ComputePassEncoderSetPipeline(pass, c->pipeline);
+                    if (how != STEPS_PLAIN || k == 0)
+                        W.ComputePassEncoderSetBindGroup(pass, 0, how == STEPS_CHAIN && k % 2 ? c->back : c->group,
+                                                         0, NULL);
+                }
                 W.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
             }
             end_pass(pass);
@@ -837,6 +875,37 @@ int64_t floor_one_pass(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, 
  * such as a tinygrad JIT: the floor of a Sequence whose steps change bindings. */
 int64_t floor_chain(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, int64_t *samples) {
     return steps_in_one_pass(c, dispatches, STEPS_CHAIN, wait, n, samples);
+}
+
+/* 10c. a dependent chain of `steps` tiny dispatches in ONE compute pass, one submit, in
+ * which every step changes both pipeline and bindings, as in a graph of a tensor
+ * library's kernels (a tinygrad JIT): step k runs the launch kernel's pipeline (k even)
+ * or a second pipeline of the same kernel (k odd), each with its own automatic layout,
+ * on its own bind group (buffers[k] -> buffers[k + 1], steps + 1 buffers), so each
+ * step reads what the one before wrote and wgpu puts a barrier between every two.
+ * Pipelines, buffers and bind groups are made before timing, as a graph's are once. */
+int64_t floor_graph(floor_ctx *c, uint32_t steps, int wait, uint64_t n, int64_t *samples) {
+    struct floor_graph *g = &c->graph;
+    if (g->second == NULL || g->second_layout == NULL) {
+        fail("floor_graph: the second pipeline was not made");
+        return -1;
+    }
+    if (g->steps != steps) {
+        graph_release(c);
+        const WGPUBufferUsage io = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst;
+        g->buffers = calloc((size_t)steps + 1, sizeof *g->buffers);
+        g->groups = calloc(steps ? steps : 1, sizeof *g->groups);
+        if (g->buffers == NULL || g->groups == NULL) {
+            fail("floor_graph: out of host memory");
+            return -1;
+        }
+        g->steps = steps;
+        for (uint32_t k = 0; k <= steps; k++) g->buffers[k] = make_buffer(c, c->io_bytes, io);
+        for (uint32_t k = 0; k < steps; k++)
+            g->groups[k] = make_group_of(c, k % 2 ? g->second_layout : c->layout, g->buffers[k], g->buffers[k + 1],
+                                         c->io_bytes);
+    }
+    return steps_in_one_pass(c, steps, STEPS_GRAPH, wait, n, samples);
 }
 
 /* 11. the big source read back as `parts` equal slices, all in flight at once: one
