@@ -187,9 +187,10 @@ def to_choice(value: Any, what: str, choices: Mapping[Any, int]) -> int:
     return code
 
 
+_TIMING_NONE = int(lib.VN_TIMING_NONE)
 _TIMING = {
-    False: lib.VN_TIMING_NONE,
-    None: lib.VN_TIMING_NONE,
+    False: _TIMING_NONE,
+    None: _TIMING_NONE,
     True: lib.VN_TIMING_TOTAL,
     "dispatch": lib.VN_TIMING_PER_DISPATCH,
 }
@@ -198,7 +199,7 @@ _TIMING = {
 def to_timing(value: Any) -> int:
     """``timing=``: False/None -> no timing, True -> total GPU time, "dispatch" -> each dispatch."""
     if value is False:
-        return int(lib.VN_TIMING_NONE)
+        return _TIMING_NONE
     return to_choice(value, "timing", _TIMING)
 
 
