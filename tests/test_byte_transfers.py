@@ -61,6 +61,22 @@ def test_a_write_at_any_byte_offset_and_size_sets_exactly_its_bytes(device: vn.D
         assert np.array_equal(contents(buf), model), (offset, n)
 
 
+@pytest.mark.parametrize("storage", [True, False], ids=["storage", "copy_only"])
+def test_a_partial_word_write_sets_exactly_its_bytes_whether_or_not_the_buffer_binds_as_storage(
+    device: vn.Device, storage: bool
+) -> None:
+    """With STORAGE usage a write's partial head and tail words are set in place by one
+    tiny dispatch; without, merged through the temporary buffer: the same bytes."""
+    length = (1 << 20) + 7
+    model = rand(length, 2)
+    buf = device.upload(model, usage=None if storage else vn.BufferUsage.COPY_SRC | vn.BufferUsage.COPY_DST)
+    for offset, n in [(1, length - 3), (257, 2), (length - 5, 3), (6, 1), (3, length - 3), (1022, 4097)]:
+        data = rand(n, offset)
+        buf.write(data, offset=offset)
+        model[offset : offset + n] = data
+        assert np.array_equal(contents(buf), model), (offset, n)
+
+
 @pytest.mark.parametrize("length", LENGTHS)
 def test_a_write_into_a_view_at_any_byte_offset_sets_exactly_its_bytes(
     device: vn.Device, length: int

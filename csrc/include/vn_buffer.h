@@ -95,10 +95,11 @@ void vn_buffer_release(vn_buffer *buffer);
  * view to dst_offset into the dst view, both buffers of `device`, at any byte range,
  * ordered on the queue as a submit is; no other byte of dst changes. Where both
  * sit at the same offset within their words the whole words are one GPU copy and a
- * partial head or tail word is merged by a tiny dispatch; otherwise (or within one
- * buffer, where overlapping ranges copy as memmove does) every word goes through a
- * temporary buffer and that dispatch, 4 MiB at a time. A merged word needs COPY_SRC on
- * dst. VN_PENDING as vn_view_write. */
+ * partial head or tail word is merged by a tiny dispatch; otherwise, between two buffers
+ * with STORAGE usage, one dispatch sets every destination word (a partial one merged in
+ * place); otherwise (or within one buffer, where overlapping ranges copy as memmove
+ * does) every word goes through a temporary buffer and that dispatch, 4 MiB at a time.
+ * A merged word needs COPY_SRC on dst. VN_PENDING as vn_view_write. */
 vn_status vn_device_copy(vn_device *device, const vn_view *src, const vn_view *dst, const uint64_t *nbytes,
                          uint64_t src_offset, uint64_t dst_offset);
 /* vn_device_copy's checks alone, for a copy between two devices through the host (src

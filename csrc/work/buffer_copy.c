@@ -125,10 +125,10 @@ static vn_status copy_views(const vn_view *src, const vn_view *dst, const uint64
         if (m1 < d1) c[count++] = vn_merge_chunk(sb->buffer, s0 + (m1 - d0), m1, d1, db->byte_len);
         words = (vn_words_copy){sb->buffer, s0 + (m0 - d0), m0, m1 > m0 ? m1 - m0 : 0, NULL, 0, 0};
         st = vn_encode_merge(dev, db->buffer, &words, c, count, false, NULL, 0, &cb);
-    } else if (st == VN_OK && (words = vn_shifted_words(dev, sb, db, s0, d0, d1, x, c, &count)).n > 0) {
-        /* Shifted, between two storage buffers: the whole words in one dispatch of the
-         * shift kernel, only a partial head and tail through T. */
-        st = vn_encode_merge(dev, db->buffer, &words, c, count, false, NULL, 0, &cb);
+    } else if (st == VN_OK && (words = vn_shifted_words(dev, sb, db, s0, d0, d1, x)).n > 0) {
+        /* Shifted, between two storage buffers: every word, a partial head and tail
+         * included, in one dispatch of the shift kernel. */
+        st = vn_encode_merge(dev, db->buffer, &words, c, 0, false, NULL, 0, &cb);
     } else if (st == VN_OK) {
         vn_chunk *all = NULL;
         st = shifted_chunks(sb, db, s0, d0, n, x->chunk_bytes, &all, &count);

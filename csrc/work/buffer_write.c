@@ -1,6 +1,7 @@
 /* buffer_write.c - Buffer.write and BufferView.write at any byte offset and size: whole
- * words queued with wgpuQueueWriteBuffer, a head or tail word covered in part merged on
- * the queue (transfer.c), and the bound on the bytes a CPU adapter's queue holds. */
+ * words queued with wgpuQueueWriteBuffer, a head or tail word covered in part set on the
+ * queue (transfer.c: in place by a tiny dispatch where the buffer binds as storage, else
+ * merged through T), and the bound on the bytes a CPU adapter's queue holds. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,17 @@
 static vn_status submittable_one(const void *buffer) {
     vn_buffer *b = (vn_buffer *)buffer;
     return vn_buffers_submittable(&b, 1, "a write or copy");
+}
+
+/* The patch of the word holding bytes [lo, hi) (inside one word) from data. */
+static vn_word_patch word_patch(uint64_t lo, uint64_t hi, const uint8_t *data) {
+    vn_word_patch p = {lo & ~(uint64_t)3, 0, 0};
+    for (uint64_t b = lo; b < hi; b++) {
+        uint32_t shift = (uint32_t)(b % 4) * 8;
+        p.mask |= 0xffu << shift;
+        p.value |= (uint32_t)data[b - lo] << shift;
+    }
+    return p;
 }
 
 /* A write into the resolved view v (its buffer held). Whole words go in with
@@ -46,12 +58,14 @@ static vn_status view_write(const vn_view *v, uint64_t offset, const void *data,
      * the allocation's padding, which belongs to no one. */
     bool pad_tail = m1 < end && end == len;
     vn_chunk c[2];
+    vn_word_patch patch[2];
     size_t count = 0;
     uint8_t host_a[8] = {0};
     uint64_t host_a_bytes = 0;
     if (m0 > at) {
         c[count] = vn_merge_chunk(NULL, 0, at, m0, len);
         memcpy(host_a, bytes, (size_t)(m0 - at));
+        patch[count] = word_patch(at, m0, bytes);
         host_a_bytes = 4;
         count++;
     }
@@ -59,6 +73,7 @@ static vn_status view_write(const vn_view *v, uint64_t offset, const void *data,
         c[count] = vn_merge_chunk(NULL, 0, m1, end, len);
         c[count].a_at = host_a_bytes;
         memcpy(host_a + host_a_bytes, bytes + (m1 - at), (size_t)(end - m1));
+        patch[count] = word_patch(m1, end, bytes + (m1 - at));
         host_a_bytes += 4;
         count++;
     }
@@ -95,7 +110,10 @@ static vn_status view_write(const vn_view *v, uint64_t offset, const void *data,
         wgpu.QueueWriteBuffer(dev->queue, buffer->buffer, m1, tail, 4);
     }
     WGPUCommandBuffer cb = NULL;
-    if (count > 0) st = vn_encode_merge(dev, buffer->buffer, NULL, c, count, false, host_a, host_a_bytes, &cb);
+    /* The partial words set in place where the buffer binds as storage, else through T. */
+    if (count > 0) st = vn_encode_patch(dev, buffer, patch, count, &cb);
+    if (count > 0 && st == VN_OK && cb == NULL)
+        st = vn_encode_merge(dev, buffer->buffer, NULL, c, count, false, host_a, host_a_bytes, &cb);
     st = vn_transfer_submit(dev, "buffer.write", st, cb);
     vn_life_unlock_read(dev);
     /* On a CPU adapter the flush's submit would block in the driver while earlier work

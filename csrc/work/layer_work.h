@@ -198,6 +198,9 @@ struct vn_transfer {
     WGPUShaderModule shift_module;
     WGPUBindGroupLayout shift_layout;
     WGPUComputePipeline shift_pipeline;
+    WGPUShaderModule patch_module;
+    WGPUBindGroupLayout patch_layout;
+    WGPUComputePipeline patch_pipeline;
     uint32_t max_groups;
     uint64_t chunk_bytes;
 };
@@ -217,9 +220,11 @@ typedef struct vn_chunk {
 
 static inline uint64_t vn_round_up4(uint64_t n) { return (n + 3) & ~(uint64_t)3; }
 
-/* Whole words copied straight, before the chunks (n 0: none): one CopyBufferToBuffer,
- * or, where they shift within their words (shift non-NULL; src_at % 4 != 0), the shift
- * kernel over both buffers bound as storage (see transfer.c's shift_fits). */
+/* Whole words copied straight, before the chunks (n 0: none): one CopyBufferToBuffer;
+ * or, where source and destination shift within their words (shift non-NULL), all n
+ * bytes from src_at to dst_at (any offsets, a partial head and tail included) by one
+ * dispatch of the shift kernel over both buffers bound as storage (transfer.c's
+ * shift_fits). */
 typedef struct vn_words_copy {
     WGPUBuffer src;
     uint64_t src_at, dst_at, n;
@@ -234,13 +239,24 @@ vn_chunk vn_merge_chunk(WGPUBuffer src, uint64_t s, uint64_t d0, uint64_t d1, ui
 /* Inside a scope: `pre` (may be NULL), then the chunks through one T, encoded into *out. */
 vn_status vn_encode_merge(vn_device *device, WGPUBuffer dst, const vn_words_copy *pre, vn_chunk *c, size_t count,
                           bool reverse, const void *host_a, uint64_t host_a_bytes, WGPUCommandBuffer *out);
+/* A word a write covers in part: the bytes `mask` names of the word at byte `at`
+ * (4-aligned) take those of `value` (little-endian, as the buffer holds them). */
+typedef struct vn_word_patch {
+    uint64_t at;
+    uint32_t mask, value;
+} vn_word_patch;
+/* Inside a scope: words[0..count) (1 or 2, ascending) set in place by one tiny dispatch
+ * binding the buffer as storage, into *out; *out NULL when it cannot be bound so. */
+vn_status vn_encode_patch(vn_device *device, const vn_buffer *b, const vn_word_patch *words, size_t count,
+                          WGPUCommandBuffer *out);
 /* Pop the scope; submit cb (under the life lock) only when everything encoded cleanly. */
 vn_status vn_transfer_submit(vn_device *device, const char *what, vn_status st, WGPUCommandBuffer cb);
 /* VN_OK, or why buffer b cannot have a partial word read back in (no COPY_SRC). */
 vn_status vn_need_copy_src(const vn_buffer *b, const char *what, uint64_t at, uint64_t nbytes);
-/* A shifted copy's whole destination quads for the shift kernel, its head and tail as chunks. */
+/* A shifted copy as one dispatch of the shift kernel (head and tail included); n 0 when
+ * the kernel cannot take it (transfer.c's shift_fits). */
 vn_words_copy vn_shifted_words(const vn_device *device, const vn_buffer *sb, const vn_buffer *db, uint64_t s0,
-                               uint64_t d0, uint64_t d1, const struct vn_transfer *x, vn_chunk *c, size_t *count);
+                               uint64_t d0, uint64_t d1, const struct vn_transfer *x);
 
 /* ---- what the C layer shows of its insides (introspect.c) ---------------------- */
 

@@ -21,10 +21,9 @@
  * and COPY_SRC where a partial word is read back in. A partial word whose other bytes
  * all lie past byte_len (the allocation's padding) needs no merge: it is written whole.
  * One exception, for speed: a copy whose bytes shift within their words, between two
- * buffers that both have STORAGE usage, writes its whole 16-byte destination quads with
- * one dispatch of SHIFT_WGSL binding both (one vec4 an invocation, each word read and
- * written once, as a CopyBufferToBuffer moves it); only the under-16 bytes before and
- * after them go through T.
+ * buffers that both have STORAGE usage, is one dispatch of SHIFT_WGSL binding both (one
+ * destination word an invocation, a partial head or tail word read and merged in place),
+ * with no T and no copies around it.
  *
  * Per device, made on first use under the scope lock and kept until the device is
  * freed: one shader module, its layout and pipeline.
@@ -77,42 +76,74 @@ static const char MERGE_WGSL[] =
     "    }\n"
     "}\n";
 
-/* The whole 16-byte quads of a copy whose bytes shift within their words, where both
- * buffers can be bound as storage: each invocation stores one vec4 of destination words
- * made from 5 source words, shifted; a grid-stride loop. p: the first source byte (from
- * the start of src's binding; never a multiple of 4 here), the first destination quad
- * (of dst's binding), the count of quads. Every word read holds a source byte of the
- * copy, so the bound source range holds them all. */
+/* A copy whose bytes shift within their words, between two buffers that can both be
+ * bound as storage, whole in one dispatch: each invocation sets one destination word (a
+ * grid-stride loop, consecutive invocations on consecutive words). p.x: the first source
+ * byte (from the start of src's binding), [p.y, p.z): the destination bytes (from the
+ * start of dst's binding). A word inside [p.y, p.z) is two source words shifted (the
+ * shift is never 0 here: the offsets differ within their words); a word covered in part
+ * (the head or the tail) is read and its bytes of the copy set one by one, so no other
+ * byte changes; no other invocation touches that word. Every source word read holds a
+ * source byte of the copy, so the bound source range holds them all. */
 static const char SHIFT_WGSL[] =
     "@group(0) @binding(0) var<storage, read> src: array<u32>;\n"
-    "@group(0) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;\n"
+    "@group(0) @binding(1) var<storage, read_write> dst: array<u32>;\n"
     "@group(0) @binding(2) var<uniform> p: vec4<u32>;\n"
+    "\n"
+    "fn source_byte(b: u32) -> u32 {\n"
+    "    let at = p.x + (b - p.y);\n"
+    "    return (src[at >> 2u] >> ((at & 3u) * 8u)) & 0xffu;\n"
+    "}\n"
     "\n"
     "@compute @workgroup_size(256)\n"
     "fn shift(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {\n"
-    "    let s = (p.x & 3u) * 8u;\n"
-    "    let r = 32u - s;\n"
-    "    let w0 = p.x >> 2u;\n"
-    "    for (var i = id.x; i < p.z; i += groups.x * 256u) {\n"
-    "        let w = w0 + i * 4u;\n"
-    "        let a0 = src[w];\n"
-    "        let a1 = src[w + 1u];\n"
-    "        let a2 = src[w + 2u];\n"
-    "        let a3 = src[w + 3u];\n"
-    "        let a4 = src[w + 4u];\n"
-    "        dst[p.y + i] = vec4<u32>((a0 >> s) | (a1 << r), (a1 >> s) | (a2 << r), (a2 >> s) | (a3 << r),\n"
-    "                                 (a3 >> s) | (a4 << r));\n"
+    "    let w0 = p.y >> 2u;\n"
+    "    let words = ((p.z + 3u) >> 2u) - w0;\n"
+    "    for (var i = id.x; i < words; i += groups.x * 256u) {\n"
+    "        let w = w0 + i;\n"
+    "        let lo = max(p.y, w * 4u);\n"
+    "        let hi = min(p.z, w * 4u + 4u);\n"
+    "        if (lo == w * 4u && hi == w * 4u + 4u) {\n"
+    "            let at = p.x + (w * 4u - p.y);\n"
+    "            let s = (at & 3u) * 8u;\n"
+    "            dst[w] = (src[at >> 2u] >> s) | (src[(at >> 2u) + 1u] << (32u - s));\n"
+    "        } else {\n"
+    "            var v = dst[w];\n"
+    "            for (var b = lo; b < hi; b++) {\n"
+    "                let k = (b & 3u) * 8u;\n"
+    "                v = (v & ~(0xffu << k)) | (source_byte(b) << k);\n"
+    "            }\n"
+    "            dst[w] = v;\n"
+    "        }\n"
+    "    }\n"
+    "}\n";
+
+/* A write's partial head and tail words, set in place: each of (at most) two invocations
+ * sets the bytes `mask` names of destination word x to those of `value` (mask 0: no
+ * word), so no other byte of it changes. */
+static const char PATCH_WGSL[] =
+    "@group(0) @binding(0) var<storage, read_write> dst: array<u32>;\n"
+    "@group(0) @binding(1) var<uniform> words: array<vec4<u32>, 2>;\n"
+    "\n"
+    "@compute @workgroup_size(2)\n"
+    "fn set_words(@builtin(local_invocation_index) i: u32) {\n"
+    "    let w = words[i];\n"
+    "    if (w.y != 0u) {\n"
+    "        dst[w.x] = (dst[w.x] & ~w.y) | (w.z & w.y);\n"
     "    }\n"
     "}\n";
 
 enum { WORKGROUP_SIZE = 64, HEADER = 16 };
-enum { SHIFT_WORKGROUP_SIZE = 256, QUAD = 16 };
+enum { SHIFT_WORKGROUP_SIZE = 256 };
 
 /* A copy whose source and destination sit at different offsets within their words goes
  * through T in chunks of at most this many destination bytes, so T stays small. */
 static const uint64_t CHUNK_BYTES = (uint64_t)4 << 20;
 
 static void transfer_free(struct vn_transfer *x) {
+    if (x->patch_pipeline != NULL) wgpu.ComputePipelineRelease(x->patch_pipeline);
+    if (x->patch_layout != NULL) wgpu.BindGroupLayoutRelease(x->patch_layout);
+    if (x->patch_module != NULL) wgpu.ShaderModuleRelease(x->patch_module);
     if (x->shift_pipeline != NULL) wgpu.ComputePipelineRelease(x->shift_pipeline);
     if (x->shift_layout != NULL) wgpu.BindGroupLayoutRelease(x->shift_layout);
     if (x->shift_module != NULL) wgpu.ShaderModuleRelease(x->shift_module);
@@ -173,10 +204,15 @@ vn_status vn_transfer_get(vn_device *dev, struct vn_transfer **out) {
         se[i].visibility = WGPUShaderStage_Compute;
         se[i].buffer.type = i == 0 ? WGPUBufferBindingType_ReadOnlyStorage
                                    : i == 1 ? WGPUBufferBindingType_Storage : WGPUBufferBindingType_Uniform;
-        se[i].buffer.minBindingSize = i == 0 ? 4 : 16;
+        se[i].buffer.minBindingSize = i == 2 ? 16 : 4;
     }
     x->shift_pipeline = make_pipeline(dev, x->shift_module, se, 3, "vyre_native shifted copy", "shift", &x->shift_layout);
-    if (x->pipeline == NULL || x->shift_pipeline == NULL) {
+    x->patch_module = vn_wgsl_module(dev, vn_sv(PATCH_WGSL), "vyre_native word patch", VN_CHECKS_ALL);
+    se[0].buffer.type = WGPUBufferBindingType_Storage; /* binding 0: dst; binding 1: the words */
+    se[1].buffer.type = WGPUBufferBindingType_Uniform;
+    se[1].buffer.minBindingSize = 32;
+    x->patch_pipeline = make_pipeline(dev, x->patch_module, se, 2, "vyre_native word patch", "set_words", &x->patch_layout);
+    if (x->pipeline == NULL || x->shift_pipeline == NULL || x->patch_pipeline == NULL) {
         transfer_free(x);
         return vn_fail(VN_ERROR_INTERNAL, "wgpu-native made no byte-merge or shifted-copy pipeline on '%s'. Fix: check the device (is "
                        "it lost?) and the GPU driver.", dev->info.name);
@@ -217,19 +253,19 @@ vn_chunk vn_merge_chunk(WGPUBuffer src, uint64_t s, uint64_t d0, uint64_t d1, ui
     return c;
 }
 
-/* Whether the shifted whole quads [m0, m0 + n) of dst (16-aligned), from src's bytes at s, can take
- * the shift kernel: both buffers distinct and with STORAGE usage, and each range,
- * bound from an offset the device allows, within the binding limit (and u32 indexes). */
-static bool shift_fits(const vn_device *dev, const vn_buffer *sb, const vn_buffer *db, uint64_t s, uint64_t m0,
+/* Whether a shifted copy of n bytes from src's byte s to dst's byte d can take the shift
+ * kernel: both buffers distinct and with STORAGE usage, and each bound range (from an
+ * offset the device allows, over the words the copy touches) within the binding limit
+ * and below 4 GiB (the kernel counts bytes in u32); *w gets the bindings' offsets. */
+static bool shift_fits(const vn_device *dev, const vn_buffer *sb, const vn_buffer *db, uint64_t s, uint64_t d,
                        uint64_t n, vn_words_copy *w) {
     uint64_t align = dev->limits.minStorageBufferOffsetAlignment ? dev->limits.minStorageBufferOffsetAlignment : 256;
     uint64_t limit = dev->limits.maxStorageBufferBindingSize;
     if (limit > UINT32_MAX) limit = UINT32_MAX & ~(uint64_t)3;
     if (sb == db || n == 0 || !(sb->usage & VN_USAGE_STORAGE) || !(db->usage & VN_USAGE_STORAGE)) return false;
-    w->src_bind = s - s % align;
-    w->dst_bind = m0 - m0 % (align > QUAD ? align : QUAD); /* both powers of 2 */
-    uint64_t src_size = ((s - w->src_bind) / 4 + n / 4 + 1) * 4, dst_size = m0 + n - w->dst_bind;
-    return src_size <= limit && dst_size <= limit;
+    w->src_bind = s - s % align; /* align is a power of 2, and a multiple of 4 */
+    w->dst_bind = d - d % align;
+    return vn_round_up4(s + n) - w->src_bind <= limit && vn_round_up4(d + n) - w->dst_bind <= limit;
 }
 
 /* What a shift dispatch made, released once its command buffer is finished. */
@@ -247,8 +283,8 @@ static void encode_words(vn_device *dev, WGPUCommandEncoder enc, WGPUBuffer dst,
         wgpu.CommandEncoderCopyBufferToBuffer(enc, w->src, w->src_at, dst, w->dst_at, w->n);
         return;
     }
-    uint64_t words = w->n / 4, quads = w->n / QUAD, first = w->src_at - w->src_bind;
-    uint32_t p[4] = {(uint32_t)first, (uint32_t)((w->dst_at - w->dst_bind) / QUAD), (uint32_t)quads, 0};
+    uint64_t first = w->src_at - w->src_bind, d0 = w->dst_at - w->dst_bind, d1 = d0 + w->n;
+    uint32_t p[4] = {(uint32_t)first, (uint32_t)d0, (uint32_t)d1, 0};
     WGPUBufferDescriptor desc = WGPU_BUFFER_DESCRIPTOR_INIT;
     desc.label = vn_sv("vyre_native shifted copy");
     desc.usage = WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst;
@@ -261,11 +297,11 @@ static void encode_words(vn_device *dev, WGPUCommandEncoder enc, WGPUBuffer dst,
     be[0].binding = 0;
     be[0].buffer = w->src;
     be[0].offset = w->src_bind;
-    be[0].size = (first / 4 + words + 1) * 4;
+    be[0].size = vn_round_up4(w->src_at + w->n) - w->src_bind;
     be[1].binding = 1;
     be[1].buffer = dst;
     be[1].offset = w->dst_bind;
-    be[1].size = w->dst_at + w->n - w->dst_bind;
+    be[1].size = vn_round_up4(d1);
     be[2].binding = 2;
     be[2].buffer = made->params;
     be[2].size = sizeof p;
@@ -278,7 +314,8 @@ static void encode_words(vn_device *dev, WGPUCommandEncoder enc, WGPUBuffer dst,
     WGPUComputePassEncoder pass = wgpu.CommandEncoderBeginComputePass(enc, NULL);
     wgpu.ComputePassEncoderSetPipeline(pass, w->shift->shift_pipeline);
     wgpu.ComputePassEncoderSetBindGroup(pass, 0, made->group, 0, NULL);
-    uint64_t groups = (quads + SHIFT_WORKGROUP_SIZE - 1) / SHIFT_WORKGROUP_SIZE;
+    uint64_t words = vn_round_up4(d1) / 4 - d0 / 4;
+    uint64_t groups = (words + SHIFT_WORKGROUP_SIZE - 1) / SHIFT_WORKGROUP_SIZE;
     wgpu.ComputePassEncoderDispatchWorkgroups(pass, groups < w->shift->max_groups ? (uint32_t)groups
                                                                                   : w->shift->max_groups, 1, 1);
     wgpu.ComputePassEncoderEnd(pass);
@@ -420,23 +457,71 @@ vn_status vn_need_copy_src(const vn_buffer *b, const char *what, uint64_t at, ui
                    (unsigned long long)b->identity, (unsigned long long)b->usage);
 }
 
-/* A shifted copy's whole destination quads [m0, m1) (16-byte aligned) for the shift
- * kernel, and the bytes before and after them (under 16 each) as chunks c (*count of
- * them); n 0 when the kernel cannot take them. */
+/* A copy whose bytes shift within their words, [d0, d1) of db from sb's bytes at s0, as
+ * one dispatch of the shift kernel; n 0 when the kernel cannot take it. */
 vn_words_copy vn_shifted_words(const vn_device *dev, const vn_buffer *sb, const vn_buffer *db, uint64_t s0,
-                                uint64_t d0, uint64_t d1, const struct vn_transfer *x, vn_chunk *c, size_t *count) {
+                                uint64_t d0, uint64_t d1, const struct vn_transfer *x) {
     vn_words_copy w = {NULL, 0, 0, 0, NULL, 0, 0};
-    uint64_t up = (d0 + QUAD - 1) & ~(uint64_t)(QUAD - 1);
-    uint64_t m0 = up < d1 ? up : d1;
-    uint64_t m1 = (d1 & ~(uint64_t)(QUAD - 1)) > m0 ? d1 & ~(uint64_t)(QUAD - 1) : m0;
-    *count = 0;
-    if (!shift_fits(dev, sb, db, s0 + (m0 - d0), m0, m1 - m0, &w)) return (vn_words_copy){NULL, 0, 0, 0, NULL, 0, 0};
+    if (!shift_fits(dev, sb, db, s0, d0, d1 - d0, &w)) return (vn_words_copy){NULL, 0, 0, 0, NULL, 0, 0};
     w.src = sb->buffer;
-    w.src_at = s0 + (m0 - d0);
-    w.dst_at = m0;
-    w.n = m1 - m0;
+    w.src_at = s0;
+    w.dst_at = d0;
+    w.n = d1 - d0;
     w.shift = x;
-    if (m0 > d0) c[(*count)++] = vn_merge_chunk(sb->buffer, s0, d0, m0, db->byte_len);
-    if (m1 < d1) c[(*count)++] = vn_merge_chunk(sb->buffer, s0 + (m1 - d0), m1, d1, db->byte_len);
     return w;
+}
+
+/* Inside a scope: a command buffer setting words[0..count) (count 1 or 2, the words in
+ * ascending order) of buffer b in place, in *out; *out NULL when b cannot be bound as
+ * storage over them (no STORAGE usage, or past the binding limit): merge through T then. */
+vn_status vn_encode_patch(vn_device *dev, const vn_buffer *b, const vn_word_patch *words, size_t count,
+                          WGPUCommandBuffer *out) {
+    *out = NULL;
+    uint64_t align = dev->limits.minStorageBufferOffsetAlignment ? dev->limits.minStorageBufferOffsetAlignment : 256;
+    uint64_t bind = words[0].at - words[0].at % align, size = words[count - 1].at + 4 - bind;
+    if (!(b->usage & VN_USAGE_STORAGE) || size > dev->limits.maxStorageBufferBindingSize || size > UINT32_MAX)
+        return VN_OK;
+    struct vn_transfer *x = NULL;
+    vn_status st = vn_transfer_get(dev, &x);
+    if (st != VN_OK) return st;
+    uint32_t p[8] = {0};
+    for (size_t i = 0; i < count; i++) {
+        p[4 * i] = (uint32_t)((words[i].at - bind) / 4);
+        p[4 * i + 1] = words[i].mask;
+        p[4 * i + 2] = words[i].value;
+    }
+    WGPUBufferDescriptor desc = WGPU_BUFFER_DESCRIPTOR_INIT;
+    desc.label = vn_sv("vyre_native word patch");
+    desc.usage = WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst;
+    desc.size = sizeof p;
+    WGPUBuffer params = wgpu.DeviceCreateBuffer(dev->device, &desc);
+    if (params == NULL) return VN_OK; /* wgpu reported why to the scope */
+    wgpu.QueueWriteBuffer(dev->queue, params, 0, p, sizeof p);
+    WGPUBindGroupEntry be[2] = {WGPU_BIND_GROUP_ENTRY_INIT, WGPU_BIND_GROUP_ENTRY_INIT};
+    be[0].binding = 0;
+    be[0].buffer = b->buffer;
+    be[0].offset = bind;
+    be[0].size = size;
+    be[1].binding = 1;
+    be[1].buffer = params;
+    be[1].size = sizeof p;
+    WGPUBindGroupDescriptor bd = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
+    bd.label = vn_sv("vyre_native word patch");
+    bd.layout = x->patch_layout;
+    bd.entryCount = 2;
+    bd.entries = be;
+    WGPUBindGroup group = wgpu.DeviceCreateBindGroup(dev->device, &bd);
+    WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
+    WGPUComputePassEncoder pass = wgpu.CommandEncoderBeginComputePass(enc, NULL);
+    wgpu.ComputePassEncoderSetPipeline(pass, x->patch_pipeline);
+    wgpu.ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
+    wgpu.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
+    wgpu.ComputePassEncoderEnd(pass);
+    wgpu.ComputePassEncoderRelease(pass);
+    *out = wgpu.CommandEncoderFinish(enc, NULL);
+    wgpu.CommandEncoderRelease(enc);
+    /* The command buffer keeps what it uses alive until the GPU has run it. */
+    if (group != NULL) wgpu.BindGroupRelease(group);
+    wgpu.BufferRelease(params);
+    return VN_OK;
 }
