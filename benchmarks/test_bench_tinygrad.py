@@ -60,7 +60,7 @@ if "WEBGPU_PATH" not in os.environ and (_dawn := _dawn_library()) is not None:
     os.environ["WEBGPU_PATH"] = _dawn  # read when tinygrad first opens WEBGPU
 
 tinygrad = pytest.importorskip(
-    "tinygrad", reason='tinygrad is not installed: pip install "vyre_native[tinygrad]"'
+    "tinygrad", reason='tinygrad is not installed: pip install ".[tinygrad]" from a checkout'
 )
 
 from tinygrad import Device, Tensor, TinyJit

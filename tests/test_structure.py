@@ -7,8 +7,8 @@ layer_resources.h, layer_work.h, each including the one below), lives in that la
 folder of csrc/ and uses nothing a file of a higher layer defines.
 
 A circle means no file of it can be read, changed or tested without the others; the
-layers (docs/ARCHITECTURE.md draws them: base, objects, device, resources, work, with
-interop.c beside the resources; in Python, scripts/py_deps.py's LAYERS) hold only while
+layers (docs/ARCHITECTURE.md draws them: platform, base, objects, device, resources,
+work, with interop.c beside the resources; in Python, scripts/py_deps.py's LAYERS) hold only while
 no file reaches up."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytest.importorskip("tinygrad", reason='tinygrad is not installed: pip install "vyre_native[tinygrad]"')
+pytest.importorskip("tinygrad", reason='tinygrad is not installed: pip install ".[tinygrad]" from a checkout')
 if shutil.which(os.environ.get("CC", "clang")) is None:
     pytest.skip("tinygrad's CPU device needs clang (scripts/setup.sh installs it)", allow_module_level=True)
 

@@ -1,7 +1,8 @@
 """tinygrad on vyre_native: the ``VN`` device (``DEV=VN``).
 
-Installed with the ``tinygrad`` extra (``pip install "vyre_native[tinygrad]"``, which pins
-the tinygrad release this device is tested with). tinygrad finds a device by importing
+Installed with the ``tinygrad`` extra (``pip install ".[tinygrad]"`` from a checkout, or
+``pip install "<the wheel>[tinygrad]"``), which pins the tinygrad release this device is
+tested with. tinygrad finds a device by importing
 ``tinygrad.runtime.ops_<name>``; that namespace is tinygrad's own (a regular package, so
 no namespace-package merge), and tinygrad 0.14 reads no entry points. Two registrations,
 both of which make ``tinygrad.runtime.ops_vn`` this package's ``ops_vn`` module:
@@ -29,7 +30,8 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "vyre_native.tinygrad needs tinygrad, which is not installed. "
-        'Fix: pip install "vyre_native[tinygrad]" (it pins tinygrad==0.14.0).'
+        'Fix: pip install tinygrad==0.14.0 (the release this device is tested with; from a checkout, '
+        'pip install ".[tinygrad]" installs it).'
     ) from exc
 
 from . import ops_vn
