@@ -571,9 +571,9 @@ def build_floor(build_dir: pathlib.Path) -> Floor | FloorUnavailable:
         import cffi
     except ImportError:
         return FloorUnavailable("cffi is not installed")
-    src = HERE / "floor" / "floor.c"
+    sources = [str(p) for p in sorted((HERE / "floor").glob("*.c"))]  # floor.c and its parts (floor.h)
     so_path = build_dir / "floor.so"
-    cmd = [cc, "-O2", "-shared", "-fPIC", "-std=gnu11", "-I", str(res), str(src), "-o", str(so_path), "-ldl", "-pthread"]
+    cmd = [cc, "-O2", "-shared", "-fPIC", "-std=gnu11", "-I", str(res), *sources, "-o", str(so_path), "-ldl", "-pthread"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     except (OSError, subprocess.TimeoutExpired) as err:
