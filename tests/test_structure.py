@@ -272,7 +272,7 @@ def test_live_counts_and_buffer_usages_are_their_tables_rows() -> None:
     from vyre_native._lib import ffi, lib
 
     fields = [row[1] for row in rows("object_kinds.h", "VN_HANDLE_KIND|VN_INNER_KIND")]
-    assert len(fields) == 12
+    assert len(fields) == 13
     assert [name for name, _ in ffi.typeof("vn_live_counts").fields] == fields
     assert list(vn.debug.live_objects()) == fields
     usages = rows("usage_bits.h", "VN_USAGE")
@@ -306,7 +306,7 @@ _UNGUARDED_ENTRY_POINTS = {
     "vn_adapter_choose", "vn_assigned_by_environment", "vn_binding_kind_name", "vn_binding_kind_wgsl",
     "vn_buffer_read", "vn_buffer_read_async", "vn_buffer_write", "vn_buffer_retain_for_watch",
     "vn_device_retain_for_watch", "vn_device_close", "vn_device_destroy_shared", "vn_expected_version",
-    "vn_host_block_give", "vn_host_block_take", "vn_host_blocks_free_kept",
+    "vn_host_block_alloc", "vn_host_block_give", "vn_host_block_take", "vn_host_blocks_free_kept",
     "vn_last_error", "vn_last_error_position", "vn_library_load", "vn_library_version",
     "vn_log_next", "vn_log_set_level", "vn_log_start", "vn_process_exiting", "vn_replay_split",
     "vn_sequence_clear", "vn_sequence_copy", "vn_sequence_length", "vn_test_control", "vn_view_check",
@@ -344,9 +344,10 @@ def test_every_entry_point_that_may_reach_the_driver_is_inside_the_call_guard() 
 
 def test_no_c_source_is_over_600_lines() -> None:
     """A C file holds one thing (issue 27): a file past 600 lines is split by concern."""
-    lines = {p.name: len(p.read_text().splitlines()) for p in sorted((ROOT / "csrc").rglob("*.[ch]"))}
+    sources = [*(ROOT / "csrc").rglob("*.[ch]"), *(ROOT / "benchmarks" / "floor").glob("*.[ch]")]
+    lines = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in sorted(sources)}
     assert {name: n for name, n in lines.items() if n > 600} == {}
-    assert len(lines) > 50
+    assert len(lines) > 50 and "benchmarks/floor/floor.c" in lines
 
 
 def test_the_cdef_comes_from_one_entry_header_and_each_declaration_from_one_part() -> None:

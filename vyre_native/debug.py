@@ -27,7 +27,9 @@ def live_objects(wait: float = 10.0) -> dict[str, int]:
     ``bind_groups`` counts references the C layer holds (a cached group used by a
     live recording counts twice); ``staging_buffers`` the readback buffers, those kept for
     reuse and those in use (pinned by a zero-copy array included); ``mappings`` the
-    zero-copy reads (``copy=False``) whose arrays are still alive. All return to their earlier values when what made them is released.
+    zero-copy reads (``copy=False``) whose arrays are still alive; ``host_blocks`` the host
+    memory of typed reads of 1 MiB or more, held by their arrays or kept for reuse
+    (``kept_host_bytes``). All return to their earlier values when what made them is released.
     A device released while its work still ran is freed once that work finishes
     (releases never wait for the GPU); this call waits up to ``wait`` seconds for such
     work first, so that a leak test sees the device go. ``wait`` is a number of seconds

@@ -139,6 +139,9 @@ def complete(read: Any, form: Layout | None, copy: bool) -> bytes | memoryview |
 
 #: A new array of at least this many bytes is a host block C keeps for reuse (its constant).
 _HOST_BLOCK_MIN = int(lib.VN_HOST_BLOCK_MIN_BYTES)
+_new_host_block = ffi.new_allocator(
+    alloc=lib.vn_host_block_alloc, free=lib.vn_host_block_give, should_clear_after_alloc=False
+)
 
 
 def new_read_array(dtype: Any, shape: Any, nbytes: int, what: str) -> NDArray[Any]:
@@ -153,14 +156,19 @@ def array_of(dt: np.dtype[Any], dims: tuple[int, ...], nbytes: int) -> NDArray[A
     """An uninitialised array of ``nbytes`` for a read to fill. From ``_HOST_BLOCK_MIN``
     bytes on, its memory is a host block (``vn_host_block_take``): one given back by an
     earlier array is reused, its pages already in place, so the read's copy is not slowed
-    by faulting in fresh pages (host_blocks.c). The block's cffi owner is the array's
-    ``base``, kept by every view of it, and is given back when the last of them is gone."""
+    by faulting in fresh pages (host_blocks.c). The block's cffi owner is held by the
+    array's ``base``, kept by every view of it, and is given back when the last of them
+    is gone."""
     if nbytes < _HOST_BLOCK_MIN:
         return np.empty(dims, dtype=dt)
-    slot = ffi.new("void **")
-    check(lib.vn_host_block_take(nbytes, slot))
-    block = ffi.gc(slot[0], lib.vn_host_block_give, size=nbytes)
-    return np.frombuffer(ffi.buffer(block, nbytes), dtype=dt).reshape(dims)
+    try:
+        # one C step takes the block and makes its owner: no Python runs between them
+        # for a signal handler's exception (a KeyboardInterrupt) to orphan the block
+        block = _new_host_block("char[]", nbytes)
+    except MemoryError:
+        check(int(lib.VN_ERROR_OUT_OF_MEMORY))  # raises, with the message C set
+        raise
+    return np.frombuffer(ffi.buffer(block), dtype=dt).reshape(dims)
 
 
 def want_copy(copy: Any, what: str) -> bool:

@@ -12,7 +12,9 @@
  * twice at once.
  *
  * Each block starts with a header holding its capacity, so a give needs only the
- * pointer (cffi's ffi.gc calls vn_host_block_give with it). The lock is a leaf, taken
+ * pointer: Python takes a block through a cffi allocator over vn_host_block_alloc and
+ * vn_host_block_give, so the block is owned by its cdata from the moment C returns it
+ * (no Python step between for a signal handler's exception to orphan it). The lock is a leaf, taken
  * by the two entry points alone, from Python, with no other lock held; a fork() waits
  * for it (held across the fork, released on both sides), so the child's pool is whole. */
 #include <stdlib.h>
@@ -74,8 +76,19 @@ vn_status vn_host_block_take(uint64_t nbytes, void **out) {
     char *base = malloc((size_t)nbytes + BLOCK_HEADER);
     if (base == NULL) return vn_fail_no_memory("a read's host array", (size_t)nbytes + BLOCK_HEADER);
     memcpy(base, &nbytes, sizeof nbytes);
+    vn_live_add(VN_LIVE_HOST_BLOCK, 1);
     *out = base + BLOCK_HEADER;
     return VN_OK;
+}
+
+void *vn_host_block_alloc(size_t nbytes) {
+    void *block = NULL;
+    return vn_host_block_take(nbytes, &block) == VN_OK ? block : NULL;
+}
+
+static void free_block(void *block) {
+    free((char *)block - BLOCK_HEADER);
+    vn_live_add(VN_LIVE_HOST_BLOCK, -1);
 }
 
 void vn_host_block_give(void *block) {
@@ -83,7 +96,7 @@ void vn_host_block_give(void *block) {
     vn_once_run(&pool_once, pool_init);
     uint64_t capacity = capacity_of(block);
     if (capacity > VN_HOST_BLOCKS_KEPT_BYTES) {
-        free((char *)block - BLOCK_HEADER);
+        free_block(block);
         return;
     }
     void *dropped[KEPT_MAX];
@@ -97,7 +110,7 @@ void vn_host_block_give(void *block) {
     pool.blocks[pool.count++] = block;
     pool.kept_bytes += capacity;
     pool_unlock();
-    for (size_t i = 0; i < n_dropped; i++) free((char *)dropped[i] - BLOCK_HEADER); /* outside the lock */
+    for (size_t i = 0; i < n_dropped; i++) free_block(dropped[i]); /* outside the lock */
 }
 
 void vn_host_blocks_free_kept(void) {
@@ -109,7 +122,7 @@ void vn_host_blocks_free_kept(void) {
     pool.count = 0;
     pool.kept_bytes = 0;
     pool_unlock();
-    for (size_t i = 0; i < n; i++) free((char *)kept[i] - BLOCK_HEADER);
+    for (size_t i = 0; i < n; i++) free_block(kept[i]);
 }
 
 uint64_t vn_debug_host_blocks_kept_bytes(void) {

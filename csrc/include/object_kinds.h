@@ -18,3 +18,4 @@ VN_HANDLE_KIND(SEQUENCE, sequences, "Sequence")
 VN_HANDLE_KIND(SUBMISSION, submissions, "Submission")
 VN_HANDLE_KIND(PENDING_READ, pending_reads, "PendingRead")
 VN_HANDLE_KIND(MAPPING, mappings, "MappedStaging")
+VN_INNER_KIND(HOST_BLOCK, host_blocks)       /* host blocks of typed reads: held by arrays or kept for reuse */

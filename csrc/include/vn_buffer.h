@@ -86,6 +86,9 @@ typedef enum vn_host_block_bounds {
     VN_HOST_BLOCKS_KEPT_BYTES = 268435456
 } vn_host_block_bounds;
 vn_status vn_host_block_take(uint64_t nbytes, void **out);
+/* vn_host_block_take as an allocator (cffi's ffi.new_allocator): the block, or NULL with
+ * this thread's last error set. */
+void *vn_host_block_alloc(size_t nbytes);
 void vn_host_block_give(void *block);
 /* Free every block kept for later takes (their memory goes back to the host). */
 void vn_host_blocks_free_kept(void);
