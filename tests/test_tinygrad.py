@@ -357,6 +357,9 @@ def test_vn_1_is_a_device_of_its_own_on_an_adapter_of_vns_type(tg: VNDevice) -> 
 
 
 def test_a_tensor_sharded_over_vn_and_vn_1_computes_right() -> None:
+    reason = _cpu_device_fails()  # reading a sharded tensor back starts tinygrad's CPU device
+    if reason is not None:
+        pytest.skip(reason)
     a = np.arange(64, dtype=np.float32).reshape(8, 8)
     s = Tensor(a).shard((VN, f"{VN}:1"), axis=0)
     np.testing.assert_allclose(((s @ s.T) + 1).numpy(), a @ a.T + 1)
