@@ -154,7 +154,7 @@ def new_read_array(dtype: Any, shape: Any, nbytes: int, what: str) -> NDArray[An
 
 def array_of(dt: np.dtype[Any], dims: tuple[int, ...], nbytes: int) -> NDArray[Any]:
     """An uninitialised array of ``nbytes`` for a read to fill. From ``_HOST_BLOCK_MIN``
-    bytes on, its memory is a host block (``vn_host_block_take``): one given back by an
+    bytes on, its memory is a host block (``vn_host_block_alloc``): one given back by an
     earlier array is reused, its pages already in place, so the read's copy is not slowed
     by faulting in fresh pages (host_blocks.c). The block's cffi owner is held by the
     array's ``base``, kept by every view of it, and is given back when the last of them

@@ -101,11 +101,8 @@ def replay(replay_fn: Any, ptr: Any, n: int, mode: int, steps: int) -> Submissio
     slices: Ctrl-C then interrupts a long replay promptly (leaving the parts submitted
     so far running), and each part's Submission is owned here as it comes. Returns the
     last part's Submission: the queue runs in order, so its completion implies them all."""
-    if n == 1:  # one launch is one part whatever the split: one C call, the common case
-        out_own, out = new_slot("vn_submission *")
-        call_waiting(replay_fn, ptr, 1, mode, out)
-        return Submission._adopt(owned(out_own, "vn_submission *"))
-    per_submit = lib.vn_replay_split(n, steps, mode)
+    # one launch is one part whatever the split says: no C call to ask (the common case)
+    per_submit = 1 if n == 1 else lib.vn_replay_split(n, steps, mode)
     running: list[Submission] = []
     while True:
         k = min(per_submit, n)

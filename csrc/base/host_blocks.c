@@ -14,9 +14,10 @@
  * Each block starts with a header holding its capacity, so a give needs only the
  * pointer: Python takes a block through a cffi allocator over vn_host_block_alloc and
  * vn_host_block_give, so the block is owned by its cdata from the moment C returns it
- * (no Python step between for a signal handler's exception to orphan it). The lock is a leaf, taken
- * by the two entry points alone, from Python, with no other lock held; a fork() waits
- * for it (held across the fork, released on both sides), so the child's pool is whole. */
+ * (no Python step between for a signal handler's exception to orphan it). The lock is a
+ * leaf, taken by these entry points alone, from Python, with no other lock held; a fork()
+ * waits for it (held across the fork, released on both sides), so the child's pool is
+ * whole. */
 #include <stdlib.h>
 #include <string.h>
 

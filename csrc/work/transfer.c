@@ -214,7 +214,7 @@ vn_status vn_transfer_get(vn_device *dev, struct vn_transfer **out) {
     x->patch_pipeline = make_pipeline(dev, x->patch_module, se, 2, "vyre_native word patch", "set_words", &x->patch_layout);
     if (x->pipeline == NULL || x->shift_pipeline == NULL || x->patch_pipeline == NULL) {
         transfer_free(x);
-        return vn_fail(VN_ERROR_INTERNAL, "wgpu-native made no byte-merge or shifted-copy pipeline on '%s'. Fix: check the device (is "
+        return vn_fail(VN_ERROR_INTERNAL, "wgpu-native made no byte-merge, shifted-copy or word-patch pipeline on '%s'. Fix: check the device (is "
                        "it lost?) and the GPU driver.", dev->info.name);
     }
     uint32_t per_dimension = dev->limits.maxComputeWorkgroupsPerDimension;
@@ -253,17 +253,51 @@ vn_chunk vn_merge_chunk(WGPUBuffer src, uint64_t s, uint64_t d0, uint64_t d1, ui
     return c;
 }
 
+/* The storage bindings the shift and patch kernels make of a user's buffer: the offset
+ * alignment the device asks for (a power of 2, a multiple of 4), and the most bytes one
+ * binding may cover (the device's limit, below 4 GiB: the kernels count bytes in u32). */
+static uint64_t bind_align(const vn_device *dev) {
+    return dev->limits.minStorageBufferOffsetAlignment ? dev->limits.minStorageBufferOffsetAlignment : 256;
+}
+static uint64_t bind_limit(const vn_device *dev) {
+    uint64_t limit = dev->limits.maxStorageBufferBindingSize;
+    return limit > UINT32_MAX ? UINT32_MAX & ~(uint64_t)3 : limit;
+}
+
+/* A kernel's parameters as a new uniform buffer (NULL when wgpu made none: the scope
+ * has why); the caller releases it once the command buffer that binds it is finished. */
+static WGPUBuffer uniform_params(vn_device *dev, const char *label, const void *data, size_t size) {
+    WGPUBufferDescriptor desc = WGPU_BUFFER_DESCRIPTOR_INIT;
+    desc.label = vn_sv(label);
+    desc.usage = WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst;
+    desc.size = size;
+    WGPUBuffer params = wgpu.DeviceCreateBuffer(dev->device, &desc);
+    if (params != NULL) wgpu.QueueWriteBuffer(dev->queue, params, 0, data, size);
+    return params;
+}
+
+/* One compute pass of one dispatch of `pipeline` on `group`, for `items` of work at
+ * `per_group` a workgroup (the kernels loop over what the groups cannot reach). */
+static void dispatch_pass(const struct vn_transfer *x, WGPUCommandEncoder enc, WGPUComputePipeline pipeline,
+                          WGPUBindGroup group, uint64_t items, uint64_t per_group) {
+    uint64_t groups = (items + per_group - 1) / per_group;
+    WGPUComputePassEncoder pass = wgpu.CommandEncoderBeginComputePass(enc, NULL);
+    wgpu.ComputePassEncoderSetPipeline(pass, pipeline);
+    wgpu.ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
+    wgpu.ComputePassEncoderDispatchWorkgroups(pass, groups < x->max_groups ? (uint32_t)groups : x->max_groups, 1, 1);
+    wgpu.ComputePassEncoderEnd(pass);
+    wgpu.ComputePassEncoderRelease(pass);
+}
+
 /* Whether a shifted copy of n bytes from src's byte s to dst's byte d can take the shift
  * kernel: both buffers distinct and with STORAGE usage, and each bound range (from an
  * offset the device allows, over the words the copy touches) within the binding limit
  * and below 4 GiB (the kernel counts bytes in u32); *w gets the bindings' offsets. */
 static bool shift_fits(const vn_device *dev, const vn_buffer *sb, const vn_buffer *db, uint64_t s, uint64_t d,
                        uint64_t n, vn_words_copy *w) {
-    uint64_t align = dev->limits.minStorageBufferOffsetAlignment ? dev->limits.minStorageBufferOffsetAlignment : 256;
-    uint64_t limit = dev->limits.maxStorageBufferBindingSize;
-    if (limit > UINT32_MAX) limit = UINT32_MAX & ~(uint64_t)3;
+    uint64_t align = bind_align(dev), limit = bind_limit(dev);
     if (sb == db || n == 0 || !(sb->usage & VN_USAGE_STORAGE) || !(db->usage & VN_USAGE_STORAGE)) return false;
-    w->src_bind = s - s % align; /* align is a power of 2, and a multiple of 4 */
+    w->src_bind = s - s % align;
     w->dst_bind = d - d % align;
     return vn_round_up4(s + n) - w->src_bind <= limit && vn_round_up4(d + n) - w->dst_bind <= limit;
 }
@@ -285,13 +319,8 @@ static void encode_words(vn_device *dev, WGPUCommandEncoder enc, WGPUBuffer dst,
     }
     uint64_t first = w->src_at - w->src_bind, d0 = w->dst_at - w->dst_bind, d1 = d0 + w->n;
     uint32_t p[4] = {(uint32_t)first, (uint32_t)d0, (uint32_t)d1, 0};
-    WGPUBufferDescriptor desc = WGPU_BUFFER_DESCRIPTOR_INIT;
-    desc.label = vn_sv("vyre_native shifted copy");
-    desc.usage = WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst;
-    desc.size = sizeof p;
-    made->params = wgpu.DeviceCreateBuffer(dev->device, &desc);
-    if (made->params == NULL) return; /* wgpu reported why to the scope */
-    wgpu.QueueWriteBuffer(dev->queue, made->params, 0, p, sizeof p);
+    made->params = uniform_params(dev, "vyre_native shifted copy", p, sizeof p);
+    if (made->params == NULL) return;
     WGPUBindGroupEntry be[3];
     for (int i = 0; i < 3; i++) be[i] = (WGPUBindGroupEntry)WGPU_BIND_GROUP_ENTRY_INIT;
     be[0].binding = 0;
@@ -311,15 +340,8 @@ static void encode_words(vn_device *dev, WGPUCommandEncoder enc, WGPUBuffer dst,
     bd.entryCount = 3;
     bd.entries = be;
     made->group = wgpu.DeviceCreateBindGroup(dev->device, &bd);
-    WGPUComputePassEncoder pass = wgpu.CommandEncoderBeginComputePass(enc, NULL);
-    wgpu.ComputePassEncoderSetPipeline(pass, w->shift->shift_pipeline);
-    wgpu.ComputePassEncoderSetBindGroup(pass, 0, made->group, 0, NULL);
-    uint64_t words = vn_round_up4(d1) / 4 - d0 / 4;
-    uint64_t groups = (words + SHIFT_WORKGROUP_SIZE - 1) / SHIFT_WORKGROUP_SIZE;
-    wgpu.ComputePassEncoderDispatchWorkgroups(pass, groups < w->shift->max_groups ? (uint32_t)groups
-                                                                                  : w->shift->max_groups, 1, 1);
-    wgpu.ComputePassEncoderEnd(pass);
-    wgpu.ComputePassEncoderRelease(pass);
+    dispatch_pass(w->shift, enc, w->shift->shift_pipeline, made->group, vn_round_up4(d1) / 4 - d0 / 4,
+                  SHIFT_WORKGROUP_SIZE);
 }
 
 static void release_shift_objects(const shift_objects *made) {
@@ -415,13 +437,7 @@ vn_status vn_encode_merge(vn_device *dev, WGPUBuffer dst, const vn_words_copy *p
         if (ch->read_first) wgpu.CommandEncoderCopyBufferToBuffer(enc, dst, ch->dst_at, t, b_off, 4);
         if (ch->read_last && (ch->b_bytes > 4 || !ch->read_first))
             wgpu.CommandEncoderCopyBufferToBuffer(enc, dst, ch->dst_at + ch->b_bytes - 4, t, b_off + ch->b_bytes - 4, 4);
-        WGPUComputePassEncoder pass = wgpu.CommandEncoderBeginComputePass(enc, NULL);
-        wgpu.ComputePassEncoderSetPipeline(pass, x->pipeline);
-        wgpu.ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
-        uint64_t groups = (ch->b_bytes / 4 + WORKGROUP_SIZE - 1) / WORKGROUP_SIZE;
-        wgpu.ComputePassEncoderDispatchWorkgroups(pass, groups < x->max_groups ? (uint32_t)groups : x->max_groups, 1, 1);
-        wgpu.ComputePassEncoderEnd(pass);
-        wgpu.ComputePassEncoderRelease(pass);
+        dispatch_pass(x, enc, x->pipeline, group, ch->b_bytes / 4, WORKGROUP_SIZE);
         wgpu.CommandEncoderCopyBufferToBuffer(enc, t, b_off, dst, ch->dst_at, ch->b_bytes);
     }
     *out = wgpu.CommandEncoderFinish(enc, NULL);
@@ -477,10 +493,8 @@ vn_words_copy vn_shifted_words(const vn_device *dev, const vn_buffer *sb, const 
 vn_status vn_encode_patch(vn_device *dev, const vn_buffer *b, const vn_word_patch *words, size_t count,
                           WGPUCommandBuffer *out) {
     *out = NULL;
-    uint64_t align = dev->limits.minStorageBufferOffsetAlignment ? dev->limits.minStorageBufferOffsetAlignment : 256;
-    uint64_t bind = words[0].at - words[0].at % align, size = words[count - 1].at + 4 - bind;
-    if (!(b->usage & VN_USAGE_STORAGE) || size > dev->limits.maxStorageBufferBindingSize || size > UINT32_MAX)
-        return VN_OK;
+    uint64_t bind = words[0].at - words[0].at % bind_align(dev), size = words[count - 1].at + 4 - bind;
+    if (!(b->usage & VN_USAGE_STORAGE) || size > bind_limit(dev)) return VN_OK;
     struct vn_transfer *x = NULL;
     vn_status st = vn_transfer_get(dev, &x);
     if (st != VN_OK) return st;
@@ -490,13 +504,8 @@ vn_status vn_encode_patch(vn_device *dev, const vn_buffer *b, const vn_word_patc
         p[4 * i + 1] = words[i].mask;
         p[4 * i + 2] = words[i].value;
     }
-    WGPUBufferDescriptor desc = WGPU_BUFFER_DESCRIPTOR_INIT;
-    desc.label = vn_sv("vyre_native word patch");
-    desc.usage = WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst;
-    desc.size = sizeof p;
-    WGPUBuffer params = wgpu.DeviceCreateBuffer(dev->device, &desc);
-    if (params == NULL) return VN_OK; /* wgpu reported why to the scope */
-    wgpu.QueueWriteBuffer(dev->queue, params, 0, p, sizeof p);
+    WGPUBuffer params = uniform_params(dev, "vyre_native word patch", p, sizeof p);
+    if (params == NULL) return VN_OK; /* the scope has why */
     WGPUBindGroupEntry be[2] = {WGPU_BIND_GROUP_ENTRY_INIT, WGPU_BIND_GROUP_ENTRY_INIT};
     be[0].binding = 0;
     be[0].buffer = b->buffer;
@@ -512,12 +521,7 @@ vn_status vn_encode_patch(vn_device *dev, const vn_buffer *b, const vn_word_patc
     bd.entries = be;
     WGPUBindGroup group = wgpu.DeviceCreateBindGroup(dev->device, &bd);
     WGPUCommandEncoder enc = wgpu.DeviceCreateCommandEncoder(dev->device, NULL);
-    WGPUComputePassEncoder pass = wgpu.CommandEncoderBeginComputePass(enc, NULL);
-    wgpu.ComputePassEncoderSetPipeline(pass, x->patch_pipeline);
-    wgpu.ComputePassEncoderSetBindGroup(pass, 0, group, 0, NULL);
-    wgpu.ComputePassEncoderDispatchWorkgroups(pass, 1, 1, 1);
-    wgpu.ComputePassEncoderEnd(pass);
-    wgpu.ComputePassEncoderRelease(pass);
+    dispatch_pass(x, enc, x->patch_pipeline, group, 1, 1); /* one workgroup of two */
     *out = wgpu.CommandEncoderFinish(enc, NULL);
     wgpu.CommandEncoderRelease(enc);
     /* The command buffer keeps what it uses alive until the GPU has run it. */
