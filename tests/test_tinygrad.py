@@ -110,9 +110,26 @@ def test_dev_vn_runs_the_device_module_once_so_vn_1_renderers_pickle() -> None:
     assert _run_with_dev_vn(code) == ["True", "True", "vyre_native.tinygrad.ops_vn"]
 
 
-def _run_with_dev_vn(code: str) -> list[str]:
-    """The words a fresh interpreter prints running ``code`` under ``DEV=VN``."""
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHON"}, "DEV": "VN"}
+@pytest.mark.parametrize(("env", "checks"), [({}, "True False"), ({"VN_BOUNDS_CHECKS": "0"}, "False False")])
+def test_kernels_compile_with_bounds_checks_unless_vn_bounds_checks_is_0(
+    env: dict[str, str], checks: str
+) -> None:
+    # loop bounding off (tinygrad's loops are counted), bounds checks on unless asked off
+    code = (
+        "import gc\n"
+        "from tinygrad import Tensor\n"
+        "(Tensor([1.0, 2.0]) * 3).realize()\n"
+        "from vyre_native.tinygrad.ops_vn import VNProgram\n"
+        "p = next(o for o in gc.get_objects() if type(o) is VNProgram).pipeline.runtime_checks\n"
+        "print(p['bounds_checks'], p['loop_bounding'])\n"
+    )
+    assert _run_with_dev_vn(code, env) == checks.split()
+
+
+def _run_with_dev_vn(code: str, extra: dict[str, str] | None = None) -> list[str]:
+    """The words a fresh interpreter prints running ``code`` under ``DEV=VN`` (and ``extra``)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHON", "VN_BOUNDS_CHECKS")}
+    env.update(DEV="VN", **(extra or {}))
     out = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300, check=False
     )

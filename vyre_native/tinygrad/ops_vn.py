@@ -29,8 +29,11 @@ import vyre_native as vn
 _RECORDINGS_PER_PROGRAM = 64
 _SEQUENCES_PER_GRAPH = 8
 _UNIFORMS_PER_DEVICE = 1024
-#: whether kernels are compiled with loop bounding (see VNProgram); tinygrad's getenv
+#: whether kernels are compiled with loop bounding and with bounds checks (see VNProgram);
+#: tinygrad's getenv. VN_BOUNDS_CHECKS=0 is memory-unsafe: a wrong index then reads or
+#: writes outside its buffer (into another tensor), as on tinygrad's CUDA device.
 LOOP_BOUNDING = bool(getenv("VN_LOOP_BOUNDING", 0))
+BOUNDS_CHECKS = bool(getenv("VN_BOUNDS_CHECKS", 1))
 
 
 def _u32(val: int) -> bytes:
@@ -251,9 +254,10 @@ class VNProgram:
             # a constant or a JIT variable), so they end, and loop bounding is only cost: it
             # halves the matmul's speed on an H200. Bounds checks stay: they cost nothing
             # measurable there, and an index tinygrad gets wrong stays a wrong value, not a
-            # write into another tensor. VN_LOOP_BOUNDING=1 turns loop bounding back on.
+            # write into another tensor. VN_LOOP_BOUNDING=1 turns loop bounding back on;
+            # VN_BOUNDS_CHECKS=0 turns bounds checks off (memory-unsafe, for measuring).
             self.pipeline = dev.vn.compile(
-                source, entry_point=obj.name, loop_bounding=LOOP_BOUNDING, bounds_checks=True
+                source, entry_point=obj.name, loop_bounding=LOOP_BOUNDING, bounds_checks=BOUNDS_CHECKS
             )
         except vn.ShaderError as err:
             raise CompileError(str(err)) from err
