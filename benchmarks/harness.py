@@ -434,6 +434,27 @@ def bench_floor_launch(
     run_floor(benchmark, floor, operation, call, rounds.c_launch_ops, rounds.c_launch_rounds)
 
 
+def bench_floor_one_call(benchmark: Any, floor: Floor, rounds: Rounds, operation: str, entry: str) -> None:
+    """``floor_one_<entry>(ctx)`` a round: one raw-C operation per call across cffi,
+    timed by pytest-benchmark as the vyre_native rows are (the interpreter runs between
+    calls), the queue flushed and drained untimed every DRAIN_EVERY rounds and at the end.
+    The floor of a launch made from Python (``<operation>_one_call``)."""
+    run, flush, ctx = getattr(floor.lib, "floor_one_" + entry), floor.lib.floor_one_flush, floor.ctx
+
+    def target() -> None:
+        if run(ctx):
+            floor.check(-1)
+
+    benchmark.pedantic(
+        target,
+        setup=Drainer(lambda: floor.check(flush(ctx))),
+        rounds=rounds.launch,
+        warmup_rounds=rounds.launch_warmup,
+    )
+    floor.check(flush(ctx))
+    record_python(benchmark, "raw-C", operation + "_one_call")
+
+
 # ---- the raw-C floor -----------------------------------------------------------------------
 
 FLOOR_CDEF = """
@@ -466,6 +487,9 @@ int64_t floor_chain(floor_ctx *c, uint32_t dispatches, int wait, uint64_t n, int
 int64_t floor_graph(floor_ctx *c, uint32_t steps, int wait, uint64_t n, int64_t *samples);
 int64_t floor_read_parts(floor_ctx *c, uint32_t parts, uint64_t n, int64_t *samples);
 int floor_fill_setup(floor_ctx *c, const char *fill_wgsl);
+int floor_one_prerecord(floor_ctx *c);
+int floor_one_encode_submit(floor_ctx *c);
+int floor_one_flush(floor_ctx *c);
 int64_t floor_fill_in_pass(floor_ctx *c, uint32_t steps, int wait, uint64_t n, int64_t *samples);
 int64_t floor_clear_gpu(floor_ctx *c, int how, uint64_t n, int64_t *samples);
 int64_t floor_copy(floor_ctx *c, int shifted, uint64_t bytes, uint64_t n, int64_t *samples);

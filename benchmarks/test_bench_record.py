@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from harness import Drainer, bench_floor_launch, record_python, wgpu_wait
+from harness import Drainer, bench_floor_launch, bench_floor_one_call, record_python, wgpu_wait
 
 
 def _next_of(outs):
@@ -93,6 +93,12 @@ def test_prerecord_hit_wgpu_py(benchmark, wgx, rounds):
 @pytest.mark.benchmark(group="prerecord_hit")
 def test_prerecord_hit_raw_c(benchmark, cfloor, rounds):
     bench_floor_launch(benchmark, cfloor, rounds, "prerecord_hit")
+
+
+@pytest.mark.benchmark(group="prerecord_hit")
+def test_prerecord_hit_raw_c_one_call(benchmark, cfloor, rounds):
+    """The same encode, one cffi call a round (the floor of a pre-record made from Python)."""
+    bench_floor_one_call(benchmark, cfloor, rounds, "prerecord_hit", "prerecord")
 
 
 # ---- 2. cache miss --------------------------------------------------------------------

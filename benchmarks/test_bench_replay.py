@@ -22,6 +22,7 @@ from harness import (
     SEQUENCE_LEN,
     Drainer,
     bench_floor_launch,
+    bench_floor_one_call,
     bench_floor_sequence,
     bench_vn_launch,
     bench_vn_sequence,
@@ -50,6 +51,12 @@ def test_recording_replay_wgpu_py(benchmark, wgx, rounds):
 @pytest.mark.benchmark(group="recording_replay")
 def test_recording_replay_raw_c(benchmark, cfloor, rounds):
     bench_floor_launch(benchmark, cfloor, rounds, "recording_replay", "encode_submit")
+
+
+@pytest.mark.benchmark(group="recording_replay")
+def test_recording_replay_raw_c_one_call(benchmark, cfloor, rounds):
+    """The same encode + submit, one cffi call a round (the floor of a launch made from Python)."""
+    bench_floor_one_call(benchmark, cfloor, rounds, "recording_replay", "encode_submit")
 
 
 # ---- Recording.replay(64): many launches, one submit ----------------------------------

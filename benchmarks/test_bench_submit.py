@@ -13,6 +13,7 @@ from harness import (
     BURST,
     Drainer,
     bench_floor_launch,
+    bench_floor_one_call,
     bench_vn_launch,
     bench_wgpu_encode_submit,
     record_python,
@@ -171,3 +172,9 @@ def test_encode_submit_wgpu_py(benchmark, wgx, rounds):
 @pytest.mark.benchmark(group="encode_submit")
 def test_encode_submit_raw_c(benchmark, cfloor, rounds):
     bench_floor_launch(benchmark, cfloor, rounds, "encode_submit")
+
+
+@pytest.mark.benchmark(group="encode_submit")
+def test_encode_submit_raw_c_one_call(benchmark, cfloor, rounds):
+    """The same encode + submit, one cffi call a round (the floor of a launch made from Python)."""
+    bench_floor_one_call(benchmark, cfloor, rounds, "encode_submit", "encode_submit")

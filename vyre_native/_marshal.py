@@ -421,18 +421,17 @@ def to_views(values: Any, what: str, buffer_cls: type[Handle], view_cls: type[An
     return [to_view(h, f"{what}[{i}]", buffer_cls, view_cls) for i, h in enumerate(items)]
 
 
-_BUFFER_ARRAY = ffi.typeof("vn_buffer *[]")
-
-
-def to_buffer_array(inputs: Any, outputs: Any, buffer_cls: type[Handle]) -> tuple[Any, list[Any], int, int] | None:
+def to_buffer_array(inputs: Any, outputs: Any, buffer_cls: type[Handle]) -> tuple[list[Any], int, int] | None:
     """The commonest launch's handles, when ``inputs`` and ``outputs`` are lists or tuples
-    of live buffers (no views): a ``vn_buffer *[]`` of the inputs then the outputs, the
-    list of pointers that holds their owners (kept by the caller until the C call
-    returns), and the two counts. None for anything else (``to_views`` converts it)."""
+    of live buffers (no views): the list of their pointers, the inputs then the outputs,
+    and the two counts. The list goes to C's ``vn_buffer *const *`` as it is (cffi makes
+    the call's temporary array from it, with no allocation of ours) and holds the
+    pointers' owners, so the caller keeps it until the call returns. None for anything
+    else (``to_views`` converts it)."""
     if (type(inputs) is list or type(inputs) is tuple) and (type(outputs) is list or type(outputs) is tuple):
         ptrs = [h._ptr if type(h) is buffer_cls else None for h in (*inputs, *outputs)]
         if None not in ptrs:
-            return (ffi.new(_BUFFER_ARRAY, ptrs) if ptrs else ffi.NULL), ptrs, len(inputs), len(outputs)
+            return ptrs, len(inputs), len(outputs)
     return None
 
 

@@ -360,10 +360,10 @@ class Pipeline(Handle):
             x, y, z = to_workgroups(workgroups)
             handles = to_buffer_array(inputs, outputs, Buffer)
             if handles is not None:
-                array, held, n_in, n_out = handles
+                held, n_in, n_out = handles  # the pointers, held until the call returned
                 out_own, out = new_slot("vn_dispatch *")
-                check(lib.vn_dispatch_record_buffers(ptr, array, n_in, n_out, x, y, z, keep, out))
-                del held  # held until the call returned
+                check(lib.vn_dispatch_record_buffers(ptr, held, n_in, n_out, x, y, z, keep, out))
+                del held
                 return PrerecordedDispatch._adopt(self, owned(out_own, "vn_dispatch *"))
         args, pinned = dispatch_args(
             inputs, outputs, params, workgroups, immediates, bind, indirect, clear_outputs

@@ -102,4 +102,5 @@ class Sequence(Handle):
         """
         ptr = self._live()
         n_ = to_u32(n, "Sequence.replay n")
-        return replay(lib.vn_sequence_replay, ptr, n_, to_timing(timing), int(lib.vn_sequence_length(ptr)))
+        steps = 1 if n_ == 1 else int(lib.vn_sequence_length(ptr))  # only a split reads it
+        return replay(lib.vn_sequence_replay, ptr, n_, to_timing(timing), steps)

@@ -313,6 +313,7 @@ floor_ctx *floor_create(const char *lib_path, const char *wgsl, uint64_t io_byte
 
 void floor_destroy(floor_ctx *c) {
     if (c == NULL) return;
+    for (uint32_t k = 0; k < c->one.count; k++) W.CommandBufferRelease(c->one.kept[k]);
     if (c->device != NULL) W.DevicePoll(c->device, 1, NULL);
     if (c->copy.group != NULL) W.BindGroupRelease(c->copy.group);
     if (c->copy.shift != NULL) W.ComputePipelineRelease(c->copy.shift);

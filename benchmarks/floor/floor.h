@@ -109,6 +109,10 @@ typedef struct floor_ctx {
         WGPUBuffer *buffers;                 /* steps + 1, io_bytes each */
         WGPUBindGroup *groups;               /* step k: (buffers[k], buffers[k + 1]) */
     } graph;
+    struct floor_one {            /* floor_one_*: one operation a call, as a Python caller makes it */
+        WGPUCommandBuffer kept[BATCH];       /* floor_one_prerecord's, until floor_one_flush */
+        uint32_t count;
+    } one;
     atomic_int error;
     char error_message[1536];
     char adapter_name[256];

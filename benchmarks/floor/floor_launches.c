@@ -89,3 +89,32 @@ int64_t floor_encode_submit(floor_ctx *c, uint64_t n, int64_t *samples) {
     drain(c);
     return checked(c, total);
 }
+
+/* ---- one operation a call ----------------------------------------------------------
+ * The rows above time each operation inside one C loop, caches warm from the one
+ * before. A Python library makes one call across cffi per launch, with the
+ * interpreter running between calls; these do one operation a call so that Python
+ * times them as it times vyre_native's rows (harness.bench_floor_one_call): the
+ * floor any Python caller of wgpu-native can reach. 0, or -1 with floor_last_error. */
+
+/* 1b. encode + finish one dispatch (bind groups made), kept for floor_one_flush. */
+int floor_one_prerecord(floor_ctx *c) {
+    if (c->one.count == BATCH) return (fail("floor_one_prerecord: %d kept; call floor_one_flush", BATCH), -1);
+    c->one.kept[c->one.count++] = encode(c, c->group, &c->fill.out);
+    return (int)checked(c, 0);
+}
+
+/* 5b. encode + finish + submit one dispatch. */
+int floor_one_encode_submit(floor_ctx *c) {
+    submit_one(c, encode(c, c->group, &c->fill.out));
+    return (int)checked(c, 0);
+}
+
+/* Submit what floor_one_prerecord kept, and drain the queue (untimed). */
+int floor_one_flush(floor_ctx *c) {
+    if (c->one.count > 0) W.QueueSubmitForIndex(c->queue, c->one.count, c->one.kept);
+    for (uint32_t k = 0; k < c->one.count; k++) W.CommandBufferRelease(c->one.kept[k]);
+    c->one.count = 0;
+    drain(c);
+    return (int)checked(c, 0);
+}
