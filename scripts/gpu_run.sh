@@ -4,10 +4,15 @@
 # size, and leave logs and pytest-benchmark JSON in $OUT. Prepared beforehand on the
 # development machine with the shared gpu/prepare.sh (wheels + Vulkan loader in .gpu/).
 #
-#   device run, carry [".gpu"]:  bash scripts/gpu_run.sh [tests] [files] [bench] [bench-reversed] [tinygrad] [workloads]
+#   device run, carry [".gpu"]:  bash scripts/gpu_run.sh [tests] [files] [bench] [bench-reversed] [tinygrad]
+#                                 [tinygrad-unchecked] [call-path] [workloads]
 #
 # tinygrad: benchmarks/test_bench_tinygrad.py alone (DEV=VN beside tinygrad's CUDA and the
-# others found; its log ends with the ratios and VN's breakdown), $OUT/tinygrad.{log,json}.
+# others found; its log ends with the ratios and VN's breakdown), $OUT/tinygrad.{log,json};
+# named again it runs again (tinygrad-2.{log,json}, ...), so the rows that move between
+# calls can be read from several runs of one call; tinygrad-unchecked: the VN rows alone
+# with VN_BOUNDS_CHECKS=0 (the kernels' bounds checks off: what they cost). call-path:
+# benchmarks/call_path.py (where a launch made from Python spends its time), $OUT/call-path.*.
 #
 # Each stage has its own time limit (VN_GPU_*_S) so one slow stage cannot eat the
 # others'; a stage's exit status goes to $OUT/summary.txt. VN_GPU_TEST_ARGS adds pytest
@@ -87,11 +92,15 @@ for stage in "${stages[@]}"; do
       order=(); [ "$stage" = bench ] || order=(--vn-reverse)
       run "$stage" "${VN_GPU_BENCH_S:-300}" python3 -m pytest -c "$ROOT/benchmarks/pytest.ini" "$ROOT/benchmarks" \
              ${VN_GPU_BENCH_ARGS:-} ${VN_GPU_BENCH_K:+-k "$VN_GPU_BENCH_K"} "${order[@]}" -q --benchmark-json "$OUT/$stage.json" ;;
-    tinygrad) run tinygrad "${VN_GPU_TINYGRAD_S:-500}" python3 -m pytest -c "$ROOT/benchmarks/pytest.ini" \
-             "$ROOT/benchmarks/test_bench_tinygrad.py" -q -rs --benchmark-json "$OUT/tinygrad.json" ;;
+    tinygrad|tinygrad-unchecked)  # named again, a stage runs again: tinygrad-2, tinygrad-3, ...
+      tg_runs=$(( ${tg_runs:-0} + 1 )); name=$stage; [ "$tg_runs" -eq 1 ] || name=$stage-$tg_runs
+      tg_env=(); [ "$stage" = tinygrad ] || tg_env=(VN_BOUNDS_CHECKS=0 VN_TINYGRAD_ROWS=VN)
+      run "$name" "${VN_GPU_TINYGRAD_S:-500}" env "${tg_env[@]}" python3 -m pytest -c "$ROOT/benchmarks/pytest.ini" \
+             "$ROOT/benchmarks/test_bench_tinygrad.py" -q -rs --benchmark-json "$OUT/$name.json" ;;
+    call-path) run call-path "${VN_GPU_CALL_PATH_S:-200}" python3 "$ROOT/benchmarks/call_path.py" --json "$OUT/call-path.json" ;;
     workloads) VN_WORKLOAD_SIZE=full run workloads "${VN_GPU_WORKLOADS_S:-200}" python3 -m pytest \
              -c "$ROOT/benchmarks/pytest.ini" "$ROOT/benchmarks/workloads" -q --benchmark-json "$OUT/workloads.json" ;;
-    *) echo "gpu_run: unknown stage $stage (tests, files, bench, bench-reversed, tinygrad, workloads)" >> "$OUT/summary.txt" ;;
+    *) echo "gpu_run: unknown stage $stage (tests, files, bench, bench-reversed, tinygrad, tinygrad-unchecked, call-path, workloads)" >> "$OUT/summary.txt" ;;
   esac
 done
 cat "$OUT/summary.txt"
