@@ -167,6 +167,7 @@ struct vn_pipeline {
     uint32_t immediate_size;    /* bytes of var<immediate> data each dispatch takes, 0: none */
     char *label;                /* the entry point: wgpu's label, and what messages call it */
     char *record_what;          /* "recording a dispatch of pipeline `<label>`", made once */
+    char *replay_what;          /* "replaying a recording of pipeline `<label>`", made once */
     vn_bind_cache cache;
     struct vn_pipeline *next, *prev; /* device->pipelines, under pipelines_lock */
 };

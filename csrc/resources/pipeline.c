@@ -154,6 +154,7 @@ static void pipeline_free(vn_pipeline *p) {
     if (p->pipeline != NULL) wgpu.ComputePipelineRelease(p->pipeline);
     free(p->label);
     free(p->record_what);
+    free(p->replay_what);
     if (p->bindings != NULL) {
         for (size_t i = 0; i < p->binding_count; i++) free(p->bindings[i].name);
         free(p->bindings);
@@ -346,6 +347,14 @@ static void make_pipeline(void *arg) {
     if (layout != NULL) wgpu.PipelineLayoutRelease(layout);
 }
 
+/* "<doing> of pipeline `<label>`", what a failure of that names (malloc'd; NULL: no memory). */
+static char *pipeline_what(const char *doing, const char *label) {
+    size_t len = strlen(doing) + strlen(label) + sizeof " of pipeline ``";
+    char *what = malloc(len);
+    if (what != NULL) snprintf(what, len, "%s of pipeline `%s`", doing, label);
+    return what;
+}
+
 static vn_status pipeline_create(vn_device *device, vn_shader *shader, const vn_pipeline_desc *desc,
                                  vn_pipeline **out) {
     vn_status st = vn_device_check(device, "creating a pipeline");
@@ -370,16 +379,16 @@ static vn_status pipeline_create(vn_device *device, vn_shader *shader, const vn_
     p->indirect_offset = desc->indirect_offset;
     p->immediate_size = desc->immediate_size;
     p->label = vn_strdup(desc->entry_point);
-    /* A recording's failure message names the pipeline; formatted here, not per record. */
-    size_t what_len = strlen(desc->entry_point) + sizeof "recording a dispatch of pipeline ``";
-    p->record_what = malloc(what_len);
-    if (p->record_what != NULL) snprintf(p->record_what, what_len, "recording a dispatch of pipeline `%s`", desc->entry_point);
+    /* A recording's and a replay's failure messages name the pipeline; formatted here,
+     * not per record or per replay (a replay is on the launch path). */
+    p->record_what = pipeline_what("recording a dispatch", desc->entry_point);
+    p->replay_what = pipeline_what("replaying a recording", desc->entry_point);
     p->group_count = desc->binding_count ? desc->bindings[desc->binding_count - 1].group + 1 : 0;
     p->bindings = calloc(desc->binding_count ? desc->binding_count : 1, sizeof *p->bindings);
     p->layouts = calloc(p->group_count ? p->group_count : 1, sizeof *p->layouts);
     WGPUBindGroupLayoutEntry *scratch = calloc(desc->binding_count ? desc->binding_count : 1, sizeof *scratch);
     WGPUConstantEntry *constants = calloc(desc->constant_count ? desc->constant_count : 1, sizeof *constants);
-    if (p->label == NULL || p->record_what == NULL || p->bindings == NULL || p->layouts == NULL || scratch == NULL || constants == NULL) {
+    if (p->label == NULL || p->record_what == NULL || p->replay_what == NULL || p->bindings == NULL || p->layouts == NULL || scratch == NULL || constants == NULL) {
         free(scratch);
         free(constants);
         pipeline_free(p);

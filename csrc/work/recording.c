@@ -52,9 +52,8 @@ static vn_status recording_replay(vn_recording *r, uint32_t n, vn_timing_mode ti
     *out = NULL;
     vn_status st = vn_replay_count_check(n, 1, "Recording");
     if (st != VN_OK) return st;
-    char label[300];
-    vn_format(label, sizeof label, "replaying a recording of pipeline `%s`", r->bound.pipeline->label);
-    return vn_encode_and_submit(r->bound.pipeline->device, &recording_job, r, n, timing, label, out);
+    const vn_pipeline *p = r->bound.pipeline;
+    return vn_encode_and_submit(p->device, &recording_job, r, n, timing, p->replay_what, out);
 }
 
 vn_status vn_recording_replay(vn_recording *r, uint32_t n, vn_timing_mode timing, vn_submission **out) {
