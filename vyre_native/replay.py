@@ -9,7 +9,7 @@ from ._lib import check, lib
 from ._marshal import to_timing, to_u32
 from .buffer import Bindable, Buffer, as_output
 from .readback import OutputReads
-from .submission import Submission, replay
+from .submission import NO_TIMING, Submission, replay, replay_part
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
@@ -57,4 +57,6 @@ class Recording(OutputReads):
         of its own); timed replays take ``n`` up to 256.
         """
         ptr = self._live()
+        if timing is False and type(n) is int and n == 1:  # the launch path: nothing to convert
+            return replay_part(lib.vn_recording_replay, ptr, 1, NO_TIMING)
         return replay(lib.vn_recording_replay, ptr, to_u32(n, "Recording.replay n"), to_timing(timing), 1)

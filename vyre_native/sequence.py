@@ -11,7 +11,7 @@ from ._lib import check, ffi, lib
 from ._marshal import to_ptr, to_timing, to_u32, to_view
 from .buffer import Bindable, Buffer, BufferView, copy_args
 from .pipeline import Pipeline, dispatch_args
-from .submission import Submission, replay
+from .submission import NO_TIMING, Submission, replay, replay_part
 
 if TYPE_CHECKING:
     from .device import Device
@@ -101,6 +101,8 @@ class Sequence(Handle):
         timing a larger ``n`` goes in several submits, as ``Recording.replay`` does.
         """
         ptr = self._live()
+        if timing is False and type(n) is int and n == 1:  # the launch path: nothing to convert
+            return replay_part(lib.vn_sequence_replay, ptr, 1, NO_TIMING)
         n_ = to_u32(n, "Sequence.replay n")
         steps = 1 if n_ == 1 else int(lib.vn_sequence_length(ptr))  # only a split reads it
         return replay(lib.vn_sequence_replay, ptr, n_, to_timing(timing), steps)

@@ -7,11 +7,13 @@ from collections.abc import Generator
 from typing import Any
 
 from ._handles import Handle, new_slot, owned
-from ._lib import call_waiting, check, done_flag, ffi, lib
+from ._lib import call_waiting, check, check_wait, done_flag, ffi, lib
 from ._marshal import to_seconds
 
 #: Parts of a replay(n) running at most before the oldest is waited for (C's constant).
 _IN_FLIGHT = int(lib.VN_MAX_SUBMITS_IN_FLIGHT)
+#: replay_part's mode for a replay without timing (C's constant)
+NO_TIMING = int(lib.VN_TIMING_NONE)
 
 
 class Submission(Handle):
@@ -91,14 +93,25 @@ class Submission(Handle):
         return f"<vn.Submission index={self.index} {state}>"
 
 
+def replay_part(replay_fn: Any, ptr: Any, k: int, mode: int) -> Submission:
+    """One C call ``replay_fn(ptr, k, mode, out)`` (vn_recording_replay, vn_sequence_replay):
+    ``k`` launches in one command buffer and one submit, its Submission owned as it comes.
+    ``replay(1)`` without timing is this alone (the launch path: no split, no conversion)."""
+    out_own, out = new_slot("vn_submission *")
+    status = replay_fn(ptr, k, mode, out)
+    if status:  # VN_PENDING: a CPU adapter's queue still runs earlier work
+        check_wait(status, replay_fn, ptr, k, mode, out)
+    return Submission._adopt(owned(out_own, "vn_submission *"))
+
+
 def replay(replay_fn: Any, ptr: Any, n: int, mode: int, steps: int) -> Submission:
     """``replay_fn(ptr, n, mode, out)`` (vn_recording_replay, vn_sequence_replay) of ``n``
     launches of ``steps`` steps each, in the parts C's ``vn_replay_split`` gives (the rule's
     one owner: one part when they fit one submit or are timed, else parts of as many
-    launches as fit, at most so many running), each part one C call, its own command
-    buffer with its clears and fills as one replay encodes them. The loop is here, not
-    in C, because waiting for the oldest running part must return to Python in time
-    slices: Ctrl-C then interrupts a long replay promptly (leaving the parts submitted
+    launches as fit, at most so many running), each part one C call (``replay_part``), its
+    own command buffer with its clears and fills as one replay encodes them. The loop is
+    here, not in C, because waiting for the oldest running part must return to Python in
+    time slices: Ctrl-C then interrupts a long replay promptly (leaving the parts submitted
     so far running), and each part's Submission is owned here as it comes. Returns the
     last part's Submission: the queue runs in order, so its completion implies them all."""
     # one launch is one part whatever the split says: no C call to ask (the common case)
@@ -106,10 +119,7 @@ def replay(replay_fn: Any, ptr: Any, n: int, mode: int, steps: int) -> Submissio
     running: list[Submission] = []
     while True:
         k = min(per_submit, n)
-        out_own, out = new_slot("vn_submission *")
-        # VN_PENDING: a CPU adapter's queue still runs earlier work
-        call_waiting(replay_fn, ptr, k, mode, out)
-        sub = Submission._adopt(owned(out_own, "vn_submission *"))
+        sub = replay_part(replay_fn, ptr, k, mode)
         n -= k
         if n == 0:
             return sub
