@@ -620,9 +620,14 @@ def test_preserved_state_carries_over_across_recordings(device: vn.Device) -> No
 
 
 def test_replay_returns_the_submission_index(device: vn.Device, double) -> None:
-    rec = double.prerecord_persistent_dispatch([device.upload(np.ones(64, np.float32))], [device.alloc(256)])
-    idx = rec.replay()
-    assert isinstance(idx, int) and idx >= 0
+    a, o = device.upload(np.ones(64, np.float32)), device.alloc(256)
+    first, last = (double.prerecord_persistent_dispatch([a], [o]) for _ in range(2))
+    between = double.record([a], [o])
+    i1 = first.replay()
+    i2 = between.replay().index
+    i3 = last.replay()
+    # the queue's own numbering: each submit's index after the one before
+    assert all(isinstance(i, int) for i in (i1, i2, i3)) and i1 < i2 < i3
 
 
 def test_second_replay_raises_already_submitted(device: vn.Device, double) -> None:

@@ -23,16 +23,12 @@ class PrerecordedDispatch(OutputReads):
     _c_prefix = "vn_dispatch"
     _made_by = "pipeline.prerecord_persistent_dispatch(...) or pipeline.prerecord_borrowed_dispatch(...)"
     _pipeline: Pipeline
-    _index: Any
 
     @classmethod
     def _adopt(cls, pipeline: Pipeline, raw: Any) -> PrerecordedDispatch:
         # Kept to the minimum: this runs once per launch on the pre-record path.
         self = cls._wrap(raw)  # an owning pointer (``owned``)
         self._pipeline = pipeline
-        # Only the one replay() that wins the C layer's exchange ever writes this,
-        # so threads racing on replay() cannot clash over it.
-        self._index = ffi.new("uint64_t *")
         return self
 
     def replay(self) -> int:
@@ -44,9 +40,10 @@ class PrerecordedDispatch(OutputReads):
         ptr = self._ptr
         if ptr is None:
             self._live()  # raises ReleasedError
-        status = lib.vn_dispatch_replay(ptr, self._index)
+        status = lib.vn_dispatch_replay(ptr, ffi.NULL)
         if status:
             # VN_PENDING: a CPU adapter's queue still runs earlier work
-            check_wait(status, lib.vn_dispatch_replay, ptr, self._index)
-        index: int = self._index[0]
+            check_wait(status, lib.vn_dispatch_replay, ptr, ffi.NULL)
+        # this call's own: only the one replay that succeeded set it, before it returned
+        index: int = lib.vn_dispatch_submission_index(ptr)
         return index

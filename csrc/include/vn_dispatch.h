@@ -76,6 +76,9 @@ vn_status vn_dispatch_record_buffers(vn_pipeline *pipeline, vn_buffer *const *bu
 /* Submit the recorded command buffer; exactly one call ever succeeds. VN_PENDING: a
  * CPU adapter's queue still runs earlier work (nothing was submitted); call again. */
 vn_status vn_dispatch_replay(vn_dispatch *dispatch, uint64_t *submission_index);
+/* The submission index of the replay that succeeded, 0 before one has (no allocation
+ * for the caller: what vn's PrerecordedDispatch.replay reads after its own replay). */
+uint64_t vn_dispatch_submission_index(const vn_dispatch *dispatch);
 size_t vn_dispatch_output_count(const vn_dispatch *dispatch);
 /* The output's size in bytes (a view's own), or VN_ERROR_OUTPUT_INDEX. */
 vn_status vn_dispatch_output_len(const vn_dispatch *dispatch, int64_t index, uint64_t *out);

@@ -242,6 +242,13 @@ vn_status vn_dispatch_record_borrowed(vn_pipeline *pipeline, uint32_t forms, con
                  out, pipeline, VN_KIND_PIPELINE);
 }
 
+/* Read only once the winner's store of SUBMITTED has published it (dispatch_replay). */
+static uint64_t submitted_index(const vn_dispatch *d) {
+    return atomic_load(&((vn_dispatch *)d)->state) == DISPATCH_SUBMITTED ? d->submission_index : 0;
+}
+
+uint64_t vn_dispatch_submission_index(const vn_dispatch *d) { VN_GET(uint64_t, submitted_index(d), 0, d, VN_KIND_DISPATCH); }
+
 size_t vn_dispatch_output_count(const vn_dispatch *d) {
     VN_GET(size_t, d->bound.output_count, 0, d, VN_KIND_DISPATCH);
 }
