@@ -42,6 +42,7 @@ SCENARIOS = [
     "record",
     "record (its outputs)",
     "prerecord",
+    "prerecord (converted)",
     "prerecord borrowed",
     "recording replay",
     "sequence replay",

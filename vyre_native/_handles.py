@@ -75,6 +75,12 @@ def owned(owner: Owner, ctype: str) -> Any:
     return _from_buffer(_slot_types(ctype)[1], owner)
 
 
+def handle_id(ptr: Any) -> int:
+    """The C id a handle's pointer holds, as an int: what csrc/python/launch.c passes to C
+    (it holds the handle's ``_ptr`` for the call, which keeps the object alive)."""
+    return int(ffi.cast("uintptr_t", ptr))
+
+
 def not_picklable(obj: object) -> NotPicklableError:
     """The error for pickling ``obj``, a handle (or a view of one), naming its type and value."""
     kind = type(obj).__name__

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 from numpy.typing import NDArray
 
-from ._handles import Handle, not_picklable
+from ._handles import Handle, handle_id, not_picklable
 from ._lib import call_waiting, check, ffi, lib, read_sliced
 from ._marshal import to_count, to_destination, to_readable, to_u64, to_view
 from ._typing import DTypeLike, ShapeLike
@@ -106,6 +106,7 @@ class Buffer(_Reads, Handle):
     allocation_len: int
     usage: BufferUsage
     allocation_identity: int
+    _id: int  # the C id (handle_id), for csrc/python/launch.c
 
     #: ``Buffer.from_wgpu(gpu_buffer)`` and ``buffer.to_wgpu()``: interop with wgpu-py,
     #: installed by vyre_native.interop, which sits above this module.
@@ -116,6 +117,7 @@ class Buffer(_Reads, Handle):
     def _adopt(cls, device: Device, raw: Any) -> Buffer:
         """The handle of ``raw``, an owning pointer (``owned``)."""
         self = cls._wrap(raw)
+        self._id = handle_id(raw)
         self._device = device  # keeps the Device (and its close state) reachable
         desc = ffi.new("vn_buffer_desc *")
         check(lib.vn_buffer_describe(raw, desc))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._handles import Handle, new_slot, owned
+from ._handles import Handle, handle_id, new_slot, owned
 from ._lib import check, ffi, lib
 from ._marshal import (
     U64_MAX,
@@ -24,6 +24,7 @@ from ._marshal import (
     to_workgroups,
     wrong_type,
 )
+from ._owner import bind_launch, record_buffers
 from .buffer import Bindable, Buffer, BufferView
 from .dispatch import PrerecordedDispatch
 from .errors import BindingError, ShaderError
@@ -35,6 +36,10 @@ from .zero_workgroup import zero_workgroup_source
 
 if TYPE_CHECKING:
     from .device import Device
+
+# The commonest pre-record's one call (csrc/python/launch.c) calls this C function and
+# takes only vn.Buffer itself.
+bind_launch(int(ffi.cast("uintptr_t", ffi.addressof(lib, "vn_dispatch_record_buffers"))), Buffer)
 
 _CACHE_FIELDS = tuple(name for name, _ in ffi.typeof("vn_cache_stats").fields)
 _POSITIONAL, _NAMED = int(lib.VN_BIND_POSITIONAL), int(lib.VN_BIND_NAMED)
@@ -180,6 +185,7 @@ class Pipeline(Handle):
     _kind = "Pipeline"
     _made_by = "device.compile(wgsl)"
     _device: Device
+    _id: int  # the C id (handle_id), for csrc/python/launch.c
     bindings: list[Binding]
     entry_point: str
     workgroup_size: tuple[int, int, int] | None
@@ -296,6 +302,7 @@ class Pipeline(Handle):
         finally:
             shader_slot.release()  # the pipeline holds what it needs of the shader
         self = cls._wrap(owned(out_own, "vn_pipeline *"))
+        self._id = handle_id(self._ptr)
         self._device = device
         self.bindings = list(bindings)
         self.entry_point = entry_point
@@ -355,7 +362,13 @@ class Pipeline(Handle):
         """
         ptr = self._live()
         if params is None and immediates is None and bind is None and indirect is None:
-            # the commonest launch, whole buffers only: one C call with no argument struct
+            # the commonest launch, whole buffers only: one call (csrc/python/launch.c), or
+            # None when an argument needs converting first
+            made = record_buffers(self, inputs, outputs, workgroups, clear_outputs)
+            if made is not None:
+                if type(made) is int:
+                    check(made)
+                return PrerecordedDispatch._adopt(self, owned(made, "vn_dispatch *"))
             keep = 1 - to_bool(clear_outputs, "clear_outputs")
             x, y, z = to_workgroups(workgroups)
             handles = to_buffer_array(inputs, outputs, Buffer)

@@ -17,13 +17,15 @@
  * and which keeps the owner alive, for as long as any call or holder has that pointer.
  *
  * Built against the limited API (abi3); it includes no vyre_native internals: the
- * release function is vn_handle_release, handed over once at import (bind). */
+ * release function is vn_handle_release, handed over once at import (bind). launch.c,
+ * in the same module, adds the commonest pre-record as one call (record_buffers). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <stddef.h>
 
 #include "../include/vyre_native.h"
+#include "python_module.h"
 
 typedef struct {
     PyObject_HEAD
@@ -37,6 +39,12 @@ typedef struct {
 
 /* vn_handle_release (accepts any live kind, ignores anything else); set once. */
 static void (*release_fn)(void *);
+/* The Owner type, made once by module_exec (launch.c makes owners too). */
+static PyObject *owner_type;
+
+PyObject *vn_py_owner_new(void) { return PyObject_CallNoArgs(owner_type); }
+
+void **vn_py_owner_slot(PyObject *owner) { return &((Owner *)owner)->slot.object; }
 
 static void owner_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
@@ -123,6 +131,9 @@ static int module_exec(PyObject *module) {
         Py_DECREF(type);
         return -1;
     }
+    Py_INCREF(type);
+    owner_type = type;  /* kept for the process's life, as the module's own reference is */
+    if (PyModule_AddFunctions(module, vn_py_launch_methods) < 0) return -1;
     return PyModule_AddIntConstant(module, "SLOT_SIZE", (long)sizeof(((Owner *)0)->slot));
 }
 

@@ -120,7 +120,12 @@ def main() -> None:
         "compile (pipeline)": ("vn_pipeline_create", lambda: dev.compile(DOUBLE)),
         "record": ("vn_recording_create", lambda: pipe.record([src], [dst])),
         "record (its outputs)": ("vn_recording_output", lambda: pipe.record([src], [dst])),
-        "prerecord": ("vn_dispatch_record_buffers", lambda: pipe.prerecord_persistent_dispatch([src], [dst])),
+        # csrc/python/launch.c's one call; workgroups given as a list take Python's own path
+        "prerecord": ("record_buffers", lambda: pipe.prerecord_persistent_dispatch([src], [dst])),
+        "prerecord (converted)": (
+            "vn_dispatch_record_buffers",
+            lambda: pipe.prerecord_persistent_dispatch([src], [dst], workgroups=[1, 1, 1]),
+        ),
         "prerecord borrowed": (
             "vn_dispatch_record_borrowed",
             lambda: pipe.prerecord_borrowed_dispatch([np.ones(64, np.float32)], output_sizes=[256]),

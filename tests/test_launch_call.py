@@ -1,0 +1,107 @@
+"""The commonest pre-record as one call (csrc/python/launch.c, ``_owner.record_buffers``):
+it computes what Python's own path computes, hands every argument it does not take as it
+is to that path (whose conversions and messages are the rules' one owner), and no
+argument or race reaches C wrongly."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import vyre_native as vn
+from vyre_native._owner import Owner, record_buffers
+
+
+def _doubled(device: vn.Device, double: vn.Pipeline, **kwargs: object) -> np.ndarray:
+    a, o = device.upload(np.arange(64, dtype=np.float32)), device.alloc(256)
+    d = double.prerecord_persistent_dispatch([a], [o], **kwargs)
+    d.replay()
+    return np.frombuffer(d.read_output(0), np.float32)
+
+
+@pytest.mark.parametrize(
+    "workgroups", [(1, 1, 1), [1, 1, 1], (np.uint32(1), 1, 1)], ids=["tuple", "list", "numpy"]
+)
+def test_every_form_of_workgroups_computes_the_same(device: vn.Device, double: vn.Pipeline, workgroups) -> None:
+    np.testing.assert_array_equal(_doubled(device, double, workgroups=workgroups), np.arange(64) * 2)
+
+
+def test_clear_outputs_false_keeps_what_the_output_holds(device: vn.Device, double: vn.Pipeline) -> None:
+    # DOUBLE writes every element: the output shows the kernel ran (a kept clear is the
+    # C layer's; what this checks is that False reaches it, as np.False_ does)
+    for keep in (False, np.False_):
+        np.testing.assert_array_equal(_doubled(device, double, clear_outputs=keep), np.arange(64) * 2)
+
+
+def test_the_one_call_takes_only_what_needs_no_conversion(device: vn.Device, double: vn.Pipeline) -> None:
+    a, o = device.upload(np.ones(64, np.float32)), device.alloc(256)
+    assert isinstance(record_buffers(double, [a], [o], (1, 1, 1), True), Owner)
+    for args in [
+        (double, [a], [o], [1, 1, 1], True),  # workgroups a list
+        (double, [a], [o], (1, 1), True),
+        (double, [a], [o], (1, 1, 2**32), True),  # past uint32_t
+        (double, [a], [o], (1, 1, -1), True),
+        (double, [a], [o], (True, 1, 1), True),  # a bool is no count: Python's path says so
+        (double, [a], [o], (1, 1, 1), 1),  # clear_outputs not a bool
+        (double, [a.view(0, 256)], [o], (1, 1, 1), True),  # a view
+        (double, iter([a]), [o], (1, 1, 1), True),
+        (double, [a] * 17, [o], (1, 1, 1), True),  # more than VN_LAUNCH_MAX_BUFFERS
+        (object(), [a], [o], (1, 1, 1), True),
+        (a, [a], [o], (1, 1, 1), True),  # a handle, but C refuses its kind
+    ]:
+        got = record_buffers(*args)
+        assert got is None or (type(got) is int and got > 0), (args, got)
+    with pytest.raises(TypeError, match="Fix:"):
+        record_buffers(double, [a], [o])  # type: ignore[call-arg]
+
+
+def test_a_released_buffer_or_pipeline_raises_released_error(device: vn.Device) -> None:
+    from support.kernels import DOUBLE
+
+    pipe = device.compile(DOUBLE)
+    a, o = device.upload(np.ones(64, np.float32)), device.alloc(256)
+    a.release()
+    with pytest.raises(vn.ReleasedError, match="Fix:"):
+        pipe.prerecord_persistent_dispatch([a], [o])
+    assert record_buffers(pipe, [a], [o], (1, 1, 1), True) is None
+    pipe.release()
+    with pytest.raises(vn.ReleasedError, match="Fix:"):
+        pipe.prerecord_persistent_dispatch([device.upload(np.ones(64, np.float32))], [o])
+
+
+def test_a_count_mismatch_is_the_c_layers_binding_error(device: vn.Device, double: vn.Pipeline) -> None:
+    a = device.upload(np.ones(64, np.float32))
+    with pytest.raises(vn.BindingError, match="Fix:"):
+        double.prerecord_persistent_dispatch([a, a], [])
+
+
+def test_buffers_released_by_another_thread_mid_launch_never_crash(device: vn.Device, double: vn.Pipeline) -> None:
+    stop = threading.Event()
+    pool = [(device.upload(np.ones(64, np.float32)), device.alloc(256)) for _ in range(8)]
+    outcomes = {"made": 0, "released": 0}
+
+    def releaser() -> None:
+        while not stop.is_set():
+            for a, o in pool:
+                a.release()
+                o.release()
+
+    t = threading.Thread(target=releaser)
+    t.start()
+    try:
+        for i in range(400):
+            a, o = pool[i % len(pool)]
+            try:
+                double.prerecord_persistent_dispatch([a], [o]).replay()
+                outcomes["made"] += 1
+            except vn.ReleasedError:
+                outcomes["released"] += 1
+            if i % 50 == 49:  # fresh buffers, so some launches race the release
+                pool[:] = [(device.upload(np.ones(64, np.float32)), device.alloc(256)) for _ in range(8)]
+    finally:
+        stop.set()
+        t.join()
+    device.wait_idle()
+    assert outcomes["made"] + outcomes["released"] == 400
