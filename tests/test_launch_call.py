@@ -1,17 +1,19 @@
-"""The commonest pre-record as one call (csrc/python/launch.c, ``_owner.record_buffers``):
-it computes what Python's own path computes, hands every argument it does not take as it
-is to that path (whose conversions and messages are the rules' one owner), and no
+"""The commonest launches as one call each (csrc/python/launch.c: ``_owner.record_buffers``
+for a pre-record, ``_owner.replay_once`` for ``replay()`` of a Recording or a Sequence):
+each computes what Python's own path computes, hands every argument it does not take as
+it is to that path (whose conversions and messages are the rules' one owner), and no
 argument or race reaches C wrongly."""
 
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 import pytest
 
 import vyre_native as vn
-from vyre_native._owner import Owner, record_buffers
+from vyre_native._owner import Owner, record_buffers, replay_once
 
 
 def _doubled(device: vn.Device, double: vn.Pipeline, **kwargs: object) -> np.ndarray:
@@ -105,3 +107,94 @@ def test_buffers_released_by_another_thread_mid_launch_never_crash(device: vn.De
         t.join()
     device.wait_idle()
     assert outcomes["made"] + outcomes["released"] == 400
+
+
+def test_replay_with_the_defaults_is_one_call_and_computes_right(device: vn.Device, double: vn.Pipeline) -> None:
+    a, o = device.upload(np.arange(64, dtype=np.float32)), device.alloc(256)
+    rec = double.record([a], [o])
+    seq = device.sequence()
+    seq.add(double, [a], [o])
+    for work, which in ((rec, 0), (seq, 1)):
+        made = replay_once(work, which)
+        assert isinstance(made, Owner) or made == vn._lib.PENDING  # a CPU adapter's busy queue
+        sub = work.replay()
+        assert isinstance(sub, vn.Submission) and sub.index > 0
+        sub.wait()
+        np.testing.assert_array_equal(np.frombuffer(o.read(), np.float32), np.arange(64) * 2)
+
+
+def test_replay_once_refuses_what_it_is_not_for(device: vn.Device, double: vn.Pipeline) -> None:
+    a, o = device.upload(np.ones(64, np.float32)), device.alloc(256)
+    rec = double.record([a], [o])
+    for which in (2, -1, "0", 0.0, True):
+        with pytest.raises(TypeError, match="Fix:"):
+            replay_once(rec, which)
+    assert replay_once(object(), 0) is None
+    got = replay_once(rec, 1)  # a Recording's id where a Sequence's goes: C refuses the kind
+    assert type(got) is int and got > 0
+    rec.release()
+    assert replay_once(rec, 0) is None
+    with pytest.raises(vn.ReleasedError, match="Fix:"):
+        rec.replay()
+
+
+def test_a_handle_whose_id_was_tampered_with_is_a_typed_error(device: vn.Device, double: vn.Pipeline) -> None:
+    a, o = device.upload(np.ones(64, np.float32)), device.alloc(256)
+    rec = double.record([a], [o])
+    for bogus in (12345, 2**64 - 1, o._id):
+        rec._id = bogus
+        with pytest.raises(vn.VyreError, match="Fix:"):
+            rec.replay()
+        a._id = bogus
+        with pytest.raises(vn.VyreError, match="Fix:"):
+            double.prerecord_persistent_dispatch([a], [o])
+
+
+class _KeyLike_id:
+    """A key of a buffer's __dict__ that collides with "_id": the one call's lookup of
+    ``_id`` runs its ``__eq__``, Python code in the middle of the C pass."""
+
+    action: Any = None
+
+    def __hash__(self) -> int:
+        return hash("_id")
+
+    def __eq__(self, other: object) -> bool:
+        action, _KeyLike_id.action = _KeyLike_id.action, None
+        if action is not None:
+            action()
+        return NotImplemented
+
+
+def _collide(buffer: vn.Buffer) -> None:
+    saved = dict(buffer.__dict__)
+    buffer.__dict__.clear()
+    buffer.__dict__[_KeyLike_id()] = 0
+    buffer.__dict__.update(saved)
+
+
+def test_a_list_emptied_by_code_run_mid_call_takes_pythons_path(device: vn.Device, double: vn.Pipeline) -> None:
+    a, b, o = device.upload(np.ones(64, np.float32)), device.upload(np.ones(64, np.float32)), device.alloc(256)
+    _collide(a)
+    outcomes = []
+    for workgroups in ((1, 1, 1), [1, 1, 1]):  # the one call, then Python's own path
+        inputs = [a, b]
+        _KeyLike_id.action = inputs.clear
+        with pytest.raises(vn.VyreError) as info:
+            double.prerecord_persistent_dispatch(inputs, [o], workgroups=workgroups)
+        outcomes.append(type(info.value))
+    assert outcomes[0] is outcomes[1]
+
+
+def test_an_exception_raised_mid_call_propagates(device: vn.Device, double: vn.Pipeline) -> None:
+    a, o = device.upload(np.ones(64, np.float32)), device.alloc(256)
+    _collide(a)
+
+    def interrupt() -> None:
+        raise KeyboardInterrupt
+
+    before = vn.debug.live_objects(wait=5.0)["dispatches"]
+    _KeyLike_id.action = interrupt
+    with pytest.raises(KeyboardInterrupt):
+        double.prerecord_persistent_dispatch([a], [o])
+    assert vn.debug.live_objects(wait=5.0)["dispatches"] == before  # C was never called

@@ -37,9 +37,15 @@ from .zero_workgroup import zero_workgroup_source
 if TYPE_CHECKING:
     from .device import Device
 
-# The commonest pre-record's one call (csrc/python/launch.c) calls this C function and
-# takes only vn.Buffer itself.
-bind_launch(int(ffi.cast("uintptr_t", ffi.addressof(lib, "vn_dispatch_record_buffers"))), Buffer)
+# The commonest launches' one calls (csrc/python/launch.c) call these C functions and take
+# only vn.Buffer itself among the buffers.
+bind_launch(
+    *(
+        int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
+        for name in ("vn_dispatch_record_buffers", "vn_recording_replay", "vn_sequence_replay")
+    ),
+    Buffer,
+)
 
 _CACHE_FIELDS = tuple(name for name, _ in ffi.typeof("vn_cache_stats").fields)
 _POSITIONAL, _NAMED = int(lib.VN_BIND_POSITIONAL), int(lib.VN_BIND_NAMED)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._handles import new_view_slot, owned
+from ._handles import handle_id, new_view_slot, owned
 from ._lib import check, lib
 from ._marshal import to_timing, to_u32
 from .buffer import Bindable, Buffer, as_output
 from .readback import OutputReads
-from .submission import NO_TIMING, Submission, replay, replay_part
+from .submission import Submission, replay, replay_one
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
@@ -28,10 +28,12 @@ class Recording(OutputReads):
     _made_by = "pipeline.record(inputs, outputs, ...)"
     _pipeline: Pipeline
     _outputs: list[Bindable]
+    _id: int  # the C id (handle_id), for csrc/python/launch.c
 
     @classmethod
     def _adopt(cls, pipeline: Pipeline, raw: Any) -> Recording:
         self = cls._wrap(raw)  # an owning pointer (``owned``)
+        self._id = handle_id(raw)
         self._pipeline = pipeline
         self._outputs = []
         for i in range(int(lib.vn_recording_output_count(raw))):
@@ -56,7 +58,7 @@ class Recording(OutputReads):
         (``Submission.gpu_time_ns``); ``timing="dispatch"`` each launch's own (in a pass
         of its own); timed replays take ``n`` up to 256.
         """
+        if timing is False and type(n) is int and n == 1:  # the launch path: one call
+            return replay_one(self, 0, lib.vn_recording_replay)
         ptr = self._live()
-        if timing is False and type(n) is int and n == 1:  # the launch path: nothing to convert
-            return replay_part(lib.vn_recording_replay, ptr, 1, NO_TIMING)
         return replay(lib.vn_recording_replay, ptr, to_u32(n, "Recording.replay n"), to_timing(timing), 1)

@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from collections.abc import Sequence as SequenceABC
 from typing import TYPE_CHECKING, Any
 
-from ._handles import Handle
+from ._handles import Handle, handle_id
 from ._lib import check, ffi, lib
 from ._marshal import to_ptr, to_timing, to_u32, to_view
 from .buffer import Bindable, Buffer, BufferView, copy_args
 from .pipeline import Pipeline, dispatch_args
-from .submission import NO_TIMING, Submission, replay, replay_part
+from .submission import Submission, replay, replay_one
 
 if TYPE_CHECKING:
     from .device import Device
@@ -33,10 +33,12 @@ class Sequence(Handle):
     _kind = "Sequence"
     _made_by = "device.sequence()"
     _device: Device
+    _id: int  # the C id (handle_id), for csrc/python/launch.c
 
     @classmethod
     def _adopt(cls, device: Device, raw: Any) -> Sequence:
         self = cls._wrap(raw)  # an owning pointer (``owned``)
+        self._id = handle_id(raw)
         self._device = device
         return self
 
@@ -100,9 +102,9 @@ class Sequence(Handle):
         most 256 steps (n times the sequence's length, or one whole sequence); without
         timing a larger ``n`` goes in several submits, as ``Recording.replay`` does.
         """
+        if timing is False and type(n) is int and n == 1:  # the launch path: one call
+            return replay_one(self, 1, lib.vn_sequence_replay)
         ptr = self._live()
-        if timing is False and type(n) is int and n == 1:  # the launch path: nothing to convert
-            return replay_part(lib.vn_sequence_replay, ptr, 1, NO_TIMING)
         n_ = to_u32(n, "Sequence.replay n")
         steps = 1 if n_ == 1 else int(lib.vn_sequence_length(ptr))  # only a split reads it
         return replay(lib.vn_sequence_replay, ptr, n_, to_timing(timing), steps)

@@ -7,7 +7,8 @@ from collections.abc import Generator
 from typing import Any
 
 from ._handles import Handle, new_slot, owned
-from ._lib import call_waiting, check, check_wait, done_flag, ffi, lib
+from ._lib import PENDING, call_waiting, check, check_wait, done_flag, ffi, lib
+from ._owner import replay_once
 from ._marshal import to_seconds
 
 #: Parts of a replay(n) running at most before the oldest is waited for (C's constant).
@@ -102,6 +103,19 @@ def replay_part(replay_fn: Any, ptr: Any, k: int, mode: int) -> Submission:
     if status:  # VN_PENDING: a CPU adapter's queue still runs earlier work
         check_wait(status, replay_fn, ptr, k, mode, out)
     return Submission._adopt(owned(out_own, "vn_submission *"))
+
+
+def replay_one(handle: Handle, which: int, replay_fn: Any) -> Submission:
+    """``replay()`` with the default arguments, the launch path of a Recording (``which`` 0,
+    ``replay_fn`` vn_recording_replay) or a Sequence (1, vn_sequence_replay): one call
+    (csrc/python/launch.c's replay_once), or ``replay_part``'s road for a released handle
+    (which raises) and a CPU adapter's busy queue (which waits, then calls again)."""
+    made = replay_once(handle, which)
+    if made is None or made == PENDING:  # nothing was submitted
+        return replay_part(replay_fn, handle._live(), 1, NO_TIMING)
+    if type(made) is int:
+        check(made)
+    return Submission._adopt(owned(made, "vn_submission *"))
 
 
 def replay(replay_fn: Any, ptr: Any, n: int, mode: int, steps: int) -> Submission:

@@ -1,6 +1,8 @@
-/* launch.c - the commonest pre-record (whole buffers, default arguments) as one call from
- * Python: vyre_native._owner.record_buffers(pipeline, inputs, outputs, workgroups,
- * clear_outputs), made for Pipeline.prerecord_persistent_dispatch.
+/* launch.c - the commonest launches as one call from Python each: the pre-record of whole
+ * buffers with default arguments, vyre_native._owner.record_buffers(pipeline, inputs,
+ * outputs, workgroups, clear_outputs), made for Pipeline.prerecord_persistent_dispatch;
+ * and replay_once(handle, which), one untimed launch of a Recording (which 0) or a
+ * Sequence (1), made for their replay() with the default arguments.
  *
  * Why in C: that launch's Python around its one C call (reading each buffer's pointer,
  * building the array, making the out-parameter's owner, checking the status) cost as much
@@ -17,9 +19,12 @@
  * new Owner holding the dispatch (nothing between the C call's write and ownership).
  *
  * Each handle's C id is its `_id` (an int set once when the handle is made); its `_ptr`,
- * which keeps the handle's owner and so the C object alive, is held for the call, read
- * in the same GIL-held pass (a release() on another thread sets `_ptr` to None, never
- * `_id`). */
+ * which keeps the handle's owner and so the C object alive, is held for the call (a
+ * release() on another thread sets `_ptr` to None, never `_id`). Both are private: a
+ * caller who rewrites `_id` gets what C says of that id (the id of another live object of
+ * the right kind, or a typed error: ids are checked by slot and generation, never
+ * dereferenced), as rewriting `_ptr` gets Python's path. An exception raised during the
+ * lookups (a signal handler's) propagates; a missing attribute takes Python's path. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -31,28 +36,44 @@
 /* The pipeline and at most this many buffers; a launch with more takes Python's path. */
 #define VN_LAUNCH_MAX_BUFFERS 16
 
-typedef vn_status (*record_buffers_fn)(vn_pipeline *, vn_buffer *const *, size_t, size_t, uint32_t, uint32_t,
-                                       uint32_t, uint32_t, vn_dispatch **);
-
-static record_buffers_fn record_buffers;  /* vn_dispatch_record_buffers, set once (bind_launch) */
+/* The C functions called, handed over once by bind_launch (this module links none of the
+ * C layer); typed by their declarations, so a signature that changes fails to compile. */
+static __typeof__(vn_dispatch_record_buffers) *record_buffers;
+static __typeof__(vn_recording_replay) *recording_replay;
+static __typeof__(vn_sequence_replay) *sequence_replay;
 static PyObject *buffer_type;             /* vn.Buffer: only that exact type is taken */
 static PyObject *ptr_name, *id_name;      /* "_ptr", "_id" */
 
-/* The C id of `handle` into *id, its `_ptr` into *held (a new reference); 0 when it has
- * none now (released, or not a handle of ours), with no error set. */
+/* An attribute lookup failed: 0 (take Python's path) when it was only missing, -1 when
+ * it raised anything else (a KeyboardInterrupt from a signal handler), which then goes on. */
+static int lookup_failed(void) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+    PyErr_Clear();
+    return 0;
+}
+
+/* The C id of `handle` into *id and its `_ptr` into *held (a new reference): 1; 0 when it
+ * has none now (released, or not a handle of ours: no error set); -1 with an exception
+ * set. The lookups can run Python code (a __dict__ key's __eq__, a property): the caller
+ * holds `handle` across them. */
 static int handle_id(PyObject *handle, void **id, PyObject **held) {
     PyObject *ptr = PyObject_GetAttr(handle, ptr_name);
-    if (ptr == NULL || ptr == Py_None) {
-        PyErr_Clear();
-        Py_XDECREF(ptr);
+    if (ptr == NULL) return lookup_failed();
+    if (ptr == Py_None) {
+        Py_DECREF(ptr);
         return 0;
     }
     PyObject *value = PyObject_GetAttr(handle, id_name);
-    void *got = value != NULL && PyLong_Check(value) ? PyLong_AsVoidPtr(value) : NULL;
-    Py_XDECREF(value);
-    if (got == NULL) {
-        PyErr_Clear();
+    if (value == NULL) {
         Py_DECREF(ptr);
+        return lookup_failed();
+    }
+    void *got = PyLong_CheckExact(value) ? PyLong_AsVoidPtr(value) : NULL;
+    Py_DECREF(value);
+    if (got == NULL) {
+        Py_DECREF(ptr);
+        if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+        PyErr_Clear();  /* past a pointer's width: no id of ours */
         return 0;
     }
     *id = got;
@@ -97,7 +118,11 @@ static PyObject *record_buffers_call(PyObject *module, PyObject *const *args, Py
     Py_ssize_t n_held = 0;
     void *pipeline = NULL;
     PyObject *result = Py_None;
-    if (!handle_id(args[0], &pipeline, &held[n_held])) goto done;
+    int got = handle_id(args[0], &pipeline, &held[n_held]);
+    if (got <= 0) {
+        result = got < 0 ? NULL : Py_None;
+        goto done;
+    }
     n_held++;
     for (int side = 0; side < 2; side++) {
         PyObject *seq = args[1 + side];
@@ -106,11 +131,22 @@ static PyObject *record_buffers_call(PyObject *module, PyObject *const *args, Py
         Py_ssize_t len = is_list ? PyList_Size(seq) : PyTuple_Size(seq);
         if (len < 0 || n + (size_t)len > VN_LAUNCH_MAX_BUFFERS) goto done;
         for (Py_ssize_t i = 0; i < len; i++) {
-            /* Borrowed; nothing below runs Python code, so the list cannot change under it. */
+            /* The lookups below can run Python code that changes the list: the item is
+             * held across them, and a list that shrank meanwhile takes Python's path. */
             PyObject *item = is_list ? PyList_GetItem(seq, i) : PyTuple_GetItem(seq, i);
-            void *id = NULL;
-            if (item == NULL || (PyObject *)Py_TYPE(item) != buffer_type || !handle_id(item, &id, &held[n_held]))
+            if (item == NULL) {
+                PyErr_Clear();
                 goto done;
+            }
+            if ((PyObject *)Py_TYPE(item) != buffer_type) goto done;
+            void *id = NULL;
+            Py_INCREF(item);
+            got = handle_id(item, &id, &held[n_held]);
+            Py_DECREF(item);
+            if (got <= 0) {
+                result = got < 0 ? NULL : Py_None;
+                goto done;
+            }
             n_held++;
             ids[n++] = id;
         }
@@ -139,30 +175,76 @@ done:
     return result;
 }
 
-/* bind_launch(record_buffers_address, buffer_type) - once, at import. */
+/* One untimed launch: an Owner of its Submission, a C status (VN_PENDING included: a CPU
+ * adapter's busy queue, nothing submitted), or None when `handle` has no id now. */
+static PyObject *replay_once_call(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    (void)module;
+    long which = nargs == 2 && PyLong_CheckExact(args[1]) ? PyLong_AsLong(args[1]) : -1;
+    if (which != 0 && which != 1) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError, "replay_once(handle, which): which is 0 (a Recording) or 1 (a Sequence). "
+                                         "Fix: call it as Recording.replay and Sequence.replay do.");
+        return NULL;
+    }
+    if (recording_replay == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "vyre_native._owner.replay_once: not bound. Fix: import vyre_native.");
+        return NULL;
+    }
+    void *id = NULL;
+    PyObject *held = NULL;
+    int got = handle_id(args[0], &id, &held);
+    if (got < 0) return NULL;
+    if (got == 0) Py_RETURN_NONE;
+    PyObject *owner = vn_py_owner_new();
+    if (owner == NULL) {
+        Py_DECREF(held);
+        return NULL;
+    }
+    vn_submission **out = (vn_submission **)vn_py_owner_slot(owner);
+    vn_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = which == 0 ? recording_replay((vn_recording *)id, 1, VN_TIMING_NONE, out)
+                    : sequence_replay((vn_sequence *)id, 1, VN_TIMING_NONE, out);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(held);
+    if (st == VN_OK) return owner;
+    Py_DECREF(owner); /* holds nothing: a failed call writes no object */
+    return PyLong_FromLong((long)st);
+}
+
+/* An address (an int) handed over by bind_launch, into *out; 0 with an error set. */
+static int address_of(PyObject *value, void **out) {
+    *out = PyLong_AsVoidPtr(value);
+    if (*out != NULL) return 1;
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_ValueError, "vyre_native._owner.bind_launch: NULL. Fix: pass the functions' addresses.");
+    return 0;
+}
+
+/* bind_launch(record_buffers, recording_replay, sequence_replay, buffer_type): the three C
+ * functions' addresses and vn.Buffer, once, at import. */
 static PyObject *bind_launch(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
-    if (nargs != 2 || !PyType_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "bind_launch(address, buffer_type). Fix: pass vn_dispatch_record_buffers' "
-                                         "address and vn.Buffer.");
+    if (nargs != 4 || !PyType_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "bind_launch(record_buffers, recording_replay, sequence_replay, buffer_type). "
+                                         "Fix: pass the three functions' addresses and vn.Buffer.");
         return NULL;
     }
     if (record_buffers != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "vyre_native._owner.bind_launch: already bound. Fix: nothing to do.");
         return NULL;
     }
-    void *fn = PyLong_AsVoidPtr(args[0]);
-    if (fn == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "vyre_native._owner.bind_launch: NULL. Fix: pass the function's address.");
-        return NULL;
-    }
+    void *fns[3];
+    for (int i = 0; i < 3; i++)
+        if (!address_of(args[i], &fns[i])) return NULL;
     ptr_name = PyUnicode_InternFromString("_ptr");
     id_name = PyUnicode_InternFromString("_id");
     if (ptr_name == NULL || id_name == NULL) return NULL;
-    Py_INCREF(args[1]);
-    buffer_type = args[1];
-    record_buffers = (record_buffers_fn)fn;
+    Py_INCREF(args[3]);
+    buffer_type = args[3];
+    recording_replay = (__typeof__(recording_replay))fns[1];
+    sequence_replay = (__typeof__(sequence_replay))fns[2];
+    record_buffers = (__typeof__(record_buffers))fns[0];
     Py_RETURN_NONE;
 }
 
@@ -170,7 +252,11 @@ PyMethodDef vn_py_launch_methods[] = {
     {"record_buffers", (PyCFunction)(void (*)(void))record_buffers_call, METH_FASTCALL,
      "record_buffers(pipeline, inputs, outputs, workgroups, clear_outputs) - the commonest pre-record in one call: "
      "an Owner of the new dispatch, a C status (int), or None for Python's own path."},
+    {"replay_once", (PyCFunction)(void (*)(void))replay_once_call, METH_FASTCALL,
+     "replay_once(handle, which) - one untimed launch of a Recording (0) or Sequence (1): an Owner of its "
+     "Submission, a C status (int), or None for Python's own path."},
     {"bind_launch", (PyCFunction)(void (*)(void))bind_launch, METH_FASTCALL,
-     "bind_launch(address, buffer_type) - vn_dispatch_record_buffers and vn.Buffer, once."},
+     "bind_launch(record_buffers, recording_replay, sequence_replay, buffer_type) - the C functions and "
+     "vn.Buffer, once."},
     {NULL, NULL, 0, NULL},
 };

@@ -130,8 +130,11 @@ def main() -> None:
             "vn_dispatch_record_borrowed",
             lambda: pipe.prerecord_borrowed_dispatch([np.ones(64, np.float32)], output_sizes=[256]),
         ),
-        "recording replay": ("vn_recording_replay", lambda: rec.replay()),
-        "sequence replay": ("vn_sequence_replay", lambda: seq.replay()),
+        # replay(): csrc/python/launch.c's one call; replay(2): Python's road of parts
+        "recording replay": ("replay_once", lambda: rec.replay()),
+        "recording replay(2)": ("vn_recording_replay", lambda: rec.replay(2)),
+        "sequence replay": ("replay_once", lambda: seq.replay()),
+        "sequence replay(2)": ("vn_sequence_replay", lambda: seq.replay(2)),
         "submit": ("vn_device_submit", lambda: dev.submit([rec, seq])),
         "read_async": ("vn_buffer_read_async", lambda: dst.read_async()),
         "read (sliced)": ("vn_buffer_read", lambda: dst.read_into(bytearray(256))),
