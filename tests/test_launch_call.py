@@ -198,3 +198,38 @@ def test_an_exception_raised_mid_call_propagates(device: vn.Device, double: vn.P
     with pytest.raises(KeyboardInterrupt):
         double.prerecord_persistent_dispatch([a], [o])
     assert vn.debug.live_objects(wait=5.0)["dispatches"] == before  # C was never called
+
+
+def test_an_import_in_a_subinterpreter_leaves_this_interpreters_launches_alone() -> None:
+    si = pytest.importorskip("_xxsubinterpreters", reason="this Python has no _xxsubinterpreters")
+    from support.child import run
+
+    code = (
+        "import _xxsubinterpreters as si\n"
+        "import numpy as np\n"
+        "import vyre_native as vn\n"
+        "from vyre_native._owner import Owner, replay_once\n"
+        "dev = vn.Device()\n"
+        "acc = dev.alloc(256)\n"
+        "p = dev.compile('@group(0) @binding(0) var<storage, read_write> a: array<u32>;\\n'\n"
+        "                '@compute @workgroup_size(1) fn main() { a[0] = a[0] + 1u; }')\n"
+        "rec = p.record([], [acc], clear_outputs=False)\n"
+        "i = si.create()\n"
+        "try:\n"
+        "    si.run_string(i, 'import vyre_native')\n"
+        "    print('sub-import ok')\n"
+        "except Exception as e:\n"
+        "    print('sub-import refused', 'Fix:' in str(e))\n"
+        "si.destroy(i)\n"
+        "made = replay_once(rec, 0)\n"
+        "print(type(made) is Owner or made == vn._lib.PENDING)\n"
+        "rec.replay().wait()\n"
+        "p.prerecord_persistent_dispatch([], [acc], clear_outputs=False).replay()\n"
+        "dev.wait_idle()\n"
+        "print(int(np.frombuffer(acc.read(), np.uint32)[0]) >= 2)\n"
+    )
+    del si
+    res = run(["-c", code], timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["sub-import", "refused", "True", "True", "True"], res.stdout
+

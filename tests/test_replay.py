@@ -1024,3 +1024,14 @@ def test_wait_with_a_timeout_that_is_not_a_number_raises_type_error(device: vn.D
     with pytest.raises(vn.InvalidArgumentError, match="Fix:"):
         sub.wait(timeout=float("nan"))
     sub.wait()
+
+
+def test_a_released_recording_lets_go_of_its_outputs(device: vn.Device, double: vn.Pipeline) -> None:
+    before = vn.debug.live_objects(wait=5.0)["buffers"]
+    a = device.upload(np.ones(64, np.float32))
+    rec = double.record([a], [device.alloc(256)])  # the output only the recording holds
+    assert vn.debug.live_objects(wait=5.0)["buffers"] == before + 2
+    rec.release()
+    assert vn.debug.live_objects(wait=5.0)["buffers"] == before + 1  # the input the test holds
+    with pytest.raises(vn.ReleasedError, match="Fix:"):
+        rec.outputs

@@ -110,6 +110,7 @@ def test_dev_vn_runs_the_device_module_once_so_vn_1_renderers_pickle() -> None:
     assert _run_with_dev_vn(code) == ["True", "True", "vyre_native.tinygrad.ops_vn"]
 
 
+@pytest.mark.skipif(not _start_up_hook_runs(), reason="this interpreter ran no .pth file of vyre_native's")
 @pytest.mark.parametrize(("env", "checks"), [({}, "True False"), ({"VN_BOUNDS_CHECKS": "0"}, "False False")])
 def test_kernels_compile_with_bounds_checks_unless_vn_bounds_checks_is_0(
     env: dict[str, str], checks: str

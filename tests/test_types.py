@@ -1,7 +1,8 @@
 """The public API's types: mypy --strict accepts tests/typecheck/public_api.py, whose
 assert_type calls pin what each public call returns (no Any), and the file runs. And
-the tests' shared code (tests/support/) and child scenarios (tests/scenarios/) type
-check too: they are modules, not strings, so that mypy and ruff read them."""
+the package's own code, the tests' shared code (tests/support/) and child scenarios
+(tests/scenarios/) type check too: they are modules, not strings, so that mypy and ruff
+read them."""
 
 from __future__ import annotations
 
@@ -28,6 +29,17 @@ def test_test_support_and_scenarios_type_check_under_mypy_strict() -> None:
     out, err, status = mypy_api.run(
         ["--strict", "--no-incremental", "--python-version", "3.11", "--config-file", config,
          str(HERE / "support"), str(HERE / "scenarios")]
+    )
+    assert status == 0, out + err
+
+
+def test_the_package_itself_type_checks_under_mypy_strict() -> None:
+    # named as files: where the package is installed (editable, or a wheel in site-packages)
+    # mypy would read it as a library and report nothing of its own code
+    config = str(HERE.parent / "pyproject.toml")
+    package = HERE.parent / "vyre_native"
+    out, err, status = mypy_api.run(
+        ["--strict", "--no-incremental", "--python-version", "3.11", "--config-file", config, str(package)]
     )
     assert status == 0, out + err
 

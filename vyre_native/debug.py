@@ -37,7 +37,8 @@ def live_objects(wait: float = 10.0) -> dict[str, int]:
     """
     # None, "no limit" elsewhere, is refused: a device lost for good is never freed.
     seconds = _to_seconds(wait, "live_objects wait", most=_MAX_WAIT)
-    counts = _introspect(_lib.VN_INTROSPECT_LIVE_COUNTS, wait_s=seconds).live
+    io = _introspect(_lib.VN_INTROSPECT_LIVE_COUNTS, wait_s=seconds)
+    counts = io.live  # a view into io's memory (cffi keeps no reference to io): io stays alive
     return {name: int(getattr(counts, name)) for name in _FIELDS}
 
 

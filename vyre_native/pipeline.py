@@ -24,7 +24,7 @@ from ._marshal import (
     to_workgroups,
     wrong_type,
 )
-from ._owner import bind_launch, record_buffers
+from ._owner import Owner, bind_launch, record_buffers
 from .buffer import Bindable, Buffer, BufferView
 from .dispatch import PrerecordedDispatch
 from .errors import BindingError, ShaderError
@@ -37,14 +37,17 @@ from .zero_workgroup import zero_workgroup_source
 if TYPE_CHECKING:
     from .device import Device
 
+
+
+def _address(name: str) -> int:
+    """A C function of the compiled module, as an address for csrc/python/launch.c."""
+    return int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
+
+
 # The commonest launches' one calls (csrc/python/launch.c) call these C functions and take
 # only vn.Buffer itself among the buffers.
 bind_launch(
-    *(
-        int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
-        for name in ("vn_dispatch_record_buffers", "vn_recording_replay", "vn_sequence_replay")
-    ),
-    Buffer,
+    _address("vn_dispatch_record_buffers"), _address("vn_recording_replay"), _address("vn_sequence_replay"), Buffer
 )
 
 _CACHE_FIELDS = tuple(name for name, _ in ffi.typeof("vn_cache_stats").fields)
@@ -371,10 +374,10 @@ class Pipeline(Handle):
             # the commonest launch, whole buffers only: one call (csrc/python/launch.c), or
             # None when an argument needs converting first
             made = record_buffers(self, inputs, outputs, workgroups, clear_outputs)
-            if made is not None:
-                if type(made) is int:
-                    check(made)
+            if isinstance(made, Owner):
                 return PrerecordedDispatch._adopt(self, owned(made, "vn_dispatch *"))
+            if made is not None:
+                check(made)  # a C status, never VN_OK (which comes as an Owner): raises
             keep = 1 - to_bool(clear_outputs, "clear_outputs")
             x, y, z = to_workgroups(workgroups)
             handles = to_buffer_array(inputs, outputs, Buffer)

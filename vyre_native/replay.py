@@ -46,8 +46,15 @@ class Recording(OutputReads):
     @property
     def outputs(self) -> list[Bindable]:
         """The outputs as bound, in output order: a ``vn.Buffer``, or a ``vn.BufferView``
-        where a view was bound."""
+        where a view was bound. ReleasedError after ``release()``."""
+        self._live()
         return list(self._outputs)
+
+    def release(self) -> None:
+        """Drop the recording now (idempotent), and its own handles of the outputs with it:
+        a buffer the caller holds stays, one only the recording held goes."""
+        self._outputs = []
+        super().release()
 
     def replay(self, n: int = 1, timing: bool | str = False) -> Submission:
         """Launch the dispatch ``n`` times (one command buffer, one submit, up to 256 launches).

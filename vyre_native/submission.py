@@ -8,7 +8,7 @@ from typing import Any
 
 from ._handles import Handle, new_slot, owned
 from ._lib import PENDING, call_waiting, check, check_wait, done_flag, ffi, lib
-from ._owner import replay_once
+from ._owner import Owner, replay_once
 from ._marshal import to_seconds
 
 #: Parts of a replay(n) running at most before the oldest is waited for (C's constant).
@@ -111,11 +111,12 @@ def replay_one(handle: Handle, which: int, replay_fn: Any) -> Submission:
     (csrc/python/launch.c's replay_once), or ``replay_part``'s road for a released handle
     (which raises) and a CPU adapter's busy queue (which waits, then calls again)."""
     made = replay_once(handle, which)
-    if made is None or made == PENDING:  # nothing was submitted
-        return replay_part(replay_fn, handle._live(), 1, NO_TIMING)
-    if type(made) is int:
-        check(made)
-    return Submission._adopt(owned(made, "vn_submission *"))
+    if isinstance(made, Owner):
+        return Submission._adopt(owned(made, "vn_submission *"))
+    if made is not None and made != PENDING:
+        check(made)  # a C status, never VN_OK (which comes as an Owner): raises
+    # nothing was submitted: released (which raises) or a busy CPU queue (which waits)
+    return replay_part(replay_fn, handle._live(), 1, NO_TIMING)
 
 
 def replay(replay_fn: Any, ptr: Any, n: int, mode: int, steps: int) -> Submission:

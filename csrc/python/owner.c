@@ -125,6 +125,14 @@ static PyMethodDef module_methods[] = {
 };
 
 static int module_exec(PyObject *module) {
+    /* The release function and launch.c's state are the process's, once: a second
+     * interpreter (a subinterpreter's import) would replace the Owner type that the
+     * first's launches make. */
+    if (owner_type != NULL) {
+        PyErr_SetString(PyExc_ImportError, "vyre_native._owner is loaded in another interpreter of this process "
+                                           "already. Fix: use vyre_native from one interpreter (the main one).");
+        return -1;
+    }
     PyObject *type = PyType_FromSpec(&owner_spec);
     if (type == NULL) return -1;
     if (PyModule_AddObject(module, "Owner", type) < 0) {
