@@ -268,10 +268,12 @@ class Device(Handle):
 
         Both on this device: ordered on the queue as a submit (after all work submitted
         before, before any later), no host wait. Whole words at the same offset within
-        their words are one GPU copy; a partial first or last word is merged by a one-word
-        dispatch (``dst`` then needs COPY_SRC usage, the default has it); bytes that shift
-        within their words go through a temporary buffer, 4 MiB at a time. One buffer to
-        itself works too, overlapping ranges as ``memmove``.
+        their words are one GPU copy. Any other range between two buffers that bind as
+        storage (the default usage does) is one dispatch of a copy kernel, a partial first
+        or last word merged in place (``dst`` then needs COPY_SRC usage, the default has
+        it); without STORAGE, the partial words and bytes that shift within their words
+        go through a temporary buffer, 4 MiB at a time. One buffer to itself works too,
+        overlapping ranges as ``memmove``.
 
         ``src`` and ``dst`` on two devices (one of them this one): through the host, 64 MiB
         at a time, each a blocking readback of ``src`` (after the work queued on its
