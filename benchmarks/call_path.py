@@ -69,7 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=pathlib.Path, help="write the figures here")
     args = ap.parse_args(argv)
 
-    floor = harness.build_floor(pathlib.Path(tempfile.mkdtemp(prefix="vn-call-path-")))
+    with tempfile.TemporaryDirectory(prefix="vn-call-path-") as work:  # the floor's build, removed after
+        return _run(args, harness.build_floor(pathlib.Path(work)))
+
+
+def _run(args: argparse.Namespace, floor: harness.Floor | harness.FloorUnavailable) -> int:
     if not isinstance(floor, harness.Floor):
         print(f"call_path: the raw-C floor is unavailable: {floor.reason}", file=sys.stderr)
         return 2

@@ -38,7 +38,15 @@ from .errors import NotPicklableError, ReleasedError, WrongTypeError, shown
 
 # The owner's release is a C function (vn_handle_release, which takes any live kind):
 # no Python code runs in one, so no signal or hook lands there.
-bind(int(ffi.cast("uintptr_t", ffi.addressof(lib, "vn_handle_release"))))
+
+
+def c_address(name: str) -> int:
+    """A C function of the compiled module as an address, for the _owner module, which
+    links none of the C layer (csrc/python/owner.c's release, launch.c's calls)."""
+    return int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
+
+
+bind(c_address("vn_handle_release"))
 assert ffi.sizeof("vn_view") <= SLOT_SIZE  # csrc/python/owner.c's slot holds a vn_view
 
 _from_buffer = ffi.from_buffer

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._handles import Handle, handle_id, new_slot, owned
+from ._handles import Handle, c_address, handle_id, new_slot, owned
 from ._lib import check, ffi, lib
 from ._marshal import (
     U64_MAX,
@@ -37,17 +37,10 @@ from .zero_workgroup import zero_workgroup_source
 if TYPE_CHECKING:
     from .device import Device
 
-
-
-def _address(name: str) -> int:
-    """A C function of the compiled module, as an address for csrc/python/launch.c."""
-    return int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
-
-
 # The commonest launches' one calls (csrc/python/launch.c) call these C functions and take
 # only vn.Buffer itself among the buffers.
 bind_launch(
-    _address("vn_dispatch_record_buffers"), _address("vn_recording_replay"), _address("vn_sequence_replay"), Buffer
+    c_address("vn_dispatch_record_buffers"), c_address("vn_recording_replay"), c_address("vn_sequence_replay"), Buffer
 )
 
 _CACHE_FIELDS = tuple(name for name, _ in ffi.typeof("vn_cache_stats").fields)

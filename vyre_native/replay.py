@@ -66,6 +66,6 @@ class Recording(OutputReads):
         of its own); timed replays take ``n`` up to 256.
         """
         if timing is False and type(n) is int and n == 1:  # the launch path: one call
-            return replay_one(self, 0, lib.vn_recording_replay)
+            return replay_one(self, 0)
         ptr = self._live()
         return replay(lib.vn_recording_replay, ptr, to_u32(n, "Recording.replay n"), to_timing(timing), 1)

@@ -103,7 +103,7 @@ class Sequence(Handle):
         timing a larger ``n`` goes in several submits, as ``Recording.replay`` does.
         """
         if timing is False and type(n) is int and n == 1:  # the launch path: one call
-            return replay_one(self, 1, lib.vn_sequence_replay)
+            return replay_one(self, 1)
         ptr = self._live()
         n_ = to_u32(n, "Sequence.replay n")
         steps = 1 if n_ == 1 else int(lib.vn_sequence_length(ptr))  # only a split reads it

@@ -105,18 +105,22 @@ def replay_part(replay_fn: Any, ptr: Any, k: int, mode: int) -> Submission:
     return Submission._adopt(owned(out_own, "vn_submission *"))
 
 
-def replay_one(handle: Handle, which: int, replay_fn: Any) -> Submission:
-    """``replay()`` with the default arguments, the launch path of a Recording (``which`` 0,
-    ``replay_fn`` vn_recording_replay) or a Sequence (1, vn_sequence_replay): one call
-    (csrc/python/launch.c's replay_once), or ``replay_part``'s road for a released handle
-    (which raises) and a CPU adapter's busy queue (which waits, then calls again)."""
+#: replay_once's ``which``: 0 a Recording, 1 a Sequence; the C function of each
+_REPLAYS = (lib.vn_recording_replay, lib.vn_sequence_replay)
+
+
+def replay_one(handle: Handle, which: int) -> Submission:
+    """``replay()`` with the default arguments, the launch path of a Recording (``which`` 0)
+    or a Sequence (1): one call (csrc/python/launch.c's replay_once), or ``replay_part``'s
+    road through ``_REPLAYS[which]`` for a released handle (which raises) and a CPU
+    adapter's busy queue (which waits, then calls again)."""
     made = replay_once(handle, which)
     if isinstance(made, Owner):
         return Submission._adopt(owned(made, "vn_submission *"))
     if made is not None and made != PENDING:
         check(made)  # a C status, never VN_OK (which comes as an Owner): raises
     # nothing was submitted: released (which raises) or a busy CPU queue (which waits)
-    return replay_part(replay_fn, handle._live(), 1, NO_TIMING)
+    return replay_part(_REPLAYS[which], handle._live(), 1, NO_TIMING)
 
 
 def replay(replay_fn: Any, ptr: Any, n: int, mode: int, steps: int) -> Submission:

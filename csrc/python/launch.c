@@ -94,6 +94,14 @@ static int u32_of(PyObject *value, uint32_t *out) {
     return 1;
 }
 
+/* What a call into C that wrote into `owner` returns: the owner on VN_OK, else the status
+ * (the owner, which then holds nothing, dropped). */
+static PyObject *owner_or_status(PyObject *owner, vn_status st) {
+    if (st == VN_OK) return owner;
+    Py_DECREF(owner);
+    return PyLong_FromLong((long)st);
+}
+
 static PyObject *record_buffers_call(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
     (void)module;
     if (nargs != 5) {
@@ -163,12 +171,7 @@ static PyObject *record_buffers_call(PyObject *module, PyObject *const *args, Py
     Py_BEGIN_ALLOW_THREADS
     st = record_buffers(pipeline, ids, counts[0], counts[1], xyz[0], xyz[1], xyz[2], keep, out);
     Py_END_ALLOW_THREADS
-    if (st != VN_OK) {
-        Py_DECREF(owner);  /* holds nothing: a failed call writes no object */
-        result = PyLong_FromLong((long)st);
-    } else {
-        result = owner;
-    }
+    result = owner_or_status(owner, st);
 done:
     for (Py_ssize_t i = 0; i < n_held; i++) Py_DECREF(held[i]);
     if (result == Py_None) Py_INCREF(result);
@@ -207,9 +210,7 @@ static PyObject *replay_once_call(PyObject *module, PyObject *const *args, Py_ss
                     : sequence_replay((vn_sequence *)id, 1, VN_TIMING_NONE, out);
     Py_END_ALLOW_THREADS
     Py_DECREF(held);
-    if (st == VN_OK) return owner;
-    Py_DECREF(owner); /* holds nothing: a failed call writes no object */
-    return PyLong_FromLong((long)st);
+    return owner_or_status(owner, st);
 }
 
 /* An address (an int) handed over by bind_launch, into *out; 0 with an error set. */

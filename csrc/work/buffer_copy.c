@@ -39,16 +39,16 @@ vn_status vn_copy_range(uint64_t src_len, uint64_t src_offset, uint64_t dst_len,
     return VN_OK;
 }
 
-/* The rules of a copy between resolved views (buffers held): offsets inside the views,
- * *nbytes (nbytes NULL: as much as fits) inside both, COPY_SRC on the source, COPY_DST on
- * the destination, and COPY_SRC there too where a partial word is merged. *n gets the
- * byte count, *s0 and *d0 the absolute offsets. */
 /* Whether destination bytes [d, e) of db start or end inside a word, which a copy then
  * merges (a tail that ends the buffer does not: the rest of its word is padding). */
 static bool partial_words(const vn_buffer *db, uint64_t d, uint64_t e) {
     return e > d && (d % 4 != 0 || (e % 4 != 0 && e != db->byte_len));
 }
 
+/* The rules of a copy between resolved views (buffers held): offsets inside the views,
+ * *nbytes (nbytes NULL: as much as fits) inside both, COPY_SRC on the source, COPY_DST on
+ * the destination, and COPY_SRC there too where a partial word is merged. *n gets the
+ * byte count, *s0 and *d0 the absolute offsets. */
 static vn_status copy_check(const vn_view *src, const vn_view *dst, const uint64_t *nbytes, uint64_t src_offset,
                             uint64_t dst_offset, uint64_t *n, uint64_t *s0, uint64_t *d0) {
     uint64_t count;
@@ -121,13 +121,15 @@ static vn_status copy_views(const vn_view *src, const vn_view *dst, const uint64
     vn_words_copy words = {NULL, 0, 0, 0, NULL, 0, 0};
     vn_chunk c[2];
     size_t count = 0;
-    /* Bytes that keep their places within words: whole words copied, a partial head or
-     * tail merged. Where both buffers bind as storage, the shift kernel does it all in one
-     * dispatch (on the H200 a 1 MiB copy at offset 1 took 119-161 µs the other way, 54-61
-     * the kernel's); else the whole words are one CopyBufferToBuffer and the ends merge. */
-    if (st == VN_OK && s0 % 4 == d0 % 4 && partial_words(db, d0, d1) && (words = vn_shifted_words(dev, sb, db, s0, d0, d1, x)).n > 0) {
+    /* Anything but whole words in their places, between two buffers that bind as storage:
+     * every word, a partial head and tail included, in one dispatch of the shift kernel
+     * (on the H200 a 1 MiB copy at offset 1 took 119-161 µs by whole words and merged
+     * ends, 45-46 by the kernel). Else bytes that keep their places: the whole words one
+     * CopyBufferToBuffer, the ends merged; bytes that shift: merged through T. */
+    bool in_place = s0 % 4 == d0 % 4, whole_words = in_place && !partial_words(db, d0, d1);
+    if (st == VN_OK && !whole_words && (words = vn_shifted_words(dev, sb, db, s0, d0, d1, x)).n > 0) {
         st = vn_encode_merge(dev, db->buffer, &words, c, 0, false, NULL, 0, &cb);
-    } else if (st == VN_OK && sb != db && s0 % 4 == d0 % 4) {
+    } else if (st == VN_OK && sb != db && in_place) {
         uint64_t m0 = d0 % 4 == 0 ? d0 : (vn_round_up4(d0) < d1 ? vn_round_up4(d0) : d1);
         uint64_t m1 = (d1 & ~(uint64_t)3) > m0 ? d1 & ~(uint64_t)3 : m0;
         /* A tail that ends the destination copies whole: the rest of its word is padding. */
@@ -136,10 +138,6 @@ static vn_status copy_views(const vn_view *src, const vn_view *dst, const uint64
         if (m1 < d1) c[count++] = vn_merge_chunk(sb->buffer, s0 + (m1 - d0), m1, d1, db->byte_len);
         words = (vn_words_copy){sb->buffer, s0 + (m0 - d0), m0, m1 > m0 ? m1 - m0 : 0, NULL, 0, 0};
         st = vn_encode_merge(dev, db->buffer, &words, c, count, false, NULL, 0, &cb);
-    } else if (st == VN_OK && s0 % 4 != d0 % 4 && (words = vn_shifted_words(dev, sb, db, s0, d0, d1, x)).n > 0) {
-        /* Shifted, between two storage buffers: every word, a partial head and tail
-         * included, in one dispatch of the shift kernel. */
-        st = vn_encode_merge(dev, db->buffer, &words, c, 0, false, NULL, 0, &cb);
     } else if (st == VN_OK) {
         vn_chunk *all = NULL;
         st = shifted_chunks(sb, db, s0, d0, n, x->chunk_bytes, &all, &count);
